@@ -1,0 +1,23 @@
+# Per-target settings for rtcosim's own code. Warnings are errors on our
+# targets only, never globally, so third-party headers cannot break the build.
+function(rtcosim_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Werror
+                         -Wshadow -Wnon-virtual-dtor -Wconversion -Wno-sign-conversion)
+endfunction()
+
+if(RTCOSIM_SANITIZE)
+  add_compile_options(-fsanitize=${RTCOSIM_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${RTCOSIM_SANITIZE})
+endif()
+
+# rtcosim_library(NAME ALIAS SOURCES...) builds one layer's library with the
+# repository root as include root, so headers are included as "coupling/x.hpp".
+function(rtcosim_library name alias)
+  add_library(${name} ${ARGN})
+  add_library(rtcosim::${alias} ALIAS ${name})
+  target_include_directories(${name} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/rtcosim>)
+  target_compile_features(${name} PUBLIC cxx_std_20)
+  rtcosim_warnings(${name})
+endfunction()

@@ -1,0 +1,99 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coupling/data_block.hpp"
+
+namespace rtcosim::coupling {
+
+/*
+ * Extrapolator: the receiving side of a link. It keeps the recent history of
+ * the data blocks a producer sent and reconstructs the signals at any time the
+ * consumer's integrator asks for: ahead of the newest tag (extrapolation) or
+ * behind it (interpolation). Tags may be non-uniform and asynchronous; no
+ * method assumes an integer or constant frame ratio.
+ *
+ * Call order: `configure(signal_count)` once in the set-up phase (allocates,
+ * may throw); then, on the real-time path, any sequence of `reset`, `push`,
+ * `evaluate` and `evaluate_mean`.
+ *
+ * RT-safe: `reset`, `push`, `evaluate`, `evaluate_mean` are noexcept and
+ * allocate nothing; all memory is sized in `configure`. One consumer thread
+ * owns the object; only the status counters may be read from another thread.
+ */
+class Extrapolator {
+ public:
+  explicit Extrapolator(std::string method_id) : method_id_(std::move(method_id)) {}
+  virtual ~Extrapolator() = default;
+  Extrapolator(const Extrapolator&) = delete;
+  Extrapolator& operator=(const Extrapolator&) = delete;
+
+  // Set-up phase: sizes every buffer for `signal_count` signals and resets.
+  void configure(std::size_t signal_count);
+
+  // Drops all history: the next push starts afresh.
+  virtual void reset() noexcept = 0;
+
+  // Takes a new block. A block whose tag is not after the newest one is
+  // ignored and counted (see stale_blocks), unless it carries the
+  // discontinuity flag, which resets the history first.
+  void push(const DataBlock& block) noexcept;
+
+  // Reconstructed signals at simulation time t. Before any block: zeros.
+  virtual void evaluate(double t, std::span<double> out) const noexcept = 0;
+
+  // Mean of the reconstructed signals over [t0, t1] (the consumer's step).
+  // The default integrates `evaluate` with 5-point Gauss-Legendre, exact for
+  // the polynomial methods up to degree 9; held signals override it with
+  // the exact segment sum.
+  virtual void evaluate_mean(double t0, double t1, std::span<double> out) const noexcept;
+
+  // True for methods whose consumer should take the step mean as its input
+  // for the whole step (input averaging, reference eq. 10.7).
+  [[nodiscard]] virtual bool averages_over_step() const noexcept { return false; }
+
+  [[nodiscard]] std::size_t signal_count() const noexcept { return signal_count_; }
+  [[nodiscard]] const std::string& method_id() const noexcept { return method_id_; }
+
+  // Status, readable from any thread.
+  [[nodiscard]] std::uint64_t stale_blocks() const noexcept {
+    return stale_blocks_.load(std::memory_order_relaxed);
+  }
+  [[nodiscard]] std::uint64_t blocks_taken() const noexcept {
+    return blocks_taken_.load(std::memory_order_relaxed);
+  }
+  // Set when a block lacked a derivative this method wanted; the method then
+  // used its derivative-free variant for that signal.
+  [[nodiscard]] bool used_derivative_fallback() const noexcept {
+    return derivative_fallback_.load(std::memory_order_relaxed);
+  }
+  // Returns true exactly once after the first fallback, so a non-RT thread
+  // can say so once.
+  [[nodiscard]] bool take_derivative_fallback_notice() noexcept;
+
+ protected:
+  virtual void do_configure(std::size_t signal_count) = 0;
+  virtual void do_push(const DataBlock& block) noexcept = 0;
+  // Newest tag taken since the last reset, or -inf.
+  [[nodiscard]] virtual double newest_tag() const noexcept = 0;
+  void note_derivative_fallback() noexcept {
+    derivative_fallback_.store(true, std::memory_order_relaxed);
+  }
+
+ private:
+  std::string method_id_;
+  std::size_t signal_count_ = 0;
+  mutable std::vector<double> scratch_;
+  std::atomic<std::uint64_t> stale_blocks_{0};
+  std::atomic<std::uint64_t> blocks_taken_{0};
+  std::atomic<bool> derivative_fallback_{false};
+  std::atomic<bool> fallback_noticed_{false};
+};
+
+}  // namespace rtcosim::coupling

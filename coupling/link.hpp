@@ -1,0 +1,103 @@
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include <boost/lockfree/spsc_queue.hpp>
+
+#include "coupling/data_block.hpp"
+#include "coupling/extrapolator.hpp"
+
+namespace rtcosim::coupling {
+
+// Periods that size a link's ring. A consumer frame that runs long leaves
+// blocks waiting: the ring holds every block produced during the consumer's
+// longest frame plus `margin_blocks`.
+struct LinkTiming {
+  double producer_period = 0.0;     // seconds, > 0
+  double consumer_period = 0.0;     // seconds, > 0
+  double consumer_max_frame = 0.0;  // seconds; 0 means 4 consumer periods
+  std::size_t margin_blocks = 2;
+};
+
+// Blocks the ring of a link with this timing holds (at least 2).
+[[nodiscard]] std::size_t ring_capacity_blocks(const LinkTiming& timing);
+
+/*
+ * Link: one producer task, one consumer task, carrying DataBlocks of a fixed
+ * signal count over a boost::lockfree::spsc_queue, into the consumer's
+ * extrapolator.
+ *
+ * Ownership: the link owns its ring, the consumer's staging block and the
+ * extrapolator. Exactly one thread calls `publish` (producer) and exactly one
+ * calls `drain`/`extrapolator()` (consumer); the counters may be read from any
+ * thread.
+ *
+ * RT-safe: `publish` and `drain` are noexcept, wait-free and allocate
+ * nothing; all storage is sized in the constructor. A full ring drops the
+ * new block and counts it: a producer never waits for a slow consumer.
+ */
+class Link {
+ public:
+  Link(std::size_t signal_count, std::size_t capacity_blocks, std::unique_ptr<Extrapolator> extrapolator);
+  Link(std::size_t signal_count, const LinkTiming& timing, std::unique_ptr<Extrapolator> extrapolator)
+      : Link(signal_count, ring_capacity_blocks(timing), std::move(extrapolator)) {}
+
+  // Producer side. Returns false when the ring was full and the block was
+  // dropped (counted in dropped()). Precondition: same signal count.
+  [[nodiscard]] bool publish(const DataBlock& block) noexcept;
+
+  // Consumer side: hands every waiting block, oldest first, to the
+  // extrapolator. Returns how many.
+  std::size_t drain() noexcept {
+    return drain_to([this](const DataBlock& b) noexcept { extrapolator_->push(b); });
+  }
+
+  // Consumer side: hands every waiting block, oldest first, to `sink`.
+  template <typename Sink>
+  std::size_t drain_to(Sink&& sink) noexcept {
+    std::size_t taken = 0;
+    const std::size_t payload_words = staging_.payload().size();
+    while (ring_.read_available() >= kHeaderWords + payload_words) {
+      std::array<double, kHeaderWords> header{};
+      // Both pops succeed in full: the producer publishes a whole block
+      // before we could see its words, and nobody else pops.
+      (void)ring_.pop(header.data(), kHeaderWords);
+      (void)ring_.pop(staging_.payload().data(), payload_words);
+      decode_header(header, staging_);
+      sink(static_cast<const DataBlock&>(staging_));
+      ++taken;
+    }
+    consumed_.fetch_add(taken, std::memory_order_relaxed);
+    return taken;
+  }
+
+  [[nodiscard]] Extrapolator& extrapolator() noexcept { return *extrapolator_; }
+  [[nodiscard]] const Extrapolator& extrapolator() const noexcept { return *extrapolator_; }
+  [[nodiscard]] std::size_t signal_count() const noexcept { return staging_.signal_count(); }
+  [[nodiscard]] std::size_t capacity_blocks() const noexcept { return capacity_blocks_; }
+
+  [[nodiscard]] std::uint64_t published() const noexcept { return published_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t consumed() const noexcept { return consumed_.load(std::memory_order_relaxed); }
+
+ private:
+  // tag, producer step, sequence, flags: one ring word each.
+  static constexpr std::size_t kHeaderWords = 4;
+  static void decode_header(const std::array<double, kHeaderWords>& header, DataBlock& block) noexcept;
+
+  std::size_t capacity_blocks_;
+  boost::lockfree::spsc_queue<double> ring_;
+  DataBlock staging_;  // consumer-owned
+  std::unique_ptr<Extrapolator> extrapolator_;
+  // Producer and consumer counters on separate cache lines: each is written
+  // by one thread every frame, and sharing a line would make them ping-pong.
+  alignas(64) std::atomic<std::uint64_t> published_{0};
+  std::atomic<std::uint64_t> dropped_{0};
+  alignas(64) std::atomic<std::uint64_t> consumed_{0};
+};
+
+}  // namespace rtcosim::coupling

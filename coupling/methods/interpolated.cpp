@@ -1,0 +1,114 @@
+#include "coupling/methods/interpolated.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+#include "coupling/methods/polynomial.hpp"
+#include "coupling/quadrature.hpp"
+
+namespace rtcosim::coupling::methods {
+
+void Interpolated::do_configure(std::size_t signal_count) {
+  history_.configure(static_cast<std::size_t>(order_) + 1, signal_count);
+  predictions_.configure(static_cast<std::size_t>(interp_order_) + 1, signal_count);
+  extrapolant_.configure(signal_count);
+  previous_extrapolant_.configure(signal_count);
+  interpolant_.configure(signal_count);
+  error_total_.assign(signal_count, 0.0);
+  anchor_.assign(signal_count, 0.0);
+  next_.assign(signal_count, 0.0);
+}
+
+void Interpolated::reset() noexcept {
+  history_.clear();
+  predictions_.clear();
+  extrapolant_.clear();
+  previous_extrapolant_.clear();
+  interpolant_.clear();
+  std::fill(error_total_.begin(), error_total_.end(), 0.0);
+  window_start_ = window_end_ = 0.0;
+  newest_is_prediction_ = false;
+}
+
+double Interpolated::distribution_weight(double t) const noexcept {
+  const double width = window_end_ - window_start_;
+  if (!(width > 0.0) || !(t > window_start_) || !(t < window_end_)) return 0.0;
+  const double x = (t - window_start_) / width;
+  return 6.0 * x * (1.0 - x) / width;  // integrates to 1 over the window
+}
+
+void Interpolated::do_push(const DataBlock& block) noexcept {
+  const double tk = block.tag;
+  const auto y = block.values();
+  const std::size_t n = y.size();
+  const bool first = interpolant_.empty();
+
+  // The output's own value at the new tag, before anything changes: the
+  // new interpolant starts from it, which keeps u continuous.
+  if (first) {
+    std::copy(y.begin(), y.end(), anchor_.begin());
+  } else {
+    evaluate(tk, anchor_);
+  }
+
+  history_.push(block);
+  std::swap(extrapolant_, previous_extrapolant_);
+  fit_newest(extrapolant_, history_, order_);
+  const double h = macro_step_ > 0.0 ? macro_step_ : history_.newest_spacing();
+
+  if (energy_conserving_) {
+    // Part of the old distribution not yet delivered when this block came early.
+    const double leftover_start = std::max(tk, window_start_);
+    for (std::size_t s = 0; s < n; ++s) {
+      double total = 0.0;
+      if (!first) {
+        if (window_end_ > leftover_start) {
+          total += error_total_[s] * gauss_legendre5(leftover_start, window_end_,
+                                                     [&](double t) { return distribution_weight(t); });
+        }
+        // E: how far k fell short of the real signal over the macro step
+        // just completed; y_I is the new extrapolant inside its span.
+        total += gauss_legendre5(history_.tag(1), tk, [&](double t) {
+          return extrapolant_.evaluate_one(t, s) - interpolant_.evaluate_one(t, s);
+        });
+      }
+      error_total_[s] = total;
+    }
+  }
+
+  // Prediction for the next coupling time.
+  if (h > 0.0) {
+    extrapolant_.evaluate(tk + h, next_);
+    if (energy_conserving_ && !previous_extrapolant_.empty()) {
+      for (std::size_t s = 0; s < n; ++s) next_[s] += y[s] - previous_extrapolant_.evaluate_one(tk, s);
+    }
+  }
+
+  if (newest_is_prediction_) {
+    predictions_.overwrite_newest(tk, anchor_.data());
+  } else {
+    predictions_.push_values(tk, anchor_.data());
+  }
+  newest_is_prediction_ = h > 0.0;
+  if (newest_is_prediction_) predictions_.push_values(tk + h, next_.data());
+
+  std::array<double, kMaxOrder + 1> nodes{};
+  const std::size_t count = predictions_.size();
+  for (std::size_t k = 0; k < count; ++k) nodes[k] = predictions_.tag(k);
+  interpolant_.fit(std::span<const double>(nodes.data(), count),
+                   [&](int k, std::size_t s) { return predictions_.value(static_cast<std::size_t>(k), s); });
+
+  window_start_ = tk;
+  window_end_ = tk + h;
+}
+
+void Interpolated::evaluate(double t, std::span<double> out) const noexcept {
+  interpolant_.evaluate(t, out);
+  if (!energy_conserving_) return;
+  const double w = distribution_weight(t);
+  if (w == 0.0) return;
+  for (std::size_t s = 0; s < out.size(); ++s) out[s] += error_total_[s] * w;
+}
+
+}  // namespace rtcosim::coupling::methods

@@ -1,0 +1,47 @@
+#pragma once
+
+#include <array>
+
+#include "coupling/extrapolator.hpp"
+#include "coupling/methods/newton.hpp"
+#include "coupling/methods/sample_history.hpp"
+
+namespace rtcosim::coupling::methods {
+
+// Fits `set` through the newest min(size, order+1) samples of `history`.
+// RT-safe.
+void fit_newest(NewtonSet& set, const SampleHistory& history, int order) noexcept;
+
+/*
+ * Polynomial extrapolation (`polynomial`, reference eq. 1-2): Newton divided
+ * differences through the newest order+1 blocks, refitted on each push, so
+ * the output jumps at coupling times. With fewer blocks it uses the order
+ * they allow. Evaluation is one Horner scheme per signal.
+ */
+class Polynomial final : public Extrapolator {
+ public:
+  explicit Polynomial(int order) : Extrapolator("polynomial"), order_(order) {}
+
+  void reset() noexcept override {
+    history_.clear();
+    poly_.clear();
+  }
+  void evaluate(double t, std::span<double> out) const noexcept override { poly_.evaluate(t, out); }
+
+ private:
+  void do_configure(std::size_t signal_count) override {
+    history_.configure(static_cast<std::size_t>(order_) + 1, signal_count);
+    poly_.configure(signal_count);
+  }
+  void do_push(const DataBlock& block) noexcept override {
+    history_.push(block);
+    fit_newest(poly_, history_, order_);
+  }
+  [[nodiscard]] double newest_tag() const noexcept override { return history_.newest_tag(); }
+
+  int order_;
+  SampleHistory history_;
+  NewtonSet poly_;
+};
+
+}  // namespace rtcosim::coupling::methods

@@ -1,0 +1,109 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "coupling/data_block.hpp"
+
+namespace rtcosim::coupling::methods {
+
+/*
+ * SampleHistory: the newest `capacity` blocks of a link, as a ring of
+ * structure-of-arrays slots. Index 0 is the newest sample, 1 the one before.
+ * Sized in `configure`; `push`, `clear` and every accessor are noexcept and
+ * allocation-free.
+ */
+class SampleHistory {
+ public:
+  void configure(std::size_t capacity, std::size_t signal_count) {
+    capacity_ = capacity;
+    signals_ = signal_count;
+    tags_.assign(capacity, 0.0);
+    values_.assign(capacity * signal_count, 0.0);
+    derivatives_.assign(capacity * signal_count, 0.0);
+    valid_.assign(capacity * signal_count, 0);
+    clear();
+  }
+
+  void clear() noexcept {
+    size_ = 0;
+    head_ = 0;
+  }
+
+  void push(const DataBlock& block) noexcept {
+    head_ = (head_ + 1 == capacity_) ? 0 : head_ + 1;
+    tags_[head_] = block.tag;
+    const std::size_t base = head_ * signals_;
+    const auto v = block.values();
+    const auto d = block.derivatives();
+    for (std::size_t s = 0; s < signals_; ++s) {
+      values_[base + s] = v[s];
+      derivatives_[base + s] = d[s];
+      valid_[base + s] = block.derivative_valid(s) ? 1 : 0;
+    }
+    if (size_ < capacity_) ++size_;
+  }
+
+  // Appends a sample of values only (derivatives marked invalid), for
+  // histories of computed points rather than received blocks.
+  void push_values(double tag, const double* values) noexcept {
+    head_ = (head_ + 1 == capacity_) ? 0 : head_ + 1;
+    if (size_ < capacity_) ++size_;
+    overwrite_newest(tag, values);
+  }
+  // Replaces the newest sample's tag and values; precondition !empty().
+  void overwrite_newest(double tag, const double* values) noexcept {
+    tags_[head_] = tag;
+    const std::size_t base = head_ * signals_;
+    for (std::size_t s = 0; s < signals_; ++s) {
+      values_[base + s] = values[s];
+      valid_[base + s] = 0;
+    }
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+
+  [[nodiscard]] double newest_tag() const noexcept {
+    return size_ == 0 ? -std::numeric_limits<double>::infinity() : tags_[head_];
+  }
+  // i = 0 is the newest sample; precondition i < size().
+  [[nodiscard]] double tag(std::size_t i) const noexcept { return tags_[slot(i)]; }
+  [[nodiscard]] double value(std::size_t i, std::size_t s) const noexcept {
+    return values_[slot(i) * signals_ + s];
+  }
+  [[nodiscard]] double derivative(std::size_t i, std::size_t s) const noexcept {
+    return derivatives_[slot(i) * signals_ + s];
+  }
+  [[nodiscard]] bool derivative_valid(std::size_t i, std::size_t s) const noexcept {
+    return valid_[slot(i) * signals_ + s] != 0;
+  }
+  // Pointer to the values of sample i, one per signal, contiguous.
+  [[nodiscard]] const double* values_of(std::size_t i) const noexcept {
+    return &values_[slot(i) * signals_];
+  }
+
+  // Spacing of the two newest tags, or 0 with fewer than two samples.
+  [[nodiscard]] double newest_spacing() const noexcept {
+    return size_ < 2 ? 0.0 : tag(0) - tag(1);
+  }
+
+ private:
+  [[nodiscard]] std::size_t slot(std::size_t i) const noexcept {
+    return head_ >= i ? head_ - i : head_ + capacity_ - i;
+  }
+
+  std::size_t capacity_ = 0;
+  std::size_t signals_ = 0;
+  std::size_t size_ = 0;
+  std::size_t head_ = 0;
+  std::vector<double> tags_;
+  std::vector<double> values_;
+  std::vector<double> derivatives_;
+  std::vector<std::uint8_t> valid_;
+};
+
+}  // namespace rtcosim::coupling::methods

@@ -1,0 +1,189 @@
+#include "coupling/registry.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <sstream>
+
+#include "coupling/duration.hpp"
+
+namespace rtcosim::coupling {
+
+void ParamValues::set(std::string name, double value) {
+  for (auto& [n, v] : values_) {
+    if (n == name) {
+      v = value;
+      return;
+    }
+  }
+  values_.emplace_back(std::move(name), value);
+}
+
+double ParamValues::get(std::string_view name) const {
+  for (const auto& [n, v] : values_) {
+    if (n == name) return v;
+  }
+  throw CouplingError("internal: parameter '" + std::string(name) + "' was not declared by its method", {},
+                      std::string(name));
+}
+
+namespace {
+
+std::string format_number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += ", ";
+    out += item;
+  }
+  return out;
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+bool valid_id(std::string_view id) {
+  return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+}  // namespace
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string describe_range(const ParamSpec& spec) {
+  switch (spec.kind) {
+    case ParamKind::kInteger:
+      return "an integer from " + format_number(spec.min) + " to " + format_number(spec.max);
+    case ParamKind::kDuration:
+      return "a duration from " + format_duration(spec.min) + " to " + format_duration(spec.max);
+    case ParamKind::kReal:
+      break;
+  }
+  return "a number from " + format_number(spec.min) + " to " + format_number(spec.max);
+}
+
+void MethodRegistry::add(MethodInfo info) {
+  if (!valid_id(info.id)) {
+    throw CouplingError("coupling method id '" + info.id + "' is not valid — expected lower-case letters, digits and '_'",
+                        info.id);
+  }
+  if (const MethodInfo* existing = find(info.id)) {
+    throw CouplingError("coupling method '" + info.id + "' is already registered (by " + existing->origin + ")",
+                        info.id);
+  }
+  if (!info.make) throw CouplingError("coupling method '" + info.id + "' has no factory", info.id);
+  methods_.push_back(std::move(info));
+}
+
+const MethodInfo* MethodRegistry::find(std::string_view id) const noexcept {
+  for (const auto& m : methods_) {
+    if (m.id == id) return &m;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> MethodRegistry::ids() const {
+  std::vector<std::string> out;
+  out.reserve(methods_.size());
+  for (const auto& m : methods_) out.push_back(m.id);
+  return out;
+}
+
+const MethodInfo& MethodRegistry::get(std::string_view id) const {
+  if (const MethodInfo* m = find(id)) return *m;
+  const auto known = ids();
+  std::string message = "unknown coupling method '" + std::string(id) + "' — expected one of: " + join(known);
+  if (const auto guess = closest_match(id, known); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+  throw CouplingError(message, std::string(id));
+}
+
+ParamValues MethodRegistry::resolve(std::string_view id, const ParamSettings& settings) const {
+  const MethodInfo& method = get(id);
+  ParamValues values;
+  for (const auto& spec : method.params) values.set(spec.name, spec.default_value);
+
+  for (const auto& setting : settings) {
+    const auto spec_it = std::find_if(method.params.begin(), method.params.end(),
+                                      [&](const ParamSpec& p) { return p.name == setting.name; });
+    const std::string where = "coupling method '" + method.id + "': ";
+    if (spec_it == method.params.end()) {
+      std::vector<std::string> names;
+      for (const auto& p : method.params) names.push_back(p.name);
+      std::string message = where + "unknown parameter '" + setting.name + "' — ";
+      if (names.empty()) {
+        message += "this method takes no parameters";
+      } else {
+        message += "expected one of: " + join(names);
+        if (const auto guess = closest_match(setting.name, names); !guess.empty()) {
+          message += " (did you mean '" + guess + "'?)";
+        }
+      }
+      throw CouplingError(message, method.id, setting.name);
+    }
+    const ParamSpec& spec = *spec_it;
+    const std::string shown = where + "parameter '" + spec.name + "' = '" + setting.value + "'";
+    double value = 0.0;
+    if (spec.kind == ParamKind::kDuration) {
+      std::string why;
+      const auto parsed = parse_duration(setting.value, &why);
+      if (!parsed) throw CouplingError(shown + " is not a duration — expected " + describe_range(spec), method.id, spec.name);
+      value = *parsed;
+    } else {
+      const std::string& text = setting.value;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      const bool whole = ec == std::errc() && end == text.data() + text.size();
+      if (!whole || !std::isfinite(value)) {
+        throw CouplingError(shown + " is not a number — expected " + describe_range(spec), method.id, spec.name);
+      }
+      if (spec.kind == ParamKind::kInteger && value != std::floor(value)) {
+        throw CouplingError(shown + " is not an integer — expected " + describe_range(spec), method.id, spec.name);
+      }
+    }
+    if (value < spec.min || value > spec.max) {
+      throw CouplingError(shown + " is out of range — expected " + describe_range(spec), method.id, spec.name);
+    }
+    values.set(spec.name, value);
+  }
+  return values;
+}
+
+std::unique_ptr<Extrapolator> MethodRegistry::create(std::string_view id, const ParamSettings& settings,
+                                                     std::size_t signal_count) const {
+  const ParamValues values = resolve(id, settings);
+  std::unique_ptr<Extrapolator> extrapolator = get(id).make(values);
+  if (!extrapolator) throw CouplingError("coupling method '" + std::string(id) + "' made no extrapolator", std::string(id));
+  extrapolator->configure(signal_count);
+  return extrapolator;
+}
+
+}  // namespace rtcosim::coupling
