@@ -71,7 +71,8 @@ EvalResult run_evaluation(const MethodRegistry& registry, const EvalSettings& se
     block.tag = tag;
     block.sequence = static_cast<std::uint64_t>(j + kHistoryBlocks);
     block.producer_step = settings.macro_step;
-    block.set(0, signal.value(tag), signal.derivative(tag), true);
+    block.set(0, signal.value(tag), settings.with_derivatives ? signal.derivative(tag) : 0.0,
+              settings.with_derivatives);
     extrapolator->push(block);
     return tag;
   };

@@ -47,6 +47,7 @@ struct EvalSettings {
   double macro_step = 0.040;   // h_s
   double micro_step = 0.001;   // h_f
   double duration = 5.0;
+  bool with_derivatives = true;  // false: blocks carry no derivatives
   bool keep_trace = false;
 };
 

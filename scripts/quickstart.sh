@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Quick start on a fresh Debian 12 machine: install what is needed, build,
+# and run the main job on the bundled example.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build --parallel
+echo
+build/bin/rtcosim eval --table

@@ -1,0 +1,214 @@
+#include "tools/plot/svg_plot.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace rtcosim::plot {
+
+namespace {
+
+std::string escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+std::string tick_label(double v, double step) {
+  char buf[32];
+  if (std::fabs(v) < step * 1e-6) v = 0.0;
+  const double a = std::max(std::fabs(v), step);
+  if (a >= 1e5 || a < 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.3g", v);
+  } else {
+    const int decimals = std::max(0, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  }
+  return buf;
+}
+
+struct Range {
+  double lo = std::numeric_limits<double>::infinity();
+  double hi = -std::numeric_limits<double>::infinity();
+  void add(double v) {
+    if (!std::isfinite(v)) return;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  void settle() {
+    if (!(lo <= hi)) {
+      lo = 0.0;
+      hi = 1.0;
+    } else if (hi - lo < 1e-12 * std::max(1.0, std::fabs(hi))) {
+      const double pad = std::max(1e-9, std::fabs(hi) * 0.1);
+      lo -= pad;
+      hi += pad;
+    }
+  }
+};
+
+}  // namespace
+
+std::vector<double> nice_ticks(double lo, double hi, int target_count) {
+  std::vector<double> ticks;
+  if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi)) return ticks;
+  const double raw = (hi - lo) / std::max(1, target_count);
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude;
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (m * magnitude >= raw) {
+      step = m * magnitude;
+      break;
+    }
+  }
+  for (double v = std::ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push_back(v);
+  return ticks;
+}
+
+std::string render_svg(const Figure& figure) {
+  const double left = 80, right = 20, top = figure.title.empty() ? 20 : 44, gap = 46, bottom = 50;
+  const double plot_w = figure.width - left - right;
+  const double panel_h = figure.panel_height;
+  const double height = top + static_cast<double>(figure.panels.size()) * (panel_h + gap) - gap + bottom;
+
+  Range xr;
+  for (const auto& p : figure.panels) {
+    for (const auto& s : p.series) {
+      for (double x : s.x) xr.add(x);
+    }
+  }
+  xr.settle();
+  auto sx = [&](double x) { return left + (x - xr.lo) / (xr.hi - xr.lo) * plot_w; };
+
+  std::ostringstream svg;
+  svg << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << figure.width << "\" height=\"" << fmt(height)
+      << "\" viewBox=\"0 0 " << figure.width << ' ' << fmt(height)
+      << "\" font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n"
+      << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  if (!figure.title.empty()) {
+    svg << "<text x=\"" << fmt(left + plot_w / 2) << "\" y=\"26\" text-anchor=\"middle\" font-size=\"15\">"
+        << escape(figure.title) << "</text>\n";
+  }
+
+  const auto xticks = nice_ticks(xr.lo, xr.hi, 10);
+  for (std::size_t pi = 0; pi < figure.panels.size(); ++pi) {
+    const Panel& panel = figure.panels[pi];
+    const double y0 = top + static_cast<double>(pi) * (panel_h + gap);
+    Range yr;
+    for (const auto& s : panel.series) {
+      for (double y : s.y) yr.add(y);
+    }
+    yr.settle();
+    const double pad = 0.05 * (yr.hi - yr.lo);
+    yr.lo -= pad;
+    yr.hi += pad;
+    auto sy = [&](double y) { return y0 + panel_h - (y - yr.lo) / (yr.hi - yr.lo) * panel_h; };
+
+    svg << "<g>\n<rect x=\"" << fmt(left) << "\" y=\"" << fmt(y0) << "\" width=\"" << fmt(plot_w) << "\" height=\""
+        << fmt(panel_h) << "\" fill=\"none\" stroke=\"#444\"/>\n";
+    const auto yticks = nice_ticks(yr.lo, yr.hi, 6);
+    const double ystep = yticks.size() > 1 ? yticks[1] - yticks[0] : 1.0;
+    for (double t : yticks) {
+      svg << "<line x1=\"" << fmt(left) << "\" x2=\"" << fmt(left + plot_w) << "\" y1=\"" << fmt(sy(t)) << "\" y2=\""
+          << fmt(sy(t)) << "\" stroke=\"#e5e5e5\"/>\n<text x=\"" << fmt(left - 6) << "\" y=\"" << fmt(sy(t) + 4)
+          << "\" text-anchor=\"end\">" << tick_label(t, ystep) << "</text>\n";
+    }
+    const double xstep = xticks.size() > 1 ? xticks[1] - xticks[0] : 1.0;
+    for (double t : xticks) {
+      svg << "<line x1=\"" << fmt(sx(t)) << "\" x2=\"" << fmt(sx(t)) << "\" y1=\"" << fmt(y0) << "\" y2=\""
+          << fmt(y0 + panel_h) << "\" stroke=\"#eeeeee\"/>\n<text x=\"" << fmt(sx(t)) << "\" y=\""
+          << fmt(y0 + panel_h + 16) << "\" text-anchor=\"middle\">" << tick_label(t, xstep) << "</text>\n";
+    }
+    for (double m : panel.markers) {
+      if (m < xr.lo || m > xr.hi) continue;
+      svg << "<line x1=\"" << fmt(sx(m)) << "\" x2=\"" << fmt(sx(m)) << "\" y1=\"" << fmt(y0) << "\" y2=\""
+          << fmt(y0 + panel_h) << "\" stroke=\"#f4a261\" stroke-width=\"0.6\" stroke-opacity=\"0.7\"/>\n";
+    }
+    svg << "<text transform=\"translate(" << fmt(18) << ',' << fmt(y0 + panel_h / 2)
+        << ") rotate(-90)\" text-anchor=\"middle\">" << escape(panel.y_label) << "</text>\n";
+
+    for (const auto& s : panel.series) {
+      svg << "<path fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"" << fmt(s.width) << '"'
+          << (s.dashed ? " stroke-dasharray=\"6 3\"" : "") << " d=\"";
+      bool pen_down = false;
+      double last_y = 0.0;
+      for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
+        if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) {
+          pen_down = false;
+          continue;
+        }
+        if (pen_down && s.steps) svg << 'L' << fmt(sx(s.x[i])) << ',' << fmt(sy(last_y));
+        svg << (pen_down ? 'L' : 'M') << fmt(sx(s.x[i])) << ',' << fmt(sy(s.y[i]));
+        pen_down = true;
+        last_y = s.y[i];
+      }
+      svg << "\"/>\n";
+    }
+
+    // Legend, top right inside the panel.
+    double ly = y0 + 16;
+    const double lx = left + plot_w - 230;
+    auto legend_entry = [&](const std::string& color, const std::string& label, bool dashed, double w) {
+      svg << "<line x1=\"" << fmt(lx) << "\" x2=\"" << fmt(lx + 24) << "\" y1=\"" << fmt(ly - 4) << "\" y2=\""
+          << fmt(ly - 4) << "\" stroke=\"" << color << "\" stroke-width=\"" << fmt(w) << '"'
+          << (dashed ? " stroke-dasharray=\"6 3\"" : "") << "/>\n<text x=\"" << fmt(lx + 30) << "\" y=\"" << fmt(ly)
+          << "\">" << escape(label) << "</text>\n";
+      ly += 16;
+    };
+    for (const auto& s : panel.series) legend_entry(s.color, s.label, s.dashed, s.width);
+    if (!panel.markers.empty() && !panel.marker_label.empty()) legend_entry("#f4a261", panel.marker_label, false, 1.0);
+    svg << "</g>\n";
+  }
+  if (!figure.x_label.empty()) {
+    svg << "<text x=\"" << fmt(left + plot_w / 2) << "\" y=\"" << fmt(height - 12) << "\" text-anchor=\"middle\">"
+        << escape(figure.x_label) << "</text>\n";
+  }
+  svg << "</svg>\n";
+  return svg.str();
+}
+
+bool write_svg(const Figure& figure, const std::string& path, std::string* error) {
+  const std::string text = render_svg(figure);
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      if (error) *error = "cannot write '" + temporary + "': " + std::strerror(errno);
+      return false;
+    }
+    out << text;
+    out.flush();
+    if (!out) {
+      if (error) *error = "writing '" + temporary + "' failed: " + std::strerror(errno);
+      std::remove(temporary.c_str());
+      return false;
+    }
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    if (error) *error = "cannot rename '" + temporary + "' to '" + path + "': " + std::strerror(errno);
+    std::remove(temporary.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace rtcosim::plot

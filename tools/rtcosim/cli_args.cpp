@@ -1,0 +1,63 @@
+#include "tools/rtcosim/cli_args.hpp"
+
+#include "coupling/registry.hpp"
+
+namespace rtcosim::tools {
+
+CliArgs::CliArgs(std::string verb, std::set<std::string> valued, std::set<std::string> flags,
+                 std::set<std::string> repeatable)
+    : verb_(std::move(verb)), valued_(std::move(valued)), flags_(std::move(flags)), repeatable_(std::move(repeatable)) {}
+
+void CliArgs::parse(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      positionals_.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2);
+    std::optional<std::string> inline_value;
+    if (const auto eq = name.find('='); eq != std::string::npos) {
+      inline_value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    if (flags_.count(name)) {
+      if (inline_value) throw UsageError("option --" + name + " takes no value");
+      flags_seen_.insert(name);
+    } else if (valued_.count(name)) {
+      std::string v;
+      if (inline_value) {
+        v = *inline_value;
+      } else if (i + 1 < args.size()) {
+        v = args[++i];
+      } else {
+        throw UsageError("option --" + name + " needs a value");
+      }
+      if (values_.count(name) && !repeatable_.count(name)) {
+        throw UsageError("option --" + name + " given twice ('" + values_[name].front() + "' and '" + v + "')");
+      }
+      values_[name].push_back(v);
+    } else {
+      std::vector<std::string> known(valued_.begin(), valued_.end());
+      known.insert(known.end(), flags_.begin(), flags_.end());
+      std::string message = "unknown option '--" + name + "' for 'rtcosim " + verb_ + "'";
+      if (const auto guess = coupling::closest_match(name, known); !guess.empty()) {
+        message += " (did you mean '--" + guess + "'?)";
+      }
+      throw UsageError(message);
+    }
+  }
+}
+
+std::optional<std::string> CliArgs::value(const std::string& name) const {
+  const auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->second.back();
+}
+
+std::vector<std::string> CliArgs::values(const std::string& name) const {
+  const auto it = values_.find(name);
+  return it == values_.end() ? std::vector<std::string>{} : it->second;
+}
+
+}  // namespace rtcosim::tools

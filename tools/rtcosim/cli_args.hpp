@@ -1,0 +1,42 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rtcosim::tools {
+
+// A usage error: the CLI prints it with a pointer to --help and exits 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/*
+ * Command-line options of one verb: `--name value`, `--name=value` and
+ * boolean `--flag`. Repeatable options keep every value. Anything not
+ * declared is a UsageError that names it (with a did-you-mean).
+ */
+class CliArgs {
+ public:
+  CliArgs(std::string verb, std::set<std::string> valued, std::set<std::string> flags,
+          std::set<std::string> repeatable = {});
+  void parse(const std::vector<std::string>& args);
+
+  [[nodiscard]] bool flag(const std::string& name) const { return flags_seen_.count(name) != 0; }
+  [[nodiscard]] std::optional<std::string> value(const std::string& name) const;
+  [[nodiscard]] std::vector<std::string> values(const std::string& name) const;
+  [[nodiscard]] const std::vector<std::string>& positionals() const noexcept { return positionals_; }
+
+ private:
+  std::string verb_;
+  std::set<std::string> valued_, flags_, repeatable_;
+  std::map<std::string, std::vector<std::string>> values_;
+  std::set<std::string> flags_seen_;
+  std::vector<std::string> positionals_;
+};
+
+}  // namespace rtcosim::tools

@@ -1,0 +1,244 @@
+#include "tools/rtcosim/eval_command.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+
+#include "coupling/duration.hpp"
+#include "coupling/evaluation.hpp"
+#include "tools/plot/svg_plot.hpp"
+#include "tools/rtcosim/cli_args.hpp"
+
+namespace rtcosim::tools {
+
+namespace {
+
+constexpr const char* kHelp = R"(usage: rtcosim eval [options]
+       rtcosim eval --table [--format markdown|tsv]
+
+Runs the evaluation protocol of the multi-rate methods paper (section 4): a
+slow side samples a test signal every macro step into data blocks (values and
+exact derivatives), a fast side reconstructs it with a coupling method every
+micro step, and the mean squared error against the true signal over
+[0, duration) is printed. The slow side has been running before t = 0.
+
+Signals:  y1 = sin(2πt)   y2 = exp(-1.5t)·cos(3t)   y3 = (4t - t²)/3 for t < 3, else 1
+
+options:
+  --signal y1|y2|y3       test signal (default y1)
+  --method ID             coupling method (default polynomial); see --list-methods
+  --order N               extrapolation order n_E (methods that have one; default 3)
+  --interp-order N        interpolation order n (interpolated, ecc; default 3)
+  --param NAME=VALUE      any other method parameter; repeatable
+  --macro DURATION        slow side's step h_s (default 40ms)
+  --micro DURATION        fast side's step h_f (default 1ms)
+  --duration DURATION     evaluated span (default 5s)
+  --no-derivatives        blocks carry no derivatives (hermite and predictor fall back)
+  --plot FILE.svg         draw the true signal, the method's output and its error,
+                          with the coupling times marked
+  --table                 the whole grid: variants A1 (h_s 40 ms, n_E 3), A2 (40 ms, 4),
+                          A3 (75 ms, 3) x signals x methods
+  --format markdown|tsv   table format (default markdown)
+  --list-methods          the coupling methods and their parameters
+  -h, --help              this text
+
+Durations take a unit: ns, us, ms, s, min, h ("40ms", "0.075s").
+
+examples:
+  rtcosim eval --signal y3 --method ecc --order 3
+  rtcosim eval --signal y1 --method smoothed --macro 75ms --plot smoothed.svg
+  rtcosim eval --table --format tsv
+)";
+
+std::string format_mse(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+double duration_option(const CliArgs& args, const std::string& name, double fallback) {
+  const auto text = args.value(name);
+  if (!text) return fallback;
+  std::string why;
+  const auto seconds = coupling::parse_duration(*text, &why);
+  if (!seconds) throw UsageError("--" + name + ": " + why);
+  if (!(*seconds > 0.0)) throw UsageError("--" + name + " must be positive, got '" + *text + "'");
+  return *seconds;
+}
+
+std::string describe_params(const coupling::ParamSettings& params) {
+  std::string out;
+  for (const auto& p : params) out += (out.empty() ? "" : ", ") + p.name + "=" + p.value;
+  return out.empty() ? "" : " (" + out + ")";
+}
+
+void list_methods(const coupling::MethodRegistry& registry) {
+  for (const auto& m : registry.methods()) {
+    std::cout << m.id << (m.uses_derivatives ? "  [uses derivatives]" : "") << "\n    " << m.summary << '\n';
+    for (const auto& p : m.params) {
+      std::cout << "    " << p.name << ": " << coupling::describe_range(p) << ", default "
+                << (p.kind == coupling::ParamKind::kDuration ? coupling::format_duration(p.default_value)
+                                                             : format_mse(p.default_value))
+                << " — " << p.description << '\n';
+    }
+    if (m.origin != "built-in") std::cout << "    from " << m.origin << '\n';
+  }
+}
+
+void write_plot(const coupling::EvalSettings& settings, const coupling::EvalResult& result, const std::string& path) {
+  const auto& signal = coupling::test_signal(settings.signal);
+  plot::Figure figure;
+  figure.title = "rtcosim eval: " + settings.signal + " = " + signal.formula + ", " + settings.method +
+                 describe_params(settings.params) + ", h_s " + coupling::format_duration(settings.macro_step) +
+                 ", MSE " + format_mse(result.mse);
+  figure.x_label = "simulation time (s)";
+  plot::Panel values;
+  values.y_label = "value";
+  values.series.push_back({"true " + settings.signal, result.time, result.truth, "#1f77b4", 2.0, false, false});
+  values.series.push_back({settings.method, result.time, result.output, "#d62728", 1.3, false, false});
+  values.markers = result.coupling_times;
+  values.marker_label = "coupling times (blocks)";
+  plot::Panel error;
+  error.y_label = "output − true";
+  std::vector<double> diff(result.time.size());
+  for (std::size_t i = 0; i < diff.size(); ++i) diff[i] = result.output[i] - result.truth[i];
+  error.series.push_back({"error", result.time, diff, "#2ca02c", 1.0, false, false});
+  error.markers = result.coupling_times;
+  figure.panels = {values, error};
+  std::string why;
+  if (!plot::write_svg(figure, path, &why)) throw std::runtime_error(why);
+}
+
+}  // namespace
+
+std::string eval_table(const coupling::MethodRegistry& registry, TableFormat format) {
+  const auto& methods = coupling::eval_table_methods();
+  std::ostringstream out;
+  if (format == TableFormat::kTsv) {
+    out << "variant\tsignal";
+    for (const auto& m : methods) out << '\t' << m;
+    out << '\n';
+  } else {
+    out << "| variant | signal |";
+    for (const auto& m : methods) out << ' ' << m << " |";
+    out << "\n|---|---|";
+    for (std::size_t i = 0; i < methods.size(); ++i) out << "---:|";
+    out << '\n';
+  }
+  for (const auto& variant : coupling::eval_variants()) {
+    for (const auto& signal : coupling::test_signals()) {
+      out << (format == TableFormat::kTsv ? "" : "| ") << variant.id << (format == TableFormat::kTsv ? "\t" : " | ")
+          << signal.id << (format == TableFormat::kTsv ? "" : " |");
+      for (const auto& m : methods) {
+        coupling::EvalSettings settings;
+        settings.signal = signal.id;
+        settings.method = m;
+        settings.macro_step = variant.macro_step;
+        settings.params = coupling::variant_params(registry, m, variant);
+        const double mse = coupling::run_evaluation(registry, settings).mse;
+        if (format == TableFormat::kTsv) {
+          out << '\t' << format_mse(mse);
+        } else {
+          out << ' ' << format_mse(mse) << " |";
+        }
+      }
+      out << '\n';
+    }
+  }
+  return out.str();
+}
+
+int run_eval_command(const std::vector<std::string>& raw_args) {
+  const auto registry = coupling::MethodRegistry::with_builtins();
+  try {
+    CliArgs args("eval",
+                 {"signal", "method", "order", "interp-order", "param", "macro", "micro", "duration", "plot", "format"},
+                 {"table", "no-derivatives", "list-methods", "help"}, {"param"});
+    std::vector<std::string> rest;
+    for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
+    args.parse(rest);
+    if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
+    if (args.flag("help")) {
+      std::cout << kHelp;
+      return 0;
+    }
+    if (args.flag("list-methods")) {
+      list_methods(registry);
+      return 0;
+    }
+    const std::string format_name = args.value("format").value_or("markdown");
+    if (format_name != "markdown" && format_name != "tsv") {
+      throw UsageError("--format: '" + format_name + "' is not a table format — expected markdown or tsv");
+    }
+    if (args.flag("table")) {
+      for (const char* single : {"signal", "method", "order", "interp-order", "param", "plot"}) {
+        if (args.value(single)) {
+          throw UsageError(std::string("--") + single + " does not apply to --table (the grid fixes it)");
+        }
+      }
+      if (format_name == "markdown") {
+        std::cout << "MSE of each coupling method (h_f = 1 ms, t in [0, 5 s); A1: h_s 40 ms, n_E 3; "
+                     "A2: h_s 40 ms, n_E 4; A3: h_s 75 ms, n_E 3)\n\n";
+      }
+      std::cout << eval_table(registry, format_name == "tsv" ? TableFormat::kTsv : TableFormat::kMarkdown);
+      return 0;
+    }
+    if (args.value("format")) throw UsageError("--format applies to --table only");
+
+    coupling::EvalSettings settings;
+    settings.signal = args.value("signal").value_or("y1");
+    settings.method = args.value("method").value_or("polynomial");
+    settings.macro_step = duration_option(args, "macro", 0.040);
+    settings.micro_step = duration_option(args, "micro", 0.001);
+    settings.duration = duration_option(args, "duration", 5.0);
+    settings.with_derivatives = !args.flag("no-derivatives");
+    if (const auto v = args.value("order")) settings.params.push_back({"order", *v});
+    if (const auto v = args.value("interp-order")) settings.params.push_back({"interp_order", *v});
+    for (const auto& p : args.values("param")) {
+      const auto eq = p.find('=');
+      if (eq == std::string::npos || eq == 0) throw UsageError("--param: expected NAME=VALUE, got '" + p + "'");
+      settings.params.push_back({p.substr(0, eq), p.substr(eq + 1)});
+    }
+    const auto plot_path = args.value("plot");
+    settings.keep_trace = plot_path.has_value();
+    (void)coupling::test_signal(settings.signal);
+
+    const auto result = coupling::run_evaluation(registry, settings);
+    coupling::EvalSettings baseline = settings;
+    baseline.method = "zoh";
+    baseline.params.clear();
+    baseline.keep_trace = false;
+    const double zoh_mse = coupling::run_evaluation(registry, baseline).mse;
+
+    std::cout << settings.signal << " = " << coupling::test_signal(settings.signal).formula << ", method "
+              << settings.method << describe_params(settings.params) << ", h_s "
+              << coupling::format_duration(settings.macro_step) << ", h_f "
+              << coupling::format_duration(settings.micro_step) << ", over "
+              << coupling::format_duration(settings.duration) << '\n'
+              << "MSE " << format_mse(result.mse) << " over " << result.steps << " micro steps";
+    if (settings.method != "zoh" && zoh_mse > 0.0) {
+      std::cout << " (zoh: " << format_mse(zoh_mse) << ", ratio " << format_mse(result.mse / zoh_mse) << ")";
+    }
+    std::cout << '\n';
+    if (result.derivative_fallback) {
+      std::cout << "note: " << settings.method
+                << " wanted derivatives the blocks did not carry; it used its derivative-free variant\n";
+    }
+    if (plot_path) {
+      write_plot(settings, result, *plot_path);
+      std::cout << "plot written to " << *plot_path << '\n';
+    }
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "rtcosim eval: " << e.what() << "\nsee 'rtcosim eval --help'\n";
+    return 2;
+  } catch (const coupling::CouplingError& e) {
+    std::cerr << "rtcosim eval: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "rtcosim eval: " << e.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace rtcosim::tools

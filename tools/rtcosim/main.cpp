@@ -1,0 +1,43 @@
+// rtcosim: the command-line front end. Thin: it picks a verb and hands the
+// rest of the arguments to that verb's library function.
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tools/rtcosim/eval_command.hpp"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: rtcosim <command> [options]
+
+rtcosim is a multi-core real-time co-simulation runtime: partitions of a block
+diagram run as CPU-pinned SCHED_FIFO tasks and exchange time-tagged data blocks
+through lock-free links, each consumer reconstructing its inputs with a
+coupling (extrapolation) method.
+
+commands:
+  eval      evaluate the coupling methods on the paper's test signals (MSE, table, SVG plot)
+
+  rtcosim <command> --help    options of one command
+  rtcosim --version           version
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "rtcosim " << RTCOSIM_VERSION << '\n';
+    return 0;
+  }
+  const std::string verb = args[0];
+  args.erase(args.begin());
+  if (verb == "eval") return rtcosim::tools::run_eval_command(args);
+  std::cerr << "rtcosim: unknown command '" << verb << "'\n" << kUsage;
+  return 2;
+}
