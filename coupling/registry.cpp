@@ -5,7 +5,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "coupling/duration.hpp"
+#include "base/duration.hpp"
+#include "base/text.hpp"
 
 namespace rtcosim::coupling {
 
@@ -44,21 +45,6 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
 bool valid_id(std::string_view id) {
   return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
@@ -67,25 +53,12 @@ bool valid_id(std::string_view id) {
 
 }  // namespace
 
-std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best;
-  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
-  for (const auto& c : candidates) {
-    const std::size_t d = edit_distance(word, c);
-    if (d < best_distance) {
-      best_distance = d;
-      best = c;
-    }
-  }
-  return best;
-}
-
 std::string describe_range(const ParamSpec& spec) {
   switch (spec.kind) {
     case ParamKind::kInteger:
       return "an integer from " + format_number(spec.min) + " to " + format_number(spec.max);
     case ParamKind::kDuration:
-      return "a duration from " + format_duration(spec.min) + " to " + format_duration(spec.max);
+      return "a duration from " + base::format_duration(spec.min) + " to " + base::format_duration(spec.max);
     case ParamKind::kReal:
       break;
   }
@@ -123,7 +96,7 @@ const MethodInfo& MethodRegistry::get(std::string_view id) const {
   if (const MethodInfo* m = find(id)) return *m;
   const auto known = ids();
   std::string message = "unknown coupling method '" + std::string(id) + "' — expected one of: " + join(known);
-  if (const auto guess = closest_match(id, known); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+  if (const auto guess = base::closest_match(id, known); !guess.empty()) message += " (did you mean '" + guess + "'?)";
   throw CouplingError(message, std::string(id));
 }
 
@@ -144,7 +117,7 @@ ParamValues MethodRegistry::resolve(std::string_view id, const ParamSettings& se
         message += "this method takes no parameters";
       } else {
         message += "expected one of: " + join(names);
-        if (const auto guess = closest_match(setting.name, names); !guess.empty()) {
+        if (const auto guess = base::closest_match(setting.name, names); !guess.empty()) {
           message += " (did you mean '" + guess + "'?)";
         }
       }
@@ -155,7 +128,7 @@ ParamValues MethodRegistry::resolve(std::string_view id, const ParamSettings& se
     double value = 0.0;
     if (spec.kind == ParamKind::kDuration) {
       std::string why;
-      const auto parsed = parse_duration(setting.value, &why);
+      const auto parsed = base::parse_duration(setting.value, &why);
       if (!parsed) throw CouplingError(shown + " is not a duration — expected " + describe_range(spec), method.id, spec.name);
       value = *parsed;
     } else {

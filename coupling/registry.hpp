@@ -107,8 +107,4 @@ class MethodRegistry {
 // "integer from 1 to 8", "duration from 0 s to 1 h": the allowed range in words.
 std::string describe_range(const ParamSpec& spec);
 
-// The candidate closest to `word` by edit distance, if close enough to be a
-// plausible typo; empty otherwise.
-std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
-
 }  // namespace rtcosim::coupling

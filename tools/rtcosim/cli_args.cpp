@@ -1,6 +1,6 @@
 #include "tools/rtcosim/cli_args.hpp"
 
-#include "coupling/registry.hpp"
+#include "base/text.hpp"
 
 namespace rtcosim::tools {
 
@@ -41,7 +41,7 @@ void CliArgs::parse(const std::vector<std::string>& args) {
       std::vector<std::string> known(valued_.begin(), valued_.end());
       known.insert(known.end(), flags_.begin(), flags_.end());
       std::string message = "unknown option '--" + name + "' for 'rtcosim " + verb_ + "'";
-      if (const auto guess = coupling::closest_match(name, known); !guess.empty()) {
+      if (const auto guess = base::closest_match(name, known); !guess.empty()) {
         message += " (did you mean '--" + guess + "'?)";
       }
       throw UsageError(message);

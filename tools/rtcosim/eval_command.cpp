@@ -4,7 +4,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "coupling/duration.hpp"
+#include "base/duration.hpp"
 #include "coupling/evaluation.hpp"
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
@@ -60,7 +60,7 @@ double duration_option(const CliArgs& args, const std::string& name, double fall
   const auto text = args.value(name);
   if (!text) return fallback;
   std::string why;
-  const auto seconds = coupling::parse_duration(*text, &why);
+  const auto seconds = base::parse_duration(*text, &why);
   if (!seconds) throw UsageError("--" + name + ": " + why);
   if (!(*seconds > 0.0)) throw UsageError("--" + name + " must be positive, got '" + *text + "'");
   return *seconds;
@@ -77,7 +77,7 @@ void list_methods(const coupling::MethodRegistry& registry) {
     std::cout << m.id << (m.uses_derivatives ? "  [uses derivatives]" : "") << "\n    " << m.summary << '\n';
     for (const auto& p : m.params) {
       std::cout << "    " << p.name << ": " << coupling::describe_range(p) << ", default "
-                << (p.kind == coupling::ParamKind::kDuration ? coupling::format_duration(p.default_value)
+                << (p.kind == coupling::ParamKind::kDuration ? base::format_duration(p.default_value)
                                                              : format_mse(p.default_value))
                 << " — " << p.description << '\n';
     }
@@ -89,7 +89,7 @@ void write_plot(const coupling::EvalSettings& settings, const coupling::EvalResu
   const auto& signal = coupling::test_signal(settings.signal);
   plot::Figure figure;
   figure.title = "rtcosim eval: " + settings.signal + " = " + signal.formula + ", " + settings.method +
-                 describe_params(settings.params) + ", h_s " + coupling::format_duration(settings.macro_step) +
+                 describe_params(settings.params) + ", h_s " + base::format_duration(settings.macro_step) +
                  ", MSE " + format_mse(result.mse);
   figure.x_label = "simulation time (s)";
   plot::Panel values;
@@ -212,9 +212,9 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
 
     std::cout << settings.signal << " = " << coupling::test_signal(settings.signal).formula << ", method "
               << settings.method << describe_params(settings.params) << ", h_s "
-              << coupling::format_duration(settings.macro_step) << ", h_f "
-              << coupling::format_duration(settings.micro_step) << ", over "
-              << coupling::format_duration(settings.duration) << '\n'
+              << base::format_duration(settings.macro_step) << ", h_f "
+              << base::format_duration(settings.micro_step) << ", over "
+              << base::format_duration(settings.duration) << '\n'
               << "MSE " << format_mse(result.mse) << " over " << result.steps << " micro steps";
     if (settings.method != "zoh" && zoh_mse > 0.0) {
       std::cout << " (zoh: " << format_mse(zoh_mse) << ", ratio " << format_mse(result.mse / zoh_mse) << ")";

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-namespace rtcosim::coupling {
+namespace rtcosim::base {
 
 /*
  * Durations as people write them in configuration files and on the command
@@ -17,4 +17,4 @@ std::optional<double> parse_duration(std::string_view text, std::string* error =
 // "40 ms", "1.5 s", "250 us": the shortest exact-looking form for messages.
 std::string format_duration(double seconds);
 
-}  // namespace rtcosim::coupling
+}  // namespace rtcosim::base

@@ -1,11 +1,11 @@
-#include "coupling/duration.hpp"
+#include "base/duration.hpp"
 
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <string>
 
-namespace rtcosim::coupling {
+namespace rtcosim::base {
 
 namespace {
 
@@ -70,4 +70,4 @@ std::string format_duration(double seconds) {
   return buf;
 }
 
-}  // namespace rtcosim::coupling
+}  // namespace rtcosim::base
