@@ -1,0 +1,140 @@
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace rtcosim::tasks {
+
+// A named input or output port carrying `width` signals.
+struct PortInfo {
+  std::string name;
+  std::size_t width = 1;
+};
+
+/*
+ * BlockContext: what a block sees during one evaluation, all views into the
+ * partition's preallocated work memory. Inputs are the values (and time
+ * derivatives, where known) of whatever drives each input port; outputs are
+ * written by the block. `x` is the block's slice of the continuous state,
+ * `xd` its slice of the discrete state. `sample_hit` is true in the major
+ * evaluation at which a discrete block's sample time is due.
+ */
+struct BlockContext {
+  double t = 0.0;
+  bool sample_hit = false;
+  std::span<const std::span<const double>> u;        // per input port
+  std::span<const std::span<const double>> du;       // per input port
+  std::span<const std::span<const unsigned char>> du_valid;
+  std::span<const std::span<double>> y;              // per output port
+  std::span<const std::span<double>> dy;             // per output port
+  std::span<const std::span<unsigned char>> dy_valid;
+  std::span<const double> x;
+  std::span<double> xd;
+
+  [[nodiscard]] double in(std::size_t port, std::size_t i = 0) const noexcept { return u[port][i]; }
+  [[nodiscard]] bool in_derivative_known(std::size_t port) const noexcept {
+    for (unsigned char v : du_valid[port]) {
+      if (v == 0) return false;
+    }
+    return true;
+  }
+  void out(std::size_t port, std::size_t i, double value) const noexcept { y[port][i] = value; }
+  void out_derivative(std::size_t port, std::size_t i, double value, bool known = true) const noexcept {
+    dy[port][i] = value;
+    dy_valid[port][i] = known ? 1 : 0;
+  }
+  // Marks every output derivative of `port` unknown.
+  void unknown_derivative(std::size_t port) const noexcept {
+    for (std::size_t i = 0; i < dy[port].size(); ++i) {
+      dy[port][i] = 0.0;
+      dy_valid[port][i] = 0;
+    }
+  }
+};
+
+/*
+ * Block: one element of a block diagram. A concrete block declares its
+ * ports, state sizes, sample time and direct feedthrough in its constructor
+ * (the set-up phase, which may allocate and throw BlockError), and
+ * implements the per-evaluation functions, which run on the real-time path.
+ *
+ * RT-safe: `initialize`, `output`, `derivatives`, `output_derivatives` and
+ * `update` are noexcept and must not allocate, lock or block. The owning
+ * Partition calls them in this order within a step: `output` in
+ * evaluation order (then `update` for blocks whose sample is due, in a
+ * major evaluation), `derivatives` for blocks with continuous states, and
+ * `output_derivatives` once per step, in evaluation order, after the state
+ * derivatives are known.
+ */
+class Block {
+ public:
+  Block(std::string name, std::string type) : name_(std::move(name)), type_(std::move(type)) {}
+  virtual ~Block() = default;
+  Block(const Block&) = delete;
+  Block& operator=(const Block&) = delete;
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] const std::string& type() const noexcept { return type_; }
+  [[nodiscard]] const std::vector<PortInfo>& inputs() const noexcept { return inputs_; }
+  [[nodiscard]] const std::vector<PortInfo>& outputs() const noexcept { return outputs_; }
+  // True when output values depend on input `port` at the same instant;
+  // decides the evaluation order and detects algebraic loops.
+  [[nodiscard]] bool feedthrough(std::size_t port) const noexcept { return feedthrough_[port] != 0; }
+  [[nodiscard]] std::size_t continuous_states() const noexcept { return continuous_states_; }
+  [[nodiscard]] std::size_t discrete_states() const noexcept { return discrete_states_; }
+  // Sample period of a discrete block; 0 for a continuous one;
+  // kEveryMajorStep for a block whose memory is updated once per step
+  // (rate limiter, dead-time-free hold of the last output).
+  [[nodiscard]] double sample_time() const noexcept { return sample_time_; }
+  static constexpr double kEveryMajorStep = -1.0;
+  // True when the output depends on time itself (sources): such a block
+  // makes the diagram non-autonomous.
+  [[nodiscard]] bool time_dependent() const noexcept { return time_dependent_; }
+
+  // Initial states (x: continuous, xd: discrete).
+  virtual void initialize(std::span<double> x, std::span<double> xd) const noexcept {
+    for (double& v : x) v = 0.0;
+    for (double& v : xd) v = 0.0;
+  }
+  virtual void output(const BlockContext& c) const noexcept = 0;
+  virtual void derivatives(const BlockContext& c, std::span<double> dx) const noexcept { (void)c, (void)dx; }
+  // Time derivatives of the outputs: exact for outputs that are states
+  // (from `dx`, this block's slice of the state derivatives), by the chain
+  // rule where cheap, else flagged unknown (the default).
+  virtual void output_derivatives(const BlockContext& c, std::span<const double> dx) const noexcept {
+    (void)dx;
+    for (std::size_t p = 0; p < outputs_.size(); ++p) c.unknown_derivative(p);
+  }
+  // Discrete state update at a sample hit, after `output` at that instant.
+  virtual void update(const BlockContext& c) const noexcept { (void)c; }
+
+ protected:
+  std::size_t add_input(std::string name, std::size_t width, bool feedthrough = true) {
+    inputs_.push_back({std::move(name), width});
+    feedthrough_.push_back(feedthrough ? 1 : 0);
+    return inputs_.size() - 1;
+  }
+  std::size_t add_output(std::string name, std::size_t width) {
+    outputs_.push_back({std::move(name), width});
+    return outputs_.size() - 1;
+  }
+  void set_continuous_states(std::size_t n) noexcept { continuous_states_ = n; }
+  void set_discrete_states(std::size_t n) noexcept { discrete_states_ = n; }
+  void set_sample_time(double period) noexcept { sample_time_ = period; }
+  void set_time_dependent(bool v = true) noexcept { time_dependent_ = v; }
+
+ private:
+  std::string name_;
+  std::string type_;
+  std::vector<PortInfo> inputs_;
+  std::vector<PortInfo> outputs_;
+  std::vector<unsigned char> feedthrough_;
+  std::size_t continuous_states_ = 0;
+  std::size_t discrete_states_ = 0;
+  double sample_time_ = 0.0;
+  bool time_dependent_ = false;
+};
+
+}  // namespace rtcosim::tasks

@@ -1,0 +1,264 @@
+// Memoryless arithmetic and routing blocks. Each passes time derivatives on
+// by the chain rule when its inputs' derivatives are known.
+#include <algorithm>
+#include <cmath>
+
+#include "tasks/block_registry.hpp"
+
+namespace rtcosim::tasks {
+
+namespace {
+
+// y = K u: K a scalar (any width) or a matrix (rows x cols).
+class Gain final : public Block {
+ public:
+  Gain(const std::string& name, const BlockParams& p) : Block(name, "gain") {
+    const Matrix k = p.matrix(name, "gain");
+    rows_ = k.size();
+    cols_ = k.front().size();
+    for (const auto& row : k) gain_.insert(gain_.end(), row.begin(), row.end());
+    scalar_ = rows_ == 1 && cols_ == 1;
+    const std::size_t width = scalar_ ? p.count(name, "width", 1, 1, 1u << 20) : cols_;
+    if (scalar_) rows_ = cols_ = width;
+    add_input("u", cols_);
+    add_output("y", rows_);
+  }
+  void output(const BlockContext& c) const noexcept override { apply(c.u[0], c.y[0]); }
+  void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
+    apply(c.du[0], c.dy[0]);
+    const bool known = c.in_derivative_known(0);
+    for (auto& v : c.dy_valid[0]) v = known ? 1 : 0;
+  }
+
+ private:
+  void apply(std::span<const double> u, std::span<double> y) const noexcept {
+    if (scalar_) {
+      for (std::size_t i = 0; i < rows_; ++i) y[i] = gain_[0] * u[i];
+      return;
+    }
+    for (std::size_t r = 0; r < rows_; ++r) {
+      double acc = 0.0;
+      for (std::size_t k = 0; k < cols_; ++k) acc += gain_[r * cols_ + k] * u[k];
+      y[r] = acc;
+    }
+  }
+  Vector gain_;
+  std::size_t rows_ = 1, cols_ = 1;
+  bool scalar_ = true;
+};
+
+// y = sum of s_i u_i with signs from a text like "+-+" (default "++").
+class Sum final : public Block {
+ public:
+  Sum(const std::string& name, const BlockParams& p) : Block(name, "sum") {
+    const std::string signs = p.text(name, "signs", "++");
+    if (signs.empty() || signs.find_first_not_of("+-") != std::string::npos) {
+      throw BlockError("block '" + name + "': parameter 'signs' = '" + signs +
+                           "' — expected a text of '+' and '-', one per input (e.g. \"+-\")",
+                       name, "signs");
+    }
+    width_ = p.count(name, "width", 1, 1, 1u << 20);
+    for (std::size_t i = 0; i < signs.size(); ++i) {
+      signs_.push_back(signs[i] == '+' ? 1.0 : -1.0);
+      add_input("u" + std::to_string(i + 1), width_);
+    }
+    add_output("y", width_);
+  }
+  void output(const BlockContext& c) const noexcept override {
+    for (std::size_t i = 0; i < width_; ++i) {
+      double acc = 0.0;
+      for (std::size_t k = 0; k < signs_.size(); ++k) acc += signs_[k] * c.u[k][i];
+      c.out(0, i, acc);
+    }
+  }
+  void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
+    for (std::size_t i = 0; i < width_; ++i) {
+      double acc = 0.0;
+      bool known = true;
+      for (std::size_t k = 0; k < signs_.size(); ++k) {
+        acc += signs_[k] * c.du[k][i];
+        known = known && c.du_valid[k][i] != 0;
+      }
+      c.out_derivative(0, i, acc, known);
+    }
+  }
+
+ private:
+  Vector signs_;
+  std::size_t width_ = 1;
+};
+
+// Element-wise product (or quotient, with "*/" style ops) of its inputs.
+class Product final : public Block {
+ public:
+  Product(const std::string& name, const BlockParams& p) : Block(name, "product") {
+    const std::string ops = p.text(name, "ops", "**");
+    if (ops.empty() || ops.find_first_not_of("*/") != std::string::npos) {
+      throw BlockError("block '" + name + "': parameter 'ops' = '" + ops +
+                           "' — expected a text of '*' and '/', one per input (e.g. \"**\" or \"*/\")",
+                       name, "ops");
+    }
+    width_ = p.count(name, "width", 1, 1, 1u << 20);
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      divide_.push_back(ops[i] == '/');
+      add_input("u" + std::to_string(i + 1), width_);
+    }
+    add_output("y", width_);
+  }
+  void output(const BlockContext& c) const noexcept override {
+    for (std::size_t i = 0; i < width_; ++i) {
+      double acc = 1.0;
+      for (std::size_t k = 0; k < divide_.size(); ++k) acc = divide_[k] ? acc / c.u[k][i] : acc * c.u[k][i];
+      c.out(0, i, acc);
+    }
+  }
+  // d(prod)/dt = prod * sum(+-u_k'/u_k): the logarithmic derivative, valid
+  // while no factor is zero; otherwise flagged unknown.
+  void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
+    for (std::size_t i = 0; i < width_; ++i) {
+      double sum = 0.0;
+      bool known = true;
+      for (std::size_t k = 0; k < divide_.size(); ++k) {
+        const double u = c.u[k][i];
+        known = known && c.du_valid[k][i] != 0 && u != 0.0;
+        if (u != 0.0) sum += (divide_[k] ? -1.0 : 1.0) * c.du[k][i] / u;
+      }
+      c.out_derivative(0, i, known ? c.y[0][i] * sum : 0.0, known);
+    }
+  }
+
+ private:
+  std::vector<bool> divide_;
+  std::size_t width_ = 1;
+};
+
+// y = u1 when the control input meets the criterion, else u3 (inputs u1,
+// control, u3 as in the usual switch block).
+class Switch final : public Block {
+ public:
+  Switch(const std::string& name, const BlockParams& p) : Block(name, "switch") {
+    threshold_ = p.number(name, "threshold", 0.0);
+    const std::string criterion = p.text(name, "criterion", ">=");
+    if (criterion == ">=") {
+      mode_ = 0;
+    } else if (criterion == ">") {
+      mode_ = 1;
+    } else if (criterion == "!=") {
+      mode_ = 2;
+    } else {
+      throw BlockError("block '" + name + "': parameter 'criterion' = '" + criterion + "' — expected \">=\", \">\" or \"!=\"",
+                       name, "criterion");
+    }
+    width_ = p.count(name, "width", 1, 1, 1u << 20);
+    add_input("u1", width_);
+    add_input("control", 1);
+    add_input("u3", width_);
+    add_output("y", width_);
+  }
+  void output(const BlockContext& c) const noexcept override {
+    const std::size_t port = pass_first(c.in(1)) ? 0 : 2;
+    for (std::size_t i = 0; i < width_; ++i) c.out(0, i, c.u[port][i]);
+  }
+  void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
+    const std::size_t port = pass_first(c.in(1)) ? 0 : 2;
+    for (std::size_t i = 0; i < width_; ++i) c.out_derivative(0, i, c.du[port][i], c.du_valid[port][i] != 0);
+  }
+
+ private:
+  bool pass_first(double control) const noexcept {
+    switch (mode_) {
+      case 0: return control >= threshold_;
+      case 1: return control > threshold_;
+      default: return control != threshold_;
+    }
+  }
+  double threshold_ = 0.0;
+  int mode_ = 0;
+  std::size_t width_ = 1;
+};
+
+// Concatenates its inputs (widths from `widths`, default two scalars).
+class Mux final : public Block {
+ public:
+  Mux(const std::string& name, const BlockParams& p) : Block(name, "mux") {
+    const Vector widths = p.vector_if(name, "widths").value_or(Vector{1, 1});
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+      if (widths[i] < 1 || widths[i] != std::floor(widths[i])) {
+        throw BlockError("block '" + name + "': parameter 'widths' holds " + std::to_string(widths[i]) +
+                             " — expected positive integers",
+                         name, "widths");
+      }
+      add_input("u" + std::to_string(i + 1), static_cast<std::size_t>(widths[i]));
+      total += static_cast<std::size_t>(widths[i]);
+    }
+    add_output("y", total);
+  }
+  void output(const BlockContext& c) const noexcept override {
+    std::size_t k = 0;
+    for (const auto& u : c.u) {
+      for (double v : u) c.y[0][k++] = v;
+    }
+  }
+  void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
+    std::size_t k = 0;
+    for (std::size_t p = 0; p < c.du.size(); ++p) {
+      for (std::size_t i = 0; i < c.du[p].size(); ++i, ++k) c.out_derivative(0, k, c.du[p][i], c.du_valid[p][i] != 0);
+    }
+  }
+};
+
+// Splits its input into outputs y1, y2, ... of the given widths.
+class Demux final : public Block {
+ public:
+  Demux(const std::string& name, const BlockParams& p) : Block(name, "demux") {
+    const Vector widths = p.vector_if(name, "widths").value_or(Vector{1, 1});
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < widths.size(); ++i) {
+      if (widths[i] < 1 || widths[i] != std::floor(widths[i])) {
+        throw BlockError("block '" + name + "': parameter 'widths' holds " + std::to_string(widths[i]) +
+                             " — expected positive integers",
+                         name, "widths");
+      }
+      add_output("y" + std::to_string(i + 1), static_cast<std::size_t>(widths[i]));
+      total += static_cast<std::size_t>(widths[i]);
+    }
+    add_input("u", total);
+  }
+  void output(const BlockContext& c) const noexcept override {
+    std::size_t k = 0;
+    for (const auto& y : c.y) {
+      for (double& v : y) v = c.u[0][k++];
+    }
+  }
+  void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
+    std::size_t k = 0;
+    for (std::size_t p = 0; p < c.dy.size(); ++p) {
+      for (std::size_t i = 0; i < c.dy[p].size(); ++i, ++k) c.out_derivative(p, i, c.du[0][k], c.du_valid[0][k] != 0);
+    }
+  }
+};
+
+}  // namespace
+
+void register_math_blocks(BlockRegistry& r) {
+  r.add({"gain", "y = K u (K a number, or a matrix of rows)",
+         {{"gain", "number or matrix", "", "K"}, {"width", "integer", "1", "signals, for a scalar gain"}},
+         make_factory<Gain>()});
+  r.add({"sum", "y = sum of the inputs with signs",
+         {{"signs", "text of + and -", "++", "one per input u1, u2, ..."}, {"width", "integer", "1", "signals"}},
+         make_factory<Sum>()});
+  r.add({"product", "element-wise product or quotient of the inputs",
+         {{"ops", "text of * and /", "**", "one per input"}, {"width", "integer", "1", "signals"}},
+         make_factory<Product>()});
+  r.add({"switch", "y = u1 if control meets the criterion against the threshold, else u3",
+         {{"threshold", "number", "0", ""}, {"criterion", "text", ">=", "\">=\", \">\" or \"!=\""},
+          {"width", "integer", "1", "signals"}},
+         make_factory<Switch>()});
+  r.add({"mux", "concatenates inputs u1, u2, ... into one vector",
+         {{"widths", "list of integers", "[1, 1]", "width of each input"}}, make_factory<Mux>()});
+  r.add({"demux", "splits one vector into outputs y1, y2, ...",
+         {{"widths", "list of integers", "[1, 1]", "width of each output"}}, make_factory<Demux>()});
+}
+
+}  // namespace rtcosim::tasks

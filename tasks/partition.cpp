@@ -1,0 +1,508 @@
+#include "tasks/partition.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include "base/text.hpp"
+#include "tasks/params.hpp"
+
+namespace rtcosim::tasks {
+
+namespace {
+
+// Where an input port reads from: a block output in the signal memory, or
+// an external input.
+struct Source {
+  bool external = false;
+  std::size_t offset = 0;  // in signals (block output) or in the external buffer
+  std::string description;
+};
+
+}  // namespace
+
+struct Partition::Impl {
+  struct Slot {
+    std::unique_ptr<Block> block;
+    std::size_t x_offset = 0;
+    std::size_t xd_offset = 0;
+    std::vector<std::size_t> out_offsets;
+    std::vector<std::span<const double>> u, du;
+    std::vector<std::span<const unsigned char>> du_valid;
+    std::vector<std::span<double>> y, dy;
+    std::vector<std::span<unsigned char>> dy_valid;
+    BlockContext context;
+    bool discrete = false;
+  };
+
+  // Everything snapshot() copies. Vectors keep their sizes for life, so copy
+  // assignment between two of these reuses storage and never allocates.
+  struct State {
+    double time = 0.0;
+    std::vector<double> x, xd;
+    std::vector<double> signals, dsignals;
+    std::vector<unsigned char> dvalid;
+    std::vector<double> next_hit;
+    int history = 0;
+    double prev_h = 0.0, prev_tau = 0.0, prev2_tau = 0.0;
+    std::vector<double> prev_main, prev2_main, prev_ext, prev_xd;
+    double truncation_error = 0.0;
+  };
+
+  std::vector<Slot> slots;
+  std::vector<std::size_t> order;  // slot indices in evaluation order
+  std::vector<std::size_t> stateful;  // slots with continuous states
+  std::vector<std::size_t> discrete;  // slots with discrete updates
+  std::size_t nx = 0, nxd = 0;
+  bool autonomous = true;
+
+  State s, saved;
+  std::vector<double> ext, ext_d;
+  std::vector<unsigned char> ext_valid;
+  std::vector<std::size_t> ext_offsets;
+  std::vector<double> xe;  // the state an evaluation sees
+  std::vector<double> k1, k2, k3, k4, xs, scratch_ext, scratch_xd;
+
+  void outputs(double t) noexcept {
+    for (std::size_t i : order) {
+      Slot& slot = slots[i];
+      slot.context.t = t;
+      slot.block->output(slot.context);
+    }
+  }
+
+  // f(t, x): outputs then state derivatives, x copied into the evaluation state.
+  void evaluate(double t, std::span<const double> x, std::span<double> dx) noexcept {
+    if (x.data() != xe.data()) std::copy(x.begin(), x.end(), xe.begin());
+    outputs(t);
+    for (std::size_t i : stateful) {
+      Slot& slot = slots[i];
+      slot.block->derivatives(slot.context,
+                              dx.subspan(slot.x_offset, slot.block->continuous_states()));
+    }
+  }
+
+  bool due(std::size_t i, double t) const noexcept {
+    const double ts = slots[i].block->sample_time();
+    if (ts < 0.0) return true;  // every major step
+    return s.next_hit[i] <= t + 1e-9 * std::max(1.0, ts);
+  }
+
+  // The major evaluation at the start of a step: discrete blocks whose
+  // sample is due see sample_hit, then update their states.
+  void major_pass(double t) noexcept {
+    std::copy(s.x.begin(), s.x.end(), xe.begin());
+    for (std::size_t i : discrete) slots[i].context.sample_hit = due(i, t);
+    outputs(t);
+    for (std::size_t i : discrete) {
+      Slot& slot = slots[i];
+      if (!slot.context.sample_hit) continue;
+      slot.block->update(slot.context);
+      slot.context.sample_hit = false;
+      const double ts = slot.block->sample_time();
+      if (ts > 0.0) {
+        while (s.next_hit[i] <= t + 1e-9 * std::max(1.0, ts)) s.next_hit[i] += ts;
+      }
+    }
+  }
+
+  void output_derivatives(std::span<const double> dx) noexcept {
+    for (std::size_t i : order) {
+      Slot& slot = slots[i];
+      slot.block->output_derivatives(slot.context, dx.subspan(slot.x_offset, slot.block->continuous_states()));
+    }
+  }
+};
+
+Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> blocks, const std::vector<WireSpec>& wires,
+                     std::vector<ExternalInputSpec> externals, IntegratorKind integrator)
+    : name_(std::move(name)), integrator_(integrator), externals_(std::move(externals)), impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  const std::string where = "partition '" + name_ + "'";
+
+  // Blocks, names and memory layout.
+  std::map<std::string, std::size_t> by_name;
+  std::vector<std::string> names;
+  std::size_t signal_count = 0;
+  for (auto& b : blocks) {
+    if (!b) throw BlockError(where + ": null block");
+    if (!by_name.emplace(b->name(), m.slots.size()).second) {
+      throw BlockError(where + ": two blocks are named '" + b->name() + "' — block names must be unique", b->name());
+    }
+    names.push_back(b->name());
+    Impl::Slot slot;
+    slot.x_offset = m.nx;
+    slot.xd_offset = m.nxd;
+    m.nx += b->continuous_states();
+    m.nxd += b->discrete_states();
+    for (const auto& port : b->outputs()) {
+      slot.out_offsets.push_back(signal_count);
+      signal_count += port.width;
+    }
+    slot.discrete = b->sample_time() != 0.0;
+    if (b->time_dependent() || slot.discrete) m.autonomous = false;
+    slot.block = std::move(b);
+    m.slots.push_back(std::move(slot));
+  }
+  if (!externals_.empty()) m.autonomous = false;
+
+  auto find_block = [&](const Endpoint& e, const std::string& context) -> std::size_t {
+    const auto it = by_name.find(e.block);
+    if (it != by_name.end()) return it->second;
+    std::string message = context + ": " + where + " has no block '" + e.block + "'";
+    if (const auto guess = base::closest_match(e.block, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+    throw BlockError(message, e.block);
+  };
+  auto find_port = [&](const std::vector<PortInfo>& ports, const Endpoint& e, const Block& b, const char* kind,
+                       const std::string& context) -> std::size_t {
+    for (std::size_t p = 0; p < ports.size(); ++p) {
+      if (ports[p].name == e.port) return p;
+    }
+    std::vector<std::string> port_names;
+    for (const auto& p : ports) port_names.push_back(p.name);
+    std::string list;
+    for (const auto& n : port_names) list += (list.empty() ? "" : ", ") + n;
+    std::string message = context + ": block '" + b.name() + "' (" + b.type() + ") has no " + kind + " port '" + e.port +
+                          "' — its " + kind + "s: " + (list.empty() ? "none" : list);
+    if (const auto guess = base::closest_match(e.port, port_names); !guess.empty()) {
+      message += " (did you mean '" + guess + "'?)";
+    }
+    throw BlockError(message, b.name());
+  };
+
+  // Sources of every input port.
+  std::vector<std::vector<std::optional<Source>>> sources(m.slots.size());
+  for (std::size_t i = 0; i < m.slots.size(); ++i) sources[i].resize(m.slots[i].block->inputs().size());
+  auto connect = [&](const Endpoint& to, Source source, std::size_t width, const std::string& context) {
+    const std::size_t bi = find_block(to, context);
+    const Block& b = *m.slots[bi].block;
+    const std::size_t p = find_port(b.inputs(), to, b, "input", context);
+    if (b.inputs()[p].width != width) {
+      throw BlockError(context + ": widths differ (" + source.description + " has " + std::to_string(width) +
+                           " signal(s), " + to.str() + " expects " + std::to_string(b.inputs()[p].width) + ")",
+                       b.name());
+    }
+    auto& slot_source = sources[bi][p];
+    if (slot_source) {
+      throw BlockError("input '" + to.str() + "' is driven twice: by '" + slot_source->description + "' and by '" +
+                           source.description + "' — an input takes one source",
+                       b.name());
+    }
+    slot_source = std::move(source);
+  };
+  std::vector<std::vector<std::size_t>> edges(m.slots.size());  // feedthrough: from -> to
+  for (const auto& w : wires) {
+    const std::string context = "wire '" + w.from.str() + " -> " + w.to.str() + "'";
+    const std::size_t from_block = find_block(w.from, context);
+    const Block& fb = *m.slots[from_block].block;
+    const std::size_t from_port = find_port(fb.outputs(), w.from, fb, "output", context);
+    connect(w.to, Source{false, m.slots[from_block].out_offsets[from_port], w.from.str()}, fb.outputs()[from_port].width,
+            context);
+    const std::size_t to_block = by_name.at(w.to.block);
+    const Block& tb = *m.slots[to_block].block;
+    const std::size_t to_port = find_port(tb.inputs(), w.to, tb, "input", context);
+    if (tb.feedthrough(to_port)) edges[from_block].push_back(to_block);
+  }
+  std::size_t ext_size = 0;
+  for (const auto& e : externals_) {
+    m.ext_offsets.push_back(ext_size);
+    for (const auto& target : e.targets) {
+      connect(target, Source{true, ext_size, "external input '" + e.name + "'"}, e.width,
+              "external input '" + e.name + "' -> " + target.str());
+    }
+    ext_size += e.width;
+  }
+  for (std::size_t i = 0; i < m.slots.size(); ++i) {
+    const Block& b = *m.slots[i].block;
+    for (std::size_t p = 0; p < b.inputs().size(); ++p) {
+      if (!sources[i][p]) {
+        throw BlockError("input '" + b.name() + "." + b.inputs()[p].name + "' of block '" + b.name() + "' (" + b.type() +
+                             ") is not connected — wire a block output or an external input to it",
+                         b.name());
+      }
+    }
+  }
+
+  // Evaluation order: Kahn's algorithm over feedthrough edges, stable in
+  // declaration order so that the order is reproducible.
+  std::vector<std::size_t> indegree(m.slots.size(), 0);
+  for (const auto& out : edges) {
+    for (std::size_t to : out) ++indegree[to];
+  }
+  std::vector<bool> placed(m.slots.size(), false);
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (std::size_t i = 0; i < m.slots.size(); ++i) {
+      if (placed[i] || indegree[i] != 0) continue;
+      placed[i] = true;
+      progress = true;
+      m.order.push_back(i);
+      for (std::size_t to : edges[i]) --indegree[to];
+    }
+  }
+  if (m.order.size() != m.slots.size()) {
+    // Walk feedthrough edges among the unplaced blocks until one repeats:
+    // that walk's tail is a loop.
+    std::size_t start = 0;
+    while (placed[start]) ++start;
+    std::vector<std::size_t> path{start};
+    std::vector<int> seen_at(m.slots.size(), -1);
+    seen_at[start] = 0;
+    for (;;) {
+      std::size_t next = path.back();
+      for (std::size_t to : edges[path.back()]) {
+        if (!placed[to]) {
+          next = to;
+          break;
+        }
+      }
+      if (seen_at[next] >= 0) {
+        std::string loop;
+        for (std::size_t k = static_cast<std::size_t>(seen_at[next]); k < path.size(); ++k) {
+          loop += m.slots[path[k]].block->name() + " -> ";
+        }
+        loop += m.slots[next].block->name();
+        throw BlockError(where + ": algebraic loop through blocks " + loop +
+                             " — every block in it passes its input straight to its output; break the loop with a "
+                             "unit_delay, an integrator or a first_order_lag",
+                         m.slots[next].block->name());
+      }
+      seen_at[next] = static_cast<int>(path.size());
+      path.push_back(next);
+    }
+  }
+
+  // Memory, then the views every block's context holds into it.
+  Impl::State& s = m.s;
+  s.x.assign(m.nx, 0.0);
+  s.xd.assign(m.nxd, 0.0);
+  s.signals.assign(signal_count, 0.0);
+  s.dsignals.assign(signal_count, 0.0);
+  s.dvalid.assign(signal_count, 0);
+  s.next_hit.assign(m.slots.size(), 0.0);
+  s.prev_main.assign(m.nx, 0.0);
+  s.prev2_main.assign(m.nx, 0.0);
+  s.prev_ext.assign(ext_size, 0.0);
+  s.prev_xd.assign(m.nxd, 0.0);
+  m.saved = s;
+  m.ext.assign(ext_size, 0.0);
+  m.ext_d.assign(ext_size, 0.0);
+  m.ext_valid.assign(ext_size, 0);
+  m.xe.assign(m.nx, 0.0);
+  for (auto* v : {&m.k1, &m.k2, &m.k3, &m.k4, &m.xs}) v->assign(m.nx, 0.0);
+  m.scratch_ext.assign(ext_size, 0.0);
+  m.scratch_xd.assign(m.nxd, 0.0);
+
+  for (std::size_t i = 0; i < m.slots.size(); ++i) {
+    Impl::Slot& slot = m.slots[i];
+    const Block& b = *slot.block;
+    for (std::size_t p = 0; p < b.inputs().size(); ++p) {
+      const Source& src = *sources[i][p];
+      const std::size_t w = b.inputs()[p].width;
+      if (src.external) {
+        slot.u.emplace_back(m.ext.data() + src.offset, w);
+        slot.du.emplace_back(m.ext_d.data() + src.offset, w);
+        slot.du_valid.emplace_back(m.ext_valid.data() + src.offset, w);
+      } else {
+        slot.u.emplace_back(s.signals.data() + src.offset, w);
+        slot.du.emplace_back(s.dsignals.data() + src.offset, w);
+        slot.du_valid.emplace_back(s.dvalid.data() + src.offset, w);
+      }
+    }
+    for (std::size_t p = 0; p < b.outputs().size(); ++p) {
+      const std::size_t w = b.outputs()[p].width;
+      slot.y.emplace_back(s.signals.data() + slot.out_offsets[p], w);
+      slot.dy.emplace_back(s.dsignals.data() + slot.out_offsets[p], w);
+      slot.dy_valid.emplace_back(s.dvalid.data() + slot.out_offsets[p], w);
+    }
+    slot.context.u = slot.u;
+    slot.context.du = slot.du;
+    slot.context.du_valid = slot.du_valid;
+    slot.context.y = slot.y;
+    slot.context.dy = slot.dy;
+    slot.context.dy_valid = slot.dy_valid;
+    slot.context.x = std::span<const double>(m.xe.data() + slot.x_offset, b.continuous_states());
+    slot.context.xd = std::span<double>(s.xd.data() + slot.xd_offset, b.discrete_states());
+    if (b.continuous_states() > 0) m.stateful.push_back(i);
+    if (slot.discrete) m.discrete.push_back(i);
+  }
+  reset(0.0);
+}
+
+Partition::~Partition() = default;
+
+std::size_t Partition::state_size() const noexcept { return impl_->nx; }
+std::size_t Partition::discrete_state_size() const noexcept { return impl_->nxd; }
+std::size_t Partition::block_count() const noexcept { return impl_->slots.size(); }
+const Block& Partition::block(std::size_t i) const noexcept { return *impl_->slots[i].block; }
+double Partition::time() const noexcept { return impl_->s.time; }
+std::span<const double> Partition::state() const noexcept { return impl_->s.x; }
+std::span<const double> Partition::discrete_state() const noexcept { return impl_->s.xd; }
+double Partition::truncation_error() const noexcept { return impl_->s.truncation_error; }
+
+std::vector<std::string> Partition::evaluation_order() const {
+  std::vector<std::string> out;
+  for (std::size_t i : impl_->order) out.push_back(impl_->slots[i].block->name());
+  return out;
+}
+
+OutputRef Partition::find_output(const Endpoint& port) const {
+  std::vector<std::string> names;
+  for (const auto& slot : impl_->slots) {
+    names.push_back(slot.block->name());
+    if (slot.block->name() != port.block) continue;
+    const auto& outs = slot.block->outputs();
+    std::vector<std::string> port_names;
+    for (std::size_t p = 0; p < outs.size(); ++p) {
+      if (outs[p].name == port.port) return OutputRef{slot.out_offsets[p], outs[p].width};
+      port_names.push_back(outs[p].name);
+    }
+    std::string list;
+    for (const auto& n : port_names) list += (list.empty() ? "" : ", ") + n;
+    throw BlockError("block '" + port.block + "' has no output port '" + port.port + "' — its outputs: " +
+                         (list.empty() ? "none" : list),
+                     port.block);
+  }
+  std::string message = "partition '" + name_ + "' has no block '" + port.block + "'";
+  if (const auto guess = base::closest_match(port.block, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+  throw BlockError(message, port.block);
+}
+
+std::span<const double> Partition::output(const OutputRef& ref) const noexcept {
+  return std::span<const double>(impl_->s.signals.data() + ref.offset, ref.width);
+}
+std::span<const double> Partition::output_derivative(const OutputRef& ref) const noexcept {
+  return std::span<const double>(impl_->s.dsignals.data() + ref.offset, ref.width);
+}
+bool Partition::output_derivative_valid(const OutputRef& ref, std::size_t i) const noexcept {
+  return impl_->s.dvalid[ref.offset + i] != 0;
+}
+
+void Partition::reset(double t0) noexcept {
+  Impl& m = *impl_;
+  Impl::State& s = m.s;
+  s.time = t0;
+  for (const auto& slot : m.slots) {
+    const Block& b = *slot.block;
+    b.initialize(std::span<double>(s.x.data() + slot.x_offset, b.continuous_states()),
+                 std::span<double>(s.xd.data() + slot.xd_offset, b.discrete_states()));
+  }
+  for (std::size_t i = 0; i < m.slots.size(); ++i) {
+    const double ts = m.slots[i].block->sample_time();
+    // The first sample is due at the first multiple of the sample time at or after t0.
+    s.next_hit[i] = ts > 0.0 ? std::ceil(t0 / ts - 1e-9) * ts : t0;
+  }
+  s.history = 0;
+  s.truncation_error = 0.0;
+  std::fill(s.signals.begin(), s.signals.end(), 0.0);
+  std::fill(s.dsignals.begin(), s.dsignals.end(), 0.0);
+  std::fill(s.dvalid.begin(), s.dvalid.end(), 0);
+}
+
+void Partition::step(double t, double h, InputSource& inputs) noexcept {
+  if (!(h > 0.0)) return;
+  Impl& m = *impl_;
+  Impl::State& s = m.s;
+  const std::size_t n_ext = externals_.size();
+  // Widths of the external inputs, read from the specs (no allocation).
+  auto sample = [&](double at) noexcept {
+    for (std::size_t i = 0; i < n_ext; ++i) {
+      inputs.sample(i, at, std::span<double>(m.ext.data() + m.ext_offsets[i], externals_[i].width));
+    }
+  };
+  inputs.begin_step(t, h);
+  s.time = t;
+  if (!m.discrete.empty()) {
+    sample(t);
+    m.major_pass(t);
+  }
+  std::vector<double>& x = s.x;
+  const std::size_t nx = m.nx;
+
+  switch (integrator_) {
+    case IntegratorKind::kEuler:
+      sample(t);
+      m.evaluate(t, x, m.k1);
+      for (std::size_t i = 0; i < nx; ++i) x[i] += h * m.k1[i];
+      break;
+    case IntegratorKind::kRk2:
+      sample(t);
+      m.evaluate(t, x, m.k1);
+      for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + h * m.k1[i];
+      sample(t + h);
+      m.evaluate(t + h, m.xs, m.k2);
+      for (std::size_t i = 0; i < nx; ++i) x[i] += 0.5 * h * (m.k1[i] + m.k2[i]);
+      break;
+    case IntegratorKind::kRk4:
+      sample(t);
+      m.evaluate(t, x, m.k1);
+      for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + 0.5 * h * m.k1[i];
+      sample(t + 0.5 * h);
+      m.evaluate(t + 0.5 * h, m.xs, m.k2);
+      for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + 0.5 * h * m.k2[i];
+      m.evaluate(t + 0.5 * h, m.xs, m.k3);
+      for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + h * m.k3[i];
+      sample(t + h);
+      m.evaluate(t + h, m.xs, m.k4);
+      for (std::size_t i = 0; i < nx; ++i) x[i] += h / 6.0 * (m.k1[i] + 2.0 * m.k2[i] + 2.0 * m.k3[i] + m.k4[i]);
+      break;
+    case IntegratorKind::kAb2: {
+      // Real-time form (reference eq. 10.2/10.9): inputs and time at
+      // mid-frame, AB-2 on the state-dependent part. F_n - F_{n-1} is taken
+      // under the previous step's input conditions (its mid-frame time,
+      // external values and discrete states), so that input changes are
+      // integrated once, at mid-frame, and never extrapolated.
+      const double tau = t + 0.5 * h;
+      sample(tau);
+      m.evaluate(tau, x, m.k1);  // main: f(x_n, conditions at tau)
+      if (s.history >= 1) {
+        const double r = h / (2.0 * s.prev_h);
+        if (m.autonomous) {
+          for (std::size_t i = 0; i < nx; ++i) m.k2[i] = m.k1[i];
+        } else {
+          std::copy(m.ext.begin(), m.ext.end(), m.scratch_ext.begin());
+          std::copy(s.xd.begin(), s.xd.end(), m.scratch_xd.begin());
+          std::copy(s.prev_ext.begin(), s.prev_ext.end(), m.ext.begin());
+          std::copy(s.prev_xd.begin(), s.prev_xd.end(), s.xd.begin());
+          m.evaluate(s.prev_tau, x, m.k2);  // f(x_n, previous conditions)
+          std::copy(m.scratch_ext.begin(), m.scratch_ext.end(), m.ext.begin());
+          std::copy(m.scratch_xd.begin(), m.scratch_xd.end(), s.xd.begin());
+        }
+        for (std::size_t i = 0; i < nx; ++i) x[i] += h * (m.k1[i] + r * (m.k2[i] - s.prev_main[i]));
+        if (s.history >= 2) {
+          // x''' ~ 2 f[tau_n, tau_{n-1}, tau_{n-2}], LTE ~ (5/12) h^3 x'''.
+          double worst = 0.0;
+          const double d1 = tau - s.prev_tau, d2 = s.prev_tau - s.prev2_tau, d02 = tau - s.prev2_tau;
+          for (std::size_t i = 0; i < nx; ++i) {
+            const double dd = ((m.k1[i] - s.prev_main[i]) / d1 - (s.prev_main[i] - s.prev2_main[i]) / d2) / d02;
+            worst = std::max(worst, std::fabs(5.0 / 12.0 * h * h * h * 2.0 * dd));
+          }
+          s.truncation_error = worst;
+        }
+      } else {
+        for (std::size_t i = 0; i < nx; ++i) x[i] += h * m.k1[i];
+      }
+      std::swap(s.prev2_main, s.prev_main);
+      std::copy(m.k1.begin(), m.k1.end(), s.prev_main.begin());
+      std::copy(m.ext.begin(), m.ext.end(), s.prev_ext.begin());
+      std::copy(s.xd.begin(), s.xd.end(), s.prev_xd.begin());
+      s.prev2_tau = s.prev_tau;
+      s.prev_tau = tau;
+      s.prev_h = h;
+      if (s.history < 2) ++s.history;
+      break;
+    }
+  }
+
+  // Outputs at the end of the step, with their time derivatives.
+  s.time = t + h;
+  sample(t + h);
+  m.evaluate(t + h, x, m.k4);
+  m.output_derivatives(m.k4);
+}
+
+void Partition::snapshot() noexcept { impl_->saved = impl_->s; }
+void Partition::restore() noexcept { impl_->s = impl_->saved; }
+
+}  // namespace rtcosim::tasks

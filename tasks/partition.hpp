@@ -1,0 +1,121 @@
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tasks/block.hpp"
+#include "tasks/integrator.hpp"
+
+namespace rtcosim::tasks {
+
+// "block.port" as written in a configuration.
+struct Endpoint {
+  std::string block;
+  std::string port;
+  [[nodiscard]] std::string str() const { return block + "." + port; }
+};
+
+struct WireSpec {
+  Endpoint from;  // a block output
+  Endpoint to;    // a block input
+};
+
+// An input of the partition fed from outside (another task's link, a test):
+// `width` signals driving every input port in `targets`.
+struct ExternalInputSpec {
+  std::string name;
+  std::size_t width = 1;
+  std::vector<Endpoint> targets;
+};
+
+/*
+ * InputSource: where a partition's external inputs come from. The partition
+ * calls `begin_step` once per step with the step's span, then `sample` at
+ * the times its integrator chooses inside [t, t + h] (the runtime answers
+ * from its links' extrapolators, a test from a formula).
+ * RT-safe contract: both functions noexcept, allocation-free.
+ */
+class InputSource {
+ public:
+  virtual ~InputSource() = default;
+  virtual void begin_step(double t, double h) noexcept { (void)t, (void)h; }
+  virtual void sample(std::size_t input, double t, std::span<double> out) noexcept = 0;
+};
+
+// Where one output port's values live in the partition's signal memory.
+struct OutputRef {
+  std::size_t offset = 0;
+  std::size_t width = 0;
+};
+
+/*
+ * Partition: the part of a block diagram one task computes, compiled into
+ * an evaluation order (topological over direct feedthrough; an algebraic
+ * loop is a BlockError naming its blocks), one contiguous continuous-state
+ * vector, one discrete-state vector and preallocated work memory.
+ *
+ * Set-up: the constructor takes ownership of the blocks, checks the wiring
+ * (unknown blocks and ports, widths, unconnected inputs, two sources on one
+ * input) and allocates everything; it throws BlockError.
+ *
+ * Real time: `reset`, `step`, `snapshot`, `restore` and the output accessors
+ * are noexcept and allocate nothing. One thread owns a partition.
+ */
+class Partition {
+ public:
+  Partition(std::string name, std::vector<std::unique_ptr<Block>> blocks, const std::vector<WireSpec>& wires,
+            std::vector<ExternalInputSpec> externals, IntegratorKind integrator);
+  ~Partition();
+  Partition(const Partition&) = delete;
+  Partition& operator=(const Partition&) = delete;
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] IntegratorKind integrator() const noexcept { return integrator_; }
+  [[nodiscard]] std::size_t state_size() const noexcept;
+  [[nodiscard]] std::size_t discrete_state_size() const noexcept;
+  [[nodiscard]] std::size_t block_count() const noexcept;
+  [[nodiscard]] const Block& block(std::size_t i) const noexcept;
+  [[nodiscard]] const std::vector<ExternalInputSpec>& externals() const noexcept { return externals_; }
+  // Block names in evaluation order.
+  [[nodiscard]] std::vector<std::string> evaluation_order() const;
+
+  // Set-up: locates an output port; throws BlockError with did-you-mean.
+  [[nodiscard]] OutputRef find_output(const Endpoint& port) const;
+
+  // Initial states at time t0; clears the integrator's history.
+  void reset(double t0) noexcept;
+
+  // Advances one step from t to t + h (h > 0). Afterwards the outputs hold
+  // their values and time derivatives at t + h.
+  void step(double t, double h, InputSource& inputs) noexcept;
+
+  // Time of the current state (t + h of the last step).
+  [[nodiscard]] double time() const noexcept;
+  [[nodiscard]] std::span<const double> state() const noexcept;
+  [[nodiscard]] std::span<const double> discrete_state() const noexcept;
+  [[nodiscard]] std::span<const double> output(const OutputRef& ref) const noexcept;
+  [[nodiscard]] std::span<const double> output_derivative(const OutputRef& ref) const noexcept;
+  [[nodiscard]] bool output_derivative_valid(const OutputRef& ref, std::size_t i) const noexcept;
+
+  // ab2 only: the on-line local truncation-error estimate of the last step,
+  // max over states of (5/12) h^3 |x'''| with x''' from the derivative
+  // history (reference eq. 9.7); 0 until three steps are known.
+  [[nodiscard]] double truncation_error() const noexcept;
+
+  // Copies the whole state (continuous, discrete, integrator history,
+  // sample-hit schedule, outputs) into preallocated storage, and back.
+  void snapshot() noexcept;
+  void restore() noexcept;
+
+ private:
+  struct Impl;
+  std::string name_;
+  IntegratorKind integrator_;
+  std::vector<ExternalInputSpec> externals_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace rtcosim::tasks
