@@ -502,6 +502,16 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   m.output_derivatives(m.k4);
 }
 
+void Partition::refresh_outputs(InputSource& inputs) noexcept {
+  Impl& m = *impl_;
+  const double t = m.s.time;
+  for (std::size_t i = 0; i < externals_.size(); ++i) {
+    inputs.sample(i, t, std::span<double>(m.ext.data() + m.ext_offsets[i], externals_[i].width));
+  }
+  m.evaluate(t, m.s.x, m.k4);
+  m.output_derivatives(m.k4);
+}
+
 void Partition::snapshot() noexcept { impl_->saved = impl_->s; }
 void Partition::restore() noexcept { impl_->s = impl_->saved; }
 

@@ -92,6 +92,11 @@ class Partition {
   // their values and time derivatives at t + h.
   void step(double t, double h, InputSource& inputs) noexcept;
 
+  // Recomputes the outputs and their derivatives at the current time and
+  // state without advancing (no discrete update): the outputs at t0 after
+  // reset, before the first step.
+  void refresh_outputs(InputSource& inputs) noexcept;
+
   // Time of the current state (t + h of the last step).
   [[nodiscard]] double time() const noexcept;
   [[nodiscard]] std::span<const double> state() const noexcept;
