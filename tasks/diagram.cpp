@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace rtcosim::tasks {
 
@@ -12,6 +13,58 @@ std::unique_ptr<Partition> build_partition(const BlockRegistry& registry, std::s
   built.reserve(blocks.size());
   for (const auto& spec : blocks) built.push_back(registry.create(spec.type, spec.name, spec.params));
   return std::make_unique<Partition>(std::move(name), std::move(built), wires, std::move(externals), integrator);
+}
+
+std::vector<TaskPartitionSpec> split_by_task(const BlockRegistry& registry, const DiagramSpec& diagram) {
+  std::vector<TaskPartitionSpec> tasks;
+  std::map<std::string, std::size_t> task_of_block;
+  std::map<std::string, std::unique_ptr<Block>> probes;  // to learn port widths
+  auto task_index = [&](const std::string& name) {
+    for (std::size_t i = 0; i < tasks.size(); ++i) {
+      if (tasks[i].task == name) return i;
+    }
+    tasks.push_back({name, {}, {}, {}, {}});
+    return tasks.size() - 1;
+  };
+  for (const auto& b : diagram.blocks) {
+    if (b.task.empty()) throw BlockError("block '" + b.name + "' is not assigned to a task", b.name);
+    const std::size_t t = task_index(b.task);
+    tasks[t].blocks.push_back(b);
+    task_of_block[b.name] = t;
+    probes[b.name] = registry.create(b.type, b.name, b.params);
+  }
+  auto owner = [&](const Endpoint& e, const std::string& wire) {
+    const auto it = task_of_block.find(e.block);
+    if (it == task_of_block.end()) throw BlockError(wire + ": no block '" + e.block + "' in the diagram", e.block);
+    return it->second;
+  };
+  for (const auto& w : diagram.wires) {
+    const std::string label = "wire '" + w.from.str() + " -> " + w.to.str() + "'";
+    const std::size_t from = owner(w.from, label);
+    const std::size_t to = owner(w.to, label);
+    if (from == to) {
+      tasks[to].wires.push_back(w);
+      continue;
+    }
+    std::size_t width = 0;
+    for (const auto& port : probes[w.from.block]->outputs()) {
+      if (port.name == w.from.port) width = port.width;
+    }
+    if (width == 0) throw BlockError(label + ": block '" + w.from.block + "' has no output port '" + w.from.port + "'");
+    auto& externals = tasks[to].externals;
+    const std::string name = w.from.str();
+    auto it = std::find_if(externals.begin(), externals.end(), [&](const auto& e) { return e.name == name; });
+    if (it == externals.end()) {
+      externals.push_back({name, width, {}});
+      it = externals.end() - 1;
+    }
+    it->targets.push_back(w.to);
+    auto& exported = tasks[from].exported;
+    if (std::none_of(exported.begin(), exported.end(), [&](const Endpoint& e) { return e.str() == name; })) {
+      exported.push_back(w.from);
+    }
+  }
+  return tasks;
 }
 
 namespace {

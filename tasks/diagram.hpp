@@ -23,6 +23,22 @@ struct DiagramSpec {
   std::vector<WireSpec> wires;
 };
 
+// The part of a diagram one task runs: its blocks, the wires among them,
+// one external input per output of another task that it reads (named
+// "block.port" of the source), and its outputs that other tasks read.
+struct TaskPartitionSpec {
+  std::string task;
+  std::vector<BlockSpec> blocks;
+  std::vector<WireSpec> wires;
+  std::vector<ExternalInputSpec> externals;
+  std::vector<Endpoint> exported;
+};
+
+// Splits a diagram by the blocks' `task`, in order of first appearance.
+// Widths come from the block types (the registry builds each block once to
+// learn its ports). BlockError when a block has no task.
+std::vector<TaskPartitionSpec> split_by_task(const BlockRegistry& registry, const DiagramSpec& diagram);
+
 // Builds a partition from block specs (BlockError on any problem).
 std::unique_ptr<Partition> build_partition(const BlockRegistry& registry, std::string name,
                                            const std::vector<BlockSpec>& blocks, const std::vector<WireSpec>& wires,
