@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config   # toolchain
   libboost-dev                                   # Boost.Lockfree (header-only)
   libeigen3-dev                                  # linear algebra
+  libyaml-cpp-dev                                # task-graph files
   libgtest-dev libgmock-dev                      # tests
   libbenchmark-dev                               # bench/
 )

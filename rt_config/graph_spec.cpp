@@ -1,0 +1,23 @@
+#include "rt_config/graph_spec.hpp"
+
+namespace rtcosim::config {
+
+const TaskSpec* GraphSpec::find_task(const std::string& task_name) const {
+  for (const auto& t : tasks) {
+    if (t.name == task_name) return &t;
+  }
+  return nullptr;
+}
+
+std::string to_string(StepPolicy p) { return p == StepPolicy::kFixed ? "fixed" : "measured"; }
+std::string to_string(OverrunPolicy p) { return p == OverrunPolicy::kCatchUp ? "catch_up" : "skip"; }
+std::string to_string(RealtimeMode m) {
+  switch (m) {
+    case RealtimeMode::kRequired: return "required";
+    case RealtimeMode::kPreferred: return "preferred";
+    case RealtimeMode::kOff: return "off";
+  }
+  return "?";
+}
+
+}  // namespace rtcosim::config

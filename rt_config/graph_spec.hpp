@@ -1,0 +1,108 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "coupling/registry.hpp"
+#include "tasks/diagram.hpp"
+#include "tasks/integrator.hpp"
+
+namespace rtcosim::config {
+
+// A place in the configuration file, 1-based; 0 when unknown.
+struct Location {
+  int line = 0;
+  int column = 0;
+};
+
+enum class StepPolicy { kFixed, kMeasured };
+enum class OverrunPolicy { kCatchUp, kSkip };
+enum class RealtimeMode { kRequired, kPreferred, kOff };
+
+// One frame whose execution takes `time` instead of the nominal (virtual time).
+struct ExecutionSpike {
+  std::uint64_t frame = 0;
+  double time = 0.0;
+};
+
+// Scripted execution times of a task's frame, for virtual time and for the
+// utilisation estimate.
+struct ExecutionTimes {
+  bool declared = false;
+  double nominal = 0.0;
+  std::vector<ExecutionSpike> spikes;
+};
+
+struct TaskSpec {
+  std::string name;
+  double period = 0.0;          // seconds
+  int cpu = -1;                 // -1: not pinned
+  int priority = 0;             // SCHED_FIFO 1..99; 0: not set
+  tasks::IntegratorKind integrator = tasks::IntegratorKind::kAb2;
+  StepPolicy step = StepPolicy::kFixed;
+  OverrunPolicy overrun = OverrunPolicy::kCatchUp;
+  double max_step = 0.0;        // seconds; 0: 4 periods
+  std::string rate_group;       // tasks sharing one run in one thread
+  ExecutionTimes execution;
+  Location where;
+};
+
+struct CouplingSpec {
+  std::string method = "zoh";
+  coupling::ParamSettings params;
+  Location where;
+};
+
+// A wire of the diagram with where it was written and, when it crosses
+// tasks, the coupling of its link.
+struct WireEntry {
+  tasks::WireSpec wire;
+  std::optional<CouplingSpec> coupling;  // as written; the default applies when absent
+  bool crosses_tasks = false;
+  Location where;
+};
+
+struct RecordSpec {
+  std::vector<tasks::Endpoint> signals;
+  std::string file;
+};
+
+struct TraceSpec {
+  bool enabled = false;
+  std::string directory = "traces";
+};
+
+/*
+ * GraphSpec: a whole run as the task-graph file describes it, validated, in
+ * plain data (no runtime objects): tasks with their timing and real-time
+ * settings, the block diagram with each block's task, wires with their
+ * couplings, recording, tracing, plugins.
+ */
+struct GraphSpec {
+  std::string file;
+  std::string name;
+  double duration = 0.0;  // seconds; 0 runs until stopped
+  RealtimeMode realtime = RealtimeMode::kPreferred;
+  std::vector<TaskSpec> tasks;
+  tasks::DiagramSpec diagram;
+  std::vector<Location> block_locations;  // parallel to diagram.blocks
+  std::vector<WireEntry> wires;           // parallel to diagram.wires
+  CouplingSpec default_coupling;
+  RecordSpec record;
+  TraceSpec trace;
+  std::vector<std::string> plugins;
+
+  [[nodiscard]] const TaskSpec* find_task(const std::string& name) const;
+  // The coupling a cross-task wire uses: its own or the default.
+  [[nodiscard]] const CouplingSpec& coupling_of(const WireEntry& wire) const {
+    return wire.coupling ? *wire.coupling : default_coupling;
+  }
+};
+
+std::string to_string(StepPolicy p);
+std::string to_string(OverrunPolicy p);
+std::string to_string(RealtimeMode m);
+
+}  // namespace rtcosim::config

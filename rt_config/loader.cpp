@@ -1,0 +1,777 @@
+#include "rt_config/loader.hpp"
+
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "base/duration.hpp"
+#include "base/text.hpp"
+#include "tasks/partition.hpp"
+
+namespace rtcosim::config {
+
+namespace {
+
+using Severity = Diagnostic::Severity;
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
+  return out;
+}
+
+Location location_of(const YAML::Node& node) {
+  const YAML::Mark m = node.Mark();
+  if (m.is_null()) return {};
+  return {m.line + 1, m.column + 1};
+}
+
+// Walks one parsed document, collecting every problem it finds.
+class Reader {
+ public:
+  Reader(std::string file, std::vector<Diagnostic>& diagnostics) : file_(std::move(file)), diagnostics_(diagnostics) {}
+
+  void report(Severity severity, Location where, std::string message) {
+    diagnostics_.push_back({severity, file_, where.line, where.column, std::move(message)});
+  }
+  void error(Location where, std::string message) { report(Severity::kError, where, std::move(message)); }
+  void error(const YAML::Node& at, std::string message) { error(location_of(at), std::move(message)); }
+  void warning(Location where, std::string message) { report(Severity::kWarning, where, std::move(message)); }
+
+  // A mapping whose keys must all be in `allowed`; unknown keys are
+  // reported with a did-you-mean. Returns false when `node` is no mapping.
+  bool mapping(const YAML::Node& node, const std::string& what, const std::vector<std::string>& allowed) {
+    if (!node.IsMap()) {
+      error(node, what + " is " + kind(node) + " — expected a mapping of " + join(allowed));
+      return false;
+    }
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string message = "unknown key '" + key + "' in " + what;
+      if (const auto guess = base::closest_match(key, allowed); !guess.empty()) {
+        message += " (did you mean '" + guess + "'?)";
+      }
+      error(it->first, message + " — expected one of: " + join(allowed));
+    }
+    return true;
+  }
+
+  static std::string kind(const YAML::Node& node) {
+    switch (node.Type()) {
+      case YAML::NodeType::Null: return "empty";
+      case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+      case YAML::NodeType::Sequence: return "a list";
+      case YAML::NodeType::Map: return "a mapping";
+      default: return "undefined";
+    }
+  }
+
+  std::optional<std::string> text(const YAML::Node& parent, const std::string& key, const std::string& what,
+                                  bool required) {
+    const YAML::Node node = parent[key];
+    if (!node) {
+      if (required) error(parent, what + " has no '" + key + "' — it is required");
+      return std::nullopt;
+    }
+    if (!node.IsScalar() || node.Scalar().empty()) {
+      error(node, what + ": '" + key + "' is " + kind(node) + " — expected a text");
+      return std::nullopt;
+    }
+    return node.Scalar();
+  }
+
+  std::optional<double> duration(const YAML::Node& parent, const std::string& key, const std::string& what,
+                                 bool required) {
+    const YAML::Node node = parent[key];
+    if (!node) {
+      if (required) error(parent, what + " has no '" + key + "' — it is required (a duration like \"5ms\")");
+      return std::nullopt;
+    }
+    if (!node.IsScalar()) {
+      error(node, what + ": '" + key + "' is " + kind(node) + " — expected a duration with a unit, e.g. \"5ms\"");
+      return std::nullopt;
+    }
+    const std::string& s = node.Scalar();
+    double bare = 0.0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), bare);
+    if (ec == std::errc() && end == s.data() + s.size() && bare != 0.0) {
+      error(node, what + ": '" + key + "' = " + s + " has no unit — expected a duration with a unit, e.g. \"" + s +
+                      "ms\" or \"" + s + "s\"");
+      return std::nullopt;
+    }
+    std::string why;
+    const auto seconds = base::parse_duration(s, &why);
+    if (!seconds) {
+      error(node, what + ": '" + key + "': " + why);
+      return std::nullopt;
+    }
+    return seconds;
+  }
+
+  std::optional<long long> integer(const YAML::Node& parent, const std::string& key, const std::string& what,
+                                   long long min, long long max) {
+    const YAML::Node node = parent[key];
+    if (!node) return std::nullopt;
+    long long value = 0;
+    bool good = node.IsScalar();
+    if (good) {
+      const std::string& s = node.Scalar();
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+      good = ec == std::errc() && end == s.data() + s.size();
+    }
+    if (!good || value < min || value > max) {
+      error(node, what + ": '" + key + "' is " + kind(node) + " — expected an integer from " + std::to_string(min) +
+                      " to " + std::to_string(max));
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  std::optional<bool> boolean(const YAML::Node& parent, const std::string& key, const std::string& what) {
+    const YAML::Node node = parent[key];
+    if (!node) return std::nullopt;
+    if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) return node.Scalar() == "true";
+    error(node, what + ": '" + key + "' is " + kind(node) + " — expected true or false");
+    return std::nullopt;
+  }
+
+  // One of `choices`, reported with a did-you-mean.
+  std::optional<std::string> choice(const YAML::Node& parent, const std::string& key, const std::string& what,
+                                    const std::vector<std::string>& choices) {
+    const auto value = text(parent, key, what, false);
+    if (!value) return std::nullopt;
+    if (std::find(choices.begin(), choices.end(), *value) != choices.end()) return value;
+    std::string message = what + ": '" + key + "' = '" + *value + "' is not allowed";
+    if (const auto guess = base::closest_match(*value, choices); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+    error(parent[key], message + " — expected one of: " + join(choices));
+    return std::nullopt;
+  }
+
+  // A block parameter value: number, boolean, text, list of numbers, or a
+  // matrix as a list of lists of numbers.
+  std::optional<tasks::ParamValue> param_value(const YAML::Node& node, const std::string& what) {
+    if (node.IsScalar()) {
+      const std::string& s = node.Scalar();
+      double v = 0.0;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+      if (ec == std::errc() && end == s.data() + s.size()) return tasks::ParamValue{v};
+      if (s == "true" || s == "false") return tasks::ParamValue{s == "true"};
+      return tasks::ParamValue{s};
+    }
+    if (node.IsSequence()) {
+      if (node.size() > 0 && node[0].IsSequence()) {
+        tasks::Matrix m;
+        for (const auto& row : node) {
+          if (!row.IsSequence()) {
+            error(row, what + ": a matrix row is " + kind(row) + " — expected a list of numbers");
+            return std::nullopt;
+          }
+          auto r = numbers(row, what);
+          if (!r) return std::nullopt;
+          m.push_back(std::move(*r));
+        }
+        return tasks::ParamValue{m};
+      }
+      auto v = numbers(node, what);
+      if (!v) return std::nullopt;
+      return tasks::ParamValue{*v};
+    }
+    error(node, what + " is " + kind(node) + " — expected a number, a text, a list of numbers or a matrix (list of rows)");
+    return std::nullopt;
+  }
+
+  std::optional<tasks::Vector> numbers(const YAML::Node& node, const std::string& what) {
+    tasks::Vector out;
+    for (const auto& item : node) {
+      double v = 0.0;
+      bool good = item.IsScalar();
+      if (good) {
+        const std::string& s = item.Scalar();
+        const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+        good = ec == std::errc() && end == s.data() + s.size() && std::isfinite(v);
+      }
+      if (!good) {
+        error(item, what + ": " + kind(item) + " is not a number — expected a list of numbers");
+        return std::nullopt;
+      }
+      out.push_back(v);
+    }
+    return out;
+  }
+
+  // "block.port", split at the last dot.
+  std::optional<tasks::Endpoint> endpoint(const YAML::Node& node, const std::string& what) {
+    if (!node.IsScalar()) {
+      error(node, what + " is " + kind(node) + " — expected \"block.port\"");
+      return std::nullopt;
+    }
+    const std::string& s = node.Scalar();
+    const auto dot = s.rfind('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == s.size()) {
+      error(node, what + " '" + s + "' — expected \"block.port\", e.g. \"airframe.y\"");
+      return std::nullopt;
+    }
+    return tasks::Endpoint{s.substr(0, dot), s.substr(dot + 1)};
+  }
+
+ private:
+  std::string file_;
+  std::vector<Diagnostic>& diagnostics_;
+};
+
+const std::vector<std::string> kTopKeys = {"name", "duration", "realtime", "tasks", "blocks",
+                                           "wires", "coupling", "record", "trace", "plugins"};
+const std::vector<std::string> kTaskKeys = {"name",    "period",     "cpu",      "priority", "integrator",
+                                            "step",    "overrun",    "max_step", "rate_group", "execution"};
+const std::vector<std::string> kBlockKeys = {"name", "type", "task", "params"};
+const std::vector<std::string> kWireKeys = {"from", "to", "coupling"};
+
+// A NUL byte or invalid UTF-8 makes a file binary junk for our purposes.
+std::optional<std::pair<Location, std::string>> find_non_text(std::string_view text) {
+  int line = 1, column = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t length = 1;
+    if (c == 0) return std::make_pair(Location{line, column}, std::string("a NUL byte"));
+    if (c >= 0x80) {
+      length = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+      bool valid = length != 0 && i + length <= text.size();
+      for (std::size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+      if (!valid) return std::make_pair(Location{line, column}, std::string("a byte that is not UTF-8"));
+    }
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += length;
+  }
+  return std::nullopt;
+}
+
+struct BlockInfo {
+  std::unique_ptr<tasks::Block> block;  // null when the block itself was invalid
+  Location where;
+  std::map<std::string, Location> param_locations;
+};
+
+class GraphLoader {
+ public:
+  GraphLoader(LoadResult& result, const LoadOptions& options, const tasks::BlockRegistry& blocks,
+              const coupling::MethodRegistry& methods)
+      : result_(result), graph_(result.graph), in_(graph_.file, result.diagnostics), options_(options),
+        blocks_(blocks), methods_(methods) {}
+
+  void load(const YAML::Node& root) {
+    if (!root || root.IsNull()) {
+      in_.error(Location{1, 1}, "the file holds no task graph — expected a mapping with 'tasks', 'blocks' and 'wires'");
+      return;
+    }
+    if (!in_.mapping(root, "the task graph", kTopKeys)) return;
+    if (auto name = in_.text(root, "name", "the task graph", false)) graph_.name = *name;
+    if (auto d = in_.duration(root, "duration", "the task graph", false)) {
+      if (*d < 0.0) in_.error(root["duration"], "'duration' is negative — expected a duration >= 0 (0 runs until stopped)");
+      graph_.duration = *d;
+    }
+    if (auto mode = in_.choice(root, "realtime", "the task graph", {"required", "preferred", "off"})) {
+      graph_.realtime = *mode == "required" ? RealtimeMode::kRequired
+                        : *mode == "off"    ? RealtimeMode::kOff
+                                            : RealtimeMode::kPreferred;
+    }
+    if (root["coupling"]) {
+      if (auto c = coupling_spec(root["coupling"], "the default coupling")) graph_.default_coupling = *c;
+    }
+    read_tasks(root["tasks"], root);
+    read_blocks(root["blocks"], root);
+    read_wires(root["wires"], root);
+    read_record(root["record"]);
+    read_trace(root["trace"]);
+    read_plugins(root["plugins"]);
+    check_diagram();
+    check_tasks();
+  }
+
+ private:
+  void read_tasks(const YAML::Node& list, const YAML::Node& root) {
+    if (!list) {
+      in_.error(root, "the task graph has no 'tasks' — expected a list of tasks (name, period, ...)");
+      return;
+    }
+    if (!list.IsSequence() || list.size() == 0) {
+      in_.error(list, "'tasks' is " + Reader::kind(list) + " — expected a non-empty list of tasks");
+      return;
+    }
+    std::set<std::string> names;
+    for (const auto& node : list) {
+      TaskSpec t;
+      t.where = location_of(node);
+      if (!in_.mapping(node, "a task", kTaskKeys)) continue;
+      auto name = in_.text(node, "name", "a task", true);
+      const std::string what = "task '" + name.value_or("?") + "'";
+      if (name) {
+        t.name = *name;
+        if (!names.insert(*name).second) in_.error(node["name"], "a second task is named '" + *name + "' — task names must be unique");
+      }
+      if (auto p = in_.duration(node, "period", what, true)) {
+        if (!(*p > 0.0)) in_.error(node["period"], what + ": 'period' must be positive");
+        t.period = *p;
+      }
+      if (auto cpu = in_.integer(node, "cpu", what, 0, 4095)) t.cpu = static_cast<int>(*cpu);
+      if (auto prio = in_.integer(node, "priority", what, 1, 99)) t.priority = static_cast<int>(*prio);
+      if (auto name_of = in_.choice(node, "integrator", what, {"euler", "ab2", "rk2", "rk4"})) {
+        t.integrator = *tasks::parse_integrator(*name_of);
+      }
+      if (auto s = in_.choice(node, "step", what, {"fixed", "measured"})) {
+        t.step = *s == "measured" ? StepPolicy::kMeasured : StepPolicy::kFixed;
+      }
+      if (auto o = in_.choice(node, "overrun", what, {"catch_up", "skip"})) {
+        t.overrun = *o == "skip" ? OverrunPolicy::kSkip : OverrunPolicy::kCatchUp;
+      }
+      if (auto m = in_.duration(node, "max_step", what, false)) {
+        t.max_step = *m;
+        if (t.period > 0.0 && *m < t.period) {
+          in_.error(node["max_step"], what + ": 'max_step' (" + base::format_duration(*m) + ") is below the period (" +
+                                          base::format_duration(t.period) + ") — expected at least one period");
+        }
+      }
+      if (auto g = in_.text(node, "rate_group", what, false)) t.rate_group = *g;
+      if (const auto ex = node["execution"]) read_execution(ex, what, t.execution);
+      graph_.tasks.push_back(std::move(t));
+    }
+  }
+
+  void read_execution(const YAML::Node& node, const std::string& what, ExecutionTimes& out) {
+    if (!in_.mapping(node, what + ": 'execution'", {"nominal", "spikes"})) return;
+    out.declared = true;
+    if (auto n = in_.duration(node, "nominal", what + ": 'execution'", true)) {
+      if (*n < 0.0) in_.error(node["nominal"], what + ": execution time must not be negative");
+      out.nominal = *n;
+    }
+    const auto spikes = node["spikes"];
+    if (!spikes) return;
+    if (!spikes.IsSequence()) {
+      in_.error(spikes, what + ": 'spikes' is " + Reader::kind(spikes) + " — expected a list of {frame, time}");
+      return;
+    }
+    for (const auto& s : spikes) {
+      if (!in_.mapping(s, what + ": a spike", {"frame", "time"})) continue;
+      ExecutionSpike spike;
+      if (auto f = in_.integer(s, "frame", what + ": a spike", 0, 1LL << 53)) spike.frame = static_cast<std::uint64_t>(*f);
+      else if (!s["frame"]) in_.error(s, what + ": a spike has no 'frame' — it is required");
+      if (auto tm = in_.duration(s, "time", what + ": a spike", true)) spike.time = *tm;
+      out.spikes.push_back(spike);
+    }
+  }
+
+  void read_blocks(const YAML::Node& list, const YAML::Node& root) {
+    if (!list) {
+      in_.error(root, "the task graph has no 'blocks' — expected a list of blocks (name, type, task, params)");
+      return;
+    }
+    if (!list.IsSequence()) {
+      in_.error(list, "'blocks' is " + Reader::kind(list) + " — expected a list of blocks");
+      return;
+    }
+    for (const auto& node : list) {
+      tasks::BlockSpec spec;
+      BlockInfo info;
+      info.where = location_of(node);
+      if (!in_.mapping(node, "a block", kBlockKeys)) continue;
+      const auto name = in_.text(node, "name", "a block", true);
+      const std::string what = "block '" + name.value_or("?") + "'";
+      const auto type = in_.text(node, "type", what, true);
+      const auto task = in_.text(node, "task", what, true);
+      if (name) spec.name = *name;
+      if (type) spec.type = *type;
+      if (task) spec.task = *task;
+      bool params_ok = true;
+      if (const auto params = node["params"]) {
+        if (params.IsMap()) {
+          for (auto it = params.begin(); it != params.end(); ++it) {
+            const std::string key = it->first.Scalar();
+            info.param_locations[key] = location_of(it->first);
+            if (auto v = in_.param_value(it->second, what + ": parameter '" + key + "'")) {
+              spec.params.set(key, std::move(*v));
+            } else {
+              params_ok = false;
+            }
+          }
+        } else if (!params.IsNull()) {
+          in_.error(params, what + ": 'params' is " + Reader::kind(params) + " — expected a mapping of parameter names to values");
+          params_ok = false;
+        }
+      }
+      if (name && block_index_.count(*name)) {
+        in_.error(node["name"], "a second block is named '" + *name + "' — block names must be unique");
+        continue;
+      }
+      if (name && type && params_ok) {
+        try {
+          info.block = blocks_.create(*type, *name, spec.params);
+        } catch (const tasks::BlockError& e) {
+          Location where = location_of(node["type"]);
+          if (const auto it = info.param_locations.find(e.parameter()); it != info.param_locations.end()) {
+            where = it->second;
+          } else if (!e.parameter().empty() && node["params"]) {
+            where = location_of(node["params"]);
+          }
+          in_.error(where, e.what());
+        }
+      }
+      if (name) block_index_[*name] = graph_.diagram.blocks.size();
+      graph_.diagram.blocks.push_back(std::move(spec));
+      graph_.block_locations.push_back(info.where);
+      infos_.push_back(std::move(info));
+    }
+  }
+
+  std::optional<CouplingSpec> coupling_spec(const YAML::Node& node, const std::string& what) {
+    if (!node.IsMap()) {
+      in_.error(node, what + " is " + Reader::kind(node) + " — expected a mapping with 'method' and its parameters");
+      return std::nullopt;
+    }
+    CouplingSpec c;
+    c.where = location_of(node);
+    const auto method = in_.text(node, "method", what, true);
+    if (!method) return std::nullopt;
+    c.method = *method;
+    std::map<std::string, Location> where;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string key = it->first.Scalar();
+      if (key == "method") continue;
+      where[key] = location_of(it->first);
+      if (!it->second.IsScalar()) {
+        in_.error(it->second, what + ": parameter '" + key + "' is " + Reader::kind(it->second) + " — expected a single value");
+        return std::nullopt;
+      }
+      c.params.push_back({key, it->second.Scalar()});
+    }
+    try {
+      (void)methods_.resolve(c.method, c.params);
+    } catch (const coupling::CouplingError& e) {
+      const auto it = where.find(e.parameter());
+      in_.error(it != where.end() ? it->second : location_of(node["method"]), e.what());
+      return std::nullopt;
+    }
+    return c;
+  }
+
+  void read_wires(const YAML::Node& list, const YAML::Node& root) {
+    if (!list) {
+      in_.error(root, "the task graph has no 'wires' — expected a list of {from: block.port, to: block.port}");
+      return;
+    }
+    if (!list.IsSequence()) {
+      in_.error(list, "'wires' is " + Reader::kind(list) + " — expected a list of wires");
+      return;
+    }
+    for (const auto& node : list) {
+      if (!in_.mapping(node, "a wire", kWireKeys)) continue;
+      WireEntry w;
+      w.where = location_of(node);
+      const auto from = node["from"] ? in_.endpoint(node["from"], "'from'") : std::nullopt;
+      const auto to = node["to"] ? in_.endpoint(node["to"], "'to'") : std::nullopt;
+      if (!node["from"]) in_.error(node, "a wire has no 'from' — it is required (\"block.port\")");
+      if (!node["to"]) in_.error(node, "a wire has no 'to' — it is required (\"block.port\")");
+      if (!from || !to) continue;
+      w.wire = {*from, *to};
+      if (node["coupling"]) {
+        w.coupling = coupling_spec(node["coupling"], "the coupling of wire '" + from->str() + " -> " + to->str() + "'");
+        if (!w.coupling) continue;
+      }
+      wire_nodes_.push_back(node);
+      graph_.diagram.wires.push_back(w.wire);
+      graph_.wires.push_back(std::move(w));
+    }
+  }
+
+  void read_record(const YAML::Node& node) {
+    if (!node) return;
+    if (!in_.mapping(node, "'record'", {"signals", "file"})) return;
+    const auto signals = node["signals"];
+    if (signals) {
+      if (!signals.IsSequence()) {
+        in_.error(signals, "'record.signals' is " + Reader::kind(signals) + " — expected a list of \"block.port\"");
+      } else {
+        for (const auto& s : signals) {
+          if (auto e = in_.endpoint(s, "a recorded signal")) {
+            graph_.record.signals.push_back(*e);
+            record_nodes_.push_back(s);
+          }
+        }
+      }
+    }
+    if (auto f = in_.text(node, "file", "'record'", !graph_.record.signals.empty())) graph_.record.file = *f;
+  }
+
+  void read_trace(const YAML::Node& node) {
+    if (!node) return;
+    if (!in_.mapping(node, "'trace'", {"enabled", "directory"})) return;
+    if (auto e = in_.boolean(node, "enabled", "'trace'")) graph_.trace.enabled = *e;
+    if (auto d = in_.text(node, "directory", "'trace'", false)) graph_.trace.directory = *d;
+  }
+
+  void read_plugins(const YAML::Node& node) {
+    if (!node) return;
+    if (!node.IsSequence()) {
+      in_.error(node, "'plugins' is " + Reader::kind(node) + " — expected a list of directories");
+      return;
+    }
+    for (const auto& d : node) {
+      if (d.IsScalar() && !d.Scalar().empty()) {
+        graph_.plugins.push_back(d.Scalar());
+      } else {
+        in_.error(d, "a plugin directory is " + Reader::kind(d) + " — expected a path");
+      }
+    }
+  }
+
+  // Ports, widths, sources, unconnected inputs, task assignment, couplings
+  // and, when all of that holds, algebraic loops over the whole diagram.
+  void check_diagram() {
+    std::vector<std::string> block_names;
+    for (const auto& b : graph_.diagram.blocks) block_names.push_back(b.name);
+    std::vector<std::string> task_names;
+    for (const auto& t : graph_.tasks) task_names.push_back(t.name);
+    for (std::size_t i = 0; i < graph_.diagram.blocks.size(); ++i) {
+      const auto& b = graph_.diagram.blocks[i];
+      if (b.task.empty() || graph_.find_task(b.task) || graph_.tasks.empty()) continue;
+      std::string message = "block '" + b.name + "' runs in task '" + b.task + "', which is not defined";
+      if (const auto guess = base::closest_match(b.task, task_names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+      in_.error(graph_.block_locations[i], message + " — expected one of: " + join(task_names));
+    }
+
+    std::map<std::string, std::string> driver;  // "block.input" -> "block.output"
+    bool wiring_ok = true;
+    for (std::size_t w = 0; w < graph_.wires.size(); ++w) {
+      auto& entry = graph_.wires[w];
+      const YAML::Node& node = wire_nodes_[w];
+      const auto out_port = find_port(entry.wire.from, node["from"], true);
+      const auto in_port = find_port(entry.wire.to, node["to"], false);
+      if (!out_port || !in_port) {
+        wiring_ok = false;
+        continue;
+      }
+      if (out_port->width != in_port->width) {
+        in_.error(node, "wire '" + entry.wire.from.str() + " -> " + entry.wire.to.str() + "': widths differ (" +
+                            entry.wire.from.str() + " has " + std::to_string(out_port->width) + " signal(s), " +
+                            entry.wire.to.str() + " expects " + std::to_string(in_port->width) + ")");
+        wiring_ok = false;
+      }
+      const auto [it, fresh] = driver.emplace(entry.wire.to.str(), entry.wire.from.str());
+      if (!fresh) {
+        in_.error(node["to"], "input '" + entry.wire.to.str() + "' is driven twice: by '" + it->second + "' and by '" +
+                                  entry.wire.from.str() + "' — an input takes one source");
+        wiring_ok = false;
+      }
+      const auto& from_task = graph_.diagram.blocks[block_index_[entry.wire.from.block]].task;
+      const auto& to_task = graph_.diagram.blocks[block_index_[entry.wire.to.block]].task;
+      entry.crosses_tasks = from_task != to_task;
+      if (!entry.crosses_tasks && entry.coupling) {
+        in_.error(node["coupling"], "wire '" + entry.wire.from.str() + " -> " + entry.wire.to.str() +
+                                        "' stays within task '" + from_task +
+                                        "' and takes no coupling — only wires between tasks become links");
+      }
+    }
+    for (std::size_t i = 0; i < infos_.size(); ++i) {
+      const auto& info = infos_[i];
+      if (!info.block) {
+        wiring_ok = false;
+        continue;
+      }
+      for (const auto& port : info.block->inputs()) {
+        const std::string key = info.block->name() + "." + port.name;
+        if (!driver.count(key)) {
+          in_.error(info.where, "input '" + key + "' of block '" + info.block->name() + "' (" + info.block->type() +
+                                    ") is not connected — wire a block output to it");
+          wiring_ok = false;
+        }
+      }
+    }
+    for (std::size_t r = 0; r < graph_.record.signals.size(); ++r) {
+      (void)find_port(graph_.record.signals[r], record_nodes_[r], true);
+    }
+    if (!wiring_ok || has_errors(result_.diagnostics)) return;
+
+    // Algebraic loops across the whole diagram: the merged partition finds them.
+    try {
+      std::vector<std::unique_ptr<tasks::Block>> merged;
+      for (const auto& b : graph_.diagram.blocks) merged.push_back(blocks_.create(b.type, b.name, b.params));
+      tasks::Partition check("whole diagram", std::move(merged), graph_.diagram.wires, {}, tasks::IntegratorKind::kEuler);
+    } catch (const tasks::BlockError& e) {
+      const auto it = block_index_.find(e.block());
+      in_.error(it != block_index_.end() ? graph_.block_locations[it->second] : Location{1, 1}, e.what());
+    }
+  }
+
+  std::optional<tasks::PortInfo> find_port(const tasks::Endpoint& e, const YAML::Node& at, bool output) {
+    const auto it = block_index_.find(e.block);
+    if (it == block_index_.end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, i] : block_index_) names.push_back(n);
+      std::string message = "no block named '" + e.block + "'";
+      if (const auto guess = base::closest_match(e.block, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+      in_.error(at, message + " in '" + e.str() + "'");
+      return std::nullopt;
+    }
+    const auto& block = infos_[it->second].block;
+    if (!block) return std::nullopt;  // already reported
+    const auto& ports = output ? block->outputs() : block->inputs();
+    std::vector<std::string> names;
+    for (const auto& p : ports) {
+      if (p.name == e.port) return p;
+      names.push_back(p.name);
+    }
+    std::string message = "block '" + e.block + "' (" + block->type() + ") has no " + (output ? "output" : "input") +
+                          " port '" + e.port + "'";
+    if (const auto guess = base::closest_match(e.port, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+    in_.error(at, message + " — its " + (output ? "outputs" : "inputs") + ": " + (names.empty() ? "none" : join(names)));
+    return std::nullopt;
+  }
+
+  void check_tasks() {
+    const int cpus = options_.cpu_count > 0 ? options_.cpu_count : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+    std::map<std::pair<int, int>, std::string> cpu_priority;
+    std::map<std::string, const TaskSpec*> group_leader;
+    std::map<int, double> load;
+    std::map<int, bool> load_complete;
+    for (const auto& t : graph_.tasks) {
+      const std::string what = "task '" + t.name + "'";
+      if (t.cpu >= cpus) {
+        in_.warning(t.where, what + " is pinned to CPU " + std::to_string(t.cpu) + ", but this machine has " +
+                                 std::to_string(cpus) + " CPU(s) (0-" + std::to_string(cpus - 1) +
+                                 ") — fine if the file is meant for another machine");
+      }
+      if (t.cpu >= 0 && t.priority > 0 && t.rate_group.empty()) {
+        const auto [it, fresh] = cpu_priority.emplace(std::make_pair(t.cpu, t.priority), t.name);
+        if (!fresh) {
+          in_.error(t.where, what + " and task '" + it->second + "' share CPU " + std::to_string(t.cpu) +
+                                 " and priority " + std::to_string(t.priority) +
+                                 " — SCHED_FIFO would run them in arrival order; give them different priorities or CPUs");
+        }
+      }
+      if (!t.rate_group.empty()) {
+        const auto [it, fresh] = group_leader.emplace(t.rate_group, &t);
+        if (!fresh) {
+          const TaskSpec& lead = *it->second;
+          if (lead.cpu != t.cpu || lead.priority != t.priority) {
+            in_.error(t.where, what + " is in rate group '" + t.rate_group + "' with task '" + lead.name +
+                                   "' but has another cpu or priority — a rate group runs in one thread");
+          }
+          const double fast = std::min(lead.period, t.period), slow = std::max(lead.period, t.period);
+          const double ratio = fast > 0.0 ? slow / fast : 0.0;
+          if (fast > 0.0 && std::fabs(ratio - std::round(ratio)) > 1e-9 * ratio) {
+            in_.error(t.where, what + " and task '" + lead.name + "' in rate group '" + t.rate_group +
+                                   "' have periods whose ratio is " + std::to_string(ratio) +
+                                   " — expected an integer frame ratio");
+          }
+        }
+      }
+      if (t.cpu >= 0) {
+        load[t.cpu] += t.execution.declared && t.period > 0.0 ? t.execution.nominal / t.period : 0.0;
+        load_complete.emplace(t.cpu, true).first->second &= t.execution.declared;
+      }
+      bool has_block = false;
+      for (const auto& b : graph_.diagram.blocks) has_block = has_block || b.task == t.name;
+      if (!has_block) in_.warning(t.where, what + " runs no block");
+    }
+    for (const auto& [cpu, u] : load) {
+      if (load_complete[cpu] && u > 1.0) {
+        in_.warning(Location{1, 1}, "CPU " + std::to_string(cpu) + " is loaded to " + std::to_string(std::lround(u * 100)) +
+                                        " % by the declared execution times — its tasks will overrun");
+      }
+    }
+  }
+
+  LoadResult& result_;
+  GraphSpec& graph_;
+  Reader in_;
+  const LoadOptions& options_;
+  const tasks::BlockRegistry& blocks_;
+  const coupling::MethodRegistry& methods_;
+  std::map<std::string, std::size_t> block_index_;
+  std::vector<BlockInfo> infos_;
+  std::vector<YAML::Node> wire_nodes_;
+  std::vector<YAML::Node> record_nodes_;
+};
+
+}  // namespace
+
+LoadResult load_graph_text(std::string_view text, const std::string& file_label, const LoadOptions& options) {
+  LoadResult result;
+  result.graph.file = file_label;
+  auto fail = [&](Location where, std::string message) {
+    result.diagnostics.push_back({Severity::kError, file_label, where.line, where.column, std::move(message)});
+    return result;
+  };
+  if (text.size() > options.max_file_bytes) {
+    return fail({}, "the file is " + std::to_string(text.size()) + " bytes — expected a task graph under " +
+                        std::to_string(options.max_file_bytes >> 20) + " MiB");
+  }
+  if (const auto bad = find_non_text(text)) {
+    return fail(bad->first, "the file holds " + bad->second + " — expected a YAML text file");
+  }
+  static const tasks::BlockRegistry builtin_blocks = tasks::BlockRegistry::with_builtins();
+  static const coupling::MethodRegistry builtin_methods = coupling::MethodRegistry::with_builtins();
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return fail({e.mark.line + 1, e.mark.column + 1}, "not valid YAML: " + e.msg);
+  }
+  try {
+    GraphLoader loader(result, options, options.blocks ? *options.blocks : builtin_blocks,
+                       options.methods ? *options.methods : builtin_methods);
+    loader.load(root);
+  } catch (const YAML::Exception& e) {
+    fail({e.mark.line + 1, e.mark.column + 1}, std::string("unexpected structure: ") + e.msg);
+  } catch (const std::exception& e) {
+    fail({}, std::string("internal error while reading the file: ") + e.what());
+  }
+  return result;
+}
+
+LoadResult load_graph_file(const std::string& path, const LoadOptions& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    LoadResult result;
+    result.graph.file = path;
+    result.diagnostics.push_back({Severity::kError, path, 0, 0,
+                                  std::string("cannot read the file: ") + std::strerror(errno)});
+    return result;
+  }
+  // Read at most one byte past the limit: a huge file is refused without
+  // being loaded whole.
+  std::string text;
+  text.resize(options.max_file_bytes + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) {
+    LoadResult result;
+    result.graph.file = path;
+    result.diagnostics.push_back({Severity::kError, path, 0, 0, std::string("reading failed: ") + std::strerror(errno)});
+    return result;
+  }
+  if (text.size() > options.max_file_bytes) {
+    LoadResult result;
+    result.graph.file = path;
+    result.diagnostics.push_back({Severity::kError, path, 0, 0,
+                                  "the file is larger than " + std::to_string(options.max_file_bytes >> 20) +
+                                      " MiB — expected a task graph of a few kilobytes"});
+    return result;
+  }
+  return load_graph_text(text, path, options);
+}
+
+}  // namespace rtcosim::config
