@@ -69,7 +69,10 @@ class Reader {
   static std::string kind(const YAML::Node& node) {
     switch (node.Type()) {
       case YAML::NodeType::Null: return "empty";
-      case YAML::NodeType::Scalar: return "'" + node.Scalar() + "'";
+      case YAML::NodeType::Scalar: {
+        const std::string& v = node.Scalar();
+        return "'" + (v.size() > 40 ? v.substr(0, 37) + "..." : v) + "'";
+      }
       case YAML::NodeType::Sequence: return "a list";
       case YAML::NodeType::Map: return "a mapping";
       default: return "undefined";
@@ -543,7 +546,9 @@ class GraphLoader {
     std::vector<std::string> block_names;
     for (const auto& b : graph_.diagram.blocks) block_names.push_back(b.name);
     std::vector<std::string> task_names;
-    for (const auto& t : graph_.tasks) task_names.push_back(t.name);
+    for (const auto& t : graph_.tasks) {
+      if (std::find(task_names.begin(), task_names.end(), t.name) == task_names.end()) task_names.push_back(t.name);
+    }
     for (std::size_t i = 0; i < graph_.diagram.blocks.size(); ++i) {
       const auto& b = graph_.diagram.blocks[i];
       if (b.task.empty() || graph_.find_task(b.task) || graph_.tasks.empty()) continue;
@@ -553,12 +558,14 @@ class GraphLoader {
     }
 
     std::map<std::string, std::string> driver;  // "block.input" -> "block.output"
+    std::map<std::string, int> drive_count;
     bool wiring_ok = true;
     for (std::size_t w = 0; w < graph_.wires.size(); ++w) {
       auto& entry = graph_.wires[w];
       const YAML::Node& node = wire_nodes_[w];
       const auto out_port = find_port(entry.wire.from, node["from"], true);
       const auto in_port = find_port(entry.wire.to, node["to"], false);
+      if (in_port) driver.emplace(entry.wire.to.str(), entry.wire.from.str());  // no cascade of "not connected"
       if (!out_port || !in_port) {
         wiring_ok = false;
         continue;
@@ -569,8 +576,8 @@ class GraphLoader {
                             entry.wire.to.str() + " expects " + std::to_string(in_port->width) + ")");
         wiring_ok = false;
       }
-      const auto [it, fresh] = driver.emplace(entry.wire.to.str(), entry.wire.from.str());
-      if (!fresh) {
+      const auto it = driver.find(entry.wire.to.str());
+      if (it->second != entry.wire.from.str() || ++drive_count[entry.wire.to.str()] > 1) {
         in_.error(node["to"], "input '" + entry.wire.to.str() + "' is driven twice: by '" + it->second + "' and by '" +
                                   entry.wire.from.str() + "' — an input takes one source");
         wiring_ok = false;
@@ -734,6 +741,10 @@ LoadResult load_graph_text(std::string_view text, const std::string& file_label,
     GraphLoader loader(result, options, options.blocks ? *options.blocks : builtin_blocks,
                        options.methods ? *options.methods : builtin_methods);
     loader.load(root);
+    // In file order, as an editor shows them; file-wide ones (line 0) first.
+    std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
+      return a.line != b.line ? a.line < b.line : a.column < b.column;
+    });
   } catch (const YAML::Exception& e) {
     fail({e.mark.line + 1, e.mark.column + 1}, std::string("unexpected structure: ") + e.msg);
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/eval_command.hpp"
 
 namespace {
@@ -17,6 +18,7 @@ through lock-free links, each consumer reconstructing its inputs with a
 coupling (extrapolation) method.
 
 commands:
+  check     validate a task-graph file; print its tasks and links, or Graphviz DOT
   eval      evaluate the coupling methods on the paper's test signals (MSE, table, SVG plot)
 
   rtcosim <command> --help    options of one command
@@ -38,6 +40,7 @@ int main(int argc, char** argv) {
   const std::string verb = args[0];
   args.erase(args.begin());
   if (verb == "eval") return rtcosim::tools::run_eval_command(args);
+  if (verb == "check") return rtcosim::tools::run_check_command(args);
   std::cerr << "rtcosim: unknown command '" << verb << "'\n" << kUsage;
   return 2;
 }
