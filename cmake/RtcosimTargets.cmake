@@ -1,8 +1,11 @@
 # Per-target settings for rtcosim's own code. Warnings are errors on our
 # targets only, never globally, so third-party headers cannot break the build.
 function(rtcosim_warnings target)
-  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Werror
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic
                          -Wshadow -Wnon-virtual-dtor -Wconversion -Wno-sign-conversion)
+  if(RTCOSIM_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
 endfunction()
 
 if(RTCOSIM_SANITIZE)
