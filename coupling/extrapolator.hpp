@@ -59,6 +59,8 @@ class Extrapolator {
   [[nodiscard]] virtual bool averages_over_step() const noexcept { return false; }
 
   [[nodiscard]] std::size_t signal_count() const noexcept { return signal_count_; }
+  // Newest tag taken since the last reset, or -inf.
+  [[nodiscard]] virtual double newest_tag() const noexcept = 0;
   [[nodiscard]] const std::string& method_id() const noexcept { return method_id_; }
 
   // Status, readable from any thread.
@@ -80,8 +82,6 @@ class Extrapolator {
  protected:
   virtual void do_configure(std::size_t signal_count) = 0;
   virtual void do_push(const DataBlock& block) noexcept = 0;
-  // Newest tag taken since the last reset, or -inf.
-  [[nodiscard]] virtual double newest_tag() const noexcept = 0;
   void note_derivative_fallback() noexcept {
     derivative_fallback_.store(true, std::memory_order_relaxed);
   }

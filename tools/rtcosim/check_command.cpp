@@ -86,7 +86,7 @@ std::string graph_summary(const config::GraphSpec& g) {
     out << '\n';
   }
   if (links > 0) {
-    out << "\nlinks:\n  " << pad("from", 28) << pad("to", 28) << pad("coupling", 24) << "ring\n";
+    out << "\nlinks:\n  " << pad("from", 34) << pad("to", 38) << pad("coupling", 24) << "ring\n";
     for (const auto& w : g.wires) {
       if (!w.crosses_tasks) continue;
       const auto* producer = g.find_task(task_of(g, w.wire.from.block));
@@ -97,8 +97,8 @@ std::string graph_summary(const config::GraphSpec& g) {
         ring = std::to_string(coupling::ring_capacity_blocks({producer->period, consumer->period, longest, 2})) +
                " blocks";
       }
-      out << "  " << pad(w.wire.from.str() + " (" + task_of(g, w.wire.from.block) + ")", 28)
-          << pad(w.wire.to.str() + " (" + task_of(g, w.wire.to.block) + ")", 28)
+      out << "  " << pad(w.wire.from.str() + " (" + task_of(g, w.wire.from.block) + ")", 34)
+          << pad(w.wire.to.str() + " (" + task_of(g, w.wire.to.block) + ")", 38)
           << pad(describe_coupling(g.coupling_of(w)), 24) << ring << '\n';
     }
   }

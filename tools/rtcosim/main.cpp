@@ -7,6 +7,7 @@
 
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/eval_command.hpp"
+#include "tools/rtcosim/run_command.hpp"
 
 namespace {
 
@@ -19,6 +20,7 @@ coupling (extrapolation) method.
 
 commands:
   check     validate a task-graph file; print its tasks and links, or Graphviz DOT
+  run       run a task graph (--virtual: on a fake clock with scripted execution times)
   eval      evaluate the coupling methods on the paper's test signals (MSE, table, SVG plot)
 
   rtcosim <command> --help    options of one command
@@ -41,6 +43,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (verb == "eval") return rtcosim::tools::run_eval_command(args);
   if (verb == "check") return rtcosim::tools::run_check_command(args);
+  if (verb == "run") return rtcosim::tools::run_run_command(args);
   std::cerr << "rtcosim: unknown command '" << verb << "'\n" << kUsage;
   return 2;
 }

@@ -1,0 +1,130 @@
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coupling/data_block.hpp"
+#include "coupling/link.hpp"
+#include "coupling/registry.hpp"
+#include "rt_config/graph_spec.hpp"
+#include "runtime/stats.hpp"
+#include "runtime/step_policy.hpp"
+#include "tasks/block_registry.hpp"
+#include "tasks/partition.hpp"
+
+namespace rtcosim::runtime {
+
+// A link of the graph: one producer partition's output port into one
+// consumer task, with its coupling method.
+struct GraphLink {
+  std::string source;    // "block.port"
+  std::string producer;  // task
+  std::string consumer;  // task
+  std::string method;
+  std::unique_ptr<coupling::Link> link;
+  LinkStats stats;
+};
+
+/*
+ * LinkInputs: a partition's external inputs answered from the extrapolators
+ * of its links. A method that averages over the step (zoh_average) answers
+ * every sample of a step with the step's mean (reference eq. 10.7).
+ * RT-safe: noexcept, allocation-free.
+ */
+class LinkInputs final : public tasks::InputSource {
+ public:
+  void bind(GraphLink* link) { links_.push_back(link); }
+  void begin_step(double t, double h) noexcept override {
+    t0_ = t;
+    t1_ = t + h;
+  }
+  void sample(std::size_t input, double t, std::span<double> out) noexcept override;
+  [[nodiscard]] const std::vector<GraphLink*>& links() const noexcept { return links_; }
+
+ private:
+  std::vector<GraphLink*> links_;
+  double t0_ = 0.0, t1_ = 0.0;
+};
+
+// One output link of a partition: where to read the values, the block to
+// fill, the link to publish to.
+struct OutputBinding {
+  tasks::OutputRef ref;
+  coupling::DataBlock block;
+  GraphLink* link = nullptr;
+};
+
+/*
+ * TaskRuntime: one task of the graph: its partition, the links it reads and
+ * writes, its step policy and statistics. `frame` is the real-time path:
+ * drain the input links, step, stage the output blocks; `publish` pushes
+ * the staged blocks (separate, so that virtual time can publish when the
+ * scripted execution ends).
+ *
+ * RT-safe: `frame`, `publish` and `stage_outputs` are noexcept and
+ * allocation-free; everything is sized in Graph::build.
+ */
+class TaskRuntime {
+ public:
+  TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Partition> partition);
+
+  [[nodiscard]] const config::TaskSpec& spec() const noexcept { return spec_; }
+  [[nodiscard]] tasks::Partition& partition() noexcept { return *partition_; }
+  [[nodiscard]] const tasks::Partition& partition() const noexcept { return *partition_; }
+  [[nodiscard]] StepPolicy& policy() noexcept { return policy_; }
+  [[nodiscard]] TaskStats& stats() noexcept { return stats_; }
+  [[nodiscard]] const TaskStats& stats() const noexcept { return stats_; }
+  [[nodiscard]] LinkInputs& inputs() noexcept { return inputs_; }
+  [[nodiscard]] std::vector<OutputBinding>& outputs() noexcept { return outputs_; }
+
+  // Drains every input link into its extrapolator.
+  void drain() noexcept;
+  // Steps the partition by h from its current time and stages the outputs.
+  void step(double h) noexcept;
+  // Publishes the staged blocks.
+  void publish() noexcept;
+  // Outputs at the start, before the first step: staged and published so
+  // that consumers have a first block at t = 0.
+  void publish_initial() noexcept;
+
+ private:
+  void stage_outputs() noexcept;
+
+  const config::TaskSpec& spec_;
+  std::unique_ptr<tasks::Partition> partition_;
+  StepPolicy policy_;
+  TaskStats stats_;
+  LinkInputs inputs_;
+  std::vector<OutputBinding> outputs_;
+  std::uint64_t sequence_ = 0;
+};
+
+/*
+ * Graph: the runnable form of a GraphSpec: one TaskRuntime per task, one
+ * link per (output port, consuming task), all memory allocated here, before
+ * the first frame. Set-up code: throws on what the configuration layer
+ * could not know (a plugin method that fails to build).
+ */
+class Graph {
+ public:
+  static std::unique_ptr<Graph> build(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
+                                      const coupling::MethodRegistry& methods);
+
+  [[nodiscard]] const config::GraphSpec& spec() const noexcept { return spec_; }
+  [[nodiscard]] std::vector<std::unique_ptr<TaskRuntime>>& tasks() noexcept { return tasks_; }
+  [[nodiscard]] std::vector<std::unique_ptr<GraphLink>>& links() noexcept { return links_; }
+  [[nodiscard]] TaskRuntime* find_task(const std::string& name) noexcept;
+
+  // Every task to its initial state at simulation time 0, links emptied,
+  // extrapolators reset, initial outputs published.
+  void reset() noexcept;
+
+ private:
+  explicit Graph(const config::GraphSpec& spec) : spec_(spec) {}
+  config::GraphSpec spec_;
+  std::vector<std::unique_ptr<TaskRuntime>> tasks_;
+  std::vector<std::unique_ptr<GraphLink>> links_;
+};
+
+}  // namespace rtcosim::runtime

@@ -1,0 +1,168 @@
+#include "tools/rtcosim/run_command.hpp"
+
+#include <fstream>
+#include <sstream>
+#include <iostream>
+
+#include "base/duration.hpp"
+#include "rt_config/loader.hpp"
+#include "runtime/graph.hpp"
+#include "runtime/recorder.hpp"
+#include "runtime/virtual_executor.hpp"
+#include "tools/plot/svg_plot.hpp"
+#include "tools/rtcosim/cli_args.hpp"
+#include "tools/rtcosim/run_summary.hpp"
+
+namespace rtcosim::tools {
+
+namespace {
+
+constexpr const char* kHelp = R"(usage: rtcosim run --virtual [options] FILE
+
+Runs a task graph. With --virtual the graph runs on a fake clock with the
+execution times the file scripts (each task's `execution:`), deterministic
+and as fast as the machine allows: every task's frames, steps, overruns and
+lags are what the real-time PC would see with those execution times.
+
+Prints per-task statistics (frames, step min/mean/max, overruns, missed
+periods, lag, lost real time, AB-2 truncation-error estimate), per-link
+statistics (published, dropped, data age), and the error of every recorded
+signal against the reference solution (the whole diagram merged, RK4).
+
+options:
+  --virtual               run in virtual time (required until real-time runs land)
+  --duration DURATION     how long to run (default: the file's `duration`)
+  --record FILE.csv       where to write the recorded signals (default: the file's `record.file`)
+  --plot FILE.svg         draw every recorded signal against the reference solution
+  --reference-step D      step of the RK4 reference (default 0.5ms)
+  --no-reference          skip the reference solution
+  -h, --help              this text
+)";
+
+double duration_option(const CliArgs& args, const std::string& name, double fallback) {
+  const auto text = args.value(name);
+  if (!text) return fallback;
+  std::string why;
+  const auto seconds = base::parse_duration(*text, &why);
+  if (!seconds) throw UsageError("--" + name + ": " + why);
+  if (!(*seconds > 0.0)) throw UsageError("--" + name + " must be positive, got '" + *text + "'");
+  return *seconds;
+}
+
+void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver* reference, const std::string& title,
+                const std::string& path) {
+  plot::Figure figure;
+  figure.title = title;
+  figure.x_label = "simulation time (s)";
+  static const char* kColors[] = {"#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf"};
+  std::size_t color = 0;
+  for (const auto& s : recorder.series()) {
+    plot::Panel panel;
+    panel.y_label = s.signal;
+    if (reference) {
+      std::vector<double> values;
+      for (double t : reference->times()) values.push_back(reference->value(s.probe, t, s.element));
+      panel.series.push_back({"reference (RK4)", reference->times(), values, "#1f77b4", 2.0, false, false});
+    }
+    panel.series.push_back({s.signal + " (" + s.task + ")", s.time, s.value, kColors[color++ % 6], 1.2, false, false});
+    figure.panels.push_back(std::move(panel));
+  }
+  figure.panel_height = 220;
+  std::string why;
+  if (!plot::write_svg(figure, path, &why)) throw std::runtime_error(why);
+}
+
+}  // namespace
+
+int run_run_command(const std::vector<std::string>& raw_args) {
+  try {
+    CliArgs args("run", {"duration", "record", "plot", "reference-step"}, {"virtual", "no-reference", "help"});
+    std::vector<std::string> rest;
+    for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
+    args.parse(rest);
+    if (args.flag("help")) {
+      std::cout << kHelp;
+      return 0;
+    }
+    if (args.positionals().size() != 1) throw UsageError("expected one task-graph file");
+    if (!args.flag("virtual")) {
+      throw UsageError("real-time runs are not available yet — add --virtual to run in virtual time");
+    }
+    const std::string file = args.positionals().front();
+    const auto loaded = config::load_graph_file(file);
+    for (const auto& d : loaded.diagnostics) std::cerr << d.str() << '\n';
+    if (!loaded.ok()) {
+      std::cerr << config::count(loaded.diagnostics, config::Diagnostic::Severity::kError) << " error(s) in " << file
+                << "; nothing was run\n";
+      return 1;
+    }
+    const auto& spec = loaded.graph;
+    const double duration = duration_option(args, "duration", spec.duration);
+    if (!(duration > 0.0)) throw UsageError(file + " runs until stopped; a virtual run needs --duration");
+
+    const auto blocks = tasks::BlockRegistry::with_builtins();
+    const auto methods = coupling::MethodRegistry::with_builtins();
+    auto graph = runtime::Graph::build(spec, blocks, methods);
+    runtime::Recorder recorder(*graph);
+    const std::string record_path = args.value("record").value_or(spec.record.file);
+    std::ofstream csv;
+    if (!recorder.empty() && !record_path.empty()) {
+      csv.open(record_path, std::ios::trunc);
+      if (!csv) throw std::runtime_error("cannot write '" + record_path + "'");
+      recorder.write_header(csv);
+    }
+    std::ostream& sink = csv.is_open() ? static_cast<std::ostream&>(csv) : static_cast<std::ostream&>(std::cout);
+    std::ofstream discard;
+
+    std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
+              << " task(s), " << graph->links().size() << " link(s), virtual time, "
+              << base::format_duration(duration) << '\n';
+    runtime::VirtualExecutor executor(*graph);
+    std::size_t frames = 0;
+    executor.run(duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord&) {
+      recorder.sample(task);
+      if (++frames % 4096 == 0 && csv.is_open()) recorder.drain(sink);
+    });
+    if (csv.is_open()) {
+      recorder.drain(sink);
+      csv.flush();
+    } else {
+      std::ostringstream ignored;
+      recorder.drain(ignored);
+    }
+    std::cout << run_summary(*graph);
+
+    std::unique_ptr<tasks::ReferenceSolver> reference;
+    if (!recorder.empty() && !args.flag("no-reference")) {
+      const double step = duration_option(args, "reference-step", 0.0005);
+      reference = std::make_unique<tasks::ReferenceSolver>(blocks, spec.diagram, step);
+      reference->run(duration, spec.record.signals);
+      std::cout << "error against the reference (merged diagram, RK4 at " << base::format_duration(step) << "):\n";
+      for (const auto& e : reference_errors(*graph, recorder, *reference)) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, "  %-28s RMS %.3g   max %.3g   (%zu samples)\n", e.signal.c_str(), e.rms, e.max,
+                      e.samples);
+        std::cout << buf;
+      }
+    }
+    if (csv.is_open()) {
+      std::cout << "recorded " << recorder.signal_count() << " signal(s) to " << record_path;
+      if (recorder.dropped() > 0) std::cout << " (" << recorder.dropped() << " samples dropped: ring full)";
+      std::cout << '\n';
+    }
+    if (const auto plot_path = args.value("plot")) {
+      if (recorder.empty()) throw UsageError("--plot needs recorded signals: add a 'record:' section to " + file);
+      write_plot(recorder, reference.get(), (spec.name.empty() ? file : spec.name) + " — virtual time", *plot_path);
+      std::cout << "plot written to " << *plot_path << '\n';
+    }
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "rtcosim run: " << e.what() << "\nsee 'rtcosim run --help'\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "rtcosim run: " << e.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace rtcosim::tools

@@ -1,0 +1,72 @@
+#include "tools/rtcosim/run_summary.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+namespace rtcosim::tools {
+
+namespace {
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+}  // namespace
+
+std::string run_summary(runtime::Graph& graph) {
+  std::ostringstream out;
+  out << "tasks:\n  " << pad("name", 14) << pad("frames", 9) << pad("step min/mean/max (ms)", 26)
+      << pad("overruns", 10) << pad("missed", 8) << pad("lag max (ms)", 14) << pad("lost (ms)", 11)
+      << pad("exec p99 (us)", 15) << "ab2 LTE max\n";
+  for (auto& t : graph.tasks()) {
+    const auto& s = t->stats();
+    out << "  " << pad(t->spec().name, 14) << pad(std::to_string(s.frames.load()), 9)
+        << pad(fmt("%.4g", s.step.min() * 1e3) + " / " + fmt("%.4g", s.step.mean() * 1e3) + " / " +
+                   fmt("%.4g", s.step.max() * 1e3),
+               26)
+        << pad(std::to_string(s.overruns.load()), 10) << pad(std::to_string(s.missed_periods.load()), 8)
+        << pad(fmt("%.3g", s.lag.max() * 1e3), 14) << pad(fmt("%.3g", s.lost_real_time.load() * 1e3), 11)
+        << pad(fmt("%.4g", static_cast<double>(s.execution_ns.percentile(0.99)) * 1e-3), 15)
+        << (t->partition().integrator() == tasks::IntegratorKind::kAb2 ? fmt("%.3g", s.truncation_error.max()) : "-")
+        << '\n';
+  }
+  if (!graph.links().empty()) {
+    out << "links:\n  " << pad("from -> to", 44) << pad("method", 14) << pad("published", 11) << pad("dropped", 9)
+        << pad("ring", 6) << pad("data age mean/max (ms)", 24) << "extrapolation max (ms)\n";
+    for (auto& l : graph.links()) {
+      out << "  " << pad(l->source + " (" + l->producer + ") -> " + l->consumer, 44) << pad(l->method, 14)
+          << pad(std::to_string(l->link->published()), 11) << pad(std::to_string(l->link->dropped()), 9)
+          << pad(std::to_string(l->link->capacity_blocks()), 6)
+          << pad(fmt("%.3g", l->stats.data_age.mean() * 1e3) + " / " + fmt("%.3g", l->stats.data_age.max() * 1e3), 24)
+          << fmt("%.3g", l->stats.extrapolation_interval.max() * 1e3) << '\n';
+    }
+  }
+  return out.str();
+}
+
+std::vector<ReferenceError> reference_errors(const runtime::Graph&, const runtime::Recorder& recorder,
+                                             const tasks::ReferenceSolver& reference) {
+  std::vector<ReferenceError> out;
+  for (const auto& s : recorder.series()) {
+    ReferenceError e{s.signal, 0.0, 0.0, s.time.size()};
+    double sum = 0.0;
+    for (std::size_t k = 0; k < s.time.size(); ++k) {
+      const double d = s.value[k] - reference.value(s.probe, s.time[k], s.element);
+      sum += d * d;
+      e.max = std::max(e.max, std::fabs(d));
+    }
+    e.rms = s.time.empty() ? 0.0 : std::sqrt(sum / static_cast<double>(s.time.size()));
+    out.push_back(e);
+  }
+  return out;
+}
+
+}  // namespace rtcosim::tools
