@@ -1,13 +1,18 @@
 #include "tools/rtcosim/run_command.hpp"
 
+#include <atomic>
+#include <csignal>
 #include <fstream>
+#include <thread>
 #include <sstream>
 #include <iostream>
 
 #include "base/duration.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/graph.hpp"
+#include "runtime/realtime.hpp"
 #include "runtime/recorder.hpp"
+#include "runtime/rt_executor.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
@@ -17,12 +22,17 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim run --virtual [options] FILE
+constexpr const char* kHelp = R"(usage: rtcosim run [--virtual] [options] FILE
 
-Runs a task graph. With --virtual the graph runs on a fake clock with the
-execution times the file scripts (each task's `execution:`), deterministic
-and as fast as the machine allows: every task's frames, steps, overruns and
-lags are what the real-time PC would see with those execution times.
+Runs a task graph. Each task is a thread pinned to its CPU at its
+SCHED_FIFO priority (when permitted: see the file's `realtime:`), all on one
+epoch; Ctrl-C stops the tasks at a frame boundary and everything recorded so
+far is written. A progress line is printed every second.
+
+With --virtual the graph runs on a fake clock with the execution times the
+file scripts (each task's `execution:`), deterministic and as fast as the
+machine allows: every task's frames, steps, overruns and lags are what the
+real-time PC would see with those execution times.
 
 Prints per-task statistics (frames, step min/mean/max, overruns, missed
 periods, lag, lost real time, AB-2 truncation-error estimate), per-link
@@ -30,7 +40,7 @@ statistics (published, dropped, data age), and the error of every recorded
 signal against the reference solution (the whole diagram merged, RK4).
 
 options:
-  --virtual               run in virtual time (required until real-time runs land)
+  --virtual               run in virtual time
   --duration DURATION     how long to run (default: the file's `duration`)
   --record FILE.csv       where to write the recorded signals (default: the file's `record.file`)
   --plot FILE.svg         draw every recorded signal against the reference solution
@@ -72,6 +82,60 @@ void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver*
   if (!plot::write_svg(figure, path, &why)) throw std::runtime_error(why);
 }
 
+std::atomic<runtime::RealtimeExecutor*> g_running{nullptr};
+
+extern "C" void stop_on_signal(int) {
+  if (auto* e = g_running.load()) e->stop();
+}
+
+int highest_priority(const runtime::Graph& graph) {
+  int p = 0;
+  for (const auto& t : const_cast<runtime::Graph&>(graph).tasks()) p = std::max(p, t->spec().priority);
+  return p;
+}
+
+void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostream* sink, double duration) {
+  auto report = runtime::prepare_process(graph.spec().realtime, highest_priority(graph));
+  for (const auto& w : report.warnings) std::cerr << "warning: " << w << '\n';
+  for (const auto& e : report.errors) std::cerr << "error: " << e << '\n';
+  if (!report.ok) throw std::runtime_error("the real-time set-up failed (realtime: required); nothing was run");
+  runtime::RealtimeExecutor executor(graph, &recorder, report);
+  g_running.store(&executor);
+  struct sigaction action {};
+  action.sa_handler = stop_on_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  executor.start(duration);
+  std::ostringstream discard;
+  double next_progress = 1.0;
+  while (!executor.finished()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    recorder.drain(sink ? *sink : discard);
+    if (executor.elapsed() >= next_progress) {
+      next_progress += 1.0;
+      std::uint64_t frames = 0, overruns = 0;
+      std::int64_t worst = 0;
+      for (auto& t : graph.tasks()) {
+        frames += t->stats().frames.load();
+        overruns += t->stats().overruns.load();
+        worst = std::max(worst, t->stats().wakeup_latency_ns.max());
+      }
+      char line[160];
+      std::snprintf(line, sizeof line, "  t = %.0f s: %llu frames, %llu overruns, worst wake-up latency %.1f us\n",
+                    executor.elapsed(), static_cast<unsigned long long>(frames),
+                    static_cast<unsigned long long>(overruns), static_cast<double>(worst) * 1e-3);
+      std::cout << line << std::flush;
+    }
+  }
+  executor.join();
+  g_running.store(nullptr);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  for (const auto& e : executor.thread_errors()) std::cerr << "warning: " << e << '\n';
+  std::cout << (report.fifo ? "tasks ran SCHED_FIFO\n" : "tasks ran SCHED_OTHER (no real-time priority)\n");
+}
+
 }  // namespace
 
 int run_run_command(const std::vector<std::string>& raw_args) {
@@ -85,9 +149,6 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       return 0;
     }
     if (args.positionals().size() != 1) throw UsageError("expected one task-graph file");
-    if (!args.flag("virtual")) {
-      throw UsageError("real-time runs are not available yet — add --virtual to run in virtual time");
-    }
     const std::string file = args.positionals().front();
     const auto loaded = config::load_graph_file(file);
     for (const auto& d : loaded.diagnostics) std::cerr << d.str() << '\n';
@@ -98,7 +159,8 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
     const auto& spec = loaded.graph;
     const double duration = duration_option(args, "duration", spec.duration);
-    if (!(duration > 0.0)) throw UsageError(file + " runs until stopped; a virtual run needs --duration");
+    const bool virtual_time = args.flag("virtual");
+    if (virtual_time && !(duration > 0.0)) throw UsageError(file + " runs until stopped; a virtual run needs --duration");
 
     const auto blocks = tasks::BlockRegistry::with_builtins();
     const auto methods = coupling::MethodRegistry::with_builtins();
@@ -115,14 +177,18 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     std::ofstream discard;
 
     std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
-              << " task(s), " << graph->links().size() << " link(s), virtual time, "
-              << base::format_duration(duration) << '\n';
-    runtime::VirtualExecutor executor(*graph);
-    std::size_t frames = 0;
-    executor.run(duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord&) {
-      recorder.sample(task);
-      if (++frames % 4096 == 0 && csv.is_open()) recorder.drain(sink);
-    });
+              << " task(s), " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time")
+              << ", " << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
+    if (virtual_time) {
+      runtime::VirtualExecutor executor(*graph);
+      std::size_t frames = 0;
+      executor.run(duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord&) {
+        recorder.sample(task);
+        if (++frames % 4096 == 0 && csv.is_open()) recorder.drain(sink);
+      });
+    } else {
+      run_realtime(*graph, recorder, csv.is_open() ? &sink : nullptr, duration);
+    }
     if (csv.is_open()) {
       recorder.drain(sink);
       csv.flush();

@@ -1,0 +1,100 @@
+#include "runtime/realtime.hpp"
+
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace rtcosim::runtime {
+
+namespace {
+
+bool can_use_fifo(int priority) {
+  // Trying it on a throwaway thread is the only reliable test: capabilities,
+  // RLIMIT_RTPRIO and container policies all play a part.
+  struct Probe {
+    int priority;
+    int result = -1;
+  } probe{priority};
+  pthread_t thread;
+  if (pthread_create(
+          &thread, nullptr,
+          [](void* arg) -> void* {
+            auto* p = static_cast<Probe*>(arg);
+            sched_param param{};
+            param.sched_priority = p->priority;
+            p->result = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param);
+            return nullptr;
+          },
+          &probe) != 0) {
+    return false;
+  }
+  pthread_join(thread, nullptr);
+  return probe.result == 0;
+}
+
+}  // namespace
+
+RealtimeReport prepare_process(config::RealtimeMode mode, int highest_priority) {
+  RealtimeReport report;
+  if (mode == config::RealtimeMode::kOff) return report;
+  const bool required = mode == config::RealtimeMode::kRequired;
+  auto problem = [&](std::string text) {
+    (required ? report.errors : report.warnings).push_back(std::move(text));
+    if (required) report.ok = false;
+  };
+
+  if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0) {
+    rlimit limit{};
+    getrlimit(RLIMIT_MEMLOCK, &limit);
+    problem(std::string("cannot lock memory (mlockall: ") + std::strerror(errno) + "; RLIMIT_MEMLOCK is " +
+            (limit.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(limit.rlim_cur) + " bytes") +
+            ") — grant it with 'ulimit -l unlimited', LimitMEMLOCK=infinity in the unit, or run as root");
+  }
+  mallopt(M_TRIM_THRESHOLD, -1);
+  mallopt(M_MMAP_MAX, 0);
+
+  if (highest_priority > 0) {
+    report.fifo = can_use_fifo(highest_priority);
+    if (!report.fifo) {
+      rlimit limit{};
+      getrlimit(RLIMIT_RTPRIO, &limit);
+      problem("cannot use SCHED_FIFO at priority " + std::to_string(highest_priority) + " (RLIMIT_RTPRIO is " +
+              (limit.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(limit.rlim_cur)) +
+              ", CAP_SYS_NICE missing) — grant it with 'ulimit -r 99', LimitRTPRIO=99 in the unit, "
+              "'setcap cap_sys_nice+ep' on the binary, or run as root" +
+              (required ? "" : "; the tasks run SCHED_OTHER"));
+    }
+  }
+  return report;
+}
+
+std::string prepare_thread(int cpu, int priority, bool fifo, std::size_t stack_bytes) {
+  if (cpu >= 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(static_cast<std::size_t>(cpu), &set);
+    if (const int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set); rc != 0) {
+      return "cannot pin to CPU " + std::to_string(cpu) + ": " + std::strerror(rc);
+    }
+  }
+  if (fifo && priority > 0) {
+    sched_param param{};
+    param.sched_priority = priority;
+    if (const int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param); rc != 0) {
+      return "cannot set SCHED_FIFO " + std::to_string(priority) + ": " + std::strerror(rc);
+    }
+  }
+  // Touch the stack the frames will use, so that its pages are mapped (and,
+  // with mlockall, locked) before the first deadline.
+  auto* volatile touch = static_cast<volatile unsigned char*>(alloca(stack_bytes));
+  for (std::size_t i = 0; i < stack_bytes; i += 4096) touch[i] = 0;
+  return {};
+}
+
+}  // namespace rtcosim::runtime

@@ -1,0 +1,40 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "rt_config/graph_spec.hpp"
+
+namespace rtcosim::runtime {
+
+// What the real-time set-up found: `ok` false means the run must not start
+// (realtime: required and something is missing); `warnings` are printed.
+struct RealtimeReport {
+  bool ok = true;
+  bool fifo = false;  // SCHED_FIFO will be used for the task threads
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+};
+
+/*
+ * Prepares the process for real time, once, before any task thread starts
+ * (cactus-rt's habit: all of it in one place, each step with its reason):
+ *  - mlockall(MCL_CURRENT | MCL_FUTURE): no page of ours may be paged out,
+ *    or a page fault becomes a disk access in the middle of a frame;
+ *  - malloc never trims its heap nor serves large blocks with mmap: freed
+ *    memory stays mapped, so a later allocation (outside the real-time path)
+ *    cannot unmap pages a task touches;
+ *  - checks RLIMIT_RTPRIO and CAP_SYS_NICE for the highest priority asked,
+ *    and RLIMIT_MEMLOCK.
+ * With `required` a missing permission is an error naming it and how to
+ * grant it; with `preferred` a warning and the tasks run SCHED_OTHER; `off`
+ * skips all of it (development).
+ */
+RealtimeReport prepare_process(config::RealtimeMode mode, int highest_priority);
+
+// Per task thread, called by the thread itself: pins it to `cpu` (if >= 0),
+// sets SCHED_FIFO at `priority` when `fifo`, and touches `stack_bytes` of
+// stack so that the frames never fault on it. Returns an error text or "".
+std::string prepare_thread(int cpu, int priority, bool fifo, std::size_t stack_bytes = 256 * 1024);
+
+}  // namespace rtcosim::runtime
