@@ -29,8 +29,8 @@ std::int64_t to_ns(double s) noexcept { return static_cast<std::int64_t>(std::ll
 
 }  // namespace
 
-RealtimeExecutor::RealtimeExecutor(Graph& graph, Recorder* recorder, RealtimeReport report)
-    : graph_(graph), recorder_(recorder), report_(std::move(report)) {
+RealtimeExecutor::RealtimeExecutor(Graph& graph, Recorder* recorder, RealtimeReport report, FrameLog* frame_log)
+    : graph_(graph), recorder_(recorder), frame_log_(frame_log), report_(std::move(report)) {
   std::map<std::string, std::size_t> group_unit;
   for (auto& t : graph_.tasks()) {
     const std::string& group = t->spec().rate_group;
@@ -39,11 +39,16 @@ RealtimeExecutor::RealtimeExecutor(Graph& graph, Recorder* recorder, RealtimeRep
       continue;
     }
     if (!group.empty()) group_unit[group] = units_.size();
-    units_.push_back(Unit{{t.get()}, 1});
+    units_.push_back(Unit{{t.get()}, {}, 1});
   }
   for (auto& u : units_) {
     std::stable_sort(u.members.begin(), u.members.end(),
                      [](const TaskRuntime* a, const TaskRuntime* b) { return a->spec().period < b->spec().period; });
+    for (const TaskRuntime* m : u.members) {
+      for (std::size_t i = 0; i < graph_.tasks().size(); ++i) {
+        if (graph_.tasks()[i].get() == m) u.index.push_back(i);
+      }
+    }
     if (u.members.size() > 1) {
       u.ratio = static_cast<std::size_t>(std::llround(u.members.back()->spec().period / u.members.front()->spec().period));
     }
@@ -98,7 +103,12 @@ void RealtimeExecutor::thread_main(const Unit& unit) noexcept {
                       spec.overrun == config::OverrunPolicy::kSkip ? Deadlines::Overrun::kSkip
                                                                    : Deadlines::Overrun::kCatchUp);
   double cycle = spec.period;  // the group's last measured slow step
-  auto frame = [&](TaskRuntime& t, bool is_slow) noexcept {
+  std::int64_t deadline_of_cycle = 0;
+  bool first_in_cycle = false;
+  std::int64_t wake = 0;
+  auto frame = [&](std::size_t member, bool is_slow) noexcept {
+    TaskRuntime& t = *unit.members[member];
+    const std::int64_t start = monotonic_ns();
     t.drain();
     const double wall = static_cast<double>(monotonic_ns() - epoch_ns_) * 1e-9;
     double h = 0.0;
@@ -112,20 +122,30 @@ void RealtimeExecutor::thread_main(const Unit& unit) noexcept {
     t.publish();
     if (recorder_) recorder_->sample(t);
     auto& s = t.stats();
-    s.frames.fetch_add(1, std::memory_order_relaxed);
+    const std::uint64_t k = s.frames.fetch_add(1, std::memory_order_relaxed);
     s.lag.add(wall - t.partition().time());
     s.lost_real_time.store(t.policy().lost(), std::memory_order_relaxed);
+    if (frame_log_) {
+      const std::int64_t end = monotonic_ns();
+      // The wake-up latency belongs to the first frame after the sleep.
+      frame_log_->add(unit.index[member], FrameRow{k, wall, t.partition().time(), h,
+                                                   first_in_cycle ? wake - deadline_of_cycle : 0,
+                                                   end - start});
+    }
+    first_in_cycle = false;
   };
   while (running_.load(std::memory_order_relaxed)) {
     const std::int64_t deadline = deadlines.next();
     if (end_ns_ != 0 && deadline >= end_ns_) break;
     sleep_until(deadline);
-    const std::int64_t wake = monotonic_ns();
+    wake = monotonic_ns();
+    deadline_of_cycle = deadline;
+    first_in_cycle = true;
     if (!running_.load(std::memory_order_relaxed)) break;
     for (std::size_t m = 0; m + 1 < unit.members.size(); ++m) {
-      for (std::size_t j = 0; j < unit.ratio; ++j) frame(*unit.members[m], false);
+      for (std::size_t j = 0; j < unit.ratio; ++j) frame(m, false);
     }
-    frame(slow, true);
+    frame(unit.members.size() - 1, true);
     const std::int64_t end = monotonic_ns();
     auto& s = slow.stats();
     s.wakeup_latency_ns.add(wake - deadline);

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/frame_log.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/realtime.hpp"
 #include "runtime/recorder.hpp"
@@ -32,7 +33,7 @@ namespace rtcosim::runtime {
  */
 class RealtimeExecutor {
  public:
-  RealtimeExecutor(Graph& graph, Recorder* recorder, RealtimeReport report);
+  RealtimeExecutor(Graph& graph, Recorder* recorder, RealtimeReport report, FrameLog* frame_log = nullptr);
   ~RealtimeExecutor();
 
   // Resets the graph and starts the threads; frames run until `duration`
@@ -49,6 +50,7 @@ class RealtimeExecutor {
  private:
   struct Unit {
     std::vector<TaskRuntime*> members;  // fast first, the slowest last
+    std::vector<std::size_t> index;     // each member's index in the graph
     std::size_t ratio = 1;
   };
   void thread_main(const Unit& unit) noexcept;
@@ -56,6 +58,7 @@ class RealtimeExecutor {
 
   Graph& graph_;
   Recorder* recorder_;
+  FrameLog* frame_log_;
   RealtimeReport report_;
   std::vector<Unit> units_;
   std::vector<std::thread> threads_;

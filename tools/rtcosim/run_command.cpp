@@ -9,6 +9,7 @@
 
 #include "base/duration.hpp"
 #include "rt_config/loader.hpp"
+#include "runtime/frame_log.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/realtime.hpp"
 #include "runtime/recorder.hpp"
@@ -22,7 +23,8 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim run [--virtual] [options] FILE
+constexpr const char* kHelp = R"(usage: rtcosim run [--virtual] [--duration 10s] [--record out.csv] [--compare-reference]
+                   [--plot out.svg] [--json summary.json] [--frames frames.csv] FILE
 
 Runs a task graph. Each task is a thread pinned to its CPU at its
 SCHED_FIFO priority (when permitted: see the file's `realtime:`), all on one
@@ -35,17 +37,20 @@ machine allows: every task's frames, steps, overruns and lags are what the
 real-time PC would see with those execution times.
 
 Prints per-task statistics (frames, step min/mean/max, overruns, missed
-periods, lag, lost real time, AB-2 truncation-error estimate), per-link
-statistics (published, dropped, data age), and the error of every recorded
-signal against the reference solution (the whole diagram merged, RK4).
+periods, lag, lost real time, latency and execution-time percentiles, AB-2
+truncation-error estimate) and per-link statistics (published, dropped,
+data age, extrapolation interval).
 
 options:
   --virtual               run in virtual time
   --duration DURATION     how long to run (default: the file's `duration`)
   --record FILE.csv       where to write the recorded signals (default: the file's `record.file`)
-  --plot FILE.svg         draw every recorded signal against the reference solution
+  --compare-reference     RMS and max error of every recorded signal against the reference
+                          solution (the whole diagram merged, RK4)
   --reference-step D      step of the RK4 reference (default 0.5ms)
-  --no-reference          skip the reference solution
+  --plot FILE.svg         draw every recorded signal beside the reference solution
+  --json FILE.json        write the summary as JSON
+  --frames FILE.csv       one row per frame: task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns
   -h, --help              this text
 )";
 
@@ -94,12 +99,14 @@ int highest_priority(const runtime::Graph& graph) {
   return p;
 }
 
-void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostream* sink, double duration) {
+void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostream* sink, double duration,
+                  runtime::FrameLog* frame_log, std::ostream* frames_out, bool* fifo) {
   auto report = runtime::prepare_process(graph.spec().realtime, highest_priority(graph));
   for (const auto& w : report.warnings) std::cerr << "warning: " << w << '\n';
   for (const auto& e : report.errors) std::cerr << "error: " << e << '\n';
   if (!report.ok) throw std::runtime_error("the real-time set-up failed (realtime: required); nothing was run");
-  runtime::RealtimeExecutor executor(graph, &recorder, report);
+  *fifo = report.fifo;
+  runtime::RealtimeExecutor executor(graph, &recorder, report, frame_log);
   g_running.store(&executor);
   struct sigaction action {};
   action.sa_handler = stop_on_signal;
@@ -112,6 +119,7 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
   while (!executor.finished()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     recorder.drain(sink ? *sink : discard);
+    if (frame_log && frames_out) frame_log->drain(*frames_out);
     if (executor.elapsed() >= next_progress) {
       next_progress += 1.0;
       std::uint64_t frames = 0, overruns = 0;
@@ -129,6 +137,7 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
     }
   }
   executor.join();
+  if (frame_log && frames_out) frame_log->drain(*frames_out);
   g_running.store(nullptr);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
@@ -140,7 +149,8 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
 
 int run_run_command(const std::vector<std::string>& raw_args) {
   try {
-    CliArgs args("run", {"duration", "record", "plot", "reference-step"}, {"virtual", "no-reference", "help"});
+    CliArgs args("run", {"duration", "record", "plot", "reference-step", "json", "frames"},
+                 {"virtual", "compare-reference", "help"});
     std::vector<std::string> rest;
     for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
     args.parse(rest);
@@ -179,6 +189,13 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
               << " task(s), " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time")
               << ", " << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
+    std::ofstream frames_csv;
+    if (const auto path = args.value("frames")) {
+      frames_csv.open(*path, std::ios::trunc);
+      if (!frames_csv) throw std::runtime_error("cannot write '" + *path + "'");
+      runtime::FrameLog::write_header(frames_csv);
+    }
+    bool fifo = false;
     if (virtual_time) {
       runtime::VirtualExecutor executor(*graph);
       std::size_t frames = 0;
@@ -186,8 +203,20 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         recorder.sample(task);
         if (++frames % 4096 == 0 && csv.is_open()) recorder.drain(sink);
       });
+      if (frames_csv.is_open()) {
+        char buf[160];
+        for (const auto& f : executor.frames()) {
+          std::snprintf(buf, sizeof buf, ",%llu,%.9f,%.9f,%.9g,0,%lld\n", static_cast<unsigned long long>(f.frame), f.end,
+                        f.sim_time, f.step, static_cast<long long>(std::llround((f.end - f.start) * 1e9)));
+          frames_csv << f.task << buf;
+        }
+      }
     } else {
-      run_realtime(*graph, recorder, csv.is_open() ? &sink : nullptr, duration);
+      std::vector<std::string> names;
+      for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
+      runtime::FrameLog frame_log(names);
+      run_realtime(*graph, recorder, csv.is_open() ? &sink : nullptr, duration,
+                   frames_csv.is_open() ? &frame_log : nullptr, &frames_csv, &fifo);
     }
     if (csv.is_open()) {
       recorder.drain(sink);
@@ -199,12 +228,17 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     std::cout << run_summary(*graph);
 
     std::unique_ptr<tasks::ReferenceSolver> reference;
-    if (!recorder.empty() && !args.flag("no-reference")) {
+    std::vector<ReferenceError> errors;
+    if (args.flag("compare-reference") && recorder.empty()) {
+      std::cerr << "note: --compare-reference compares recorded signals, and " << file << " records none\n";
+    }
+    if (!recorder.empty() && (args.flag("compare-reference") || args.value("plot"))) {
       const double step = duration_option(args, "reference-step", 0.0005);
       reference = std::make_unique<tasks::ReferenceSolver>(blocks, spec.diagram, step);
       reference->run(duration, spec.record.signals);
+      errors = reference_errors(*graph, recorder, *reference);
       std::cout << "error against the reference (merged diagram, RK4 at " << base::format_duration(step) << "):\n";
-      for (const auto& e : reference_errors(*graph, recorder, *reference)) {
+      for (const auto& e : errors) {
         char buf[160];
         std::snprintf(buf, sizeof buf, "  %-28s RMS %.3g   max %.3g   (%zu samples)\n", e.signal.c_str(), e.rms, e.max,
                       e.samples);
@@ -216,6 +250,13 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       if (recorder.dropped() > 0) std::cout << " (" << recorder.dropped() << " samples dropped: ring full)";
       std::cout << '\n';
     }
+    if (const auto path = args.value("json")) {
+      std::ofstream json(*path, std::ios::trunc);
+      json << summary_json(*graph, errors, virtual_time ? "virtual" : fifo ? "fifo" : "other");
+      if (!json) throw std::runtime_error("cannot write '" + *path + "'");
+      std::cout << "summary written to " << *path << '\n';
+    }
+    if (frames_csv.is_open()) std::cout << "frames written to " << *args.value("frames") << '\n';
     if (const auto plot_path = args.value("plot")) {
       if (recorder.empty()) throw UsageError("--plot needs recorded signals: add a 'record:' section to " + file);
       write_plot(recorder, reference.get(), (spec.name.empty() ? file : spec.name) + " — virtual time", *plot_path);

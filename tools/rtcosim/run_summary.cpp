@@ -70,3 +70,79 @@ std::vector<ReferenceError> reference_errors(const runtime::Graph&, const runtim
 }
 
 }  // namespace rtcosim::tools
+
+namespace rtcosim::tools {
+
+namespace {
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string percentiles(const runtime::LogHistogram& h) {
+  return "{\"p50\":" + std::to_string(h.percentile(0.5)) + ",\"p99\":" + std::to_string(h.percentile(0.99)) +
+         ",\"p999\":" + std::to_string(h.percentile(0.999)) + ",\"max\":" + std::to_string(h.max()) + "}";
+}
+
+}  // namespace
+
+std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy) {
+  std::string out = "{\"tasks\":[";
+  bool first = true;
+  for (auto& t : graph.tasks()) {
+    const auto& s = t->stats();
+    out += first ? "" : ",";
+    first = false;
+    out += "{\"name\":" + json_string(t->spec().name) + ",\"cpu\":" + std::to_string(t->spec().cpu) +
+           ",\"policy\":" + json_string(policy) + ",\"priority\":" + std::to_string(t->spec().priority) +
+           ",\"frames\":" + std::to_string(s.frames.load()) + ",\"overruns\":" + std::to_string(s.overruns.load()) +
+           ",\"missed_periods\":" + std::to_string(s.missed_periods.load()) +
+           ",\"latency_ns\":" + percentiles(s.wakeup_latency_ns) + ",\"exec_ns\":" + percentiles(s.execution_ns) +
+           ",\"step_s\":{\"min\":" + json_number(s.step.min()) + ",\"mean\":" + json_number(s.step.mean()) +
+           ",\"max\":" + json_number(s.step.max()) + "},\"lag_s\":" + json_number(s.lag.last()) +
+           ",\"lost_s\":" + json_number(s.lost_real_time.load()) + "}";
+  }
+  out += "],\"links\":[";
+  first = true;
+  for (auto& l : graph.links()) {
+    out += first ? "" : ",";
+    first = false;
+    out += "{\"from\":" + json_string(l->source) + ",\"to\":" + json_string(l->consumer) +
+           ",\"method\":" + json_string(l->method) + ",\"published\":" + std::to_string(l->link->published()) +
+           ",\"dropped\":" + std::to_string(l->link->dropped()) + "}";
+  }
+  out += "],\"signals\":[";
+  first = true;
+  for (const auto& e : errors) {
+    out += first ? "" : ",";
+    first = false;
+    out += "{\"name\":" + json_string(e.signal) + ",\"rms_error\":" + json_number(e.rms) +
+           ",\"max_error\":" + json_number(e.max) + "}";
+  }
+  return out + "]}\n";
+}
+
+}  // namespace rtcosim::tools

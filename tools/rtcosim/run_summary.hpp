@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "runtime/graph.hpp"
 #include "runtime/recorder.hpp"
@@ -12,16 +13,21 @@ namespace rtcosim::tools {
 // table for people.
 std::string run_summary(runtime::Graph& graph);
 
-// RMS and max error of every recorded series against the reference solver
-// (the merged diagram, RK4 at `step`), as a table; empty when nothing is
-// recorded.
+// RMS and max error of one recorded series against the reference solver.
 struct ReferenceError {
   std::string signal;
   double rms = 0.0;
   double max = 0.0;
   std::size_t samples = 0;
 };
+
+// The error of every recorded series against the reference (the merged
+// diagram, RK4), interpolated at the recorded times.
 std::vector<ReferenceError> reference_errors(const runtime::Graph& graph, const runtime::Recorder& recorder,
                                              const tasks::ReferenceSolver& reference);
+
+// The summary as JSON: {"tasks":[...],"links":[...],"signals":[...]}; `policy`
+// is "fifo", "other" or "virtual".
+std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy);
 
 }  // namespace rtcosim::tools
