@@ -86,7 +86,7 @@ std::string graph_summary(const config::GraphSpec& g) {
     out << '\n';
   }
   if (links > 0) {
-    out << "\nlinks:\n  " << pad("from", 34) << pad("to", 38) << pad("coupling", 24) << "ring\n";
+    out << "\nlinks:\n  " << pad("from", 34) << pad("to", 38) << pad("coupling", 30) << "ring\n";
     for (const auto& w : g.wires) {
       if (!w.crosses_tasks) continue;
       const auto* producer = g.find_task(task_of(g, w.wire.from.block));
@@ -99,7 +99,7 @@ std::string graph_summary(const config::GraphSpec& g) {
       }
       out << "  " << pad(w.wire.from.str() + " (" + task_of(g, w.wire.from.block) + ")", 34)
           << pad(w.wire.to.str() + " (" + task_of(g, w.wire.to.block) + ")", 38)
-          << pad(describe_coupling(g.coupling_of(w)), 24) << ring << '\n';
+          << pad(describe_coupling(g.coupling_of(w)), 30) << ring << '\n';
     }
   }
   std::map<int, double> load;
