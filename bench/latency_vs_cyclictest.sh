@@ -1,45 +1,38 @@
 #!/usr/bin/env bash
 # Wake-up latency of an rtcosim task with an empty partition against
-# cyclictest at the same period (1 ms), priority (80) and CPU (1), run back
-# to back. Prints p99 and max of both and their ratios. Needs root (SCHED_FIFO)
-# and Debian's rt-tests (cyclictest).
-#   bench/latency_vs_cyclictest.sh [seconds]    (default 10)
+# cyclictest at the same period (1 ms), priority (80) and CPU (1). The two
+# alternate in ROUNDS rounds of SECONDS each, so that drift of the machine
+# (a VM's neighbours, thermal state) hits both alike; the per-wake-up
+# latencies of all rounds are pooled. Prints p50, p99 and max of both and
+# their ratios. Needs root (SCHED_FIFO) and Debian's rt-tests (cyclictest).
+#   bench/latency_vs_cyclictest.sh [SECONDS] [ROUNDS]     (default 2 5)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-10}
+seconds=${1:-2}
+rounds=${2:-5}
 loops=$((seconds * 1000))
 rtcosim=${RTCOSIM:-build/bin/rtcosim}
 command -v cyclictest >/dev/null || { echo "cyclictest missing: apt-get install rt-tests" >&2; exit 2; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-cyclictest -m -q -p 80 -a 1 -t 1 -i 1000 -l "$loops" -h 100000 > "$work/cyclic.txt"
-"$rtcosim" run --duration "${seconds}s" --json "$work/rtcosim.json" --frames "$work/frames.csv" bench/empty_task.yaml \
-  > "$work/run.txt"
+for r in $(seq "$rounds"); do
+  # -v prints every wake-up: "thread: loop: latency_us".
+  cyclictest -m -q -p 80 -a 1 -t 1 -i 1000 -l "$loops" -v 2>/dev/null | awk '/^ *0:/{print $3 * 1000}' >> "$work/cyclic_ns"
+  "$rtcosim" run --duration "${seconds}s" --frames "$work/frames.csv" bench/empty_task.yaml > "$work/run.txt"
+  tail -n +2 "$work/frames.csv" | cut -d, -f6 >> "$work/rtcosim_ns"
+done
 
-/usr/bin/python3 - "$work/cyclic.txt" "$work/rtcosim.json" "$work/frames.csv" <<'PY'
-import json, sys
-counts = {}
-for line in open(sys.argv[1]):
-    if line.startswith("#") or not line.strip():
-        continue
-    parts = line.split()
-    if len(parts) >= 2 and parts[0].isdigit():
-        counts[int(parts[0])] = int(parts[1])
-total = sum(counts.values())
-def percentile(p):
-    seen = 0
-    for us in sorted(counts):
-        seen += counts[us]
-        if seen >= p * total:
-            return us * 1000
-    return max(counts) * 1000
-cyc_p99, cyc_max = percentile(0.99), max(k for k, v in counts.items() if v) * 1000
-task = json.load(open(sys.argv[2]))["tasks"][0]
-# Exact per-frame latencies from --frames (the summary's histogram buckets are ~19 % wide).
-lat = sorted(int(row.split(",")[5]) for row in open(sys.argv[3]).readlines()[1:])
-rt_p99, rt_max = lat[min(len(lat) - 1, int(0.99 * len(lat)))], lat[-1]
-print(f"cyclictest  p99 {cyc_p99/1000:9.1f} us   max {cyc_max/1000:9.1f} us   ({total} wake-ups)")
-print(f"rtcosim     p99 {rt_p99/1000:9.1f} us   max {rt_max/1000:9.1f} us   ({task['frames']} frames, {task['policy']})")
-print(f"ratio       p99 {rt_p99/max(cyc_p99,1):9.2f}x     max {rt_max/max(cyc_max,1):9.2f}x")
+/usr/bin/python3 - "$work/cyclic_ns" "$work/rtcosim_ns" "$rounds" "$seconds" <<'PY'
+import sys
+def stats(path):
+    v = sorted(int(float(x)) for x in open(path) if x.strip())
+    pick = lambda p: v[min(len(v) - 1, int(p * len(v)))]
+    return len(v), pick(0.5), pick(0.99), v[-1]
+cn, c50, c99, cmax = stats(sys.argv[1])
+rn, r50, r99, rmax = stats(sys.argv[2])
+print(f"{sys.argv[3]} alternating rounds of {sys.argv[4]} s, period 1 ms, SCHED_FIFO 80, CPU 1")
+print(f"cyclictest  p50 {c50/1e3:7.1f} us  p99 {c99/1e3:7.1f} us  max {cmax/1e3:8.1f} us  ({cn} wake-ups)")
+print(f"rtcosim     p50 {r50/1e3:7.1f} us  p99 {r99/1e3:7.1f} us  max {rmax/1e3:8.1f} us  ({rn} frames)")
+print(f"ratio       p50 {r50/max(c50,1):7.2f}x     p99 {r99/max(c99,1):7.2f}x     max {rmax/max(cmax,1):8.2f}x")
 PY

@@ -4,10 +4,14 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
+#include <fcntl.h>
 #include <cstring>
 
 namespace rtcosim::runtime {
@@ -59,6 +63,20 @@ RealtimeReport prepare_process(config::RealtimeMode mode, int highest_priority) 
   mallopt(M_TRIM_THRESHOLD, -1);
   mallopt(M_MMAP_MAX, 0);
 
+  // PM QoS: while this file is open with 0 written, no CPU enters an idle
+  // state whose exit latency is above 0 us, so a task's timer does not wait
+  // for a core to wake from a deep C-state (cyclictest does the same). The
+  // descriptor stays open for the life of the process.
+  static int dma_latency_fd = -1;
+  if (dma_latency_fd < 0) {
+    dma_latency_fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
+    const std::int32_t zero = 0;
+    if (dma_latency_fd < 0 || write(dma_latency_fd, &zero, sizeof zero) != static_cast<ssize_t>(sizeof zero)) {
+      report.warnings.push_back(std::string("cannot hold /dev/cpu_dma_latency at 0 (") + std::strerror(errno) +
+                                ") — CPUs may sleep deeply between frames and wake late; run as root");
+    }
+  }
+
   if (highest_priority > 0) {
     report.fifo = can_use_fifo(highest_priority);
     if (!report.fifo) {
@@ -72,6 +90,20 @@ RealtimeReport prepare_process(config::RealtimeMode mode, int highest_priority) 
     }
   }
   return report;
+}
+
+std::vector<int> pin_housekeeping(const std::vector<int>& task_cpus) {
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> chosen;
+  for (int cpu = 0; cpu < online; ++cpu) {
+    if (std::find(task_cpus.begin(), task_cpus.end(), cpu) != task_cpus.end()) continue;
+    CPU_SET(static_cast<std::size_t>(cpu), &set);
+    chosen.push_back(cpu);
+  }
+  if (chosen.empty() || pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) return {};
+  return chosen;
 }
 
 std::string prepare_thread(int cpu, int priority, bool fifo, std::size_t stack_bytes) {
@@ -90,6 +122,9 @@ std::string prepare_thread(int cpu, int priority, bool fifo, std::size_t stack_b
       return "cannot set SCHED_FIFO " + std::to_string(priority) + ": " + std::strerror(rc);
     }
   }
+  // Timer slack lets the kernel fire a sleeper's timer up to 50 us late to
+  // batch wake-ups; a task's deadline must not be batched.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   // Touch the stack the frames will use, so that its pages are mapped (and,
   // with mlockall, locked) before the first deadline.
   auto* volatile touch = static_cast<volatile unsigned char*>(alloca(stack_bytes));

@@ -24,6 +24,7 @@ struct RealtimeReport {
  *  - malloc never trims its heap nor serves large blocks with mmap: freed
  *    memory stays mapped, so a later allocation (outside the real-time path)
  *    cannot unmap pages a task touches;
+ *  - holds /dev/cpu_dma_latency at 0, so CPUs stay out of deep idle states;
  *  - checks RLIMIT_RTPRIO and CAP_SYS_NICE for the highest priority asked,
  *    and RLIMIT_MEMLOCK.
  * With `required` a missing permission is an error naming it and how to
@@ -31,6 +32,13 @@ struct RealtimeReport {
  * skips all of it (development).
  */
 RealtimeReport prepare_process(config::RealtimeMode mode, int highest_priority);
+
+// Moves the calling (non-real-time) thread off the CPUs the tasks are
+// pinned to, when any other CPU exists, so that housekeeping (recording,
+// progress, the control socket) never shares a CPU with a task. Threads it
+// creates afterwards inherit this; task threads re-pin themselves. Returns
+// the CPUs chosen, empty when the tasks use every CPU.
+std::vector<int> pin_housekeeping(const std::vector<int>& task_cpus);
 
 // Per task thread, called by the thread itself: pins it to `cpu` (if >= 0),
 // sets SCHED_FIFO at `priority` when `fifo`, and touches `stack_bytes` of

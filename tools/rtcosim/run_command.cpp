@@ -106,6 +106,11 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
   for (const auto& e : report.errors) std::cerr << "error: " << e << '\n';
   if (!report.ok) throw std::runtime_error("the real-time set-up failed (realtime: required); nothing was run");
   *fifo = report.fifo;
+  std::vector<int> task_cpus;
+  for (const auto& t : graph.tasks()) {
+    if (t->spec().cpu >= 0) task_cpus.push_back(t->spec().cpu);
+  }
+  (void)runtime::pin_housekeeping(task_cpus);
   runtime::RealtimeExecutor executor(graph, &recorder, report, frame_log);
   g_running.store(&executor);
   struct sigaction action {};
