@@ -7,4 +7,4 @@ scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build --parallel
 echo
-build/bin/rtcosim eval --table
+build/bin/rtcosim run --compare-reference --plot flight_control.svg examples/flight_control.yaml
