@@ -97,8 +97,10 @@ TEST(VirtualExecutor, FixedStepsKeepThePeriodAndCountLag) {
   }
 }
 
-TEST(TaskRuntime, SteadyStateFramesAllocateNothing) {
-  const auto spec = load("two_task_sine.yaml");
+class EveryExample : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EveryExample, SteadyStateFramesOfEveryTaskAllocateNothing) {
+  const auto spec = load(GetParam());
   const auto blocks = tasks::BlockRegistry::with_builtins();
   const auto methods = coupling::MethodRegistry::with_builtins();
   auto graph = Graph::build(spec, blocks, methods);
@@ -115,6 +117,10 @@ TEST(TaskRuntime, SteadyStateFramesAllocateNothing) {
   for (int i = 0; i < 10000; ++i) one_round();
   EXPECT_EQ(scope.count(), 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Examples, EveryExample,
+                         ::testing::Values("flight_control.yaml", "overrun_virtual.yaml", "two_task_sine.yaml",
+                                           "four_task.yaml"));
 
 }  // namespace
 }  // namespace rtcosim::runtime
