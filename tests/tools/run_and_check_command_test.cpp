@@ -1,0 +1,88 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "rt_config/loader.hpp"
+#include "tools/rtcosim/check_command.hpp"
+#include "tools/rtcosim/run_command.hpp"
+
+namespace rtcosim::tools {
+namespace {
+
+const std::string kExamples = RTCOSIM_EXAMPLES_DIR;
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(CheckCommand, EveryExampleIsValidAndABrokenFileIsNot) {
+  for (const auto& entry : std::filesystem::directory_iterator(kExamples)) {
+    if (entry.path().extension() == ".yaml") {
+      EXPECT_EQ(run_check_command({entry.path().string()}), 0) << entry.path();
+    }
+  }
+  const auto bad = std::filesystem::temp_directory_path() / "rtcosim_check_bad.yaml";
+  std::ofstream(bad) << "tasks: []\nblocks: []\nwires: []\n";
+  EXPECT_EQ(run_check_command({bad.string()}), 1);
+  EXPECT_EQ(run_check_command({}), 2);
+  EXPECT_EQ(run_check_command({"--dto", bad.string()}), 2);
+  std::filesystem::remove(bad);
+}
+
+TEST(CheckCommand, SummaryListsTasksAndLinksAndDotHasOneClusterPerTask) {
+  const auto loaded = config::load_graph_file(kExamples + "/flight_control.yaml");
+  ASSERT_TRUE(loaded.ok());
+  const std::string summary = graph_summary(loaded.graph);
+  for (const char* word : {"controller", "actuator", "airframe", "zoh_average", "predictor", "3 link(s)"}) {
+    EXPECT_NE(summary.find(word), std::string::npos) << word << "\n" << summary;
+  }
+  const std::string dot = graph_dot(loaded.graph);
+  std::size_t clusters = 0;
+  for (auto p = dot.find("subgraph \"cluster_"); p != std::string::npos; p = dot.find("subgraph \"cluster_", p + 1)) {
+    ++clusters;
+  }
+  EXPECT_EQ(clusters, 3u);
+  EXPECT_EQ(dot.rfind("}\n"), dot.size() - 2);
+}
+
+TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {
+  const auto dir = std::filesystem::temp_directory_path() / "rtcosim_run_test";
+  std::filesystem::create_directories(dir);
+  const auto json = dir / "summary.json", frames = dir / "frames.csv", record = dir / "record.csv";
+  ASSERT_EQ(run_run_command({"--virtual", "--duration", "0.2s", "--compare-reference", "--json", json.string(),
+                             "--frames", frames.string(), "--record", record.string(),
+                             kExamples + "/overrun_virtual.yaml"}),
+            0);
+  const std::string summary = slurp(json);
+  for (const char* key : {"\"tasks\":[", "\"name\":\"actuator\"", "\"policy\":\"virtual\"", "\"latency_ns\":{\"p50\":",
+                          "\"exec_ns\":", "\"step_s\":{\"min\":", "\"links\":[", "\"method\":\"predictor\"",
+                          "\"signals\":[", "\"rms_error\":"}) {
+    EXPECT_NE(summary.find(key), std::string::npos) << key << "\n" << summary;
+  }
+  std::ifstream f(frames);
+  std::string header;
+  std::getline(f, header);
+  EXPECT_EQ(header, "task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns");
+  std::size_t rows = 0;
+  for (std::string line; std::getline(f, line);) ++rows;
+  EXPECT_GT(rows, 0u);
+  std::ifstream r(record);
+  std::getline(r, header);
+  EXPECT_EQ(header, "time_s,task,signal,value");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(RunCommand, UsageAndFileErrorsHaveTheirExitCodes) {
+  EXPECT_EQ(run_run_command({}), 2);
+  EXPECT_EQ(run_run_command({"--virtual", "--duration", "-1s", kExamples + "/overrun_virtual.yaml"}), 2);
+  EXPECT_EQ(run_run_command({"--virtual", "/nonexistent/graph.yaml"}), 1);
+  EXPECT_EQ(run_run_command({"--help"}), 0);
+}
+
+}  // namespace
+}  // namespace rtcosim::tools
