@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "coupling/methods/polynomial.hpp"
+#include "coupling/methods/smoothed.hpp"
 #include "coupling/quadrature.hpp"
 
 namespace rtcosim::coupling::methods {
@@ -16,7 +17,10 @@ void Interpolated::do_configure(std::size_t signal_count) {
   previous_extrapolant_.configure(signal_count);
   interpolant_.configure(signal_count);
   error_total_.assign(signal_count, 0.0);
+  jump_.assign(signal_count, 0.0);
+  correction_.assign(signal_count, 0.0);
   anchor_.assign(signal_count, 0.0);
+  at_tag_.assign(signal_count, 0.0);
   next_.assign(signal_count, 0.0);
 }
 
@@ -27,6 +31,8 @@ void Interpolated::reset() noexcept {
   previous_extrapolant_.clear();
   interpolant_.clear();
   std::fill(error_total_.begin(), error_total_.end(), 0.0);
+  std::fill(jump_.begin(), jump_.end(), 0.0);
+  std::fill(correction_.begin(), correction_.end(), 0.0);
   window_start_ = window_end_ = 0.0;
   newest_is_prediction_ = false;
 }
@@ -38,6 +44,16 @@ double Interpolated::distribution_weight(double t) const noexcept {
   return 6.0 * x * (1.0 - x) / width;  // integrates to 1 over the window
 }
 
+double Interpolated::jump_weight(double t) const noexcept {
+  if (!(t > window_start_)) return 1.0;
+  if (!(t < window_end_)) return 0.0;
+  return smoothing_blend((t - window_start_) / (window_end_ - window_start_));
+}
+
+double Interpolated::uncorrected_one(double t, std::size_t s) const noexcept {
+  return interpolant_.evaluate_one(t, s) + jump_[s] * jump_weight(t);
+}
+
 void Interpolated::do_push(const DataBlock& block) noexcept {
   const double tk = block.tag;
   const auto y = block.values();
@@ -45,11 +61,14 @@ void Interpolated::do_push(const DataBlock& block) noexcept {
   const bool first = interpolant_.empty();
 
   // The output's own value at the new tag, before anything changes: the
-  // new interpolant starts from it, which keeps u continuous.
+  // new output starts from it, which keeps u continuous. The prediction
+  // for this coupling time moves to the tag that came.
   if (first) {
     std::copy(y.begin(), y.end(), anchor_.begin());
+    std::copy(y.begin(), y.end(), at_tag_.begin());
   } else {
     evaluate(tk, anchor_);
+    for (std::size_t s = 0; s < n; ++s) at_tag_[s] = extrapolant_.evaluate_one(tk, s) + correction_[s];
   }
 
   history_.push(block);
@@ -60,6 +79,8 @@ void Interpolated::do_push(const DataBlock& block) noexcept {
   if (energy_conserving_) {
     // Part of the old distribution not yet delivered when this block came early.
     const double leftover_start = std::max(tk, window_start_);
+    // k has a seam where the old jump window ends; integrate on both sides.
+    const double seam = std::clamp(window_end_, history_.tag(1), tk);
     for (std::size_t s = 0; s < n; ++s) {
       double total = 0.0;
       if (!first) {
@@ -69,26 +90,26 @@ void Interpolated::do_push(const DataBlock& block) noexcept {
         }
         // E: how far k fell short of the real signal over the macro step
         // just completed; y_I is the new extrapolant inside its span.
-        total += gauss_legendre5(history_.tag(1), tk, [&](double t) {
-          return extrapolant_.evaluate_one(t, s) - interpolant_.evaluate_one(t, s);
-        });
+        const auto shortfall = [&](double t) { return extrapolant_.evaluate_one(t, s) - uncorrected_one(t, s); };
+        total += gauss_legendre5(history_.tag(1), seam, shortfall) + gauss_legendre5(seam, tk, shortfall);
       }
       error_total_[s] = total;
+    }
+    if (!previous_extrapolant_.empty()) {
+      for (std::size_t s = 0; s < n; ++s) correction_[s] = y[s] - previous_extrapolant_.evaluate_one(tk, s);
     }
   }
 
   // Prediction for the next coupling time.
   if (h > 0.0) {
     extrapolant_.evaluate(tk + h, next_);
-    if (energy_conserving_ && !previous_extrapolant_.empty()) {
-      for (std::size_t s = 0; s < n; ++s) next_[s] += y[s] - previous_extrapolant_.evaluate_one(tk, s);
-    }
+    for (std::size_t s = 0; s < n; ++s) next_[s] += correction_[s];
   }
 
   if (newest_is_prediction_) {
-    predictions_.overwrite_newest(tk, anchor_.data());
+    predictions_.overwrite_newest(tk, at_tag_.data());
   } else {
-    predictions_.push_values(tk, anchor_.data());
+    predictions_.push_values(tk, at_tag_.data());
   }
   newest_is_prediction_ = h > 0.0;
   if (newest_is_prediction_) predictions_.push_values(tk + h, next_.data());
@@ -99,12 +120,20 @@ void Interpolated::do_push(const DataBlock& block) noexcept {
   interpolant_.fit(std::span<const double>(nodes.data(), count),
                    [&](int k, std::size_t s) { return predictions_.value(static_cast<std::size_t>(k), s); });
 
+  for (std::size_t s = 0; s < n; ++s) jump_[s] = anchor_[s] - interpolant_.evaluate_one(tk, s);
   window_start_ = tk;
   window_end_ = tk + h;
 }
 
-void Interpolated::evaluate(double t, std::span<double> out) const noexcept {
+void Interpolated::evaluate_uncorrected(double t, std::span<double> out) const noexcept {
   interpolant_.evaluate(t, out);
+  const double g = jump_weight(t);
+  if (g == 0.0) return;
+  for (std::size_t s = 0; s < out.size(); ++s) out[s] += jump_[s] * g;
+}
+
+void Interpolated::evaluate(double t, std::span<double> out) const noexcept {
+  evaluate_uncorrected(t, out);
   if (!energy_conserving_) return;
   const double w = distribution_weight(t);
   if (w == 0.0) return;

@@ -15,10 +15,16 @@ namespace rtcosim::coupling::methods {
  *
  * interpolated: at each block k an order-n_E polynomial through the newest
  * blocks predicts the value at the next coupling time t_k + h_s; u(t) is the
- * order-n Newton interpolation through the newest n+1 predictions. To stay
- * continuous when tags are not where they were predicted, the newest
- * prediction is replaced by an anchor, the output's own value at the tag
- * t_k; with uniform tags the anchor is exactly the prediction (Knorr's form).
+ * order-n Newton interpolation I(t) through the newest n+1 predictions, each
+ * older one taken at the tag where its block actually came (the polynomial
+ * that made it, evaluated there). To stay continuous when tags are not where
+ * they were predicted, the jump J = u_before(t_k) - I(t_k) is carried and
+ * blended out over the macro step, k(t) = I(t) + J g((t - t_k)/h_s) with
+ * Kossel's g (smoothed.hpp). With uniform tags J is zero (Knorr's form).
+ * Because g stays within [0, 1], a jump never grows from block to block;
+ * putting the output's own value into the interpolation's nodes instead
+ * would make old errors grow like n |1 - (t_{k+1} - t_k)/h_s| per block,
+ * which diverges at higher n with jittery tags.
  *
  * ecc adds (1) to each new prediction the error of the plain extrapolation
  * made one block earlier for t_k, y_k - y^_{k-1}(t_k), which gives k(t); and
@@ -46,13 +52,17 @@ class Interpolated final : public Extrapolator {
 
   // k(t): the output without the distributed error total (equal to
   // `evaluate` for `interpolated`). For tests and plots.
-  void evaluate_uncorrected(double t, std::span<double> out) const noexcept { interpolant_.evaluate(t, out); }
+  void evaluate_uncorrected(double t, std::span<double> out) const noexcept;
 
  private:
   void do_configure(std::size_t signal_count) override;
   void do_push(const DataBlock& block) noexcept override;
   [[nodiscard]] double newest_tag() const noexcept override { return history_.newest_tag(); }
   [[nodiscard]] double distribution_weight(double t) const noexcept;
+  // g((t - t_k)/h_s), 1 before t_k and 0 after the window.
+  [[nodiscard]] double jump_weight(double t) const noexcept;
+  // k(t) of signal s.
+  [[nodiscard]] double uncorrected_one(double t, std::size_t s) const noexcept;
 
   int order_;
   int interp_order_;
@@ -60,16 +70,21 @@ class Interpolated final : public Extrapolator {
   bool energy_conserving_;
 
   SampleHistory history_;      // the real blocks
-  SampleHistory predictions_;  // anchors and the newest prediction
+  SampleHistory predictions_;  // predictions at the tags that came, and the newest one
   NewtonSet extrapolant_;      // plain y^_k through the real blocks
   NewtonSet previous_extrapolant_;
-  NewtonSet interpolant_;      // k(t) through the predictions
-  // ecc's distributed error total: d(t) = error_total_[s] * w(t) on [window_start_, window_end_].
+  NewtonSet interpolant_;      // I(t) through the predictions
+  // Both corrections live on the macro step after the newest block,
+  // [window_start_, window_end_]: ecc's error total d(t) = error_total_[s] * w(t),
+  // and the continuity jump jump_[s] * g(x).
   std::vector<double> error_total_;
+  std::vector<double> jump_;
   double window_start_ = 0.0;
   double window_end_ = 0.0;
-  bool newest_is_prediction_ = false;  // else the newest point is an anchor
-  std::vector<double> anchor_;
+  bool newest_is_prediction_ = false;  // else the newest point is at the newest tag
+  std::vector<double> correction_;     // ecc's y_k - y^_{k-1}(t_k), added to the predictions of y^_k
+  std::vector<double> anchor_;         // the output at the new tag, before the push
+  std::vector<double> at_tag_;         // the newest prediction, moved to the tag that came
   std::vector<double> next_;
 };
 
