@@ -1,0 +1,58 @@
+// The tracepoint calls, in one translation unit compiled without -Wpedantic
+// (LTTng's macros use extensions); with RTCOSIM_HAVE_LTTNG unset they are
+// empty functions.
+#include "runtime/trace.hpp"
+
+#ifdef RTCOSIM_HAVE_LTTNG
+#include "runtime/trace/rtcosim_tp.h"
+#define RTCOSIM_TP(...) lttng_ust_tracepoint(rtcosim, __VA_ARGS__)
+#else
+#define RTCOSIM_TP(...) \
+  do {                  \
+  } while (false)
+#endif
+
+namespace rtcosim::runtime::trace {
+
+bool available() noexcept {
+#ifdef RTCOSIM_HAVE_LTTNG
+  return true;
+#else
+  return false;
+#endif
+}
+
+void task_info(std::uint16_t task, const char* name, int cpu, int priority, double period_s) noexcept {
+  RTCOSIM_TP(task_info, task, name, cpu, priority, period_s);
+  (void)task, (void)name, (void)cpu, (void)priority, (void)period_s;
+}
+void link_info(std::uint16_t link, const char* source, const char* consumer, const char* method) noexcept {
+  RTCOSIM_TP(link_info, link, source, consumer, method);
+  (void)link, (void)source, (void)consumer, (void)method;
+}
+void frame_start(std::uint16_t task, std::uint64_t frame, std::int64_t latency_ns) noexcept {
+  RTCOSIM_TP(frame_start, task, frame, latency_ns);
+  (void)task, (void)frame, (void)latency_ns;
+}
+void frame_end(std::uint16_t task, std::uint64_t frame, std::int64_t exec_ns, double step_s, double sim_s) noexcept {
+  RTCOSIM_TP(frame_end, task, frame, exec_ns, step_s, sim_s);
+  (void)task, (void)frame, (void)exec_ns, (void)step_s, (void)sim_s;
+}
+void overrun(std::uint16_t task, std::uint64_t frame, std::uint64_t missed_periods) noexcept {
+  RTCOSIM_TP(overrun, task, frame, missed_periods);
+  (void)task, (void)frame, (void)missed_periods;
+}
+void link_publish(std::uint16_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept {
+  RTCOSIM_TP(link_publish, link, sequence, tag_s, static_cast<std::uint8_t>(dropped ? 1 : 0));
+  (void)link, (void)sequence, (void)tag_s, (void)dropped;
+}
+void link_drain(std::uint16_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept {
+  RTCOSIM_TP(link_drain, link, blocks, newest_tag_s, age_s);
+  (void)link, (void)blocks, (void)newest_tag_s, (void)age_s;
+}
+void task_state(std::uint16_t task, std::uint8_t state) noexcept {
+  RTCOSIM_TP(task_state, task, state);
+  (void)task, (void)state;
+}
+
+}  // namespace rtcosim::runtime::trace

@@ -1,0 +1,27 @@
+#pragma once
+
+#include <cstdint>
+
+namespace rtcosim::runtime::trace {
+
+/*
+ * The runtime's tracepoints. With LTTng-UST (RTCOSIM_LTTNG, the default when
+ * liblttng-ust-dev is installed) each emits an event of the provider
+ * "rtcosim"; without it they are no-ops and the build does not depend on
+ * LTTng. RT-safe: noexcept, no allocation; with no tracing session listening
+ * each costs LTTng's own enabled-check.
+ *
+ * Task states: 0 started, 1 stopped.
+ */
+[[nodiscard]] bool available() noexcept;
+
+void task_info(std::uint16_t task, const char* name, int cpu, int priority, double period_s) noexcept;
+void link_info(std::uint16_t link, const char* source, const char* consumer, const char* method) noexcept;
+void frame_start(std::uint16_t task, std::uint64_t frame, std::int64_t latency_ns) noexcept;
+void frame_end(std::uint16_t task, std::uint64_t frame, std::int64_t exec_ns, double step_s, double sim_s) noexcept;
+void overrun(std::uint16_t task, std::uint64_t frame, std::uint64_t missed_periods) noexcept;
+void link_publish(std::uint16_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept;
+void link_drain(std::uint16_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept;
+void task_state(std::uint16_t task, std::uint8_t state) noexcept;
+
+}  // namespace rtcosim::runtime::trace
