@@ -14,10 +14,12 @@
 #include "runtime/realtime.hpp"
 #include "runtime/recorder.hpp"
 #include "runtime/rt_executor.hpp"
+#include "runtime/trace.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
 #include "tools/rtcosim/run_summary.hpp"
+#include "tools/rtcosim/trace_session.hpp"
 
 namespace rtcosim::tools {
 
@@ -51,6 +53,7 @@ options:
   --plot FILE.svg         draw every recorded signal beside the reference solution
   --json FILE.json        write the summary as JSON
   --frames FILE.csv       one row per frame: task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns
+  --trace DIR             record an LTTng trace of the run into DIR (see 'rtcosim trace report')
   -h, --help              this text
 )";
 
@@ -154,7 +157,7 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
 
 int run_run_command(const std::vector<std::string>& raw_args) {
   try {
-    CliArgs args("run", {"duration", "record", "plot", "reference-step", "json", "frames"},
+    CliArgs args("run", {"duration", "record", "plot", "reference-step", "json", "frames", "trace"},
                  {"virtual", "compare-reference", "help"});
     std::vector<std::string> rest;
     for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
@@ -217,11 +220,30 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         }
       }
     } else {
+      std::unique_ptr<TraceSession> trace;
+      const auto trace_dir = args.value("trace");
+      if (!trace_dir && spec.trace.enabled) std::cout << "note: the file asks for tracing; it is on with --trace DIR\n";
+      if (trace_dir) {
+        if (!runtime::trace::available()) {
+          throw std::runtime_error("this rtcosim was built without LTTng-UST (install liblttng-ust-dev and rebuild)");
+        }
+        double rate = 0.0;
+        for (const auto& t : graph->tasks()) rate += (2.0 + 2.0 * static_cast<double>(t->outputs().size())) / t->spec().period;
+        std::string why;
+        trace = TraceSession::start(*trace_dir, rate, &why);
+        if (!trace) throw std::runtime_error("cannot trace: " + why);
+        std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
+                  << trace->subbuffer_bytes() / 1024 << " KiB)\n";
+      }
       std::vector<std::string> names;
       for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
       runtime::FrameLog frame_log(names);
       run_realtime(*graph, recorder, csv.is_open() ? &sink : nullptr, duration,
                    frames_csv.is_open() ? &frame_log : nullptr, &frames_csv, &fifo);
+      if (trace) {
+        const std::uint64_t discarded = trace->stop();
+        std::cout << "trace written to " << *trace_dir << ": " << discarded << " event(s) discarded\n";
+      }
     }
     if (csv.is_open()) {
       recorder.drain(sink);

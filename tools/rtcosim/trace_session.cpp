@@ -1,0 +1,124 @@
+#include "tools/rtcosim/trace_session.hpp"
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <regex>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace rtcosim::tools {
+
+int run_command(const std::vector<std::string>& argv, std::string* output) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return -1;
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  close(pipe_fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(pipe_fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  close(pipe_fds[0]);
+  if (output) *output = out;
+  if (rc != 0) return -1;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+namespace {
+
+bool sessiond_running() {
+  std::string out;
+  return run_command({"lttng", "list"}, &out) == 0;
+}
+
+std::uint64_t discarded_in(const std::string& text) {
+  static const std::regex kDiscarded(R"((\d+) events? (were|was) discarded)");
+  std::uint64_t total = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kDiscarded); it != std::sregex_iterator(); ++it) {
+    total += std::stoull((*it)[1].str());
+  }
+  return total;
+}
+
+}  // namespace
+
+std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, double events_per_second,
+                                                  std::string* error) {
+  std::string out;
+  if (run_command({"lttng", "--version"}, &out) != 0) {
+    *error = "lttng-tools is missing ('lttng' is not in PATH) — install it with 'apt-get install lttng-tools'";
+    return nullptr;
+  }
+  if (!sessiond_running()) {
+    if (run_command({"lttng-sessiond", "--daemonize"}, &out) != 0) {
+      *error = "no LTTng session daemon runs and starting one failed: " + out +
+               " — start it with 'lttng-sessiond --daemonize' (as root, or as the user who runs rtcosim)";
+      return nullptr;
+    }
+    // The daemon wakes applications waiting for it (ours included) through
+    // its wait shared memory; give ours a moment to register.
+    for (int i = 0; i < 50 && !sessiond_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (int i = 0; i < 150; ++i) {
+    run_command({"lttng", "list", "-u"}, &out);
+    if (out.find("rtcosim:frame_start") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+
+  std::unique_ptr<TraceSession> s(new TraceSession);
+  s->name_ = "rtcosim-" + std::to_string(getpid());
+  // Sub-buffers hold ~50 ms of events at the expected rate (about 48 bytes
+  // an event with its header), as a power of two from 16 KiB to 4 MiB; four
+  // of them per CPU leave the consumer daemon time to flush.
+  std::uint64_t bytes = 16 * 1024;
+  while (bytes < static_cast<std::uint64_t>(events_per_second * 48.0 * 0.05) && bytes < (4u << 20)) bytes *= 2;
+  s->subbuffer_bytes_ = bytes;
+  const std::vector<std::vector<std::string>> steps = {
+      {"lttng", "create", s->name_, "--output=" + directory},
+      {"lttng", "enable-channel", "--userspace", "--session=" + s->name_, "--buffers-uid", "--discard",
+       "--subbuf-size=" + std::to_string(bytes), "--num-subbuf=4", "rtcosim"},
+      {"lttng", "enable-event", "--userspace", "--session=" + s->name_, "--channel=rtcosim", "rtcosim:*"},
+      {"lttng", "start", s->name_},
+  };
+  for (const auto& step : steps) {
+    if (run_command(step, &out) != 0) {
+      std::string command;
+      for (const auto& a : step) command += (command.empty() ? "" : " ") + a;
+      *error = "'" + command + "' failed: " + out;
+      run_command({"lttng", "destroy", s->name_}, &out);
+      return nullptr;
+    }
+    if (step[1] == "create") s->running_ = true;
+  }
+  return s;
+}
+
+std::uint64_t TraceSession::stop() {
+  if (!running_) return 0;
+  running_ = false;
+  std::string out, all;
+  run_command({"lttng", "stop", name_}, &out);
+  all += out;
+  run_command({"lttng", "destroy", name_}, &out);
+  all += out;
+  return discarded_in(all);
+}
+
+TraceSession::~TraceSession() { stop(); }
+
+}  // namespace rtcosim::tools

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace rtcosim::tools {
+
+/*
+ * An LTTng tracing session around a run, driven through lttng-tools' `lttng`
+ * command: starts lttng-sessiond when none runs (and the user may), creates
+ * a session writing to DIR with one user-space channel tuned for real-time
+ * tasks (per-UID buffers, discard mode rather than blocking the tasks,
+ * sub-buffers sized from the expected event rate), enables the `rtcosim:*`
+ * events and starts it; `stop` stops and destroys it and reports how many
+ * events were discarded. Set-up code: spawns processes, never on the
+ * real-time path.
+ */
+class TraceSession {
+ public:
+  // nullptr and `error` set when tracing cannot start (no lttng-tools, no
+  // session daemon, a command that failed: the message says which).
+  static std::unique_ptr<TraceSession> start(const std::string& directory, double events_per_second,
+                                             std::string* error);
+  ~TraceSession();
+
+  // Stops and destroys the session; returns the discarded-event count the
+  // session daemon reported (0 when it reported none).
+  std::uint64_t stop();
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] std::uint64_t subbuffer_bytes() const noexcept { return subbuffer_bytes_; }
+
+ private:
+  TraceSession() = default;
+  std::string name_;
+  bool running_ = false;
+  std::uint64_t subbuffer_bytes_ = 0;
+};
+
+// Runs a command (argv[0] searched in PATH) and returns its exit status and
+// its standard output and error, merged.
+int run_command(const std::vector<std::string>& argv, std::string* output);
+
+}  // namespace rtcosim::tools
