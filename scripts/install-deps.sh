@@ -10,6 +10,8 @@ packages=(
   libyaml-cpp-dev                                # task-graph files
   libgtest-dev libgmock-dev                      # tests
   libbenchmark-dev                               # bench/
+  liblttng-ust-dev lttng-tools                   # tracepoints and tracing sessions (rtcosim run --trace)
+  libbabeltrace2-dev                             # rtcosim trace report
   clang libclang-rt-14-dev                       # libFuzzer target of the config loader
   python3-yaml python3-jsonschema                # JSON Schema check of the examples
 )

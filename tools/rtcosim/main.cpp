@@ -8,6 +8,9 @@
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/eval_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
+#ifdef RTCOSIM_HAVE_BABELTRACE2
+#include "tools/trace/trace_report.hpp"
+#endif
 
 namespace {
 
@@ -21,6 +24,7 @@ coupling (extrapolation) method.
 commands:
   check     validate a task-graph file; print its tasks and links, or Graphviz DOT
   run       run a task graph (--virtual: on a fake clock with scripted execution times)
+  trace     'trace report DIR': latency, execution time and deadline misses from an LTTng trace
   eval      evaluate the coupling methods on the paper's test signals (MSE, table, SVG plot)
 
   rtcosim <command> --help    options of one command
@@ -44,6 +48,14 @@ int main(int argc, char** argv) {
   if (verb == "eval") return rtcosim::tools::run_eval_command(args);
   if (verb == "check") return rtcosim::tools::run_check_command(args);
   if (verb == "run") return rtcosim::tools::run_run_command(args);
+  if (verb == "trace") {
+#ifdef RTCOSIM_HAVE_BABELTRACE2
+    return rtcosim::trace_report::run_trace_command(args);
+#else
+    std::cerr << "rtcosim: this build has no trace reader (install libbabeltrace2-dev and rebuild)\n";
+    return 1;
+#endif
+  }
   std::cerr << "rtcosim: unknown command '" << verb << "'\n" << kUsage;
   return 2;
 }

@@ -1,0 +1,335 @@
+#include "tools/trace/trace_report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "runtime/stats.hpp"
+#include "tools/plot/svg_plot.hpp"
+#include "tools/rtcosim/cli_args.hpp"
+
+namespace rtcosim::trace_report {
+
+namespace {
+
+std::string us(std::int64_t ns) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f us", static_cast<double>(ns) * 1e-3);
+  return buf;
+}
+
+std::vector<std::int64_t> latencies(const TracedTask& t) {
+  std::vector<std::int64_t> v;
+  for (const auto& f : t.frames) {
+    if (f.latency_ns > 0 || &f == &t.frames.front() || true) v.push_back(f.latency_ns);
+  }
+  return v;
+}
+
+std::vector<std::int64_t> executions(const TracedTask& t) {
+  std::vector<std::int64_t> v;
+  for (const auto& f : t.frames) {
+    if (f.ended) v.push_back(f.exec_ns);
+  }
+  return v;
+}
+
+std::string quantile_json(const Quantiles& q) {
+  return "{\"p50\":" + std::to_string(q.p50) + ",\"p99\":" + std::to_string(q.p99) +
+         ",\"p999\":" + std::to_string(q.p999) + ",\"max\":" + std::to_string(q.max) + "}";
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
+}
+
+// Text histogram in the runtime's log buckets, over the occupied range.
+std::string histogram(const std::vector<std::int64_t>& values) {
+  using H = runtime::LogHistogram;
+  std::vector<std::uint64_t> counts(H::kBuckets, 0);
+  for (auto v : values) ++counts[static_cast<std::size_t>(H::bucket_of(v))];
+  int lo = H::kBuckets, hi = -1;
+  for (int i = 0; i < H::kBuckets; ++i) {
+    if (counts[static_cast<std::size_t>(i)]) {
+      lo = std::min(lo, i);
+      hi = std::max(hi, i);
+    }
+  }
+  if (hi < 0) return "    (no samples)\n";
+  const std::uint64_t most = *std::max_element(counts.begin(), counts.end());
+  std::string out;
+  for (int i = lo; i <= hi; ++i) {
+    const auto n = counts[static_cast<std::size_t>(i)];
+    const std::int64_t lower = i == 0 ? 0 : H::bucket_upper(i - 1);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "    %9.1f - %9.1f us  ", static_cast<double>(lower) * 1e-3,
+                  static_cast<double>(H::bucket_upper(i)) * 1e-3);
+    const auto bar = static_cast<std::size_t>(std::ceil(40.0 * static_cast<double>(n) / static_cast<double>(most)));
+    out += buf + std::string(n ? bar : 0, '#') + " " + std::to_string(n) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Quantiles quantiles(std::vector<std::int64_t> v) {
+  Quantiles q;
+  if (v.empty()) return q;
+  std::sort(v.begin(), v.end());
+  auto rank = [&](double p) {
+    const auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size())));
+    return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)];
+  };
+  q.p50 = rank(0.5);
+  q.p99 = rank(0.99);
+  q.p999 = rank(0.999);
+  q.max = v.back();
+  return q;
+}
+
+std::string text_report(const std::string& directory, const TraceData& d) {
+  std::ostringstream out;
+  out << "trace " << directory << ": " << d.events << " events, " << d.discarded_events << " discarded\n";
+  for (const auto& [id, t] : d.tasks) {
+    const auto lat = quantiles(latencies(t));
+    const auto exe = quantiles(executions(t));
+    char head[160];
+    std::snprintf(head, sizeof head, "\ntask %s (id %u, cpu %d, priority %d, period %.4g ms): %zu frames\n",
+                  t.name.c_str(), static_cast<unsigned>(id), t.cpu, t.priority, t.period_s * 1e3, t.frames.size());
+    out << head << "  wake-up latency  p50 " << us(lat.p50) << "   p99 " << us(lat.p99) << "   p99.9 "
+        << us(lat.p999) << "   max " << us(lat.max) << "\n  execution time   p50 " << us(exe.p50) << "   p99 "
+        << us(exe.p99) << "   p99.9 " << us(exe.p999) << "   max " << us(exe.max) << "\n  wake-up latency histogram:\n"
+        << histogram(latencies(t)) << "  deadline misses: " << t.overruns.size() << '\n';
+    for (const auto& o : t.overruns) {
+      char line[128];
+      std::snprintf(line, sizeof line, "    at %.6f s: frame %llu ran over, %llu period(s) missed\n",
+                    static_cast<double>(o.time_ns - d.first_ns) * 1e-9, static_cast<unsigned long long>(o.frame),
+                    static_cast<unsigned long long>(o.missed_periods));
+      out << line;
+    }
+  }
+  for (const auto& [id, l] : d.links) {
+    double mean = 0.0, worst = -1e300;
+    for (double a : l.age_s) {
+      mean += a;
+      worst = std::max(worst, a);
+    }
+    if (!l.age_s.empty()) mean /= static_cast<double>(l.age_s.size());
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "\nlink %s -> %s (%s): %llu published, %llu dropped; data age when consumed: mean %.3g ms, max %.3g ms\n",
+                  l.source.c_str(), l.consumer.c_str(), l.method.c_str(), static_cast<unsigned long long>(l.published),
+                  static_cast<unsigned long long>(l.dropped), mean * 1e3, l.age_s.empty() ? 0.0 : worst * 1e3);
+    out << line;
+  }
+  return out.str();
+}
+
+std::string json_report(const TraceData& d) {
+  std::string out = "{\"tasks\":[";
+  bool first = true;
+  for (const auto& [id, t] : d.tasks) {
+    out += (first ? "" : ",") + std::string("{\"name\":") + json_string(t.name) +
+           ",\"frames\":" + std::to_string(t.frames.size()) + ",\"latency_ns\":" + quantile_json(quantiles(latencies(t))) +
+           ",\"exec_ns\":" + quantile_json(quantiles(executions(t))) +
+           ",\"deadline_misses\":" + std::to_string(t.overruns.size()) + "}";
+    first = false;
+  }
+  out += "],\"links\":[";
+  first = true;
+  for (const auto& [id, l] : d.links) {
+    double worst = 0.0, mean = 0.0;
+    for (double a : l.age_s) {
+      worst = std::max(worst, a);
+      mean += a;
+    }
+    if (!l.age_s.empty()) mean /= static_cast<double>(l.age_s.size());
+    char ages[96];
+    std::snprintf(ages, sizeof ages, ",\"age_s\":{\"mean\":%.9g,\"max\":%.9g}", mean, worst);
+    out += (first ? "" : ",") + std::string("{\"from\":") + json_string(l.source) + ",\"to\":" + json_string(l.consumer) +
+           ",\"method\":" + json_string(l.method) + ",\"published\":" + std::to_string(l.published) +
+           ",\"dropped\":" + std::to_string(l.dropped) + ages + "}";
+    first = false;
+  }
+  return out + "],\"discarded_events\":" + std::to_string(d.discarded_events) + "}\n";
+}
+
+std::string perfetto_json(const TraceData& d) {
+  std::ostringstream out;
+  out << "{\"traceEvents\":[";
+  bool first = true;
+  auto sep = [&] {
+    if (!first) out << ',';
+    first = false;
+  };
+  for (const auto& [id, t] : d.tasks) {
+    sep();
+    out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << id << ",\"args\":{\"name\":" << json_string(t.name)
+        << "}}";
+    for (const auto& f : t.frames) {
+      if (!f.ended) continue;
+      sep();
+      char buf[256];
+      std::snprintf(buf, sizeof buf,
+                    "{\"name\":\"frame\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"frame\":%llu,"
+                    "\"latency_ns\":%lld,\"step_s\":%.9g,\"sim_s\":%.9g}}",
+                    static_cast<unsigned>(id), static_cast<double>(f.start_ns - d.first_ns) * 1e-3,
+                    static_cast<double>(f.exec_ns) * 1e-3, static_cast<unsigned long long>(f.frame),
+                    static_cast<long long>(f.latency_ns), f.step_s, f.sim_s);
+      out << buf;
+    }
+    for (const auto& o : t.overruns) {
+      sep();
+      out << "{\"name\":\"overrun\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":" << id
+          << ",\"ts\":" << static_cast<double>(o.time_ns - d.first_ns) * 1e-3 << ",\"args\":{\"missed_periods\":"
+          << o.missed_periods << "}}";
+    }
+  }
+  out << "],\"displayTimeUnit\":\"ns\"}\n";
+  return out.str();
+}
+
+bool write_svgs(const TraceData& d, const std::string& directory, std::string* error) {
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  using H = runtime::LogHistogram;
+  plot::Figure hist;
+  hist.title = "wake-up latency per task (log buckets)";
+  hist.x_label = "wake-up latency (us, bucket upper edge)";
+  plot::Figure timeline;
+  // The second around the worst wake-up of any task.
+  std::int64_t worst_at = d.first_ns, worst = -1;
+  for (const auto& [id, t] : d.tasks) {
+    for (const auto& f : t.frames) {
+      if (f.latency_ns > worst) {
+        worst = f.latency_ns;
+        worst_at = f.start_ns;
+      }
+    }
+  }
+  timeline.title = "the second around the worst wake-up (" + us(worst) + ")";
+  timeline.x_label = "time since the trace began (s)";
+  for (const auto& [id, t] : d.tasks) {
+    std::vector<std::uint64_t> counts(H::kBuckets, 0);
+    for (auto v : latencies(t)) ++counts[static_cast<std::size_t>(H::bucket_of(v))];
+    plot::Panel p;
+    p.y_label = t.name + " (frames)";
+    plot::Series s{t.name, {}, {}, "#1f77b4", 1.5, false, true};
+    for (int i = 0; i < H::kBuckets; ++i) {
+      if (!counts[static_cast<std::size_t>(i)]) continue;
+      s.x.push_back(static_cast<double>(H::bucket_upper(i)) * 1e-3);
+      s.y.push_back(static_cast<double>(counts[static_cast<std::size_t>(i)]));
+    }
+    p.series.push_back(s);
+    hist.panels.push_back(p);
+
+    plot::Panel tl;
+    tl.y_label = t.name + " (us)";
+    plot::Series lat{"wake-up latency", {}, {}, "#d62728", 1.2, false, false};
+    plot::Series exe{"execution time", {}, {}, "#2ca02c", 1.2, false, false};
+    for (const auto& f : t.frames) {
+      if (std::llabs(f.start_ns - worst_at) > 500'000'000) continue;
+      const double x = static_cast<double>(f.start_ns - d.first_ns) * 1e-9;
+      lat.x.push_back(x);
+      lat.y.push_back(static_cast<double>(f.latency_ns) * 1e-3);
+      if (f.ended) {
+        exe.x.push_back(x);
+        exe.y.push_back(static_cast<double>(f.exec_ns) * 1e-3);
+      }
+    }
+    for (const auto& o : t.overruns) {
+      if (std::llabs(o.time_ns - worst_at) <= 500'000'000) tl.markers.push_back(static_cast<double>(o.time_ns - d.first_ns) * 1e-9);
+    }
+    tl.marker_label = "deadline misses";
+    tl.series = {lat, exe};
+    timeline.panels.push_back(tl);
+  }
+  hist.panel_height = timeline.panel_height = 200;
+  return plot::write_svg(hist, (std::filesystem::path(directory) / "latency_histograms.svg").string(), error) &&
+         plot::write_svg(timeline, (std::filesystem::path(directory) / "timeline.svg").string(), error);
+}
+
+namespace {
+
+constexpr const char* kHelp = R"(usage: rtcosim trace report DIR [--json FILE] [--svg OUT_DIR] [--perfetto FILE]
+
+Reads the LTTng trace that 'rtcosim run --trace DIR' recorded (with
+babeltrace2) and prints per task the wake-up latency and execution-time
+statistics with a text histogram and every deadline miss with its time, and
+per link the age of data when consumed.
+
+options:
+  --json FILE        the report as JSON
+  --svg OUT_DIR      latency_histograms.svg and timeline.svg (the second around the worst frame)
+  --perfetto FILE    a Chrome/Perfetto JSON trace (open it in ui.perfetto.dev or chrome://tracing)
+  -h, --help         this text
+)";
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+}  // namespace
+
+int run_trace_command(const std::vector<std::string>& raw_args) {
+  using tools::CliArgs;
+  using tools::UsageError;
+  try {
+    CliArgs args("trace", {"json", "svg", "perfetto"}, {"help"});
+    std::vector<std::string> rest;
+    for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
+    args.parse(rest);
+    if (args.flag("help") || args.positionals().empty()) {
+      std::cout << kHelp;
+      return args.flag("help") ? 0 : 2;
+    }
+    if (args.positionals().front() != "report") {
+      throw UsageError("unknown trace command '" + args.positionals().front() + "' — expected 'report'");
+    }
+    if (args.positionals().size() != 2) throw UsageError("expected 'rtcosim trace report DIR'");
+    const std::string dir = args.positionals()[1];
+    TraceData data;
+    std::string why;
+    if (!read_trace(dir, data, &why)) {
+      std::cerr << "rtcosim trace report: " << why << '\n';
+      return 1;
+    }
+    if (data.tasks.empty()) {
+      std::cerr << "rtcosim trace report: " << dir << " holds no rtcosim events (was it recorded with 'rtcosim run --trace'?)\n";
+      return 1;
+    }
+    std::cout << text_report(dir, data);
+    if (const auto p = args.value("json")) {
+      if (!write_file(*p, json_report(data))) throw std::runtime_error("cannot write '" + *p + "'");
+      std::cout << "report written to " << *p << '\n';
+    }
+    if (const auto p = args.value("perfetto")) {
+      if (!write_file(*p, perfetto_json(data))) throw std::runtime_error("cannot write '" + *p + "'");
+      std::cout << "Perfetto trace written to " << *p << '\n';
+    }
+    if (const auto p = args.value("svg")) {
+      if (!write_svgs(data, *p, &why)) throw std::runtime_error(why);
+      std::cout << "SVGs written to " << *p << '\n';
+    }
+    return 0;
+  } catch (const UsageError& e) {
+    std::cerr << "rtcosim trace: " << e.what() << "\nsee 'rtcosim trace report --help'\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "rtcosim trace: " << e.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace rtcosim::trace_report

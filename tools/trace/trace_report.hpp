@@ -1,0 +1,25 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tools/trace/trace_reader.hpp"
+
+namespace rtcosim::trace_report {
+
+struct Quantiles {
+  std::int64_t p50 = 0, p99 = 0, p999 = 0, max = 0;
+};
+// Exact quantiles of the values (nearest rank).
+Quantiles quantiles(std::vector<std::int64_t> values);
+
+std::string text_report(const std::string& directory, const TraceData& data);
+std::string json_report(const TraceData& data);
+std::string perfetto_json(const TraceData& data);
+// Writes latency_histograms.svg and timeline.svg into `directory`.
+bool write_svgs(const TraceData& data, const std::string& directory, std::string* error);
+
+// `rtcosim trace report DIR [--json F] [--svg DIR] [--perfetto F]`.
+int run_trace_command(const std::vector<std::string>& args);
+
+}  // namespace rtcosim::trace_report
