@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/trace.hpp"
+
 namespace rtcosim::runtime {
 
 void LinkInputs::sample(std::size_t input, double t, std::span<double> out) noexcept {
@@ -26,9 +28,10 @@ TaskRuntime::TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Pa
 void TaskRuntime::drain() noexcept {
   const double t = partition_->time();
   for (GraphLink* l : inputs_.links()) {
-    l->link->drain();
+    const std::size_t blocks = l->link->drain();
     const double newest = l->link->extrapolator().newest_tag();
     if (std::isfinite(newest)) l->stats.data_age.add(t - newest);
+    trace::link_drain(l->id, static_cast<std::uint32_t>(blocks), newest, t - newest);
   }
 }
 
@@ -55,7 +58,10 @@ void TaskRuntime::stage_outputs() noexcept {
 }
 
 void TaskRuntime::publish() noexcept {
-  for (OutputBinding& o : outputs_) (void)o.link->link->publish(o.block);
+  for (OutputBinding& o : outputs_) {
+    const bool delivered = o.link->link->publish(o.block);
+    trace::link_publish(o.link->id, o.block.sequence, o.block.tag, !delivered);
+  }
 }
 
 void TaskRuntime::publish_initial() noexcept {
@@ -88,6 +94,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
         it == parts.end() ? tasks::build_partition(blocks, ts.name, {}, {}, {}, ts.integrator)
                           : tasks::build_partition(blocks, ts.name, it->blocks, it->wires, it->externals, ts.integrator);
     g->tasks_.push_back(std::make_unique<TaskRuntime>(ts, std::move(partition)));
+    g->tasks_.back()->set_id(static_cast<std::uint16_t>(g->tasks_.size() - 1));
   }
   for (auto& consumer : g->tasks_) {
     for (const auto& external : consumer->partition().externals()) {
@@ -103,6 +110,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
         }
       }
       auto link = std::make_unique<GraphLink>();
+      link->id = static_cast<std::uint16_t>(g->links_.size());
       link->source = external.name;
       link->producer = producer->spec().name;
       link->consumer = consumer->spec().name;
@@ -123,6 +131,13 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
     }
   }
   return g;
+}
+
+void Graph::trace_names() const noexcept {
+  for (const auto& t : tasks_) {
+    trace::task_info(t->id(), t->spec().name.c_str(), t->spec().cpu, t->spec().priority, t->spec().period);
+  }
+  for (const auto& l : links_) trace::link_info(l->id, l->source.c_str(), l->consumer.c_str(), l->method.c_str());
 }
 
 void Graph::reset() noexcept {

@@ -18,6 +18,7 @@ namespace rtcosim::runtime {
 // A link of the graph: one producer partition's output port into one
 // consumer task, with its coupling method.
 struct GraphLink {
+  std::uint16_t id = 0;  // index in the graph, the link's id in traces
   std::string source;    // "block.port"
   std::string producer;  // task
   std::string consumer;  // task
@@ -70,6 +71,9 @@ class TaskRuntime {
   TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Partition> partition);
 
   [[nodiscard]] const config::TaskSpec& spec() const noexcept { return spec_; }
+  // Index in the graph, the task's id in traces.
+  [[nodiscard]] std::uint16_t id() const noexcept { return id_; }
+  void set_id(std::uint16_t id) noexcept { id_ = id; }
   [[nodiscard]] tasks::Partition& partition() noexcept { return *partition_; }
   [[nodiscard]] const tasks::Partition& partition() const noexcept { return *partition_; }
   [[nodiscard]] StepPolicy& policy() noexcept { return policy_; }
@@ -98,6 +102,7 @@ class TaskRuntime {
   LinkInputs inputs_;
   std::vector<OutputBinding> outputs_;
   std::uint64_t sequence_ = 0;
+  std::uint16_t id_ = 0;
 };
 
 /*
@@ -115,6 +120,9 @@ class Graph {
   [[nodiscard]] std::vector<std::unique_ptr<TaskRuntime>>& tasks() noexcept { return tasks_; }
   [[nodiscard]] std::vector<std::unique_ptr<GraphLink>>& links() noexcept { return links_; }
   [[nodiscard]] TaskRuntime* find_task(const std::string& name) noexcept;
+
+  // Emits task_info and link_info trace events (names for the ids).
+  void trace_names() const noexcept;
 
   // Every task to its initial state at simulation time 0, links emptied,
   // extrapolators reset, initial outputs published.

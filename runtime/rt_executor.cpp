@@ -7,6 +7,8 @@
 #include <cmath>
 #include <map>
 
+#include "runtime/trace.hpp"
+
 namespace rtcosim::runtime {
 
 namespace {
@@ -71,6 +73,7 @@ std::vector<std::string> RealtimeExecutor::thread_errors() const {
 
 void RealtimeExecutor::start(double duration, double start_delay) {
   graph_.reset();
+  graph_.trace_names();
   epoch_ns_ = monotonic_ns() + to_ns(start_delay);
   end_ns_ = duration > 0.0 ? epoch_ns_ + to_ns(duration) : 0;
   running_.store(true, std::memory_order_relaxed);
@@ -109,6 +112,8 @@ void RealtimeExecutor::thread_main(const Unit& unit) noexcept {
   auto frame = [&](std::size_t member, bool is_slow) noexcept {
     TaskRuntime& t = *unit.members[member];
     const std::int64_t start = monotonic_ns();
+    const std::uint64_t k = t.stats().frames.load(std::memory_order_relaxed);
+    trace::frame_start(t.id(), k, first_in_cycle ? wake - deadline_of_cycle : 0);
     t.drain();
     const double wall = static_cast<double>(monotonic_ns() - epoch_ns_) * 1e-9;
     double h = 0.0;
@@ -122,7 +127,7 @@ void RealtimeExecutor::thread_main(const Unit& unit) noexcept {
     t.publish();
     if (recorder_) recorder_->sample(t);
     auto& s = t.stats();
-    const std::uint64_t k = s.frames.fetch_add(1, std::memory_order_relaxed);
+    s.frames.fetch_add(1, std::memory_order_relaxed);
     s.lag.add(wall - t.partition().time());
     s.lost_real_time.store(t.policy().lost(), std::memory_order_relaxed);
     if (frame_log_) {
@@ -132,8 +137,10 @@ void RealtimeExecutor::thread_main(const Unit& unit) noexcept {
                                                    first_in_cycle ? wake - deadline_of_cycle : 0,
                                                    end - start});
     }
+    trace::frame_end(t.id(), k, monotonic_ns() - start, h, t.partition().time());
     first_in_cycle = false;
   };
+  for (const TaskRuntime* m : unit.members) trace::task_state(m->id(), 0);
   while (running_.load(std::memory_order_relaxed)) {
     const std::int64_t deadline = deadlines.next();
     if (end_ns_ != 0 && deadline >= end_ns_) break;
@@ -150,11 +157,17 @@ void RealtimeExecutor::thread_main(const Unit& unit) noexcept {
     auto& s = slow.stats();
     s.wakeup_latency_ns.add(wake - deadline);
     s.execution_ns.add(end - wake);
+    const std::uint64_t overruns_before = deadlines.overruns();
+    const std::uint64_t missed_before = deadlines.missed_periods();
     deadlines.advance(end);
+    if (deadlines.overruns() != overruns_before) {
+      trace::overrun(slow.id(), s.frames.load(std::memory_order_relaxed) - 1, deadlines.missed_periods() - missed_before);
+    }
     s.overruns.store(deadlines.overruns(), std::memory_order_relaxed);
     s.missed_periods.store(deadlines.missed_periods(), std::memory_order_relaxed);
   }
   // ---- end of the real-time section ----
+  for (const TaskRuntime* m : unit.members) trace::task_state(m->id(), 1);
   active_.fetch_sub(1, std::memory_order_release);
 }
 
