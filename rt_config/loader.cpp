@@ -2,11 +2,16 @@
 
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
+#if __has_include(<yaml-cpp/depthguard.h>)
+#include <yaml-cpp/depthguard.h>
+#define RTCOSIM_YAML_HAS_DEPTH_GUARD 1
+#endif
 
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -54,6 +59,7 @@ class Reader {
       error(node, what + " is " + kind(node) + " — expected a mapping of " + join(allowed));
       return false;
     }
+    unique_keys(node, what);
     for (auto it = node.begin(); it != node.end(); ++it) {
       const std::string key = it->first.IsScalar() ? it->first.Scalar() : std::string("?");
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
@@ -66,6 +72,20 @@ class Reader {
     return true;
   }
 
+  // YAML parsers keep the first of two equal keys and drop the second
+  // silently; a key written twice is almost always a mistake.
+  void unique_keys(const YAML::Node& node, const std::string& what) {
+    std::map<std::string, Location> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      if (!it->first.IsScalar()) continue;
+      const auto [first, fresh] = seen.emplace(it->first.Scalar(), location_of(it->first));
+      if (fresh) continue;
+      error(it->first, "key '" + it->first.Scalar() + "' appears twice in " + what + " (first at line " +
+                           std::to_string(first->second.line) + ", column " + std::to_string(first->second.column) +
+                           ") — expected each key once");
+    }
+  }
+
   static std::string kind(const YAML::Node& node) {
     switch (node.Type()) {
       case YAML::NodeType::Null: return "empty";
@@ -73,8 +93,8 @@ class Reader {
         const std::string& v = node.Scalar();
         return "'" + (v.size() > 40 ? v.substr(0, 37) + "..." : v) + "'";
       }
-      case YAML::NodeType::Sequence: return "a list";
-      case YAML::NodeType::Map: return "a mapping";
+      case YAML::NodeType::Sequence: return node.size() == 0 ? "an empty list" : "a list";
+      case YAML::NodeType::Map: return node.size() == 0 ? "an empty mapping" : "a mapping";
       default: return "undefined";
     }
   }
@@ -167,7 +187,11 @@ class Reader {
       const std::string& s = node.Scalar();
       double v = 0.0;
       const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-      if (ec == std::errc() && end == s.data() + s.size()) return tasks::ParamValue{v};
+      if (ec == std::errc() && end == s.data() + s.size()) {
+        if (std::isfinite(v)) return tasks::ParamValue{v};
+        error(node, what + " is " + kind(node) + " — expected a finite number");
+        return std::nullopt;
+      }
       if (s == "true" || s == "false") return tasks::ParamValue{s == "true"};
       return tasks::ParamValue{s};
     }
@@ -221,7 +245,7 @@ class Reader {
     const std::string& s = node.Scalar();
     const auto dot = s.rfind('.');
     if (dot == std::string::npos || dot == 0 || dot + 1 == s.size()) {
-      error(node, what + " '" + s + "' — expected \"block.port\", e.g. \"airframe.y\"");
+      error(node, what + " is '" + s + "' — expected \"block.port\", e.g. \"airframe.y\"");
       return std::nullopt;
     }
     return tasks::Endpoint{s.substr(0, dot), s.substr(dot + 1)};
@@ -327,7 +351,10 @@ class GraphLoader {
         if (!names.insert(*name).second) in_.error(node["name"], "a second task is named '" + *name + "' — task names must be unique");
       }
       if (auto p = in_.duration(node, "period", what, true)) {
-        if (!(*p > 0.0)) in_.error(node["period"], what + ": 'period' must be positive");
+        if (!(*p > 0.0)) {
+          in_.error(node["period"], what + ": 'period' = " + node["period"].Scalar() +
+                                        " is not positive — expected a duration > 0, e.g. \"5ms\"");
+        }
         t.period = *p;
       }
       if (auto cpu = in_.integer(node, "cpu", what, 0, 4095)) t.cpu = static_cast<int>(*cpu);
@@ -358,7 +385,10 @@ class GraphLoader {
     if (!in_.mapping(node, what + ": 'execution'", {"nominal", "spikes"})) return;
     out.declared = true;
     if (auto n = in_.duration(node, "nominal", what + ": 'execution'", true)) {
-      if (*n < 0.0) in_.error(node["nominal"], what + ": execution time must not be negative");
+      if (*n < 0.0) {
+        in_.error(node["nominal"], what + ": 'execution': 'nominal' = " + node["nominal"].Scalar() +
+                                       " is negative — expected a duration >= 0");
+      }
       out.nominal = *n;
     }
     const auto spikes = node["spikes"];
@@ -372,7 +402,13 @@ class GraphLoader {
       ExecutionSpike spike;
       if (auto f = in_.integer(s, "frame", what + ": a spike", 0, 1LL << 53)) spike.frame = static_cast<std::uint64_t>(*f);
       else if (!s["frame"]) in_.error(s, what + ": a spike has no 'frame' — it is required");
-      if (auto tm = in_.duration(s, "time", what + ": a spike", true)) spike.time = *tm;
+      if (auto tm = in_.duration(s, "time", what + ": a spike", true)) {
+        if (*tm < 0.0) {
+          in_.error(s["time"], what + ": a spike: 'time' = " + s["time"].Scalar() +
+                                   " is negative — expected a duration >= 0");
+        }
+        spike.time = *tm;
+      }
       out.spikes.push_back(spike);
     }
   }
@@ -401,6 +437,7 @@ class GraphLoader {
       bool params_ok = true;
       if (const auto params = node["params"]) {
         if (params.IsMap()) {
+          in_.unique_keys(params, what + ": 'params'");
           for (auto it = params.begin(); it != params.end(); ++it) {
             const std::string key = it->first.Scalar();
             info.param_locations[key] = location_of(it->first);
@@ -446,6 +483,7 @@ class GraphLoader {
     }
     CouplingSpec c;
     c.where = location_of(node);
+    in_.unique_keys(node, what);
     const auto method = in_.text(node, "method", what, true);
     if (!method) return std::nullopt;
     c.method = *method;
@@ -471,12 +509,16 @@ class GraphLoader {
   }
 
   void read_wires(const YAML::Node& list, const YAML::Node& root) {
+    // Without a readable wire list, every input would be "not connected":
+    // one mistake, one message.
     if (!list) {
       in_.error(root, "the task graph has no 'wires' — expected a list of {from: block.port, to: block.port}");
+      wires_unread_ = true;
       return;
     }
     if (!list.IsSequence()) {
       in_.error(list, "'wires' is " + Reader::kind(list) + " — expected a list of wires");
+      wires_unread_ = true;
       return;
     }
     for (const auto& node : list) {
@@ -487,11 +529,15 @@ class GraphLoader {
       const auto to = node["to"] ? in_.endpoint(node["to"], "'to'") : std::nullopt;
       if (!node["from"]) in_.error(node, "a wire has no 'from' — it is required (\"block.port\")");
       if (!node["to"]) in_.error(node, "a wire has no 'to' — it is required (\"block.port\")");
-      if (!from || !to) continue;
+      if (!from || !to) {
+        if (to) wired_inputs_.insert(to->str());  // reported already; not "not connected" as well
+        continue;
+      }
       w.wire = {*from, *to};
       if (node["coupling"]) {
+        // An invalid coupling is reported; the wire itself stays, so its
+        // input is not reported as unconnected too.
         w.coupling = coupling_spec(node["coupling"], "the coupling of wire '" + from->str() + " -> " + to->str() + "'");
-        if (!w.coupling) continue;
       }
       wire_nodes_.push_back(node);
       graph_.diagram.wires.push_back(w.wire);
@@ -573,7 +619,8 @@ class GraphLoader {
       if (out_port->width != in_port->width) {
         in_.error(node, "wire '" + entry.wire.from.str() + " -> " + entry.wire.to.str() + "': widths differ (" +
                             entry.wire.from.str() + " has " + std::to_string(out_port->width) + " signal(s), " +
-                            entry.wire.to.str() + " expects " + std::to_string(in_port->width) + ")");
+                            entry.wire.to.str() + " expects " + std::to_string(in_port->width) +
+                            ") — expected ports of equal width");
         wiring_ok = false;
       }
       const auto it = driver.find(entry.wire.to.str());
@@ -599,7 +646,9 @@ class GraphLoader {
       }
       for (const auto& port : info.block->inputs()) {
         const std::string key = info.block->name() + "." + port.name;
-        if (!driver.count(key)) {
+        if (wires_unread_ || wired_inputs_.count(key)) {
+          wiring_ok = false;
+        } else if (!driver.count(key)) {
           in_.error(info.where, "input '" + key + "' of block '" + info.block->name() + "' (" + info.block->type() +
                                     ") is not connected — wire a block output to it");
           wiring_ok = false;
@@ -653,6 +702,7 @@ class GraphLoader {
     std::map<std::string, const TaskSpec*> group_leader;
     std::map<int, double> load;
     std::map<int, bool> load_complete;
+    std::map<int, Location> first_on_cpu;
     for (const auto& t : graph_.tasks) {
       const std::string what = "task '" + t.name + "'";
       if (t.cpu >= cpus) {
@@ -660,7 +710,9 @@ class GraphLoader {
                                  std::to_string(cpus) + " CPU(s) (0-" + std::to_string(cpus - 1) +
                                  ") — fine if the file is meant for another machine");
       }
-      if (t.cpu >= 0 && t.priority > 0 && t.rate_group.empty()) {
+      // One thread per task, or per rate group (its first task stands for it).
+      const bool own_thread = t.rate_group.empty() || !group_leader.count(t.rate_group);
+      if (t.cpu >= 0 && t.priority > 0 && own_thread) {
         const auto [it, fresh] = cpu_priority.emplace(std::make_pair(t.cpu, t.priority), t.name);
         if (!fresh) {
           in_.error(t.where, what + " and task '" + it->second + "' share CPU " + std::to_string(t.cpu) +
@@ -679,24 +731,28 @@ class GraphLoader {
           const double fast = std::min(lead.period, t.period), slow = std::max(lead.period, t.period);
           const double ratio = fast > 0.0 ? slow / fast : 0.0;
           if (fast > 0.0 && std::fabs(ratio - std::round(ratio)) > 1e-9 * ratio) {
+            char shown[32];
+            std::snprintf(shown, sizeof shown, "%g", ratio);
             in_.error(t.where, what + " and task '" + lead.name + "' in rate group '" + t.rate_group +
-                                   "' have periods whose ratio is " + std::to_string(ratio) +
+                                   "' have periods whose ratio is " + shown +
                                    " — expected an integer frame ratio");
           }
         }
       }
       if (t.cpu >= 0) {
+        first_on_cpu.emplace(t.cpu, t.where);
         load[t.cpu] += t.execution.declared && t.period > 0.0 ? t.execution.nominal / t.period : 0.0;
         load_complete.emplace(t.cpu, true).first->second &= t.execution.declared;
       }
       bool has_block = false;
       for (const auto& b : graph_.diagram.blocks) has_block = has_block || b.task == t.name;
-      if (!has_block) in_.warning(t.where, what + " runs no block");
+      if (!has_block && !t.name.empty()) in_.warning(t.where, what + " runs no block");
     }
     for (const auto& [cpu, u] : load) {
       if (load_complete[cpu] && u > 1.0) {
-        in_.warning(Location{1, 1}, "CPU " + std::to_string(cpu) + " is loaded to " + std::to_string(std::lround(u * 100)) +
-                                        " % by the declared execution times — its tasks will overrun");
+        in_.warning(first_on_cpu[cpu], "CPU " + std::to_string(cpu) + " is loaded to " +
+                                           std::to_string(std::lround(u * 100)) +
+                                           " % by the declared execution times — its tasks will overrun");
       }
     }
   }
@@ -711,6 +767,8 @@ class GraphLoader {
   std::vector<BlockInfo> infos_;
   std::vector<YAML::Node> wire_nodes_;
   std::vector<YAML::Node> record_nodes_;
+  bool wires_unread_ = false;           // 'wires' missing or not a list
+  std::set<std::string> wired_inputs_;  // inputs of wires dropped for another error
 };
 
 }  // namespace
@@ -734,6 +792,12 @@ LoadResult load_graph_text(std::string_view text, const std::string& file_label,
   YAML::Node root;
   try {
     root = YAML::Load(std::string(text));
+#ifdef RTCOSIM_YAML_HAS_DEPTH_GUARD
+  } catch (const YAML::DeepRecursion& e) {
+    return fail({e.mark.line + 1, e.mark.column + 1},
+                "not valid YAML: nested " + std::to_string(e.depth()) +
+                    " levels deep — expected a task graph nested a few levels deep");
+#endif
   } catch (const YAML::Exception& e) {
     return fail({e.mark.line + 1, e.mark.column + 1}, "not valid YAML: " + e.msg);
   }

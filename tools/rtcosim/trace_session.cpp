@@ -92,7 +92,10 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
       {"lttng", "create", s->name_, "--output=" + directory},
       {"lttng", "enable-channel", "--userspace", "--session=" + s->name_, "--buffers-uid", "--discard",
        "--subbuf-size=" + std::to_string(bytes), "--num-subbuf=4", "rtcosim"},
-      {"lttng", "enable-event", "--userspace", "--session=" + s->name_, "--channel=rtcosim", "rtcosim:*"},
+      // Only this process: other rtcosim processes of the same user write to
+      // the same per-UID buffers, and their events must not mix with ours.
+      {"lttng", "enable-event", "--userspace", "--session=" + s->name_, "--channel=rtcosim",
+       "--filter=$ctx.vpid == " + std::to_string(getpid()), "rtcosim:*"},
       {"lttng", "start", s->name_},
   };
   for (const auto& step : steps) {

@@ -13,7 +13,7 @@ namespace rtcosim::tools {
  * a session writing to DIR with one user-space channel tuned for real-time
  * tasks (per-UID buffers, discard mode rather than blocking the tasks,
  * sub-buffers sized from the expected event rate), enables the `rtcosim:*`
- * events and starts it; `stop` stops and destroys it and reports how many
+ * events of this process only and starts it; `stop` stops and destroys it and reports how many
  * events were discarded. Set-up code: spawns processes, never on the
  * real-time path.
  */
