@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/json.hpp"
+
 namespace rtcosim::tools {
 
 namespace {
@@ -75,25 +77,6 @@ namespace rtcosim::tools {
 
 namespace {
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";
@@ -116,8 +99,8 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     const auto& s = t->stats();
     out += first ? "" : ",";
     first = false;
-    out += "{\"name\":" + json_string(t->spec().name) + ",\"cpu\":" + std::to_string(t->spec().cpu) +
-           ",\"policy\":" + json_string(policy) + ",\"priority\":" + std::to_string(t->spec().priority) +
+    out += "{\"name\":" + base::json_string(t->spec().name) + ",\"cpu\":" + std::to_string(t->spec().cpu) +
+           ",\"policy\":" + base::json_string(policy) + ",\"priority\":" + std::to_string(t->spec().priority) +
            ",\"frames\":" + std::to_string(s.frames.load()) + ",\"overruns\":" + std::to_string(s.overruns.load()) +
            ",\"missed_periods\":" + std::to_string(s.missed_periods.load()) +
            ",\"latency_ns\":" + percentiles(s.wakeup_latency_ns) + ",\"exec_ns\":" + percentiles(s.execution_ns) +
@@ -130,8 +113,8 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
   for (auto& l : graph.links()) {
     out += first ? "" : ",";
     first = false;
-    out += "{\"from\":" + json_string(l->source) + ",\"to\":" + json_string(l->consumer) +
-           ",\"method\":" + json_string(l->method) + ",\"published\":" + std::to_string(l->link->published()) +
+    out += "{\"from\":" + base::json_string(l->source) + ",\"to\":" + base::json_string(l->consumer) +
+           ",\"method\":" + base::json_string(l->method) + ",\"published\":" + std::to_string(l->link->published()) +
            ",\"dropped\":" + std::to_string(l->link->dropped()) + "}";
   }
   out += "],\"signals\":[";
@@ -139,7 +122,7 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
   for (const auto& e : errors) {
     out += first ? "" : ",";
     first = false;
-    out += "{\"name\":" + json_string(e.signal) + ",\"rms_error\":" + json_number(e.rms) +
+    out += "{\"name\":" + base::json_string(e.signal) + ",\"rms_error\":" + json_number(e.rms) +
            ",\"max_error\":" + json_number(e.max) + "}";
   }
   return out + "]}\n";

@@ -8,6 +8,8 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/json.hpp"
+
 #include "runtime/stats.hpp"
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
@@ -43,14 +45,6 @@ std::string quantile_json(const Quantiles& q) {
          ",\"p999\":" + std::to_string(q.p999) + ",\"max\":" + std::to_string(q.max) + "}";
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) out += c;
-  }
-  return out + "\"";
-}
 
 // Text histogram in the runtime's log buckets, over the occupied range.
 std::string histogram(const std::vector<std::int64_t>& values) {
@@ -138,7 +132,7 @@ std::string json_report(const TraceData& d) {
   std::string out = "{\"tasks\":[";
   bool first = true;
   for (const auto& [id, t] : d.tasks) {
-    out += (first ? "" : ",") + std::string("{\"name\":") + json_string(t.name) +
+    out += (first ? "" : ",") + std::string("{\"name\":") + base::json_string(t.name) +
            ",\"frames\":" + std::to_string(t.frames.size()) + ",\"latency_ns\":" + quantile_json(quantiles(latencies(t))) +
            ",\"exec_ns\":" + quantile_json(quantiles(executions(t))) +
            ",\"deadline_misses\":" + std::to_string(t.overruns.size()) + "}";
@@ -155,8 +149,8 @@ std::string json_report(const TraceData& d) {
     if (!l.age_s.empty()) mean /= static_cast<double>(l.age_s.size());
     char ages[96];
     std::snprintf(ages, sizeof ages, ",\"age_s\":{\"mean\":%.9g,\"max\":%.9g}", mean, worst);
-    out += (first ? "" : ",") + std::string("{\"from\":") + json_string(l.source) + ",\"to\":" + json_string(l.consumer) +
-           ",\"method\":" + json_string(l.method) + ",\"published\":" + std::to_string(l.published) +
+    out += (first ? "" : ",") + std::string("{\"from\":") + base::json_string(l.source) + ",\"to\":" + base::json_string(l.consumer) +
+           ",\"method\":" + base::json_string(l.method) + ",\"published\":" + std::to_string(l.published) +
            ",\"dropped\":" + std::to_string(l.dropped) + ages + "}";
     first = false;
   }
@@ -173,7 +167,7 @@ std::string perfetto_json(const TraceData& d) {
   };
   for (const auto& [id, t] : d.tasks) {
     sep();
-    out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << id << ",\"args\":{\"name\":" << json_string(t.name)
+    out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << id << ",\"args\":{\"name\":" << base::json_string(t.name)
         << "}}";
     for (const auto& f : t.frames) {
       if (!f.ended) continue;
