@@ -12,6 +12,8 @@ packages=(
   libbenchmark-dev                               # bench/
   liblttng-ust-dev lttng-tools                   # tracepoints and tracing sessions (rtcosim run --trace)
   libbabeltrace2-dev                             # rtcosim trace report
+  libsystemd-dev systemd                         # rtcosimd: sd_notify; systemd-analyze verify in CI
+  rt-tests                                       # cyclictest, the baseline of bench/latency_vs_cyclictest.sh
   clang libclang-rt-14-dev                       # libFuzzer target of the config loader
   python3-yaml python3-jsonschema                # JSON Schema check of the examples
 )
