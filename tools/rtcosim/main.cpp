@@ -7,6 +7,7 @@
 
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/ctl_command.hpp"
+#include "tools/rtcosim/preflight_command.hpp"
 #include "tools/rtcosim/eval_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
 #ifdef RTCOSIM_HAVE_BABELTRACE2
@@ -25,6 +26,7 @@ coupling (extrapolation) method.
 commands:
   check     validate a task-graph file; print its tasks and links, or Graphviz DOT
   run       run a task graph (--virtual: on a fake clock with scripted execution times)
+  preflight check the real-time set-up of this PC for a graph's CPUs
   ctl       talk to a running rtcosimd (status, stop, start, reload, record, trace)
   trace     'trace report DIR': latency, execution time and deadline misses from an LTTng trace
   eval      evaluate the coupling methods on the paper's test signals (MSE, table, SVG plot)
@@ -51,6 +53,7 @@ int main(int argc, char** argv) {
   if (verb == "check") return rtcosim::tools::run_check_command(args);
   if (verb == "run") return rtcosim::tools::run_run_command(args);
   if (verb == "ctl") return rtcosim::tools::run_ctl_command(args);
+  if (verb == "preflight") return rtcosim::tools::run_preflight_command(args);
   if (verb == "trace") {
 #ifdef RTCOSIM_HAVE_BABELTRACE2
     return rtcosim::trace_report::run_trace_command(args);
