@@ -12,6 +12,7 @@ BlockRegistry BlockRegistry::with_builtins() {
   register_nonlinear_blocks(r);
   register_controller_blocks(r);
   register_discrete_blocks(r);
+  register_utility_blocks(r);
   return r;
 }
 

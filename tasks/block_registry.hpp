@@ -65,5 +65,6 @@ void register_continuous_blocks(BlockRegistry& registry);  // integrator, state_
 void register_nonlinear_blocks(BlockRegistry& registry);   // saturation, dead_zone, rate_limiter, lookup_1d
 void register_controller_blocks(BlockRegistry& registry);  // pid
 void register_discrete_blocks(BlockRegistry& registry);    // discrete_transfer_function, zero_order_hold, unit_delay
+void register_utility_blocks(BlockRegistry& registry);     // cpu_load
 
 }  // namespace rtcosim::tasks

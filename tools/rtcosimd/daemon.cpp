@@ -44,6 +44,10 @@ struct Client {
   int fd = -1;
   std::string in;
   std::string out;
+  // After an oversized request: the rest of its input is read and thrown
+  // away (closing with unread input would reset the connection and lose
+  // the error reply), and the connection ends once the reply is out.
+  bool discarding = false;
 };
 
 }  // namespace
@@ -289,10 +293,9 @@ int Daemon::run() {
         }
       }
     }
-    if (fds[1].revents & POLLIN) {
-      for (int cfd; (cfd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) clients.push_back({cfd, {}, {}});
-    }
-    for (std::size_t i = 0; i < clients.size(); ++i) {
+    // Only the clients that were polled; new ones join after this round.
+    const std::size_t polled = fds.size() - 2;
+    for (std::size_t i = 0; i < polled; ++i) {
       Client& c = clients[i];
       const short revents = fds[i + 2].revents;
       bool close_it = (revents & (POLLERR | POLLHUP)) != 0 && !(revents & POLLIN);
@@ -301,7 +304,7 @@ int Daemon::run() {
         const ssize_t n = read(c.fd, buf, sizeof buf);
         if (n <= 0) {
           close_it = true;
-        } else {
+        } else if (!c.discarding) {
           c.in.append(buf, static_cast<std::size_t>(n));
           for (std::size_t nl; (nl = c.in.find('\n')) != std::string::npos;) {
             const std::string line = c.in.substr(0, nl);
@@ -312,9 +315,8 @@ int Daemon::run() {
             c.out += reply_error("request longer than " + std::to_string(options_.max_request_bytes) +
                                  " bytes — the connection is closed") + "\n";
             c.in.clear();
-            // Write what we can, then close: an oversized request ends the session.
-            (void)!write(c.fd, c.out.data(), c.out.size());
-            close_it = true;
+            c.in.shrink_to_fit();
+            c.discarding = true;
           }
         }
       }
@@ -322,6 +324,7 @@ int Daemon::run() {
         const ssize_t n = write(c.fd, c.out.data(), c.out.size());
         if (n > 0) c.out.erase(0, static_cast<std::size_t>(n));
         if (n < 0 && errno != EAGAIN) close_it = true;
+        if (c.discarding && c.out.empty()) shutdown(c.fd, SHUT_WR);
       }
       if (close_it) {
         close(c.fd);
@@ -329,6 +332,11 @@ int Daemon::run() {
       }
     }
     std::erase_if(clients, [](const Client& c) { return c.fd < 0; });
+    if (fds[1].revents & POLLIN) {
+      for (int cfd; (cfd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
+        clients.push_back({cfd, {}, {}, false});
+      }
+    }
 
     drain_recorder();
     if (now_s() >= next_status) {
