@@ -64,6 +64,10 @@ std::string format_duration(double seconds) {
     std::snprintf(buf, sizeof buf, "%g us", seconds * 1e6);
   } else if (a < 1.0) {
     std::snprintf(buf, sizeof buf, "%g ms", seconds * 1e3);
+  } else if (a >= 3600.0 && std::fmod(a, 3600.0) == 0.0) {
+    std::snprintf(buf, sizeof buf, "%g h", seconds / 3600.0);
+  } else if (a >= 60.0 && std::fmod(a, 60.0) == 0.0) {
+    std::snprintf(buf, sizeof buf, "%g min", seconds / 60.0);
   } else {
     std::snprintf(buf, sizeof buf, "%g s", seconds);
   }
