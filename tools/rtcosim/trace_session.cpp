@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <regex>
+#include <cctype>
 #include <thread>
 #include <vector>
 
@@ -46,11 +46,15 @@ bool sessiond_running() {
   return run_command({"lttng", "list"}, &out) == 0;
 }
 
+// Sums the N of every "N event(s) were/was discarded" lttng printed.
 std::uint64_t discarded_in(const std::string& text) {
-  static const std::regex kDiscarded(R"((\d+) events? (were|was) discarded)");
   std::uint64_t total = 0;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), kDiscarded); it != std::sregex_iterator(); ++it) {
-    total += std::stoull((*it)[1].str());
+  for (std::size_t at = text.find(" discarded"); at != std::string::npos; at = text.find(" discarded", at + 1)) {
+    std::size_t p = text.rfind(" event", at);
+    if (p == std::string::npos || at - p > 16) continue;
+    std::size_t end = p;
+    while (p > 0 && std::isdigit(static_cast<unsigned char>(text[p - 1]))) --p;
+    if (p < end) total += std::stoull(text.substr(p, end - p));
   }
   return total;
 }
