@@ -101,6 +101,9 @@ struct GraphSpec {
   }
 };
 
+// The graph's plugin directories, relative ones taken from the file's directory.
+std::vector<std::string> plugin_directories(const GraphSpec& graph);
+
 std::string to_string(StepPolicy p);
 std::string to_string(OverrunPolicy p);
 std::string to_string(RealtimeMode m);

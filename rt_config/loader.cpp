@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -20,6 +21,7 @@
 
 #include "base/duration.hpp"
 #include "base/text.hpp"
+#include "coupling/plugin_loader.hpp"
 #include "tasks/partition.hpp"
 
 namespace rtcosim::config {
@@ -298,7 +300,7 @@ class GraphLoader {
   GraphLoader(LoadResult& result, const LoadOptions& options, const tasks::BlockRegistry& blocks,
               const coupling::MethodRegistry& methods)
       : result_(result), graph_(result.graph), in_(graph_.file, result.diagnostics), options_(options),
-        blocks_(blocks), methods_(methods) {}
+        blocks_(blocks), methods_(&methods) {}
 
   void load(const YAML::Node& root) {
     if (!root || root.IsNull()) {
@@ -316,6 +318,7 @@ class GraphLoader {
                         : *mode == "off"    ? RealtimeMode::kOff
                                             : RealtimeMode::kPreferred;
     }
+    read_plugins(root["plugins"]);
     if (root["coupling"]) {
       if (auto c = coupling_spec(root["coupling"], "the default coupling")) graph_.default_coupling = *c;
     }
@@ -324,7 +327,6 @@ class GraphLoader {
     read_wires(root["wires"], root);
     read_record(root["record"]);
     read_trace(root["trace"]);
-    read_plugins(root["plugins"]);
     check_diagram();
     check_tasks();
   }
@@ -499,7 +501,7 @@ class GraphLoader {
       c.params.push_back({key, it->second.Scalar()});
     }
     try {
-      (void)methods_.resolve(c.method, c.params);
+      (void)methods_->resolve(c.method, c.params);
     } catch (const coupling::CouplingError& e) {
       const auto it = where.find(e.parameter());
       in_.error(it != where.end() ? it->second : location_of(node["method"]), e.what());
@@ -577,14 +579,39 @@ class GraphLoader {
       in_.error(node, "'plugins' is " + Reader::kind(node) + " — expected a list of directories");
       return;
     }
+    std::vector<YAML::Node> nodes;
     for (const auto& d : node) {
       if (d.IsScalar() && !d.Scalar().empty()) {
         graph_.plugins.push_back(d.Scalar());
+        nodes.push_back(d);
       } else {
         in_.error(d, "a plugin directory is " + Reader::kind(d) + " — expected a path");
       }
     }
+    if (graph_.plugins.empty()) return;
+    // The methods the rest of the file may name: the given ones plus the
+    // plugins'. A plugin that fails is a warning: the file may still work.
+    with_plugins_ = std::make_unique<coupling::MethodRegistry>(*methods_);
+    for (std::size_t i = 0; i < graph_.plugins.size(); ++i) {
+      const auto dir = resolve_plugin_dir(graph_.plugins[i]);
+      for (const auto& d : coupling::load_plugins(*with_plugins_, {dir})) {
+        if (!d.ok) in_.warning(location_of(nodes[i]), d.path + ": " + d.message);
+      }
+    }
+    methods_ = with_plugins_.get();
   }
+
+  // A relative plugin directory is relative to the task-graph file.
+  std::filesystem::path resolve_plugin_dir(const std::string& dir) const {
+    const std::filesystem::path p(dir);
+    if (p.is_absolute()) return p;
+    return std::filesystem::path(graph_.file).parent_path() / p;
+  }
+
+ public:
+  [[nodiscard]] const coupling::MethodRegistry& methods() const noexcept { return *methods_; }
+
+ private:
 
   // Ports, widths, sources, unconnected inputs, task assignment, couplings
   // and, when all of that holds, algebraic loops over the whole diagram.
@@ -762,7 +789,8 @@ class GraphLoader {
   Reader in_;
   const LoadOptions& options_;
   const tasks::BlockRegistry& blocks_;
-  const coupling::MethodRegistry& methods_;
+  const coupling::MethodRegistry* methods_;
+  std::unique_ptr<coupling::MethodRegistry> with_plugins_;  // when the file names plugin directories
   std::map<std::string, std::size_t> block_index_;
   std::vector<BlockInfo> infos_;
   std::vector<YAML::Node> wire_nodes_;

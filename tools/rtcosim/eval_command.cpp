@@ -6,6 +6,7 @@
 
 #include "base/duration.hpp"
 #include "coupling/evaluation.hpp"
+#include "coupling/plugin_loader.hpp"
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
 
@@ -40,6 +41,7 @@ options:
                           A3 (75 ms, 3) x signals x methods
   --format markdown|tsv   table format (default markdown)
   --list-methods          the coupling methods and their parameters
+  --plugins DIR           load coupling-method plugins (*.so) from DIR; repeatable
   -h, --help              this text
 
 Durations take a unit: ns, us, ms, s, min, h ("40ms", "0.075s").
@@ -149,14 +151,19 @@ std::string eval_table(const coupling::MethodRegistry& registry, TableFormat for
 }
 
 int run_eval_command(const std::vector<std::string>& raw_args) {
-  const auto registry = coupling::MethodRegistry::with_builtins();
   try {
     CliArgs args("eval",
-                 {"signal", "method", "order", "interp-order", "param", "macro", "micro", "duration", "plot", "format"},
-                 {"table", "no-derivatives", "list-methods", "help"}, {"param"});
+                 {"signal", "method", "order", "interp-order", "param", "macro", "micro", "duration", "plot", "format",
+                  "plugins"},
+                 {"table", "no-derivatives", "list-methods", "help"}, {"param", "plugins"});
     std::vector<std::string> rest;
     for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
     args.parse(rest);
+    std::vector<coupling::PluginDiagnostic> plugin_problems;
+    const auto registry = coupling::registry_with_plugins(args.values("plugins"), &plugin_problems);
+    for (const auto& d : plugin_problems) {
+      if (!d.ok) std::cerr << "warning: " << d.path << ": " << d.message << '\n';
+    }
     if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
     if (args.flag("help")) {
       std::cout << kHelp;

@@ -9,6 +9,7 @@
 
 #include "base/duration.hpp"
 #include "rt_config/loader.hpp"
+#include "coupling/plugin_loader.hpp"
 #include "runtime/frame_log.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/realtime.hpp"
@@ -181,7 +182,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     if (virtual_time && !(duration > 0.0)) throw UsageError(file + " runs until stopped; a virtual run needs --duration");
 
     const auto blocks = tasks::BlockRegistry::with_builtins();
-    const auto methods = coupling::MethodRegistry::with_builtins();
+    const auto methods = coupling::registry_with_plugins(config::plugin_directories(spec), nullptr);
     auto graph = runtime::Graph::build(spec, blocks, methods);
     runtime::Recorder recorder(*graph);
     const std::string record_path = args.value("record").value_or(spec.record.file);

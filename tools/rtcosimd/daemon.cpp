@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "base/json.hpp"
+#include "coupling/plugin_loader.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/realtime.hpp"
 #include "tools/rtcosim/run_summary.hpp"
@@ -69,6 +70,7 @@ bool Daemon::load(const std::string& file, std::string* errors) {
   }
   if (!text.empty()) std::cerr << text;
   try {
+    methods_ = coupling::registry_with_plugins(config::plugin_directories(loaded.graph), nullptr);
     auto graph = runtime::Graph::build(loaded.graph, blocks_, methods_);
     stop_graph();
     graph_ = std::move(graph);
