@@ -1,0 +1,146 @@
+// Measured convergence orders of the integrators, AB-2 with varying steps
+// and with a mid-frame input, where each integrator samples its inputs, and
+// AB-2's on-line truncation-error estimate.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "tasks/diagram.hpp"
+
+namespace rtcosim::tasks {
+namespace {
+
+struct NoInputs final : InputSource {
+  void sample(std::size_t, double, std::span<double> o) noexcept override { o[0] = 0.0; }
+};
+struct SineInput final : InputSource {
+  std::set<double> times;
+  bool log = false;
+  void sample(std::size_t, double t, std::span<double> o) noexcept override {
+    if (log) times.insert(std::round(t * 1e9) / 1e9);
+    o[0] = std::sin(t);
+  }
+};
+
+std::unique_ptr<Partition> oscillator(IntegratorKind kind) {
+  const auto r = BlockRegistry::with_builtins();
+  return build_partition(r, "osc",
+                         {{"osc", "state_space",
+                           {{"A", Matrix{{0, 1}, {-1, 0}}}, {"B", Matrix{{0}, {0}}}, {"C", Matrix{{1, 0}}},
+                            {"initial", Vector{1, 0}}},
+                           ""}},
+                         {}, {{"u", 1, {{"osc", "u"}}}}, kind);
+}
+
+std::unique_ptr<Partition> decay(IntegratorKind kind) {  // y' = -y, y(0) = 1
+  const auto r = BlockRegistry::with_builtins();
+  return build_partition(r, "decay", {{"lag", "first_order_lag", {{"time_constant", 1.0}, {"initial", 1.0}}, ""}}, {},
+                         {{"u", 1, {{"lag", "u"}}}}, kind);
+}
+
+std::unique_ptr<Partition> forced(IntegratorKind kind) {  // x' = -x + sin t, x(0) = 0
+  const auto r = BlockRegistry::with_builtins();
+  return build_partition(r, "forced", {{"lag", "first_order_lag", {{"time_constant", 1.0}}, ""}}, {},
+                         {{"u", 1, {{"lag", "u"}}}}, kind);
+}
+
+template <typename Make, typename Exact>
+double error_at_2s(Make make, Exact exact, IntegratorKind kind, double h, bool varying, InputSource& in) {
+  auto p = make(kind);
+  double t = 0.0;
+  for (int k = 0; t < 2.0 - 1e-12; ++k) {
+    double step = varying ? h * (1.0 + 0.2 * std::sin(static_cast<double>(k))) : h;
+    step = std::min(step, 2.0 - t);
+    p->step(t, step, in);
+    t += step;
+  }
+  return std::fabs(p->state()[0] - exact(2.0));
+}
+
+struct Case {
+  IntegratorKind kind;
+  double ratio;  // expected error ratio when halving h
+};
+
+class Convergence : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Convergence, DecayAndOscillatorAndMidFrameInput) {
+  const auto [kind, expected] = GetParam();
+  NoInputs none;
+  SineInput sine;
+  const auto decay_exact = [](double t) { return std::exp(-t); };
+  const auto osc_exact = [](double t) { return std::cos(t); };
+  const auto forced_exact = [](double t) { return (std::sin(t) - std::cos(t) + std::exp(-t)) / 2.0; };
+  for (double h : {0.02, 0.01}) {
+    const double r_decay = error_at_2s(decay, decay_exact, kind, h, false, none) /
+                           error_at_2s(decay, decay_exact, kind, h / 2, false, none);
+    const double r_osc = error_at_2s(oscillator, osc_exact, kind, h, false, none) /
+                         error_at_2s(oscillator, osc_exact, kind, h / 2, false, none);
+    const double r_forced = error_at_2s(forced, forced_exact, kind, h, false, sine) /
+                            error_at_2s(forced, forced_exact, kind, h / 2, false, sine);
+    EXPECT_NEAR(r_decay, expected, 0.15 * expected) << integrator_name(kind) << " h " << h;
+    EXPECT_NEAR(r_osc, expected, 0.15 * expected) << integrator_name(kind) << " h " << h;
+    EXPECT_NEAR(r_forced, expected, 0.15 * expected) << integrator_name(kind) << " h " << h;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Integrators, Convergence,
+                         ::testing::Values(Case{IntegratorKind::kEuler, 2.0}, Case{IntegratorKind::kAb2, 4.0},
+                                           Case{IntegratorKind::kRk2, 4.0}, Case{IntegratorKind::kRk4, 16.0}));
+
+TEST(Ab2, KeepsSecondOrderWithVaryingSteps) {
+  NoInputs none;
+  const auto exact = [](double t) { return std::cos(t); };
+  const double e1 = error_at_2s(oscillator, exact, IntegratorKind::kAb2, 0.01, true, none);
+  const double e2 = error_at_2s(oscillator, exact, IntegratorKind::kAb2, 0.005, true, none);
+  EXPECT_NEAR(e1 / e2, 4.0, 0.6);
+}
+
+TEST(Integrators, SampleInputsWhereTheirFormulasNeedThem) {
+  // One step from t = 1 with h = 0.5; the final pass samples at t + h for
+  // the outputs. Euler: t; AB-2: t + h/2; RK2: t, t + h; RK4: t, t + h/2, t + h.
+  const std::map<IntegratorKind, std::set<double>> expected = {
+      {IntegratorKind::kEuler, {1.0, 1.5}},
+      {IntegratorKind::kAb2, {1.25, 1.5}},
+      {IntegratorKind::kRk2, {1.0, 1.5}},
+      {IntegratorKind::kRk4, {1.0, 1.25, 1.5}}};
+  for (const auto& [kind, times] : expected) {
+    auto p = forced(kind);
+    SineInput in;
+    p->reset(1.0);
+    in.log = true;
+    p->step(1.0, 0.5, in);
+    EXPECT_EQ(in.times, times) << integrator_name(kind);
+  }
+}
+
+TEST(Ab2, TruncationErrorEstimateTracksTheLocalError) {
+  auto p = oscillator(IntegratorKind::kAb2);
+  NoInputs none;
+  const double h = 0.05;
+  double t = 0.0;
+  // The estimate needs three derivative values: zero for the first steps.
+  for (int k = 0; k < 2; ++k, t += h) {
+    p->step(t, h, none);
+    EXPECT_EQ(p->truncation_error(), 0.0) << k;
+  }
+  // Then it follows the actual local error: the AB-2 step from x_n against
+  // the exact flow of the oscillator from x_n.
+  for (int k = 0; k < 20; ++k, t += h) {
+    const std::vector<double> x(p->state().begin(), p->state().end());
+    p->step(t, h, none);
+    // Exact flow of the oscillator over h from x.
+    const double c = std::cos(h), s = std::sin(h);
+    const double exact0 = c * x[0] + s * x[1];
+    const double exact1 = -s * x[0] + c * x[1];
+    const double actual = std::max(std::fabs(p->state()[0] - exact0), std::fabs(p->state()[1] - exact1));
+    const double estimate = p->truncation_error();
+    EXPECT_GT(estimate, actual / 2.5) << k;
+    EXPECT_LT(estimate, actual * 2.5) << k;
+  }
+}
+
+}  // namespace
+}  // namespace rtcosim::tasks
