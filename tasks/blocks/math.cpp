@@ -177,20 +177,28 @@ class Switch final : public Block {
   std::size_t width_ = 1;
 };
 
+// The `widths` of mux and demux: positive integers, [1, 1] by default.
+std::vector<std::size_t> port_widths(const std::string& name, const BlockParams& p) {
+  std::vector<std::size_t> out;
+  for (double w : p.vector_if(name, "widths").value_or(Vector{1, 1})) {
+    if (w < 1 || w != std::floor(w) || w > 1e6) {
+      throw BlockError("block '" + name + "': parameter 'widths' holds " + describe(w) + " — expected positive integers",
+                       name, "widths");
+    }
+    out.push_back(static_cast<std::size_t>(w));
+  }
+  return out;
+}
+
 // Concatenates its inputs (widths from `widths`, default two scalars).
 class Mux final : public Block {
  public:
   Mux(const std::string& name, const BlockParams& p) : Block(name, "mux") {
-    const Vector widths = p.vector_if(name, "widths").value_or(Vector{1, 1});
     std::size_t total = 0;
+    const auto widths = port_widths(name, p);
     for (std::size_t i = 0; i < widths.size(); ++i) {
-      if (widths[i] < 1 || widths[i] != std::floor(widths[i])) {
-        throw BlockError("block '" + name + "': parameter 'widths' holds " + std::to_string(widths[i]) +
-                             " — expected positive integers",
-                         name, "widths");
-      }
-      add_input("u" + std::to_string(i + 1), static_cast<std::size_t>(widths[i]));
-      total += static_cast<std::size_t>(widths[i]);
+      add_input("u" + std::to_string(i + 1), widths[i]);
+      total += widths[i];
     }
     add_output("y", total);
   }
@@ -212,16 +220,11 @@ class Mux final : public Block {
 class Demux final : public Block {
  public:
   Demux(const std::string& name, const BlockParams& p) : Block(name, "demux") {
-    const Vector widths = p.vector_if(name, "widths").value_or(Vector{1, 1});
     std::size_t total = 0;
+    const auto widths = port_widths(name, p);
     for (std::size_t i = 0; i < widths.size(); ++i) {
-      if (widths[i] < 1 || widths[i] != std::floor(widths[i])) {
-        throw BlockError("block '" + name + "': parameter 'widths' holds " + std::to_string(widths[i]) +
-                             " — expected positive integers",
-                         name, "widths");
-      }
-      add_output("y" + std::to_string(i + 1), static_cast<std::size_t>(widths[i]));
-      total += static_cast<std::size_t>(widths[i]);
+      add_output("y" + std::to_string(i + 1), widths[i]);
+      total += widths[i];
     }
     add_input("u", total);
   }

@@ -151,9 +151,7 @@ std::string graph_dot(const config::GraphSpec& g) {
 int run_check_command(const std::vector<std::string>& raw_args) {
   try {
     CliArgs args("check", {}, {"dot", "help"});
-    std::vector<std::string> rest;
-    for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
-    args.parse(rest);
+    args.parse(raw_args);
     if (args.flag("help")) {
       std::cout << kHelp;
       return 0;

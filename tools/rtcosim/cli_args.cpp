@@ -1,5 +1,6 @@
 #include "tools/rtcosim/cli_args.hpp"
 
+#include "base/duration.hpp"
 #include "base/text.hpp"
 
 namespace rtcosim::tools {
@@ -10,7 +11,7 @@ CliArgs::CliArgs(std::string verb, std::set<std::string> valued, std::set<std::s
 
 void CliArgs::parse(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
+    const std::string& arg = (args[i] == "-h" && flags_.count("help")) ? std::string("--help") : args[i];
     if (arg.rfind("--", 0) != 0 || arg == "--") {
       positionals_.push_back(arg);
       continue;
@@ -47,6 +48,16 @@ void CliArgs::parse(const std::vector<std::string>& args) {
       throw UsageError(message);
     }
   }
+}
+
+double CliArgs::positive_duration(const std::string& name, double fallback) const {
+  const auto text = value(name);
+  if (!text) return fallback;
+  std::string why;
+  const auto seconds = base::parse_duration(*text, &why);
+  if (!seconds) throw UsageError("--" + name + ": " + why);
+  if (!(*seconds > 0.0)) throw UsageError("--" + name + " must be positive, got '" + *text + "'");
+  return *seconds;
 }
 
 std::optional<std::string> CliArgs::value(const std::string& name) const {

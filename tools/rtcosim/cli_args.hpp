@@ -17,7 +17,7 @@ class UsageError : public std::runtime_error {
 
 /*
  * Command-line options of one verb: `--name value`, `--name=value` and
- * boolean `--flag`. Repeatable options keep every value. Anything not
+ * boolean `--flag` (`-h` is `--help` when the verb has that flag). Repeatable options keep every value. Anything not
  * declared is a UsageError that names it (with a did-you-mean).
  */
 class CliArgs {
@@ -30,6 +30,9 @@ class CliArgs {
   [[nodiscard]] std::optional<std::string> value(const std::string& name) const;
   [[nodiscard]] std::vector<std::string> values(const std::string& name) const;
   [[nodiscard]] const std::vector<std::string>& positionals() const noexcept { return positionals_; }
+  // A positive duration with a unit ("40ms"), or `fallback` when absent;
+  // UsageError naming the option otherwise.
+  [[nodiscard]] double positive_duration(const std::string& name, double fallback) const;
 
  private:
   std::string verb_;

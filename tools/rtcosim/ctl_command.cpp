@@ -77,9 +77,7 @@ std::string control_request(const std::string& socket_path, const std::string& r
 int run_ctl_command(const std::vector<std::string>& raw_args) {
   try {
     CliArgs args("ctl", {"socket"}, {"help"});
-    std::vector<std::string> rest;
-    for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
-    args.parse(rest);
+    args.parse(raw_args);
     const auto& p = args.positionals();
     if (args.flag("help")) {
       std::cout << kHelp;

@@ -58,16 +58,6 @@ std::string format_mse(double v) {
   return buf;
 }
 
-double duration_option(const CliArgs& args, const std::string& name, double fallback) {
-  const auto text = args.value(name);
-  if (!text) return fallback;
-  std::string why;
-  const auto seconds = base::parse_duration(*text, &why);
-  if (!seconds) throw UsageError("--" + name + ": " + why);
-  if (!(*seconds > 0.0)) throw UsageError("--" + name + " must be positive, got '" + *text + "'");
-  return *seconds;
-}
-
 std::string describe_params(const coupling::ParamSettings& params) {
   std::string out;
   for (const auto& p : params) out += (out.empty() ? "" : ", ") + p.name + "=" + p.value;
@@ -156,9 +146,7 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
                  {"signal", "method", "order", "interp-order", "param", "macro", "micro", "duration", "plot", "format",
                   "plugins"},
                  {"table", "no-derivatives", "list-methods", "help"}, {"param", "plugins"});
-    std::vector<std::string> rest;
-    for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
-    args.parse(rest);
+    args.parse(raw_args);
     std::vector<coupling::PluginDiagnostic> plugin_problems;
     const auto registry = coupling::registry_with_plugins(args.values("plugins"), &plugin_problems);
     for (const auto& d : plugin_problems) {
@@ -195,9 +183,9 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
     coupling::EvalSettings settings;
     settings.signal = args.value("signal").value_or("y1");
     settings.method = args.value("method").value_or("polynomial");
-    settings.macro_step = duration_option(args, "macro", 0.040);
-    settings.micro_step = duration_option(args, "micro", 0.001);
-    settings.duration = duration_option(args, "duration", 5.0);
+    settings.macro_step = args.positive_duration("macro", 0.040);
+    settings.micro_step = args.positive_duration("micro", 0.001);
+    settings.duration = args.positive_duration("duration", 5.0);
     settings.with_derivatives = !args.flag("no-derivatives");
     if (const auto v = args.value("order")) settings.params.push_back({"order", *v});
     if (const auto v = args.value("interp-order")) settings.params.push_back({"interp_order", *v});

@@ -137,9 +137,7 @@ std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
 int run_preflight_command(const std::vector<std::string>& raw_args) {
   try {
     CliArgs args("preflight", {}, {"help"});
-    std::vector<std::string> rest;
-    for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
-    args.parse(rest);
+    args.parse(raw_args);
     if (args.flag("help")) {
       std::cout << "usage: rtcosim preflight [FILE]\n\nChecks what a real-time PC should have for the CPUs the graph in FILE uses\n"
                    "(all CPUs without FILE): PREEMPT_RT, isolcpus/nohz_full/rcu_nocbs, frequency governor,\n"

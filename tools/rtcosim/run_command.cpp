@@ -59,16 +59,6 @@ options:
   -h, --help              this text
 )";
 
-double duration_option(const CliArgs& args, const std::string& name, double fallback) {
-  const auto text = args.value(name);
-  if (!text) return fallback;
-  std::string why;
-  const auto seconds = base::parse_duration(*text, &why);
-  if (!seconds) throw UsageError("--" + name + ": " + why);
-  if (!(*seconds > 0.0)) throw UsageError("--" + name + " must be positive, got '" + *text + "'");
-  return *seconds;
-}
-
 void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver* reference, const std::string& title,
                 const std::string& path) {
   plot::Figure figure;
@@ -161,9 +151,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
   try {
     CliArgs args("run", {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale"},
                  {"virtual", "compare-reference", "help"});
-    std::vector<std::string> rest;
-    for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
-    args.parse(rest);
+    args.parse(raw_args);
     if (args.flag("help")) {
       std::cout << kHelp;
       return 0;
@@ -191,7 +179,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         t.max_step *= scale;
       }
     }
-    const double duration = duration_option(args, "duration", spec.duration);
+    const double duration = args.positive_duration("duration", spec.duration);
     const bool virtual_time = args.flag("virtual");
     if (virtual_time && !(duration > 0.0)) throw UsageError(file + " runs until stopped; a virtual run needs --duration");
 
@@ -275,7 +263,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       std::cerr << "note: --compare-reference compares recorded signals, and " << file << " records none\n";
     }
     if (!recorder.empty() && (args.flag("compare-reference") || args.value("plot"))) {
-      const double step = duration_option(args, "reference-step", 0.0005);
+      const double step = args.positive_duration("reference-step", 0.0005);
       reference = std::make_unique<tasks::ReferenceSolver>(blocks, spec.diagram, step);
       reference->run(duration, spec.record.signals);
       errors = reference_errors(*graph, recorder, *reference);

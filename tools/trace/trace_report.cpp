@@ -281,9 +281,7 @@ int run_trace_command(const std::vector<std::string>& raw_args) {
   using tools::UsageError;
   try {
     CliArgs args("trace", {"json", "svg", "perfetto"}, {"help"});
-    std::vector<std::string> rest;
-    for (const auto& a : raw_args) rest.push_back(a == "-h" ? "--help" : a);
-    args.parse(rest);
+    args.parse(raw_args);
     if (args.flag("help") || args.positionals().empty()) {
       std::cout << kHelp;
       return args.flag("help") ? 0 : 2;
