@@ -74,14 +74,30 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
                " — start it with 'lttng-sessiond --daemonize' (as root, or as the user who runs rtcosim)";
       return nullptr;
     }
-    // The daemon wakes applications waiting for it (ours included) through
-    // its wait shared memory; give ours a moment to register.
     for (int i = 0; i < 50 && !sessiond_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (int i = 0; i < 150; ++i) {
-    run_command({"lttng", "list", "-u"}, &out);
-    if (out.find("rtcosim:frame_start") != std::string::npos) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // lttng-ust registers this process from a listener thread. When no daemon
+  // ran at process start, that thread sleeps on a shared-memory futex the
+  // daemon wakes; where the shared memory cannot be created (a read-only or
+  // missing /dev/shm, as in some containers) or the daemon woke it before
+  // listening, it retries only every 5 s. A session started before the
+  // registration still reaches the process when it registers, but a short
+  // run would be over by then, so wait for this PID (not for any process with
+  // rtcosim events: parallel test processes register too).
+  const std::string me = "PID: " + std::to_string(getpid()) + " ";
+  constexpr auto kRegisterTimeout = std::chrono::seconds(12);
+  const auto deadline = std::chrono::steady_clock::now() + kRegisterTimeout;
+  bool registered = false;
+  while (!(registered = run_command({"lttng", "list", "-u"}, &out) == 0 && out.find(me) != std::string::npos) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (!registered) {
+    *error = "this process did not register with the LTTng session daemon within " +
+             std::to_string(kRegisterTimeout.count()) +
+             " s — check that /dev/shm is writable and that no LTTNG_UST_* variable disables the tracer; "
+             "LTTNG_UST_DEBUG=1 shows what lttng-ust does";
+    return nullptr;
   }
 
   std::unique_ptr<TraceSession> s(new TraceSession);

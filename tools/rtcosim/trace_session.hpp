@@ -13,14 +13,17 @@ namespace rtcosim::tools {
  * a session writing to DIR with one user-space channel tuned for real-time
  * tasks (per-UID buffers, discard mode rather than blocking the tasks,
  * sub-buffers sized from the expected event rate), enables the `rtcosim:*`
- * events of this process only and starts it; `stop` stops and destroys it and reports how many
- * events were discarded. Set-up code: spawns processes, never on the
+ * events of this process only, waits until this process has registered
+ * with the daemon (a short run would otherwise be over before lttng-ust's
+ * registration retry) and starts it; `stop` stops and destroys it and
+ * reports how many events were discarded. Set-up code: spawns processes, never on the
  * real-time path.
  */
 class TraceSession {
  public:
   // nullptr and `error` set when tracing cannot start (no lttng-tools, no
-  // session daemon, a command that failed: the message says which).
+  // session daemon, this process never registered with it, a command that
+  // failed: the message says which).
   static std::unique_ptr<TraceSession> start(const std::string& directory, double events_per_second,
                                              std::string* error);
   ~TraceSession();
