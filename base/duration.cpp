@@ -49,7 +49,7 @@ std::optional<double> parse_duration(std::string_view text, std::string* error) 
     return fail("unknown unit '" + std::string(unit) + "' in '" + std::string(text) + "' — " + kAccepted);
   }
   const double seconds = number * scale;
-  if (!std::isfinite(seconds)) return fail("'" + std::string(text) + "' is not a finite duration");
+  if (!std::isfinite(seconds)) return fail("'" + std::string(text) + "' is not a finite duration — " + kAccepted);
   return seconds;
 }
 
