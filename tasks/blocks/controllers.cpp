@@ -14,9 +14,18 @@ namespace {
  *   I' = ki e + kb (sat(v) - v)           (back-calculation, v the unsaturated u)
  *   D  = kd N (e - f),  f' = N (e - f)     (kd s N / (s + N): derivative filtered at N rad/s)
  * and u = sat(v) between the output limits. Anti-windup:
- *   back_calculation  kb feeds the saturation excess back into the integral
- *                     (default kb = ki / kp, the usual 1/T_i tracking rate;
- *                     1 when kp is 0);
+ *   back_calculation  kb feeds the saturation excess back into the integral.
+ *                     Default kb = 1/T_t with Astrom and Hagglund's rule
+ *                     T_t = sqrt(T_i T_d) = sqrt(kd/ki) when there is a
+ *                     derivative term (T_t belongs between T_d and T_i:
+ *                     smaller, and derivative noise that touches the limit
+ *                     resets the integral; larger, and it winds up),
+ *                     T_t = T_i (kb = ki/kp) for a PI, 0 without an
+ *                     integral term (nothing to wind up, and a tracking
+ *                     state would add dynamics nobody asked for), and
+ *                     1/s for a pure I controller, whose gains define no
+ *                     time scale. Gains may be negative (reverse-acting
+ *                     loops); kb is a rate and always >= 0;
  *   clamping          the integral stops while the output is saturated and
  *                     the error would drive it further;
  *   none              the integral winds up.
@@ -31,7 +40,9 @@ class Pid final : public Block {
     lower_ = p.number(name, "lower", -std::numeric_limits<double>::infinity());
     upper_ = p.number(name, "upper", std::numeric_limits<double>::infinity());
     if (!(lower_ < upper_)) {
-      throw BlockError("block '" + name + "': lower must be below upper — expected lower < upper", name, "lower");
+      throw BlockError("block '" + name + "': lower (" + describe(lower_) + ") must be below upper (" +
+                           describe(upper_) + ") — expected lower < upper",
+                       name, "lower");
     }
     const std::string mode = p.text(name, "anti_windup", "back_calculation");
     if (mode == "back_calculation") {
@@ -45,7 +56,14 @@ class Pid final : public Block {
                            "' — expected \"back_calculation\", \"clamping\" or \"none\"",
                        name, "anti_windup");
     }
-    kb_ = p.non_negative(name, "tracking_gain", kp_ != 0.0 ? std::fabs(ki_ / kp_) : 1.0);
+    // A tracking gain under another mode would be silently ignored: most
+    // likely the mode is not what the author meant.
+    if (p.has("tracking_gain") && mode_ != Mode::kBackCalculation) {
+      throw BlockError("block '" + name + "': parameter 'tracking_gain' is given with anti_windup '" + mode +
+                           "' — expected it only with anti_windup \"back_calculation\"",
+                       name, "tracking_gain");
+    }
+    kb_ = p.non_negative(name, "tracking_gain", default_tracking_gain());
     add_input("e", 1);
     add_output("u", 1);
     set_continuous_states(2);  // integral, derivative filter
@@ -83,6 +101,12 @@ class Pid final : public Block {
 
  private:
   enum class Mode { kBackCalculation, kClamping, kNone };
+  double default_tracking_gain() const noexcept {
+    if (ki_ == 0.0) return 0.0;
+    if (kd_ != 0.0) return std::sqrt(std::fabs(ki_ / kd_));
+    if (kp_ != 0.0) return std::fabs(ki_ / kp_);
+    return 1.0;
+  }
   double raw(const BlockContext& c) const noexcept {
     const double e = c.in(0);
     return kp_ * e + c.x[0] + kd_ * n_ * (e - c.x[1]);
@@ -102,7 +126,8 @@ void register_controller_blocks(BlockRegistry& r) {
           {"lower", "number", "-inf", "output limit"},
           {"upper", "number", "+inf", "output limit"},
           {"anti_windup", "text", "back_calculation", "back_calculation, clamping or none"},
-          {"tracking_gain", "number >= 0", "|ki/kp|", "back-calculation gain kb"}},
+          {"tracking_gain", "number >= 0", "sqrt|ki/kd|, or |ki/kp| without kd",
+           "back-calculation gain kb (1/s); 0 without ki, 1 for a pure I"}},
          make_factory<Pid>()});
 }
 

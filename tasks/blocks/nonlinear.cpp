@@ -68,7 +68,14 @@ class DeadZone final : public Block {
 class RateLimiter final : public Block {
  public:
   RateLimiter(const std::string& name, const BlockParams& p)
-      : Block(name, "rate_limiter"), rising_(p.positive(name, "rising")), falling_(p.positive(name, "falling", rising_)) {
+      : Block(name, "rate_limiter"), rising_(p.positive(name, "rising")), falling_(p.number(name, "falling", rising_)) {
+    // Some tools take the falling rate as a negative slope; say so rather
+    // than only "expected a positive number".
+    if (!(falling_ > 0.0)) {
+      throw BlockError("block '" + name + "': parameter 'falling' = " + describe(falling_) +
+                           " — expected a positive number (the magnitude of the fastest fall, per second)",
+                       name, "falling");
+    }
     add_input("u", 1);
     add_output("y", 1);
     set_discrete_states(3);  // last output, its time, started flag
