@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "rt_config/loader.hpp"
@@ -82,6 +83,19 @@ TEST(RunCommand, UsageAndFileErrorsHaveTheirExitCodes) {
   EXPECT_EQ(run_run_command({"--virtual", "--duration", "-1s", kExamples + "/overrun_virtual.yaml"}), 2);
   EXPECT_EQ(run_run_command({"--virtual", "/nonexistent/graph.yaml"}), 1);
   EXPECT_EQ(run_run_command({"--help"}), 0);
+}
+
+TEST(RunCommand, TraceInVirtualTimeIsRefusedBeforeAnythingRuns) {
+  const auto dir = std::filesystem::temp_directory_path() / "rtcosim_virtual_trace";
+  std::filesystem::remove_all(dir);
+  std::stringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  const int rc = run_run_command({"--virtual", "--duration", "0.1s", "--trace", dir.string(),
+                                  kExamples + "/two_task_sine.yaml"});
+  std::cerr.rdbuf(old);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.str().find("cannot be combined with --virtual"), std::string::npos) << err.str();
+  EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
 }  // namespace

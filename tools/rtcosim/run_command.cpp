@@ -54,7 +54,7 @@ options:
   --plot FILE.svg         draw every recorded signal beside the reference solution
   --json FILE.json        write the summary as JSON
   --frames FILE.csv       one row per frame: task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns
-  --trace DIR             record an LTTng trace of the run into DIR (see 'rtcosim trace report')
+  --trace DIR             record an LTTng trace of the run into DIR (real time only; see 'rtcosim trace report')
   --period-scale F        multiply every task period by F (benchmarks: the shortest periods a PC sustains)
   -h, --help              this text
 )";
@@ -182,6 +182,11 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     const double duration = args.positive_duration("duration", spec.duration);
     const bool virtual_time = args.flag("virtual");
     if (virtual_time && !(duration > 0.0)) throw UsageError(file + " runs until stopped; a virtual run needs --duration");
+    if (virtual_time && args.value("trace")) {
+      // A trace records the frames of real threads on real CPUs; a virtual
+      // run has none, so an empty trace directory would only mislead.
+      throw UsageError("--trace records real-time frames and cannot be combined with --virtual — drop one of them");
+    }
 
     const auto blocks = tasks::BlockRegistry::with_builtins();
     const auto methods = coupling::registry_with_plugins(config::plugin_directories(spec), nullptr);
