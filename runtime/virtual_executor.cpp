@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <queue>
+#include <limits>
 
 namespace rtcosim::runtime {
 
@@ -18,25 +18,31 @@ namespace {
 
 std::int64_t to_ns(double s) { return static_cast<std::int64_t>(std::llround(s * 1e9)); }
 
+constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
+
 // One thread: a task, or a rate group (fast members first, the slowest last).
+// A cycle is one frame of a task, or N frames of each fast member then one
+// of the slowest for a group; `plan` lists the member of each frame.
 struct Unit {
   std::vector<TaskRuntime*> members;
   std::vector<std::uint64_t> frame_index;
+  std::vector<std::size_t> plan;
   std::size_t ratio = 1;        // fast frames per slow frame
   double measured_cycle = 0.0;  // last slow step, for the fast steps of a measured group
   Deadlines deadlines{0, 1, Deadlines::Overrun::kCatchUp};
-};
+  std::size_t cpu = 0;  // simulated processor
+  int priority = 0;
 
-struct Event {
-  std::int64_t time_ns;
-  int kind;  // 0: publish (first at equal times), 1: frame start
-  std::uint64_t order;
-  std::size_t index;  // publish: task index; start: unit index
-  bool operator>(const Event& o) const {
-    if (time_ns != o.time_ns) return time_ns > o.time_ns;
-    if (kind != o.kind) return kind > o.kind;
-    return order > o.order;
-  }
+  // The cycle in progress.
+  bool active = false;
+  std::int64_t release_ns = 0;
+  std::uint64_t release_order = 0;  // ties between equal priorities: first released runs first
+  std::size_t pos = 0;              // index into plan
+  bool frame_started = false;
+  std::uint64_t frame = 0;  // the current frame's index in its member
+  std::int64_t frame_start_ns = 0;
+  std::int64_t remaining_ns = 0;  // execution the current frame still needs
+  std::int64_t next_release_ns = 0;
 };
 
 }  // namespace
@@ -57,8 +63,13 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
       continue;
     }
     if (!group.empty()) group_unit[group] = units.size();
-    units.push_back(Unit{{t.get()}, {}, 1, 0.0, {0, 1, Deadlines::Overrun::kCatchUp}});
+    units.emplace_back();
+    units.back().members.push_back(t.get());
   }
+  // Tasks pinned to one CPU share one simulated processor; an unpinned task
+  // gets a processor of its own, as a machine with enough cores would.
+  std::map<int, std::size_t> cpu_slot;
+  std::size_t processors = 0;
   for (auto& u : units) {
     std::stable_sort(u.members.begin(), u.members.end(),
                      [](const TaskRuntime* a, const TaskRuntime* b) { return a->spec().period < b->spec().period; });
@@ -67,75 +78,150 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
     if (u.members.size() > 1) {
       u.ratio = static_cast<std::size_t>(std::llround(slow.spec().period / u.members.front()->spec().period));
     }
+    for (std::size_t m = 0; m + 1 < u.members.size(); ++m) u.plan.insert(u.plan.end(), u.ratio, m);
+    u.plan.push_back(u.members.size() - 1);
     u.measured_cycle = slow.spec().period;
     u.deadlines = Deadlines(0, to_ns(slow.spec().period),
                             slow.spec().overrun == config::OverrunPolicy::kSkip ? Deadlines::Overrun::kSkip
                                                                                 : Deadlines::Overrun::kCatchUp);
-  }
-  auto task_index = [&](const TaskRuntime* t) {
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-      if (tasks[i].get() == t) return i;
+    const int cpu = slow.spec().cpu;
+    if (cpu < 0) {
+      u.cpu = processors++;
+    } else {
+      auto [it, added] = cpu_slot.emplace(cpu, processors);
+      if (added) ++processors;
+      u.cpu = it->second;
     }
-    return std::size_t{0};
-  };
+    for (const TaskRuntime* m : u.members) u.priority = std::max(u.priority, m->spec().priority);
+  }
 
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> events;
-  std::uint64_t order = 0;
   const std::int64_t end_ns = to_ns(duration);
-  for (std::size_t u = 0; u < units.size(); ++u) events.push({0, 1, order++, u});
+  std::uint64_t releases = 0;
+  std::vector<Unit*> running(processors, nullptr);
 
-  // Runs one frame of `t` starting at `start`; returns its end.
-  auto run_frame = [&](Unit& unit, std::size_t member, std::int64_t start_ns, double fast_step) {
-    TaskRuntime& t = *unit.members[member];
-    const std::uint64_t k = unit.frame_index[member]++;
-    const std::int64_t end = start_ns + to_ns(execution_time(t.spec(), k));
-    const double wall = static_cast<double>(end) * 1e-9;
+  // The first time a frame gets its processor it drains its links: what it
+  // reads is what was published before it started, as in a real frame.
+  auto start_frame = [&](Unit& u, std::int64_t now) {
+    TaskRuntime& t = *u.members[u.plan[u.pos]];
+    u.frame = u.frame_index[u.plan[u.pos]]++;
+    u.frame_start_ns = now;
+    u.remaining_ns = to_ns(execution_time(t.spec(), u.frame));
+    u.frame_started = true;
     t.drain();
+    // Time from release to first execution: the wake-up latency a
+    // higher-priority task on the same processor causes.
+    t.stats().wakeup_latency_ns.add(u.pos == 0 ? now - u.release_ns : 0);
+  };
+  // The integration point is the end of the frame's execution.
+  auto end_frame = [&](Unit& u, std::int64_t now) {
+    const std::size_t member = u.plan[u.pos];
+    TaskRuntime& t = *u.members[member];
+    const double wall = static_cast<double>(now) * 1e-9;
     const double sim = t.partition().time();
     double h = 0.0;
-    const bool is_slow = member + 1 == unit.members.size();
+    const bool is_slow = member + 1 == u.members.size();
     if (!is_slow) {
-      h = t.spec().step == config::StepPolicy::kMeasured ? fast_step : t.spec().period;
+      h = t.spec().step == config::StepPolicy::kMeasured ? u.measured_cycle / static_cast<double>(u.ratio)
+                                                         : t.spec().period;
     } else {
       h = t.policy().next(sim, wall);
-      if (unit.members.size() > 1 && t.spec().step == config::StepPolicy::kMeasured) unit.measured_cycle = h;
     }
     t.step(h);
     auto& s = t.stats();
     s.frames.fetch_add(1, std::memory_order_relaxed);
-    s.execution_ns.add(end - start_ns);
-    s.wakeup_latency_ns.add(0);
+    s.execution_ns.add(now - u.frame_start_ns);
     s.lag.add(wall - t.partition().time());
     s.lost_real_time.store(t.policy().lost(), std::memory_order_relaxed);
-    FrameRecord record{t.spec().name, k, static_cast<double>(start_ns) * 1e-9, wall, h, t.partition().time()};
+    FrameRecord record{t.spec().name, u.frame, static_cast<double>(u.frame_start_ns) * 1e-9, wall, h,
+                       t.partition().time()};
     frames_.push_back(record);
     if (observer) observer(t, record);
-    events.push({end, 0, order++, task_index(&t)});
-    return end;
+    t.publish();
+    u.frame_started = false;
+    if (++u.pos < u.plan.size()) return;
+    // The cycle is over. The fast steps of the next cycle split this
+    // measured slow step.
+    if (u.members.size() > 1 && t.spec().step == config::StepPolicy::kMeasured) u.measured_cycle = h;
+    u.active = false;
+    u.next_release_ns = std::max(u.deadlines.advance(now), now);
+    t.stats().overruns.store(u.deadlines.overruns(), std::memory_order_relaxed);
+    t.stats().missed_periods.store(u.deadlines.missed_periods(), std::memory_order_relaxed);
+  };
+  auto release = [&](Unit& u, std::int64_t now) {
+    u.active = true;
+    u.release_ns = now;
+    u.release_order = releases++;
+    u.pos = 0;
+  };
+  // Fixed-priority preemptive scheduling per processor, as SCHED_FIFO does:
+  // the highest-priority active unit runs; equal priorities run in release
+  // order and never preempt each other.
+  auto winner = [&](std::size_t cpu) {
+    Unit* best = nullptr;
+    for (auto& u : units) {
+      if (!u.active || u.cpu != cpu) continue;
+      if (!best || u.priority > best->priority ||
+          (u.priority == best->priority && u.release_order < best->release_order)) {
+        best = &u;
+      }
+    }
+    return best;
+  };
+  // Gives every processor to its winner; frames that need no execution time
+  // end at once, which may release the processor to another unit. Frames
+  // start in release order so that, at one instant, a frame sees what the
+  // frames released before it published.
+  auto dispatch = [&](std::int64_t now) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      Unit* next = nullptr;
+      for (std::size_t c = 0; c < processors; ++c) {
+        Unit* w = winner(c);
+        running[c] = w;
+        if (w && (!w->frame_started || w->remaining_ns == 0) &&
+            (!next || w->release_order < next->release_order)) {
+          next = w;
+        }
+      }
+      if (!next) break;
+      if (!next->frame_started) start_frame(*next, now);
+      if (next->remaining_ns == 0) end_frame(*next, now);
+      changed = true;
+    }
   };
 
-  while (!events.empty()) {
-    const Event e = events.top();
-    events.pop();
-    if (e.kind == 0) {
-      tasks[e.index]->publish();
-      continue;
+  std::int64_t now = 0;
+  for (auto& u : units) u.next_release_ns = 0;
+  for (;;) {
+    // Frames that ran to the end of their execution time end before anything
+    // released at this instant can preempt them.
+    std::vector<Unit*> ending;
+    for (Unit* r : running) {
+      if (r && r->frame_started && r->remaining_ns == 0) ending.push_back(r);
     }
-    if (e.time_ns >= end_ns) continue;
-    Unit& unit = units[e.index];
-    std::int64_t now = e.time_ns;
-    // Fast members: `ratio` frames each, back to back, with the group's
-    // measured cycle split evenly.
-    const double fast_step = unit.measured_cycle / static_cast<double>(unit.ratio);
-    for (std::size_t m = 0; m + 1 < unit.members.size(); ++m) {
-      for (std::size_t j = 0; j < unit.ratio; ++j) now = run_frame(unit, m, now, fast_step);
+    std::sort(ending.begin(), ending.end(),
+              [](const Unit* a, const Unit* b) { return a->release_order < b->release_order; });
+    for (Unit* u : ending) end_frame(*u, now);
+    // Releases due now, in unit order at equal times.
+    for (auto& u : units) {
+      if (!u.active && u.next_release_ns == now && now < end_ns) release(u, now);
     }
-    now = run_frame(unit, unit.members.size() - 1, now, fast_step);
-    const std::int64_t next = unit.deadlines.advance(now);
-    TaskRuntime& slow = *unit.members.back();
-    slow.stats().overruns.store(unit.deadlines.overruns(), std::memory_order_relaxed);
-    slow.stats().missed_periods.store(unit.deadlines.missed_periods(), std::memory_order_relaxed);
-    events.push({std::max(next, now), 1, order++, e.index});
+    dispatch(now);
+    // The next instant something happens: a running frame ends or a unit is
+    // released. Cycles in progress finish; none is released at or after
+    // the end.
+    std::int64_t next = kNever;
+    for (std::size_t c = 0; c < processors; ++c) {
+      if (running[c]) next = std::min(next, now + running[c]->remaining_ns);
+    }
+    for (auto& u : units) {
+      if (!u.active && u.next_release_ns < end_ns) next = std::min(next, u.next_release_ns);
+    }
+    if (next == kNever) break;
+    for (std::size_t c = 0; c < processors; ++c) {
+      if (running[c]) running[c]->remaining_ns -= next - now;
+    }
+    now = next;
   }
 }
 

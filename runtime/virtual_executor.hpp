@@ -22,12 +22,19 @@ struct FrameRecord {
 /*
  * VirtualExecutor: runs a Graph on a fake clock with the execution times
  * the file scripts (nominal per task, spikes at given frames; 0 when not
- * declared), deterministic and as fast as the machine allows. Each task, or
- * each rate group, is one thread on its own processor; frames start at
- * their deadline or when the previous one ends, the integration point is
- * at the end of the frame's execution (the reference measures "just before
- * the integration formulas", whose cost is negligible), and a frame's
- * output blocks become visible to other tasks when it ends.
+ * declared), deterministic and as fast as the machine allows.
+ *
+ * Each task, or each rate group, is one thread. Threads pinned to the same
+ * CPU share one simulated processor under fixed-priority preemptive
+ * scheduling, as SCHED_FIFO runs them: a frame released while a
+ * lower-priority frame runs preempts it, and the preempted frame ends that
+ * much later. An unpinned thread has a processor to itself. A frame reads
+ * its links when it first gets its processor, its integration point is the
+ * end of its execution (the reference measures "just before the integration
+ * formulas", whose cost is negligible), and its output blocks become
+ * visible to other frames when it ends. Per frame the task's statistics get
+ * the execution span (preemptions included) and, as wake-up latency, the
+ * time from release to first execution.
  *
  * A rate group of a fast and a slow task runs N = slow/fast fast frames
  * then one slow frame per cycle (the reference's single-processor case).
