@@ -9,22 +9,20 @@
 #include "rt_config/loader.hpp"
 #include "runtime/recorder.hpp"
 #include "runtime/rt_executor.hpp"
+#include "tests/support/graphs.hpp"
 
 namespace rtcosim::runtime {
 namespace {
 
 config::GraphSpec load(const std::string& name) {
-  auto r = config::load_graph_file(std::string(RTCOSIM_EXAMPLES_DIR) + "/" + name);
-  for (const auto& d : r.diagnostics) ADD_FAILURE() << d.str();
-  r.graph.realtime = config::RealtimeMode::kOff;  // SCHED_OTHER: the test must not need root
-  return r.graph;
+  auto spec = rtcosim::testing::load_example(name);
+  spec.realtime = config::RealtimeMode::kOff;  // SCHED_OTHER: the test must not need root
+  return spec;
 }
 
 TEST(RealtimeExecutor, RunsEveryTaskAndRecordsWhatItProduces) {
   const auto spec = load("two_task_sine.yaml");
-  const auto blocks = tasks::BlockRegistry::with_builtins();
-  const auto methods = coupling::MethodRegistry::with_builtins();
-  auto graph = Graph::build(spec, blocks, methods);
+  auto graph = rtcosim::testing::build_graph(spec);
   Recorder recorder(*graph);
   RealtimeExecutor executor(*graph, &recorder, RealtimeReport{});
   std::ostringstream csv;
@@ -55,9 +53,7 @@ TEST(RealtimeExecutor, RunsEveryTaskAndRecordsWhatItProduces) {
 
 TEST(RealtimeExecutor, StopEndsAnOpenEndedRunAtAFrameBoundary) {
   const auto spec = load("overrun_virtual.yaml");
-  const auto blocks = tasks::BlockRegistry::with_builtins();
-  const auto methods = coupling::MethodRegistry::with_builtins();
-  auto graph = Graph::build(spec, blocks, methods);
+  auto graph = rtcosim::testing::build_graph(spec);
   RealtimeExecutor executor(*graph, nullptr, RealtimeReport{});
   executor.start(0.0);  // until stopped
   std::this_thread::sleep_for(std::chrono::milliseconds(150));

@@ -8,15 +8,13 @@
 
 #include "rt_config/loader.hpp"
 #include "tests/support/alloc_counter.hpp"
+#include "tests/support/graphs.hpp"
 
 namespace rtcosim::runtime {
 namespace {
 
-config::GraphSpec load(const std::string& name) {
-  auto r = config::load_graph_file(std::string(RTCOSIM_EXAMPLES_DIR) + "/" + name);
-  for (const auto& d : r.diagnostics) ADD_FAILURE() << d.str();
-  return r.graph;
-}
+using rtcosim::testing::build_graph;
+using rtcosim::testing::load_example;
 
 std::vector<FrameRecord> frames_of(const VirtualExecutor& e, const std::string& task) {
   std::vector<FrameRecord> out;
@@ -29,10 +27,8 @@ std::vector<FrameRecord> frames_of(const VirtualExecutor& e, const std::string& 
 // Reference table 10.1: N = 8, actuator 1 ms and airframe 10 ms per frame,
 // one airframe execution doubled.
 TEST(VirtualExecutor, Table10_1MeasuredStepsAbsorbTheDoubledAirframeFrame) {
-  const auto spec = load("overrun_virtual.yaml");
-  const auto blocks = tasks::BlockRegistry::with_builtins();
-  const auto methods = coupling::MethodRegistry::with_builtins();
-  auto graph = Graph::build(spec, blocks, methods);
+  const auto spec = load_example("overrun_virtual.yaml");
+  auto graph = build_graph(spec);
   VirtualExecutor executor(*graph);
   executor.run(0.2);
 
@@ -63,11 +59,9 @@ TEST(VirtualExecutor, Table10_1MeasuredStepsAbsorbTheDoubledAirframeFrame) {
 }
 
 TEST(VirtualExecutor, ARunIsDeterministic) {
-  const auto spec = load("overrun_virtual.yaml");
-  const auto blocks = tasks::BlockRegistry::with_builtins();
-  const auto methods = coupling::MethodRegistry::with_builtins();
-  auto a = Graph::build(spec, blocks, methods);
-  auto b = Graph::build(spec, blocks, methods);
+  const auto spec = load_example("overrun_virtual.yaml");
+  auto a = build_graph(spec);
+  auto b = build_graph(spec);
   VirtualExecutor ea(*a), eb(*b);
   ea.run(0.3);
   eb.run(0.3);
@@ -82,10 +76,8 @@ TEST(VirtualExecutor, ARunIsDeterministic) {
 }
 
 TEST(VirtualExecutor, FixedStepsKeepThePeriodAndCountLag) {
-  const auto spec = load("two_task_sine.yaml");
-  const auto blocks = tasks::BlockRegistry::with_builtins();
-  const auto methods = coupling::MethodRegistry::with_builtins();
-  auto graph = Graph::build(spec, blocks, methods);
+  const auto spec = load_example("two_task_sine.yaml");
+  auto graph = build_graph(spec);
   VirtualExecutor executor(*graph);
   executor.run(1.0);
   const auto fast = frames_of(executor, "fast");
@@ -124,13 +116,7 @@ std::unique_ptr<Graph> two_tasks(int cpu_b, int prio_b, const std::string& exec_
                            "wires:\n"
                            "  - {from: ka.y, to: ia.u}\n"
                            "  - {from: kb.y, to: ib.u}\n";
-  auto r = config::load_graph_text(yaml, "pair.yaml");
-  for (const auto& d : r.diagnostics) {
-    if (d.severity == config::Diagnostic::Severity::kError) ADD_FAILURE() << d.str();
-  }
-  static const auto blocks = tasks::BlockRegistry::with_builtins();
-  static const auto methods = coupling::MethodRegistry::with_builtins();
-  return Graph::build(r.graph, blocks, methods);
+  return build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "pair.yaml")));
 }
 
 const TaskRuntime& task(Graph& g, const std::string& name) {
@@ -218,10 +204,8 @@ TEST(VirtualExecutor, AnOverloadedCpuMakesOnlyTheLowerPriorityOverrun) {
 // In a rate group the slow frame runs after the fast frames of its cycle
 // on the same thread, so it reads what they published.
 TEST(VirtualExecutor, ARateGroupsSlowFrameSeesItsFastFramesOutputs) {
-  const auto spec = load("overrun_virtual.yaml");
-  const auto blocks = tasks::BlockRegistry::with_builtins();
-  const auto methods = coupling::MethodRegistry::with_builtins();
-  auto graph = Graph::build(spec, blocks, methods);
+  const auto spec = load_example("overrun_virtual.yaml");
+  auto graph = build_graph(spec);
   VirtualExecutor executor(*graph);
   executor.run(0.1);
   ASSERT_EQ(graph->links().size(), 1u);
@@ -236,10 +220,8 @@ TEST(VirtualExecutor, ARateGroupsSlowFrameSeesItsFastFramesOutputs) {
 class EveryExample : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(EveryExample, SteadyStateFramesOfEveryTaskAllocateNothing) {
-  const auto spec = load(GetParam());
-  const auto blocks = tasks::BlockRegistry::with_builtins();
-  const auto methods = coupling::MethodRegistry::with_builtins();
-  auto graph = Graph::build(spec, blocks, methods);
+  const auto spec = load_example(GetParam());
+  auto graph = build_graph(spec);
   graph->reset();
   auto one_round = [&] {
     for (auto& t : graph->tasks()) {

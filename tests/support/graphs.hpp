@@ -1,0 +1,36 @@
+// Graphs for runtime tests: an example file or a YAML text, loaded (a
+// diagnostic that is an error fails the test) and built with the built-in
+// blocks and methods.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+
+#include "coupling/registry.hpp"
+#include "rt_config/loader.hpp"
+#include "runtime/graph.hpp"
+#include "tasks/block_registry.hpp"
+
+namespace rtcosim::testing {
+
+inline config::GraphSpec checked(const config::LoadResult& r) {
+  for (const auto& d : r.diagnostics) {
+    if (d.severity == config::Diagnostic::Severity::kError) ADD_FAILURE() << d.str();
+  }
+  return r.graph;
+}
+
+inline config::GraphSpec load_example(const std::string& name) {
+  return checked(config::load_graph_file(std::string(RTCOSIM_EXAMPLES_DIR) + "/" + name));
+}
+
+inline std::unique_ptr<runtime::Graph> build_graph(const config::GraphSpec& spec) {
+  // The registries outlive every graph built from them.
+  static const auto blocks = tasks::BlockRegistry::with_builtins();
+  static const auto methods = coupling::MethodRegistry::with_builtins();
+  return runtime::Graph::build(spec, blocks, methods);
+}
+
+}  // namespace rtcosim::testing
