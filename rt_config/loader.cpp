@@ -1,4 +1,5 @@
 #include "rt_config/loader.hpp"
+#include "rt_config/schedulability.hpp"
 
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -727,8 +728,6 @@ class GraphLoader {
     const int cpus = options_.cpu_count > 0 ? options_.cpu_count : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     std::map<std::pair<int, int>, std::string> cpu_priority;
     std::map<std::string, const TaskSpec*> group_leader;
-    std::map<int, double> load;
-    std::map<int, bool> load_complete;
     std::map<int, Location> first_on_cpu;
     for (const auto& t : graph_.tasks) {
       const std::string what = "task '" + t.name + "'";
@@ -766,21 +765,35 @@ class GraphLoader {
           }
         }
       }
-      if (t.cpu >= 0) {
-        first_on_cpu.emplace(t.cpu, t.where);
-        load[t.cpu] += t.execution.declared && t.period > 0.0 ? t.execution.nominal / t.period : 0.0;
-        load_complete.emplace(t.cpu, true).first->second &= t.execution.declared;
-      }
+      if (t.cpu >= 0) first_on_cpu.emplace(t.cpu, t.where);
       bool has_block = false;
       for (const auto& b : graph_.diagram.blocks) has_block = has_block || b.task == t.name;
       if (!has_block && !t.name.empty()) in_.warning(t.where, what + " runs no block");
     }
-    for (const auto& [cpu, u] : load) {
-      if (load_complete[cpu] && u > 1.0) {
+    const Schedulability sched = analyse_schedulability(graph_);
+    for (const auto& [cpu, u] : sched.cpu_load) {
+      if (u > 1.0) {
         in_.warning(first_on_cpu[cpu], "CPU " + std::to_string(cpu) + " is loaded to " +
                                            std::to_string(std::lround(u * 100)) +
                                            " % by the declared execution times — its tasks will overrun");
       }
+    }
+    for (const auto& th : sched.threads) {
+      const auto load = sched.cpu_load.find(th.cpu);
+      if (th.meets_deadline() || (load != sched.cpu_load.end() && load->second > 1.0)) continue;
+      const TaskSpec* first = graph_.find_task(th.tasks.front());
+      const std::string what = th.tasks.size() > 1 ? "rate group '" + th.name + "'" : "task '" + th.name + "'";
+      const std::string response =
+          std::isfinite(th.response) ? base::format_duration(th.response) : std::string("unbounded");
+      const std::string where = th.cpu >= 0 ? " on CPU " + std::to_string(th.cpu) : std::string();
+      std::string why = "longest scripted execution " + base::format_duration(th.execution);
+      if (!std::isfinite(th.response)) {
+        why += "; the higher priorities on the CPU leave it no time";
+      } else if (th.response > th.execution) {
+        why += ", preempted by higher priorities for " + base::format_duration(th.response - th.execution);
+      }
+      in_.warning(first->where, what + where + ": worst-case response time " + response + " exceeds its period " +
+                                    base::format_duration(th.period) + " — its frames will overrun (" + why + ")");
     }
   }
 

@@ -51,6 +51,20 @@ TEST(CheckCommand, SummaryListsTasksAndLinksAndDotHasOneClusterPerTask) {
   EXPECT_EQ(dot.rfind("}\n"), dot.size() - 2);
 }
 
+TEST(CheckCommand, SummaryShowsLoadAndResponseTimesOfDeclaredExecutionTimes) {
+  const auto loaded = config::load_graph_file(kExamples + "/overrun_virtual.yaml");
+  ASSERT_TRUE(loaded.ok());
+  const std::string summary = graph_summary(loaded.graph);
+  // The rate group's cycle: 8 actuator frames of 1 ms and one airframe
+  // frame of 10 ms, 20 ms at its spike: 28 ms against an 18 ms period.
+  for (const char* line : {"  CPU 0: 100.0 %\n",
+                           "  single_processor    0    90    18 ms     28 ms      28 ms     overruns\n"}) {
+    EXPECT_NE(summary.find(line), std::string::npos) << line << "\n" << summary;
+  }
+  EXPECT_EQ(graph_summary(config::load_graph_file(kExamples + "/flight_control.yaml").graph).find("response"),
+            std::string::npos);  // nothing declared, nothing analysed
+}
+
 TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {
   const auto dir = std::filesystem::temp_directory_path() / "rtcosim_run_test";
   std::filesystem::create_directories(dir);

@@ -1,5 +1,8 @@
 #include "tools/rtcosim/check_command.hpp"
 
+#include "rt_config/schedulability.hpp"
+
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -8,6 +11,7 @@
 #include "base/duration.hpp"
 #include "coupling/link.hpp"
 #include "rt_config/loader.hpp"
+#include "rt_config/schedulability.hpp"
 #include "tools/rtcosim/cli_args.hpp"
 
 namespace rtcosim::tools {
@@ -20,7 +24,7 @@ Loads a task-graph file and validates everything that can be known before
 running: keys, types and units, block types and parameters, coupling methods
 and parameters, ports and widths, unconnected inputs, inputs driven twice,
 algebraic loops across the whole diagram, CPUs and priorities, rate groups,
-and the CPU load of declared execution times.
+and the CPU load and response times of declared execution times.
 
 Prints every problem as FILE:LINE:COLUMN: error: what — expected … and exits 1,
 or prints a summary of the graph (tasks, links and their rings) and exits 0.
@@ -102,21 +106,26 @@ std::string graph_summary(const config::GraphSpec& g) {
           << pad(describe_coupling(g.coupling_of(w)), 30) << ring << '\n';
     }
   }
-  std::map<int, double> load;
-  std::map<int, bool> declared;
-  for (const auto& t : g.tasks) {
-    if (t.cpu < 0) continue;
-    load[t.cpu] += t.execution.declared ? t.execution.nominal / t.period : 0.0;
-    declared.emplace(t.cpu, true).first->second &= t.execution.declared;
+  const config::Schedulability sched = config::analyse_schedulability(g);
+  if (!sched.cpu_load.empty()) {
+    out << "\nCPU load from declared execution times:\n";
+    for (const auto& [cpu, u] : sched.cpu_load) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "  CPU %d: %.1f %%\n", cpu, u * 100.0);
+      out << buf;
+    }
   }
-  bool any = false;
-  for (const auto& [cpu, u] : load) {
-    if (!declared[cpu]) continue;
-    if (!any) out << "\nCPU load from declared execution times:\n";
-    any = true;
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "  CPU %d: %.1f %%\n", cpu, u * 100.0);
-    out << buf;
+  if (!sched.threads.empty()) {
+    out << "\nworst-case response times (fixed-priority analysis of the longest scripted executions):\n  "
+        << pad("thread", 20) << pad("cpu", 5) << pad("prio", 6) << pad("period", 10) << pad("execution", 11)
+        << pad("response", 10) << "result\n";
+    for (const auto& th : sched.threads) {
+      out << "  " << pad(th.name, 20) << pad(th.cpu >= 0 ? std::to_string(th.cpu) : "-", 5)
+          << pad(th.priority > 0 ? std::to_string(th.priority) : "-", 6) << pad(base::format_duration(th.period), 10)
+          << pad(base::format_duration(th.execution), 11)
+          << pad(std::isfinite(th.response) ? base::format_duration(th.response) : "unbounded", 10)
+          << (th.meets_deadline() ? "ok" : "overruns") << '\n';
+    }
   }
   if (!g.record.signals.empty()) {
     out << "\nrecords " << g.record.signals.size() << " signal(s) to " << g.record.file << '\n';
