@@ -97,6 +97,18 @@ TEST(RunCommand, UsageAndFileErrorsHaveTheirExitCodes) {
   EXPECT_EQ(run_run_command({"--virtual", "--duration", "-1s", kExamples + "/overrun_virtual.yaml"}), 2);
   EXPECT_EQ(run_run_command({"--virtual", "/nonexistent/graph.yaml"}), 1);
   EXPECT_EQ(run_run_command({"--help"}), 0);
+  // Output paths are checked before the run, not after it.
+  for (const char* option : {"--json", "--plot", "--frames", "--record"}) {
+    std::stringstream err;
+    auto* old = std::cerr.rdbuf(err.rdbuf());
+    const int rc = run_run_command({"--virtual", option, "/nonexistent/out", kExamples + "/two_task_sine.yaml"});
+    std::cerr.rdbuf(old);
+    EXPECT_EQ(rc, 2) << option;
+    EXPECT_NE(err.str().find(std::string(option) + ": cannot write '/nonexistent/out': directory '/nonexistent' does "
+                             "not exist"),
+              std::string::npos)
+        << err.str();
+  }
 }
 
 TEST(RunCommand, TraceInVirtualTimeIsRefusedBeforeAnythingRuns) {

@@ -1,5 +1,9 @@
 #include "tools/rtcosim/cli_args.hpp"
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "base/duration.hpp"
 #include "base/text.hpp"
 
@@ -58,6 +62,26 @@ double CliArgs::positive_duration(const std::string& name, double fallback) cons
   if (!seconds) throw UsageError("--" + name + ": " + why);
   if (!(*seconds > 0.0)) throw UsageError("--" + name + " must be positive, got '" + *text + "'");
   return *seconds;
+}
+
+std::optional<std::string> CliArgs::output_path(const std::string& name) const {
+  auto path = value(name);
+  if (!path) return path;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path->empty()) throw UsageError("--" + name + ": expected a file name");
+  if (fs::is_directory(*path, ec)) {
+    throw UsageError("--" + name + ": '" + *path + "' is a directory — expected a file name");
+  }
+  const fs::path parent = fs::path(*path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  if (!fs::is_directory(dir, ec)) {
+    throw UsageError("--" + name + ": cannot write '" + *path + "': directory '" + dir + "' does not exist");
+  }
+  if (access(dir.c_str(), W_OK) != 0) {
+    throw UsageError("--" + name + ": cannot write '" + *path + "': directory '" + dir + "' is not writable");
+  }
+  return path;
 }
 
 std::optional<std::string> CliArgs::value(const std::string& name) const {

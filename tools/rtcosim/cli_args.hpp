@@ -33,6 +33,11 @@ class CliArgs {
   // A positive duration with a unit ("40ms"), or `fallback` when absent;
   // UsageError naming the option otherwise.
   [[nodiscard]] double positive_duration(const std::string& name, double fallback) const;
+  // The path given to an output option, checked before any work is done:
+  // its directory exists and is writable and the path is not a directory
+  // (a long run must not end in "cannot write"). UsageError naming the
+  // option otherwise; nullopt when the option is absent.
+  [[nodiscard]] std::optional<std::string> output_path(const std::string& name) const;
 
  private:
   std::string verb_;

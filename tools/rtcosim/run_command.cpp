@@ -182,6 +182,10 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     const double duration = args.positive_duration("duration", spec.duration);
     const bool virtual_time = args.flag("virtual");
     if (virtual_time && !(duration > 0.0)) throw UsageError(file + " runs until stopped; a virtual run needs --duration");
+    for (const char* output : {"record", "frames", "json", "plot"}) (void)args.output_path(output);
+    if (args.value("plot") && spec.record.signals.empty()) {
+      throw UsageError("--plot needs recorded signals: add a 'record:' section to " + file);
+    }
     if (virtual_time && args.value("trace")) {
       // A trace records the frames of real threads on real CPUs; a virtual
       // run has none, so an empty trace directory would only mislead.
@@ -294,7 +298,8 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     if (frames_csv.is_open()) std::cout << "frames written to " << *args.value("frames") << '\n';
     if (const auto plot_path = args.value("plot")) {
       if (recorder.empty()) throw UsageError("--plot needs recorded signals: add a 'record:' section to " + file);
-      write_plot(recorder, reference.get(), (spec.name.empty() ? file : spec.name) + " — virtual time", *plot_path);
+      write_plot(recorder, reference.get(),
+                 (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"), *plot_path);
       std::cout << "plot written to " << *plot_path << '\n';
     }
     return 0;
