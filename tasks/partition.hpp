@@ -97,7 +97,9 @@ class Partition {
   // reset, before the first step.
   void refresh_outputs(InputSource& inputs) noexcept;
 
-  // Time of the current state (t + h of the last step).
+  // Time of the current state: t + h of the last step, summed with
+  // compensation over consecutive steps, so that it stays within an ulp of
+  // the exact sum of the steps however long the run.
   [[nodiscard]] double time() const noexcept;
   [[nodiscard]] std::span<const double> state() const noexcept;
   [[nodiscard]] std::span<const double> discrete_state() const noexcept;

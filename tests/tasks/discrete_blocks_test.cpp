@@ -165,6 +165,27 @@ TEST(DiscreteBlocks, FeedthroughIsDeclaredWhereTheOutputUsesTheSameSample) {
             "no error");
 }
 
+// Hours of 10 ms frames with a 100 ms hold: simulation time is a sum of
+// two million steps and the hits a multiple of the sample time, yet every
+// tenth step still samples (a hit missed by rounding would hold the old
+// value for one more step).
+TEST(DiscreteBlocks, LongRunsKeepTheirSampleGrid) {
+  Rig rig({{"hold", "zero_order_hold", {{"sample_time", 0.1}}}}, {},
+          {{"u", {{"hold", "u"}}, [](double t) { return t; }}});
+  constexpr long kSteps = 2'000'000;  // 20000 s, five and a half hours
+  long wrong = 0, first_wrong = -1;
+  for (long k = 0; k < kSteps; ++k) {
+    rig.step(0.01);
+    // Held since the last hit at or before the step's start k h.
+    const double expected = static_cast<double>(k / 10) * 0.1;
+    if (std::fabs(rig.y("hold") - expected) > 1e-6) {
+      if (wrong++ == 0) first_wrong = k;
+    }
+  }
+  EXPECT_EQ(wrong, 0) << "first at step " << first_wrong;
+  EXPECT_NEAR(rig.time(), 20000.0, 1e-9);
+}
+
 TEST(DiscreteBlocks, StepsAllocateNothing) {
   Rig r = discrete_rig();
   for (long j = 0; j < 10; ++j) r.step_at(j, kTs / 4);
