@@ -788,7 +788,7 @@ class GraphLoader {
       const std::string where = th.cpu >= 0 ? " on CPU " + std::to_string(th.cpu) : std::string();
       std::string why = "longest scripted execution " + base::format_duration(th.execution);
       if (!std::isfinite(th.response)) {
-        why += "; the higher priorities on the CPU leave it no time";
+        why += "; the higher priorities on the CPU leave it too little time";
       } else if (th.response > th.execution) {
         why += ", preempted by higher priorities for " + base::format_duration(th.response - th.execution);
       }

@@ -27,47 +27,48 @@ Schedulability analyse_schedulability(const GraphSpec& graph) {
   std::erase_if(result.cpu_load, [&](const auto& entry) { return !complete[entry.first]; });
 
   // Threads: a task, or all the tasks of a rate group, whose cycle is the
-  // slowest member's period.
+  // slowest member's period. Tasks are taken by position: a file with two
+  // tasks of one name (an error reported elsewhere) must not confuse this.
+  std::vector<std::vector<const TaskSpec*>> members;
   std::map<std::string, std::size_t> group_thread;
   for (const auto& t : graph.tasks) {
     const bool analysed = t.cpu < 0 ? t.execution.declared : complete[t.cpu];
-    if (!analysed || !(t.period > 0.0)) continue;
+    if (!analysed || !(t.period > 0.0) || !std::isfinite(t.period)) continue;
     if (!t.rate_group.empty()) {
       const auto [it, fresh] = group_thread.emplace(t.rate_group, result.threads.size());
       if (!fresh) {
         result.threads[it->second].tasks.push_back(t.name);
+        members[it->second].push_back(&t);
         continue;
       }
     }
     result.threads.push_back({t.rate_group.empty() ? t.name : t.rate_group, {t.name}, t.cpu, t.priority, 0.0, 0.0, 0.0});
+    members.push_back({&t});
   }
-  for (auto& th : result.threads) {
-    const TaskSpec* slowest = nullptr;
-    for (const auto& name : th.tasks) {
-      const TaskSpec* t = graph.find_task(name);
-      if (!slowest || t->period > slowest->period) slowest = t;
-    }
-    th.period = slowest->period;
-    for (const auto& name : th.tasks) {
-      const TaskSpec* t = graph.find_task(name);
+  for (std::size_t i = 0; i < result.threads.size(); ++i) {
+    ThreadTiming& th = result.threads[i];
+    for (const TaskSpec* t : members[i]) th.period = std::max(th.period, t->period);
+    for (const TaskSpec* t : members[i]) {
       th.execution += std::round(th.period / t->period) * longest_execution(t->execution);
     }
   }
 
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  constexpr int kMaxIterations = 10000;
   for (auto& th : result.threads) {
-    // Iterate R while it may still settle: past a hundred periods the
-    // higher-priority load is 1 or more and it grows without bound.
+    // R grows monotonically to its fixed point. Past a hundred periods the
+    // higher-priority load is 1 or more and it grows without bound; a load
+    // just below 1 may creep for ever: both count as unbounded.
     double r = th.execution;
-    for (;;) {
+    for (int iteration = 0;; ++iteration) {
       double next = th.execution;
       for (const auto& other : result.threads) {
         if (&other == &th || th.cpu < 0 || other.cpu != th.cpu || other.priority <= th.priority) continue;
         next += std::ceil(r / other.period * (1.0 - 1e-12)) * other.execution;
       }
-      if (next <= r) break;
+      if (!(next > r)) break;  // settled (or not a number: nothing to iterate)
       r = next;
-      if (r > 100.0 * th.period) {
+      if (r > 100.0 * th.period || iteration == kMaxIterations) {
         r = kInfinity;
         break;
       }

@@ -12,5 +12,6 @@ corpus=build-fuzz/corpus
 mkdir -p "$corpus"
 seeds=(examples)
 [ -d tests/rt_config/invalid ] && seeds+=(tests/rt_config/invalid)
+[ -d tests/fuzz/regressions ] && seeds+=(tests/fuzz/regressions)
 build-fuzz/bin/config_loader_fuzz -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   "$corpus" "${seeds[@]}" 2>&1 | tail -n 12

@@ -159,5 +159,31 @@ wires: []
   EXPECT_NEAR(s.threads[0].response, 0.001, 1e-12);
 }
 
+// What the loader analyses may still hold mistakes it reported: two tasks of
+// one name, a period of zero, a higher-priority load just below 1. The
+// analysis must end, and say unbounded rather than make up a number.
+TEST(Schedulability, EndsOnWhateverTheLoaderPassesIt) {
+  GraphSpec g;
+  auto task = [&](const std::string& name, double period, int priority, double exec, const std::string& group = "") {
+    TaskSpec t;
+    t.name = name;
+    t.period = period;
+    t.cpu = 0;
+    t.priority = priority;
+    t.rate_group = group;
+    t.execution.declared = true;
+    t.execution.nominal = exec;
+    g.tasks.push_back(t);
+  };
+  task("fast", 0.002, 90, 0.0, "group");
+  task("fast", 0.0, 90, 0.0005, "group");  // same name, no period
+  task("busy", 1e-9, 95, 1e-9 * (1.0 - 1e-15));  // leaves 1e-15 of the CPU
+  task("slow", 3600.0, 10, 1.0);
+  const auto s = analyse_schedulability(g);
+  ASSERT_EQ(s.threads.size(), 3u);
+  EXPECT_NEAR(thread(s, "busy").response, 1e-9 * (1.0 - 1e-15), 1e-24);
+  EXPECT_TRUE(std::isinf(thread(s, "slow").response));
+}
+
 }  // namespace
 }  // namespace rtcosim::config
