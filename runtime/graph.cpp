@@ -51,9 +51,8 @@ void TaskRuntime::stage_outputs() noexcept {
     o.block.discontinuity = false;
     const auto v = partition_->output(o.ref);
     const auto d = partition_->output_derivative(o.ref);
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      o.block.set(i, v[i], d[i], partition_->output_derivative_valid(o.ref, i));
-    }
+    const auto known = partition_->output_derivative_flags(o.ref);
+    for (std::size_t i = 0; i < v.size(); ++i) o.block.set(i, v[i], d[i], known[i] != 0);
   }
 }
 

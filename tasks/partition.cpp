@@ -381,6 +381,9 @@ std::span<const double> Partition::output(const OutputRef& ref) const noexcept {
 std::span<const double> Partition::output_derivative(const OutputRef& ref) const noexcept {
   return std::span<const double>(impl_->s.dsignals.data() + ref.offset, ref.width);
 }
+std::span<const unsigned char> Partition::output_derivative_flags(const OutputRef& ref) const noexcept {
+  return std::span<const unsigned char>(impl_->s.dvalid.data() + ref.offset, ref.width);
+}
 bool Partition::output_derivative_valid(const OutputRef& ref, std::size_t i) const noexcept {
   return impl_->s.dvalid[ref.offset + i] != 0;
 }

@@ -106,6 +106,8 @@ class Partition {
   [[nodiscard]] std::span<const double> output(const OutputRef& ref) const noexcept;
   [[nodiscard]] std::span<const double> output_derivative(const OutputRef& ref) const noexcept;
   [[nodiscard]] bool output_derivative_valid(const OutputRef& ref, std::size_t i) const noexcept;
+  // Per signal of the port, nonzero where its derivative is known.
+  [[nodiscard]] std::span<const unsigned char> output_derivative_flags(const OutputRef& ref) const noexcept;
 
   // ab2 only: the on-line local truncation-error estimate of the last step,
   // max over states of (5/12) h^3 |x'''| with x''' from the derivative

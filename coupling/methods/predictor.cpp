@@ -1,6 +1,7 @@
 #include "coupling/methods/predictor.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace rtcosim::coupling::methods {
 
@@ -15,28 +16,35 @@ void Predictor::do_push(const DataBlock& block) noexcept {
   history_.push(block);
   const std::size_t n = history_.size();
   const double t0 = history_.tag(0);
+  const double* y0 = history_.values_of(0);
+  const double* d0 = history_.derivatives_of(0);
+  const std::uint8_t* k0 = history_.derivative_flags_of(0);
+  // Older samples exist only from the second push on; until then nothing
+  // below reads them.
+  const double* y1 = n >= 2 ? history_.values_of(1) : y0;
+  const double* d1 = n >= 2 ? history_.derivatives_of(1) : d0;
+  const std::uint8_t* k1 = n >= 2 ? history_.derivative_flags_of(1) : k0;
+  const double* y2 = n >= 3 ? history_.values_of(2) : y1;
+  const double t1 = n >= 2 ? history_.tag(1) : t0;
+  const double t2 = n >= 3 ? history_.tag(2) : t1;
+  const double half_over_dt01 = n >= 2 ? 0.5 / (t0 - t1) : 0.0;
   for (std::size_t s = 0; s < a_.size(); ++s) {
-    const double y0 = history_.value(0, s);
-    a_[s] = y0;
+    a_[s] = y0[s];
     b_[s] = 0.0;
     c_[s] = 0.0;
-    if (history_.derivative_valid(0, s)) {
-      b_[s] = history_.derivative(0, s);
-      if (n >= 2 && history_.derivative_valid(1, s)) {
-        c_[s] = (history_.derivative(0, s) - history_.derivative(1, s)) / (2.0 * (t0 - history_.tag(1)));
-      }
+    if (k0[s] != 0) {
+      b_[s] = d0[s];
+      if (n >= 2 && k1[s] != 0) c_[s] = (d0[s] - d1[s]) * half_over_dt01;
       continue;
     }
     note_derivative_fallback();
     // Newton parabola through the newest values, rewritten about t0:
     // c0 + D (c1 + (D + t0 - t1) c2) = c0 + D ((c1 + (t0 - t1) c2) + D c2).
     if (n >= 2) {
-      const double t1 = history_.tag(1);
-      const double c1 = (y0 - history_.value(1, s)) / (t0 - t1);
+      const double c1 = (y0[s] - y1[s]) / (t0 - t1);
       double c2 = 0.0;
       if (n >= 3) {
-        const double t2 = history_.tag(2);
-        const double c1_old = (history_.value(1, s) - history_.value(2, s)) / (t1 - t2);
+        const double c1_old = (y1[s] - y2[s]) / (t1 - t2);
         c2 = (c1 - c1_old) / (t0 - t2);
       }
       b_[s] = c1 + (t0 - t1) * c2;

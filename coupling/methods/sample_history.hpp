@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -36,13 +37,18 @@ class SampleHistory {
     head_ = (head_ + 1 == capacity_) ? 0 : head_ + 1;
     tags_[head_] = block.tag;
     const std::size_t base = head_ * signals_;
+    const std::size_t n = signals_;
     const auto v = block.values();
     const auto d = block.derivatives();
-    for (std::size_t s = 0; s < signals_; ++s) {
-      values_[base + s] = v[s];
-      derivatives_[base + s] = d[s];
-      valid_[base + s] = block.derivative_valid(s) ? 1 : 0;
-    }
+    // Raw pointers taken once: a store through a byte pointer may alias
+    // anything, so indexing the vectors would reload their data pointers
+    // after every flag.
+    double* values = values_.data() + base;
+    double* derivatives = derivatives_.data() + base;
+    std::uint8_t* valid = valid_.data() + base;
+    std::copy_n(v.data(), n, values);
+    std::copy_n(d.data(), n, derivatives);
+    for (std::size_t s = 0; s < n; ++s) valid[s] = block.derivative_valid(s) ? 1 : 0;
     if (size_ < capacity_) ++size_;
   }
 
@@ -81,9 +87,17 @@ class SampleHistory {
   [[nodiscard]] bool derivative_valid(std::size_t i, std::size_t s) const noexcept {
     return valid_[slot(i) * signals_ + s] != 0;
   }
-  // Pointer to the values of sample i, one per signal, contiguous.
+  // Pointers to the values, derivatives and derivative flags of sample i,
+  // one per signal, contiguous: hot loops index these rather than calling
+  // the accessors above per signal.
   [[nodiscard]] const double* values_of(std::size_t i) const noexcept {
     return &values_[slot(i) * signals_];
+  }
+  [[nodiscard]] const double* derivatives_of(std::size_t i) const noexcept {
+    return &derivatives_[slot(i) * signals_];
+  }
+  [[nodiscard]] const std::uint8_t* derivative_flags_of(std::size_t i) const noexcept {
+    return &valid_[slot(i) * signals_];
   }
 
   // Spacing of the two newest tags, or 0 with fewer than two samples.
