@@ -222,15 +222,19 @@ TEST_F(Daemon, SigtermWhileRecordingKeepsEverySampleProduced) {
   kill(pid_, SIGTERM);
   ASSERT_EQ(wait_exit(), 0);
 
-  // The final summary (stderr) has each task's frame count.
+  // The final summary (stderr) has each task's frame count in the first
+  // table, the one that follows "tasks:".
   std::ifstream err(stderr_path_);
   std::string line;
   std::uint64_t fast_frames = 0;
+  bool in_tasks = false;
   while (std::getline(err, line)) {
+    if (line == "tasks:") in_tasks = true;
+    if (!line.empty() && line[0] != ' ' && line != "tasks:") in_tasks = false;
     std::istringstream in(line);
     std::string name;
     std::uint64_t frames = 0;
-    if (in >> name >> frames && name == "fast") fast_frames = frames;
+    if (in_tasks && in >> name >> frames && name == "fast") fast_frames = frames;
   }
   ASSERT_GT(fast_frames, 0u);
   // Recording started after some frames: the file holds a contiguous run of

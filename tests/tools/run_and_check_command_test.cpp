@@ -8,6 +8,9 @@
 #include "rt_config/loader.hpp"
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
+#include "tools/rtcosim/run_summary.hpp"
+#include "runtime/virtual_executor.hpp"
+#include "tests/support/graphs.hpp"
 
 namespace rtcosim::tools {
 namespace {
@@ -63,6 +66,30 @@ TEST(CheckCommand, SummaryShowsLoadAndResponseTimesOfDeclaredExecutionTimes) {
   }
   EXPECT_EQ(graph_summary(config::load_graph_file(kExamples + "/flight_control.yaml").graph).find("response"),
             std::string::npos);  // nothing declared, nothing analysed
+}
+
+// The summary's timing table on a schedule worked out by hand: b (2 ms per
+// 10 ms frame) shares CPU 0 with a (0.3 ms per 1 ms, higher priority), so b
+// waits 0.3 ms to start and its frame spans 2.6 ms.
+TEST(RunSummary, TimingTableShowsLatencyAndExecutionPercentiles) {
+  const char* yaml = R"(name: pair
+realtime: off
+tasks:
+  - {name: a, period: 1ms,  cpu: 0, priority: 90, step: fixed, execution: {nominal: 300us}}
+  - {name: b, period: 10ms, cpu: 0, priority: 80, step: fixed, execution: {nominal: 2ms}}
+blocks:
+  - {name: k1, type: constant, task: a, params: {value: [1]}}
+  - {name: k2, type: constant, task: b, params: {value: [1]}}
+wires: []
+)";
+  auto graph = rtcosim::testing::build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "pair.yaml")));
+  runtime::VirtualExecutor executor(*graph);
+  executor.run(0.01);
+  const std::string summary = run_summary(*graph);
+  for (const char* line : {"  a             0 / 0 / 0 / 0                             300 / 300 / 300 / 300\n",
+                           "  b             300 / 300 / 300 / 300                     2600 / 2600 / 2600 / 2600\n"}) {
+    EXPECT_NE(summary.find(line), std::string::npos) << line << "\n" << summary;
+  }
 }
 
 TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {

@@ -40,6 +40,20 @@ std::string run_summary(runtime::Graph& graph) {
         << (t->partition().integrator() == tasks::IntegratorKind::kAb2 ? fmt("%.3g", s.truncation_error.max()) : "-")
         << '\n';
   }
+  // Wake-up latency and execution time as the histograms saw them: the
+  // tails are what a real-time run is judged by.
+  out << "timing (us):\n  " << pad("name", 14) << pad("wake-up latency p50 / p99 / p99.9 / max", 42)
+      << "execution p50 / p99 / p99.9 / max\n";
+  auto percentiles = [](const runtime::LogHistogram& h) {
+    std::string text;
+    for (double p : {0.5, 0.99, 0.999}) text += fmt("%.4g", static_cast<double>(h.percentile(p)) * 1e-3) + " / ";
+    return text + fmt("%.4g", static_cast<double>(h.max()) * 1e-3);
+  };
+  for (auto& t : graph.tasks()) {
+    const auto& s = t->stats();
+    out << "  " << pad(t->spec().name, 14) << pad(percentiles(s.wakeup_latency_ns), 42)
+        << percentiles(s.execution_ns) << '\n';
+  }
   if (!graph.links().empty()) {
     out << "links:\n  " << pad("from -> to", 44) << pad("method", 14) << pad("published", 11) << pad("dropped", 9)
         << pad("ring", 6) << pad("data age mean/max (ms)", 24) << "extrapolation max (ms)\n";
