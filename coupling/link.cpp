@@ -34,7 +34,7 @@ Link::Link(std::size_t signal_count, std::size_t capacity_blocks, std::unique_pt
 bool Link::publish(const DataBlock& block) noexcept {
   const auto payload = block.payload();
   if (ring_.write_available() < kHeaderWords + payload.size()) {
-    count(dropped_, 1);
+    dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   // The sequence travels as a double: exact below 2^53 frames (centuries at
@@ -44,7 +44,7 @@ bool Link::publish(const DataBlock& block) noexcept {
                                                    block.discontinuity ? 1.0 : 0.0};
   (void)ring_.push(header.data(), kHeaderWords);
   (void)ring_.push(payload.data(), payload.size());
-  count(published_, 1);
+  published_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 

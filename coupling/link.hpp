@@ -71,7 +71,7 @@ class Link {
       sink(static_cast<const DataBlock&>(staging_));
       ++taken;
     }
-    if (taken != 0) count(consumed_, taken);
+    consumed_.fetch_add(taken, std::memory_order_relaxed);
     return taken;
   }
 
@@ -88,13 +88,6 @@ class Link {
   // tag, producer step, sequence, flags: one ring word each.
   static constexpr std::size_t kHeaderWords = 4;
   static void decode_header(const std::array<double, kHeaderWords>& header, DataBlock& block) noexcept;
-  // Each counter has a single writer (the producer's two, the consumer's
-  // one), so a relaxed load and store count exactly; fetch_add's locked
-  // read-modify-write would cost about as much as the rest of a small
-  // block's round trip.
-  static void count(std::atomic<std::uint64_t>& counter, std::uint64_t n) noexcept {
-    counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-  }
 
   std::size_t capacity_blocks_;
   boost::lockfree::spsc_queue<double> ring_;

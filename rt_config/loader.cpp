@@ -1,5 +1,4 @@
 #include "rt_config/loader.hpp"
-#include "rt_config/schedulability.hpp"
 
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -23,6 +22,7 @@
 #include "base/duration.hpp"
 #include "base/text.hpp"
 #include "coupling/plugin_loader.hpp"
+#include "rt_config/schedulability.hpp"
 #include "tasks/partition.hpp"
 
 namespace rtcosim::config {

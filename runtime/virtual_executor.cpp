@@ -191,11 +191,11 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
   };
 
   std::int64_t now = 0;
-  for (auto& u : units) u.next_release_ns = 0;
+  std::vector<Unit*> ending;
   for (;;) {
     // Frames that ran to the end of their execution time end before anything
     // released at this instant can preempt them.
-    std::vector<Unit*> ending;
+    ending.clear();
     for (Unit* r : running) {
       if (r && r->frame_started && r->remaining_ns == 0) ending.push_back(r);
     }

@@ -1,11 +1,8 @@
 #include "tools/rtcosim/check_command.hpp"
 
-#include "rt_config/schedulability.hpp"
-
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <sstream>
 
 #include "base/duration.hpp"

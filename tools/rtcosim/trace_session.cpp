@@ -88,8 +88,9 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
   constexpr auto kRegisterTimeout = std::chrono::seconds(12);
   const auto deadline = std::chrono::steady_clock::now() + kRegisterTimeout;
   bool registered = false;
-  while (!(registered = run_command({"lttng", "list", "-u"}, &out) == 0 && out.find(me) != std::string::npos) &&
-         std::chrono::steady_clock::now() < deadline) {
+  for (;;) {
+    registered = run_command({"lttng", "list", "-u"}, &out) == 0 && out.find(me) != std::string::npos;
+    if (registered || std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   if (!registered) {
