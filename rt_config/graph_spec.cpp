@@ -21,7 +21,17 @@ std::vector<std::string> plugin_directories(const GraphSpec& graph) {
 }
 
 std::string to_string(StepPolicy p) { return p == StepPolicy::kFixed ? "fixed" : "measured"; }
-std::string to_string(OverrunPolicy p) { return p == OverrunPolicy::kCatchUp ? "catch_up" : "skip"; }
+std::string to_string(OverrunPolicy p) {
+  switch (p) {
+    case OverrunPolicy::kSkip:
+      return "skip";
+    case OverrunPolicy::kRephase:
+      return "rephase";
+    case OverrunPolicy::kCatchUp:
+      break;
+  }
+  return "catch_up";
+}
 std::string to_string(RealtimeMode m) {
   switch (m) {
     case RealtimeMode::kRequired: return "required";

@@ -18,7 +18,7 @@ struct Location {
 };
 
 enum class StepPolicy { kFixed, kMeasured };
-enum class OverrunPolicy { kCatchUp, kSkip };
+enum class OverrunPolicy { kCatchUp, kSkip, kRephase };
 enum class RealtimeMode { kRequired, kPreferred, kOff };
 
 // One frame whose execution takes `time` instead of the nominal (virtual time).
@@ -42,7 +42,7 @@ struct TaskSpec {
   int priority = 0;             // SCHED_FIFO 1..99; 0: not set
   tasks::IntegratorKind integrator = tasks::IntegratorKind::kAb2;
   StepPolicy step = StepPolicy::kFixed;
-  OverrunPolicy overrun = OverrunPolicy::kCatchUp;
+  OverrunPolicy overrun = OverrunPolicy::kCatchUp;  // the loader: rephase for measured steps unless given
   double max_step = 0.0;        // seconds; 0: 4 periods
   std::string rate_group;       // tasks sharing one run in one thread
   ExecutionTimes execution;

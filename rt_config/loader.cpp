@@ -368,8 +368,12 @@ class GraphLoader {
       if (auto s = in_.choice(node, "step", what, {"fixed", "measured"})) {
         t.step = *s == "measured" ? StepPolicy::kMeasured : StepPolicy::kFixed;
       }
-      if (auto o = in_.choice(node, "overrun", what, {"catch_up", "skip"})) {
-        t.overrun = *o == "skip" ? OverrunPolicy::kSkip : OverrunPolicy::kCatchUp;
+      // A measured step has absorbed the delay already: repaying the grid
+      // with back-to-back frames would only burn CPU, so such a task
+      // re-phases unless told otherwise.
+      t.overrun = t.step == StepPolicy::kMeasured ? OverrunPolicy::kRephase : OverrunPolicy::kCatchUp;
+      if (auto o = in_.choice(node, "overrun", what, {"catch_up", "skip", "rephase"})) {
+        t.overrun = *o == "skip" ? OverrunPolicy::kSkip : *o == "rephase" ? OverrunPolicy::kRephase : OverrunPolicy::kCatchUp;
       }
       if (auto m = in_.duration(node, "max_step", what, false)) {
         t.max_step = *m;
@@ -728,6 +732,7 @@ class GraphLoader {
     const int cpus = options_.cpu_count > 0 ? options_.cpu_count : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
     std::map<std::pair<int, int>, std::string> cpu_priority;
     std::map<std::string, const TaskSpec*> group_leader;
+    std::map<std::string, std::vector<const TaskSpec*>> groups;
     std::map<int, Location> first_on_cpu;
     for (const auto& t : graph_.tasks) {
       const std::string what = "task '" + t.name + "'";
@@ -754,21 +759,36 @@ class GraphLoader {
             in_.error(t.where, what + " is in rate group '" + t.rate_group + "' with task '" + lead.name +
                                    "' but has another cpu or priority — a rate group runs in one thread");
           }
-          const double fast = std::min(lead.period, t.period), slow = std::max(lead.period, t.period);
-          const double ratio = fast > 0.0 ? slow / fast : 0.0;
-          if (fast > 0.0 && std::fabs(ratio - std::round(ratio)) > 1e-9 * ratio) {
-            char shown[32];
-            std::snprintf(shown, sizeof shown, "%g", ratio);
-            in_.error(t.where, what + " and task '" + lead.name + "' in rate group '" + t.rate_group +
-                                   "' have periods whose ratio is " + shown +
-                                   " — expected an integer frame ratio");
-          }
         }
+        groups[t.rate_group].push_back(&t);
       }
       if (t.cpu >= 0) first_on_cpu.emplace(t.cpu, t.where);
       bool has_block = false;
       for (const auto& b : graph_.diagram.blocks) has_block = has_block || b.task == t.name;
       if (!has_block && !t.name.empty()) in_.warning(t.where, what + " runs no block");
+    }
+    // A rate group runs period_slowest / period_member frames of each member
+    // per cycle: every member's period must divide the slowest one.
+    for (const auto& [group, members] : groups) {
+      const TaskSpec* slowest = members.front();
+      for (const TaskSpec* m : members) {
+        if (m->period > slowest->period) slowest = m;
+      }
+      for (const TaskSpec* m : members) {
+        if (m == slowest || !(m->period > 0.0)) continue;
+        const double ratio = slowest->period / m->period;
+        if (std::fabs(ratio - std::round(ratio)) > 1e-9 * ratio) {
+          char shown[32];
+          std::snprintf(shown, sizeof shown, "%g", ratio);
+          in_.error(m->where, "task '" + m->name + "' in rate group '" + group + "' has period " +
+                                  base::format_duration(m->period) + ", and the group's slowest task '" +
+                                  slowest->name + "' " + base::format_duration(slowest->period) +
+                                  ": the ratio is " + shown +
+                                  " — a rate group runs a whole number of each member's frames per cycle; make the"
+                                  " ratio an integer, or give the task its own thread (no rate_group), where links"
+                                  " couple any ratio asynchronously");
+        }
+      }
     }
     const Schedulability sched = analyse_schedulability(graph_);
     for (const auto& [cpu, u] : sched.cpu_load) {

@@ -15,14 +15,16 @@ struct FrameRow {
   double wall = 0.0;  // seconds since the epoch, at the integration point
   double sim = 0.0;   // simulation time after the step
   double step = 0.0;
-  std::int64_t latency_ns = 0;
+  std::int64_t latency_ns = -1;        // first frame of a cycle whose thread slept: wake-up - release; else -1
   std::int64_t exec_ns = 0;
+  std::int64_t start_lateness_ns = -1;  // first frame of a cycle: its start - release; else -1
 };
 
 /*
  * FrameLog: every frame of every task, each task writing into its own
  * lock-free ring, a non-RT thread draining them to CSV
- * (task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns). A full ring drops
+ * (task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns,start_lateness_ns;
+ * docs/figures.md defines the columns). A full ring drops
  * the row and counts it. RT-safe: `add` is noexcept and wait-free.
  */
 class FrameLog {
@@ -32,8 +34,9 @@ class FrameLog {
     Channel& c = *channels_[task];
     if (!c.ring.push(row)) c.dropped.fetch_add(1, std::memory_order_relaxed);
   }
-  static void write_header(std::ostream& out) { out << "task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns\n"; }
+  static void write_header(std::ostream& out) { out << "task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns,start_lateness_ns\n"; }
   void drain(std::ostream& out);
+  static void write_row(std::ostream& out, const std::string& task, const FrameRow& row);
   [[nodiscard]] std::uint64_t dropped() const noexcept;
 
  private:

@@ -25,6 +25,11 @@ TaskRuntime::TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Pa
       policy_(spec.step == config::StepPolicy::kMeasured ? StepPolicy::Kind::kMeasured : StepPolicy::Kind::kFixed,
               spec.period, spec.max_step) {}
 
+void TaskRuntime::reset_run() noexcept {
+  stats_.reset();
+  policy_.reset();
+}
+
 void TaskRuntime::drain() noexcept {
   const double t = partition_->time();
   for (GraphLink* l : inputs_.links()) {
@@ -143,7 +148,9 @@ void Graph::reset() noexcept {
   for (auto& l : links_) {
     l->link->drain_to([](const coupling::DataBlock&) noexcept {});
     l->link->extrapolator().reset();
+    l->stats.reset();
   }
+  for (auto& t : tasks_) t->reset_run();
   for (auto& t : tasks_) t->partition().reset(0.0);
   for (auto& t : tasks_) t->publish_initial();
 }

@@ -8,6 +8,7 @@
 #include "coupling/link.hpp"
 #include "coupling/registry.hpp"
 #include "rt_config/graph_spec.hpp"
+#include "runtime/realtime.hpp"
 #include "runtime/stats.hpp"
 #include "runtime/step_policy.hpp"
 #include "tasks/block_registry.hpp"
@@ -81,6 +82,11 @@ class TaskRuntime {
   [[nodiscard]] const TaskStats& stats() const noexcept { return stats_; }
   [[nodiscard]] LinkInputs& inputs() noexcept { return inputs_; }
   [[nodiscard]] std::vector<OutputBinding>& outputs() noexcept { return outputs_; }
+  // How the task's thread ran (set by the executor before the first frame).
+  [[nodiscard]] const ThreadPlacement& placement() const noexcept { return placement_; }
+  void set_placement(ThreadPlacement p) { placement_ = std::move(p); }
+  // A fresh run: statistics cleared, the step policy back to its first step.
+  void reset_run() noexcept;
 
   // Drains every input link into its extrapolator.
   void drain() noexcept;
@@ -101,6 +107,7 @@ class TaskRuntime {
   TaskStats stats_;
   LinkInputs inputs_;
   std::vector<OutputBinding> outputs_;
+  ThreadPlacement placement_;
   std::uint64_t sequence_ = 0;
   std::uint16_t id_ = 0;
 };
@@ -124,8 +131,9 @@ class Graph {
   // Emits task_info and link_info trace events (names for the ids).
   void trace_names() const noexcept;
 
-  // Every task to its initial state at simulation time 0, links emptied,
-  // extrapolators reset, initial outputs published.
+  // A fresh run: every task to its initial state at simulation time 0 with
+  // its statistics and step policy reset, links emptied, extrapolators
+  // reset, initial outputs published.
   void reset() noexcept;
 
  private:

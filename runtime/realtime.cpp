@@ -107,19 +107,26 @@ std::vector<int> pin_housekeeping(const std::vector<int>& task_cpus) {
 }
 
 std::string prepare_thread(int cpu, int priority, bool fifo, std::size_t stack_bytes) {
+  // Every step is tried whatever the one before it did, so that a failed
+  // pin does not also cost the priority; the problems are reported together.
+  std::string problems;
   if (cpu >= 0) {
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(static_cast<std::size_t>(cpu), &set);
-    if (const int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set); rc != 0) {
-      return "cannot pin to CPU " + std::to_string(cpu) + ": " + std::strerror(rc);
+    if (cpu < CPU_SETSIZE) CPU_SET(static_cast<std::size_t>(cpu), &set);
+    const long online = sysconf(_SC_NPROCESSORS_CONF);
+    const int rc = cpu < CPU_SETSIZE ? pthread_setaffinity_np(pthread_self(), sizeof set, &set) : EINVAL;
+    if (rc != 0) {
+      problems += "cannot pin to CPU " + std::to_string(cpu) + ": " + std::strerror(rc) +
+                  (online > 0 && cpu >= online ? " (this machine has CPUs 0-" + std::to_string(online - 1) + ")" : "");
     }
   }
   if (fifo && priority > 0) {
     sched_param param{};
     param.sched_priority = priority;
     if (const int rc = pthread_setschedparam(pthread_self(), SCHED_FIFO, &param); rc != 0) {
-      return "cannot set SCHED_FIFO " + std::to_string(priority) + ": " + std::strerror(rc);
+      problems += (problems.empty() ? "" : "; ") + std::string("cannot set SCHED_FIFO ") + std::to_string(priority) +
+                  ": " + std::strerror(rc);
     }
   }
   // Timer slack lets the kernel fire a sleeper's timer up to 50 us late to
@@ -129,7 +136,25 @@ std::string prepare_thread(int cpu, int priority, bool fifo, std::size_t stack_b
   // with mlockall, locked) before the first deadline.
   auto* volatile touch = static_cast<volatile unsigned char*>(alloca(stack_bytes));
   for (std::size_t i = 0; i < stack_bytes; i += 4096) touch[i] = 0;
-  return {};
+  return problems;
+}
+
+ThreadPlacement current_placement() {
+  ThreadPlacement p;
+  int policy = 0;
+  sched_param param{};
+  if (pthread_getschedparam(pthread_self(), &policy, &param) == 0) {
+    p.policy = policy == SCHED_FIFO ? "fifo" : policy == SCHED_RR ? "rr" : "other";
+    p.priority = policy == SCHED_FIFO || policy == SCHED_RR ? param.sched_priority : 0;
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (pthread_getaffinity_np(pthread_self(), sizeof set, &set) == 0 && CPU_COUNT(&set) == 1) {
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(static_cast<std::size_t>(c), &set)) p.cpu = c;
+    }
+  }
+  return p;
 }
 
 }  // namespace rtcosim::runtime

@@ -40,6 +40,17 @@ RealtimeReport prepare_process(config::RealtimeMode mode, int highest_priority);
 // the CPUs chosen, empty when the tasks use every CPU.
 std::vector<int> pin_housekeeping(const std::vector<int>& task_cpus);
 
+// How a thread actually runs, read back from the kernel after its set-up.
+struct ThreadPlacement {
+  std::string policy = "none";  // fifo | rr | other | virtual | none (never started)
+  int priority = 0;             // 0 unless fifo/rr
+  int cpu = -1;                 // the one CPU it may run on; -1: several (not pinned)
+  std::string problem;          // what its set-up could not do
+};
+
+// The calling thread's scheduling policy, priority and CPU.
+ThreadPlacement current_placement();
+
 // Per task thread, called by the thread itself: pins it to `cpu` (if >= 0),
 // sets SCHED_FIFO at `priority` when `fifo`, and touches `stack_bytes` of
 // stack so that the frames never fault on it. Returns an error text or "".

@@ -11,59 +11,57 @@
 #include "runtime/graph.hpp"
 #include "runtime/realtime.hpp"
 #include "runtime/recorder.hpp"
+#include "runtime/thread_unit.hpp"
 
 namespace rtcosim::runtime {
 
 /*
  * RealtimeExecutor: runs a Graph on the wall clock, one thread per task (or
  * per rate group), each pinned to its CPU at its SCHED_FIFO priority when
- * permitted. All tasks share one epoch (CLOCK_MONOTONIC at start plus a
- * start delay, so that every thread is set up before the first deadline);
- * simulation time 0 is the epoch.
+ * permitted. Every thread is set up (pinned, prioritised, stack touched)
+ * and its actual policy, priority and CPU read back before the epoch; with
+ * `realtime: required` a thread that could not be set up fails `start`
+ * before any frame runs. All tasks share one epoch (CLOCK_MONOTONIC after
+ * the set-up plus a start delay); simulation time 0 is the epoch.
  *
- * The frame loop is the framework's, noexcept: sleep to the absolute
- * deadline (clock_nanosleep, TIMER_ABSTIME), measure the wake-up latency,
- * drain the input links, take the step from the step policy just before
- * the integration, step, publish, record, measure the execution time,
- * advance the deadline (overruns and missed periods counted). Nothing in it
+ * The frame loop is run_unit (unit_loop.hpp), noexcept: nothing in it
  * allocates, locks or blocks except the sleep itself.
  *
  * `stop` may be called from any thread or a signal handler; tasks stop at
- * a frame boundary.
+ * a cycle boundary.
  */
 class RealtimeExecutor {
  public:
   RealtimeExecutor(Graph& graph, Recorder* recorder, RealtimeReport report, FrameLog* frame_log = nullptr);
   ~RealtimeExecutor();
 
-  // Resets the graph and starts the threads; frames run until `duration`
-  // (0: until stop()) has passed since the epoch.
+  // Resets the graph (a fresh run), sets up the threads and starts them;
+  // frames run until `duration` (0: until stop()) has passed since the
+  // epoch. Throws std::runtime_error, with nothing run, when the graph asks
+  // for `realtime: required` and a thread could not be set up.
   void start(double duration, double start_delay = 0.05);
   void stop() noexcept { running_.store(false, std::memory_order_relaxed); }
   void join();
   [[nodiscard]] bool finished() const noexcept { return active_.load(std::memory_order_acquire) == 0; }
   // Seconds since the epoch (negative before it).
   [[nodiscard]] double elapsed() const noexcept;
-  // Set-up problems the threads met (pinning, priority).
+  // Set-up problems the threads met (pinning, priority), one line each.
   [[nodiscard]] std::vector<std::string> thread_errors() const;
 
  private:
-  struct Unit {
-    std::vector<TaskRuntime*> members;  // fast first, the slowest last
-    std::vector<std::size_t> index;     // each member's index in the graph
-    std::size_t ratio = 1;
-  };
-  void thread_main(const Unit& unit) noexcept;
-  std::int64_t now_ns() const noexcept;
+  enum Go : int { kWait = 0, kRun = 1, kAbort = 2 };
+  void thread_main(std::size_t unit) noexcept;
 
   Graph& graph_;
   Recorder* recorder_;
   FrameLog* frame_log_;
   RealtimeReport report_;
-  std::vector<Unit> units_;
+  std::vector<ThreadUnit> units_;
   std::vector<std::thread> threads_;
   std::atomic<bool> running_{false};
   std::atomic<int> active_{0};
+  std::atomic<int> set_up_{0};  // threads done with their set-up
+  std::atomic<int> go_{kWait};
   std::int64_t epoch_ns_ = 0;
   std::int64_t end_ns_ = 0;  // 0: no end
   mutable std::mutex errors_mutex_;  // set-up phase only, never in a frame

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cmath>
@@ -9,18 +10,27 @@
 namespace rtcosim::runtime {
 
 /*
- * LogHistogram: counts of durations (ns) in logarithmic buckets, four per
- * power of two (about 19 % wide), from 0 to about 2^40 ns. One thread (the
- * task) adds; any thread may read. Buckets are relaxed atomics: a reader
- * sees each count whole, and a percentile taken while the task runs is off
- * by at most the frames of that instant.
+ * LogHistogram: counts of durations (ns) in buckets of bounded relative
+ * width, HDR-histogram style: one bucket per nanosecond below 128 ns, then
+ * 64 buckets per power of two (each 1/64 of its octave's start wide, 1.6 %),
+ * up to 2^37 ns (137 s; longer values count in the last bucket, the
+ * maximum stays exact). A percentile reports the middle of its bucket,
+ * clamped to the smallest and largest values seen, so it is within 0.8 % of
+ * the exact sample (exact below 128 ns). 16 KiB per histogram.
  *
- * RT-safe: `add` is noexcept, wait-free, allocation-free.
+ * One thread (the task) adds; any thread may read. Buckets are relaxed
+ * atomics: a reader sees each count whole, and a percentile taken while the
+ * task runs is off by at most the frames of that instant.
+ *
+ * RT-safe: `add` is noexcept, wait-free, allocation-free. `reset` is not
+ * for the real-time path (it runs between runs, when no task adds).
  */
 class LogHistogram {
  public:
-  static constexpr int kSubBuckets = 4;
-  static constexpr int kBuckets = 42 * kSubBuckets;
+  static constexpr int kSubBits = 6;
+  static constexpr int kSubBuckets = 1 << kSubBits;  // per octave
+  static constexpr int kTopOctave = 36;               // [2^36, 2^37) is the last
+  static constexpr int kBuckets = (kTopOctave - kSubBits + 2) * kSubBuckets;
 
   void add(std::int64_t value_ns) noexcept {
     const std::int64_t v = value_ns < 0 ? 0 : value_ns;
@@ -29,6 +39,14 @@ class LogHistogram {
     sum_.store(sum_.load(std::memory_order_relaxed) + static_cast<double>(v), std::memory_order_relaxed);
     if (v > max_.load(std::memory_order_relaxed)) max_.store(v, std::memory_order_relaxed);
     if (v < min_.load(std::memory_order_relaxed)) min_.store(v, std::memory_order_relaxed);
+  }
+
+  void reset() noexcept {
+    for (auto& b : buckets_) b.store(0, std::memory_order_relaxed);
+    count_.store(0, std::memory_order_relaxed);
+    sum_.store(0.0, std::memory_order_relaxed);
+    max_.store(0, std::memory_order_relaxed);
+    min_.store(std::numeric_limits<std::int64_t>::max(), std::memory_order_relaxed);
   }
 
   [[nodiscard]] std::uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
@@ -41,33 +59,42 @@ class LogHistogram {
   [[nodiscard]] std::uint64_t bucket(int i) const noexcept {
     return buckets_[static_cast<std::size_t>(i)].load(std::memory_order_relaxed);
   }
-  // Upper edge (ns) of bucket i: the value a percentile in it reports.
-  [[nodiscard]] static std::int64_t bucket_upper(int i) noexcept {
-    if (i < kSubBuckets) return i + 1;
-    const int octave = i / kSubBuckets;
+  // Bucket i holds the values in [bucket_lower(i), bucket_upper(i)).
+  [[nodiscard]] static std::int64_t bucket_lower(int i) noexcept {
+    if (i < 2 * kSubBuckets) return i;
+    const int octave = i / kSubBuckets - 1 + kSubBits;
     const int sub = i % kSubBuckets;
-    return static_cast<std::int64_t>(std::ldexp(1.0 + static_cast<double>(sub + 1) / kSubBuckets, octave));
+    return (std::int64_t{kSubBuckets} + sub) << (octave - kSubBits);
   }
-  // The value below which a fraction p of the samples lie (bucket upper
-  // edge, capped at the maximum seen).
+  [[nodiscard]] static std::int64_t bucket_upper(int i) noexcept {
+    if (i < 2 * kSubBuckets) return i + 1;
+    const int octave = i / kSubBuckets - 1 + kSubBits;
+    return bucket_lower(i) + (std::int64_t{1} << (octave - kSubBits));
+  }
+  // The value below which a fraction p of the samples lie: the middle of
+  // the bucket that holds it, within [min, max].
   [[nodiscard]] std::int64_t percentile(double p) const noexcept {
     const auto n = count();
     if (n == 0) return 0;
-    const auto target = static_cast<std::uint64_t>(std::ceil(p * static_cast<double>(n)));
+    auto target = static_cast<std::uint64_t>(std::ceil(p * static_cast<double>(n)));
+    if (target < 1) target = 1;
     std::uint64_t seen = 0;
     for (int i = 0; i < kBuckets; ++i) {
       seen += bucket(i);
-      if (seen >= target) return std::min(bucket_upper(i), max());
+      if (seen >= target) {
+        const std::int64_t mid = bucket_lower(i) + (bucket_upper(i) - 1 - bucket_lower(i)) / 2;
+        return std::clamp(mid, min(), max());
+      }
     }
     return max();
   }
 
   static int bucket_of(std::int64_t v) noexcept {
-    if (v < kSubBuckets) return static_cast<int>(v);
+    if (v < 2 * kSubBuckets) return static_cast<int>(v < 0 ? 0 : v);
     const int octave = 63 - __builtin_clzll(static_cast<unsigned long long>(v));
-    const int sub = static_cast<int>((v >> (octave - 2)) & 3);  // the two bits after the leading one
-    const int i = octave * kSubBuckets + sub;
-    return i < kBuckets ? i : kBuckets - 1;
+    if (octave > kTopOctave) return kBuckets - 1;
+    const int sub = static_cast<int>((v >> (octave - kSubBits)) & (kSubBuckets - 1));
+    return (octave - kSubBits + 1) * kSubBuckets + sub;
   }
 
  private:
@@ -76,6 +103,28 @@ class LogHistogram {
   std::atomic<double> sum_{0.0};
   std::atomic<std::int64_t> max_{0};
   std::atomic<std::int64_t> min_{std::numeric_limits<std::int64_t>::max()};
+};
+
+/*
+ * DisplayBuckets: the coarse logarithmic buckets (four per power of two)
+ * that text histograms print, so that a histogram of a run fits a screen.
+ */
+struct DisplayBuckets {
+  static constexpr int kSubBuckets = 4;
+  static constexpr int kBuckets = 42 * kSubBuckets;
+  static std::int64_t bucket_upper(int i) noexcept {
+    if (i < kSubBuckets) return i + 1;
+    const int octave = i / kSubBuckets;
+    const int sub = i % kSubBuckets;
+    return static_cast<std::int64_t>(std::ldexp(1.0 + static_cast<double>(sub + 1) / kSubBuckets, octave));
+  }
+  static int bucket_of(std::int64_t v) noexcept {
+    if (v < kSubBuckets) return static_cast<int>(v < 0 ? 0 : v);
+    const int octave = 63 - __builtin_clzll(static_cast<unsigned long long>(v));
+    const int sub = static_cast<int>((v >> (octave - 2)) & 3);
+    const int i = octave * kSubBuckets + sub;
+    return i < kBuckets ? i : kBuckets - 1;
+  }
 };
 
 // min / mean / max of a value one thread writes and others read.
@@ -88,6 +137,10 @@ class RunningRange {
     sum_.store(sum_.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
     last_.store(v, std::memory_order_relaxed);
     count_.store(n + 1, std::memory_order_relaxed);
+  }
+  void reset() noexcept {
+    count_.store(0, std::memory_order_relaxed);
+    for (auto* a : {&min_, &max_, &sum_, &last_}) a->store(0.0, std::memory_order_relaxed);
   }
   [[nodiscard]] std::uint64_t count() const noexcept { return count_.load(std::memory_order_relaxed); }
   [[nodiscard]] double min() const noexcept { return min_.load(std::memory_order_relaxed); }
@@ -103,23 +156,47 @@ class RunningRange {
   std::atomic<double> min_{0.0}, max_{0.0}, sum_{0.0}, last_{0.0};
 };
 
-// What one task reports, always on.
+/*
+ * TaskStats: what one task reports, always on; docs/figures.md defines each
+ * figure (what is counted, on which clock, at which point of the frame).
+ * The task's thread writes; any thread reads (relaxed atomics). A rate
+ * group's cycle figures (overruns, missed periods, wake-up latency, start
+ * lateness, cycle time) are kept by its slowest member, which owns the
+ * cycle; every member keeps its own frames, execution time, steps and lag.
+ */
 struct TaskStats {
   std::atomic<std::uint64_t> frames{0};
+  std::atomic<std::uint64_t> cycles{0};          // cycles this task owns (itself, or its rate group)
   std::atomic<std::uint64_t> overruns{0};
   std::atomic<std::uint64_t> missed_periods{0};
-  LogHistogram wakeup_latency_ns;
-  LogHistogram execution_ns;
-  RunningRange step;             // seconds, of the task's (slowest) partition
-  RunningRange lag;              // wall time since the epoch minus simulation time, seconds
+  LogHistogram wakeup_latency_ns;  // cycles whose thread slept: wake-up - release
+  LogHistogram start_lateness_ns;  // every cycle: its first frame's start - release
+  LogHistogram execution_ns;       // every frame of this task: its start to its end
+  LogHistogram cycle_ns;           // every cycle: its start to its end (all members' frames)
+  RunningRange step;               // seconds
+  RunningRange lag;                // seconds, signed: wall at the integration point - (sim after the step - period)
   std::atomic<double> lost_real_time{0.0};
-  RunningRange truncation_error; // ab2's on-line estimate
+  RunningRange truncation_error;   // ab2's on-line estimate
+
+  // Between runs only (no task running).
+  void reset() noexcept {
+    for (auto* c : {&frames, &cycles, &overruns, &missed_periods}) c->store(0, std::memory_order_relaxed);
+    for (auto* h : {&wakeup_latency_ns, &start_lateness_ns, &execution_ns, &cycle_ns}) h->reset();
+    for (auto* r : {&step, &lag, &truncation_error}) r->reset();
+    lost_real_time.store(0.0, std::memory_order_relaxed);
+  }
 };
 
 // What one link reports, beside the link's own published/dropped counters.
 struct LinkStats {
   RunningRange data_age;               // consumer's simulation time minus the newest tag, at each drain
   RunningRange extrapolation_interval; // evaluation time minus the newest tag, at each sample
+
+  // Between runs only.
+  void reset() noexcept {
+    data_age.reset();
+    extrapolation_interval.reset();
+  }
 };
 
 }  // namespace rtcosim::runtime

@@ -11,13 +11,18 @@ namespace rtcosim::runtime {
  *
  *   fixed     h = period. Simulation time drifts from wall time when frames
  *             run late; the drift is reported as lag.
- *   measured  h = wall time at this integration point minus the simulation
- *             time, so that after the step simulation time equals wall time
- *             since the epoch. A step longer than max_step is cut to
- *             max_step and the rest is reported as lost real time: the
- *             simulation then runs that much behind the wall clock for good.
+ *   measured  h = the wall time between this frame's integration point and
+ *             the previous one's (the reference's T_n, measured just before
+ *             the integration formulas); the first step is one nominal
+ *             period, so that a run starts with the step it will keep
+ *             (rather than with the wake-up latency of frame 0). The
+ *             simulation then keeps a constant distance to the wall clock.
+ *             A step longer than max_step is cut to max_step and the rest is
+ *             reported as lost real time: the simulation then runs that much
+ *             further behind the wall clock for good.
  *
- * RT-safe: every function noexcept, no allocation, no system call.
+ * RT-safe: every function noexcept, no allocation, no system call. One
+ * thread (the task's) calls `next`; `reset` only between runs.
  */
 class StepPolicy {
  public:
@@ -26,18 +31,27 @@ class StepPolicy {
   StepPolicy(Kind kind, double period, double max_step) noexcept
       : kind_(kind), period_(period), max_step_(max_step > 0.0 ? max_step : 4.0 * period) {}
 
-  // The step for the integration point at `wall` (seconds since the epoch)
-  // when the partition's state is at simulation time `sim`.
-  [[nodiscard]] double next(double sim, double wall) noexcept {
+  // The step of the frame whose integration point is at `wall` (seconds
+  // since the epoch).
+  [[nodiscard]] double next(double wall) noexcept {
     if (kind_ == Kind::kFixed) return period_;
-    double h = wall - lost_ - sim;
+    double h = started_ ? wall - previous_wall_ : period_;
+    started_ = true;
+    previous_wall_ = wall;
     if (h > max_step_) {
       lost_ += h - max_step_;
       h = max_step_;
     }
-    // A frame that starts before its simulation time (possible only after a
-    // clock step) takes no negative step: the task waits for the wall clock.
+    // Only a clock that steps backwards gives a negative interval: the task
+    // then takes no step rather than integrate backwards.
     return h > 0.0 ? h : 0.0;
+  }
+
+  // A fresh run: the next step is again the nominal first step.
+  void reset() noexcept {
+    started_ = false;
+    previous_wall_ = 0.0;
+    lost_ = 0.0;
   }
 
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
@@ -50,47 +64,96 @@ class StepPolicy {
   Kind kind_;
   double period_;
   double max_step_;
+  bool started_ = false;
+  double previous_wall_ = 0.0;
   double lost_ = 0.0;
 };
 
 /*
- * Deadlines: the periodic schedule of one task against the common epoch,
- * with overrun accounting. After a frame that ended at `now`:
- *   catch_up  the next deadline is one period after the last one, even if
- *             it has passed (the next frame starts at once; a measured step
- *             absorbs the delay);
- *   skip      deadlines that have passed are skipped, the task re-phases to
- *             the next one in the future.
- * Missed periods (deadlines that passed while the frame still ran) are
- * counted under both policies. Times in nanoseconds.
+ * Deadlines: the release grid of one thread (a task or a rate group) against
+ * the common epoch, and what a cycle that runs long does to it. A cycle is
+ * released at `release()`; its deadline is one period later. When it ends
+ * after its deadline it is an overrun (counted once per cycle), and the
+ * policy chooses the next release:
+ *
+ *   catch_up  the next grid instant, even if it has passed: the next cycle
+ *             starts at once and the grid never moves, so the thread runs
+ *             back to back until it has repaid the delay (if it can);
+ *   skip      the first grid instant at or after the end of the cycle: the
+ *             instants that passed while it ran get no cycle;
+ *   rephase   the end of the cycle, and the grid moves there for good: the
+ *             late cycle's successor starts at once (serving the instant
+ *             that passed) and the following ones are one period apart
+ *             again. For measured steps, whose step has already absorbed
+ *             the delay, this is the reference's behaviour.
+ *
+ * A release instant is missed when no cycle ever starts for it: the
+ * instants skip passes over, the whole periods rephase moves the grid by,
+ * and, under catch_up, the backlog the run ends with (`finish`). Times in
+ * nanoseconds; plain arithmetic, noexcept.
  */
 class Deadlines {
  public:
-  enum class Overrun { kCatchUp, kSkip };
+  enum class Overrun { kCatchUp, kSkip, kRephase };
 
   Deadlines(std::int64_t first_ns, std::int64_t period_ns, Overrun policy) noexcept
-      : next_ns_(first_ns), period_ns_(period_ns), policy_(policy) {}
+      : release_ns_(first_ns), period_ns_(period_ns > 0 ? period_ns : 1), policy_(policy) {}
 
-  [[nodiscard]] std::int64_t next() const noexcept { return next_ns_; }
+  // The release instant of the next cycle (may lie in the past under
+  // catch_up: the cycle then starts as soon as the thread is free).
+  [[nodiscard]] std::int64_t release() const noexcept { return release_ns_; }
+  // When the next cycle starts if the thread is free at `now_ns`.
+  [[nodiscard]] std::int64_t start_at(std::int64_t now_ns) const noexcept {
+    return release_ns_ > now_ns ? release_ns_ : now_ns;
+  }
+  [[nodiscard]] std::int64_t period() const noexcept { return period_ns_; }
 
-  // Call once per frame with the time the frame ended; returns the deadline
-  // of the next frame.
-  std::int64_t advance(std::int64_t frame_end_ns) noexcept {
-    next_ns_ += period_ns_;
-    if (frame_end_ns > next_ns_) {
-      const std::int64_t passed = (frame_end_ns - next_ns_) / period_ns_ + 1;
-      ++overruns_;
-      missed_ += static_cast<std::uint64_t>(passed);
-      if (policy_ == Overrun::kSkip) next_ns_ += passed * period_ns_;
+  // The cycle released at release() ended at `end_ns`: counts an overrun and
+  // missed releases, moves to the next release. Returns whether the cycle
+  // overran.
+  bool advance(std::int64_t end_ns) noexcept {
+    const std::int64_t deadline = release_ns_ + period_ns_;
+    if (end_ns <= deadline) {
+      release_ns_ = deadline;
+      return false;
     }
-    return next_ns_;
+    ++overruns_;
+    const std::int64_t late = end_ns - deadline;
+    switch (policy_) {
+      case Overrun::kCatchUp:
+        release_ns_ = deadline;
+        break;
+      case Overrun::kSkip: {
+        // Instants in [deadline, end) get no cycle; one ending exactly on an
+        // instant starts its successor there.
+        const std::int64_t passed = (late + period_ns_ - 1) / period_ns_;
+        missed_ += static_cast<std::uint64_t>(passed);
+        release_ns_ = deadline + passed * period_ns_;
+        break;
+      }
+      case Overrun::kRephase:
+        // The successor serves one instant that passed; whole periods
+        // beyond it are gone.
+        missed_ += static_cast<std::uint64_t>(late / period_ns_);
+        release_ns_ = end_ns;
+        break;
+    }
+    return true;
+  }
+
+  // The run ends (at its duration or when stopped) at `until_ns`: release
+  // instants before it that no cycle will serve are missed.
+  void finish(std::int64_t until_ns) noexcept {
+    if (release_ns_ >= until_ns) return;
+    missed_ += static_cast<std::uint64_t>((until_ns - release_ns_ + period_ns_ - 1) / period_ns_);
+    release_ns_ = until_ns;
   }
 
   [[nodiscard]] std::uint64_t overruns() const noexcept { return overruns_; }
   [[nodiscard]] std::uint64_t missed_periods() const noexcept { return missed_; }
 
  private:
-  std::int64_t next_ns_;
+  std::int64_t release_ns_;
   std::int64_t period_ns_;
   Overrun policy_;
   std::uint64_t overruns_ = 0;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <limits>
+#include <map>
+
+#include "runtime/thread_unit.hpp"
 
 namespace rtcosim::runtime {
 
@@ -16,33 +18,25 @@ double execution_time(const config::TaskSpec& task, std::uint64_t frame) noexcep
 
 namespace {
 
-std::int64_t to_ns(double s) { return static_cast<std::int64_t>(std::llround(s * 1e9)); }
-
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 
-// One thread: a task, or a rate group (fast members first, the slowest last).
-// A cycle is one frame of a task, or N frames of each fast member then one
-// of the slowest for a group; `plan` lists the member of each frame.
+// One thread in virtual time: its ThreadUnit and where its cycle stands.
 struct Unit {
-  std::vector<TaskRuntime*> members;
-  std::vector<std::uint64_t> frame_index;
-  std::vector<std::size_t> plan;
-  std::size_t ratio = 1;        // fast frames per slow frame
-  double measured_cycle = 0.0;  // last slow step, for the fast steps of a measured group
-  Deadlines deadlines{0, 1, Deadlines::Overrun::kCatchUp};
+  ThreadUnit* unit = nullptr;
   std::size_t cpu = 0;  // simulated processor
   int priority = 0;
 
-  // The cycle in progress.
-  bool active = false;
-  std::int64_t release_ns = 0;
+  bool active = false;              // a cycle is in progress
+  std::int64_t start_ns = 0;        // when the next cycle may start (its release, or later)
+  bool slept = true;                // the thread waited for that release
   std::uint64_t release_order = 0;  // ties between equal priorities: first released runs first
-  std::size_t pos = 0;              // index into plan
+  std::int64_t cycle_start_ns = 0;
+  std::size_t pos = 0;              // index into the unit's plan
   bool frame_started = false;
   std::uint64_t frame = 0;  // the current frame's index in its member
   std::int64_t frame_start_ns = 0;
   std::int64_t remaining_ns = 0;  // execution the current frame still needs
-  std::int64_t next_release_ns = 0;
+  std::int64_t latency_ns = -1, lateness_ns = -1;  // of the cycle, for its first frame's record
 };
 
 }  // namespace
@@ -52,39 +46,17 @@ VirtualExecutor::VirtualExecutor(Graph& graph) : graph_(graph) {}
 void VirtualExecutor::run(double duration, const Observer& observer) {
   frames_.clear();
   graph_.reset();
-  auto& tasks = graph_.tasks();
-
-  std::vector<Unit> units;
-  std::map<std::string, std::size_t> group_unit;
-  for (auto& t : tasks) {
-    const std::string& group = t->spec().rate_group;
-    if (!group.empty() && group_unit.count(group)) {
-      units[group_unit[group]].members.push_back(t.get());
-      continue;
-    }
-    if (!group.empty()) group_unit[group] = units.size();
-    units.emplace_back();
-    units.back().members.push_back(t.get());
-  }
+  std::vector<ThreadUnit> thread_units_of_graph = thread_units(graph_);
+  std::vector<Unit> units(thread_units_of_graph.size());
   // Tasks pinned to one CPU share one simulated processor; an unpinned task
   // gets a processor of its own, as a machine with enough cores would.
   std::map<int, std::size_t> cpu_slot;
   std::size_t processors = 0;
-  for (auto& u : units) {
-    std::stable_sort(u.members.begin(), u.members.end(),
-                     [](const TaskRuntime* a, const TaskRuntime* b) { return a->spec().period < b->spec().period; });
-    u.frame_index.assign(u.members.size(), 0);
-    const TaskRuntime& slow = *u.members.back();
-    if (u.members.size() > 1) {
-      u.ratio = static_cast<std::size_t>(std::llround(slow.spec().period / u.members.front()->spec().period));
-    }
-    for (std::size_t m = 0; m + 1 < u.members.size(); ++m) u.plan.insert(u.plan.end(), u.ratio, m);
-    u.plan.push_back(u.members.size() - 1);
-    u.measured_cycle = slow.spec().period;
-    u.deadlines = Deadlines(0, to_ns(slow.spec().period),
-                            slow.spec().overrun == config::OverrunPolicy::kSkip ? Deadlines::Overrun::kSkip
-                                                                                : Deadlines::Overrun::kCatchUp);
-    const int cpu = slow.spec().cpu;
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    Unit& u = units[i];
+    u.unit = &thread_units_of_graph[i];
+    u.unit->reset(0);
+    const int cpu = u.unit->owner().spec().cpu;
     if (cpu < 0) {
       u.cpu = processors++;
     } else {
@@ -92,64 +64,57 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
       if (added) ++processors;
       u.cpu = it->second;
     }
-    for (const TaskRuntime* m : u.members) u.priority = std::max(u.priority, m->spec().priority);
+    for (TaskRuntime* m : u.unit->members) {
+      u.priority = std::max(u.priority, m->spec().priority);
+      m->set_placement(ThreadPlacement{"virtual", m->spec().priority, m->spec().cpu, {}});
+    }
   }
 
-  const std::int64_t end_ns = to_ns(duration);
+  const std::int64_t end_ns = seconds_to_ns(duration);
   std::uint64_t releases = 0;
   std::vector<Unit*> running(processors, nullptr);
 
   // The first time a frame gets its processor it drains its links: what it
   // reads is what was published before it started, as in a real frame.
   auto start_frame = [&](Unit& u, std::int64_t now) {
-    TaskRuntime& t = *u.members[u.plan[u.pos]];
-    u.frame = u.frame_index[u.plan[u.pos]]++;
+    ThreadUnit& tu = *u.unit;
+    if (u.pos == 0) {
+      u.cycle_start_ns = now;
+      tu.cycle_started(now, u.slept, now);
+      u.latency_ns = u.slept ? now - tu.deadlines.release() : -1;
+      u.lateness_ns = now - tu.deadlines.release();
+    }
+    TaskRuntime& t = *tu.members[tu.plan[u.pos]];
+    u.frame = t.stats().frames.load(std::memory_order_relaxed);
     u.frame_start_ns = now;
-    u.remaining_ns = to_ns(execution_time(t.spec(), u.frame));
+    u.remaining_ns = seconds_to_ns(execution_time(t.spec(), u.frame));
     u.frame_started = true;
     t.drain();
-    // Time from release to first execution: the wake-up latency a
-    // higher-priority task on the same processor causes.
-    t.stats().wakeup_latency_ns.add(u.pos == 0 ? now - u.release_ns : 0);
   };
   // The integration point is the end of the frame's execution.
   auto end_frame = [&](Unit& u, std::int64_t now) {
-    const std::size_t member = u.plan[u.pos];
-    TaskRuntime& t = *u.members[member];
+    ThreadUnit& tu = *u.unit;
+    const std::size_t member = tu.plan[u.pos];
+    TaskRuntime& t = *tu.members[member];
     const double wall = static_cast<double>(now) * 1e-9;
-    const double sim = t.partition().time();
-    double h = 0.0;
-    const bool is_slow = member + 1 == u.members.size();
-    if (!is_slow) {
-      h = t.spec().step == config::StepPolicy::kMeasured ? u.measured_cycle / static_cast<double>(u.ratio)
-                                                         : t.spec().period;
-    } else {
-      h = t.policy().next(sim, wall);
-    }
+    const double h = tu.step_of(member, wall);
     t.step(h);
-    auto& s = t.stats();
-    s.frames.fetch_add(1, std::memory_order_relaxed);
-    s.execution_ns.add(now - u.frame_start_ns);
-    s.lag.add(wall - t.partition().time());
-    s.lost_real_time.store(t.policy().lost(), std::memory_order_relaxed);
+    tu.frame_done(member, u.frame_start_ns, now, wall);
     FrameRecord record{t.spec().name, u.frame, static_cast<double>(u.frame_start_ns) * 1e-9, wall, h,
-                       t.partition().time()};
+                       t.partition().time(), u.latency_ns, u.lateness_ns};
+    u.latency_ns = u.lateness_ns = -1;
     frames_.push_back(record);
     if (observer) observer(t, record);
     t.publish();
     u.frame_started = false;
-    if (++u.pos < u.plan.size()) return;
-    // The cycle is over. The fast steps of the next cycle split this
-    // measured slow step.
-    if (u.members.size() > 1 && t.spec().step == config::StepPolicy::kMeasured) u.measured_cycle = h;
+    if (++u.pos < tu.plan.size()) return;
+    tu.cycle_done(u.cycle_start_ns, now);
     u.active = false;
-    u.next_release_ns = std::max(u.deadlines.advance(now), now);
-    t.stats().overruns.store(u.deadlines.overruns(), std::memory_order_relaxed);
-    t.stats().missed_periods.store(u.deadlines.missed_periods(), std::memory_order_relaxed);
+    u.start_ns = tu.deadlines.start_at(now);
+    u.slept = tu.deadlines.release() > now;
   };
-  auto release = [&](Unit& u, std::int64_t now) {
+  auto release = [&](Unit& u) {
     u.active = true;
-    u.release_ns = now;
     u.release_order = releases++;
     u.pos = 0;
   };
@@ -202,20 +167,20 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
     std::sort(ending.begin(), ending.end(),
               [](const Unit* a, const Unit* b) { return a->release_order < b->release_order; });
     for (Unit* u : ending) end_frame(*u, now);
-    // Releases due now, in unit order at equal times.
+    // Cycles that may start now, in unit order at equal times; none starts
+    // at or after the end.
     for (auto& u : units) {
-      if (!u.active && u.next_release_ns == now && now < end_ns) release(u, now);
+      if (!u.active && u.start_ns == now && now < end_ns) release(u);
     }
     dispatch(now);
-    // The next instant something happens: a running frame ends or a unit is
-    // released. Cycles in progress finish; none is released at or after
-    // the end.
+    // The next instant something happens: a running frame ends or a unit
+    // may start a cycle. Cycles in progress finish.
     std::int64_t next = kNever;
     for (std::size_t c = 0; c < processors; ++c) {
       if (running[c]) next = std::min(next, now + running[c]->remaining_ns);
     }
     for (auto& u : units) {
-      if (!u.active && u.next_release_ns < end_ns) next = std::min(next, u.next_release_ns);
+      if (!u.active && u.start_ns < end_ns) next = std::min(next, u.start_ns);
     }
     if (next == kNever) break;
     for (std::size_t c = 0; c < processors; ++c) {
@@ -223,6 +188,7 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
     }
     now = next;
   }
+  for (auto& u : units) u.unit->finish(end_ns);
 }
 
 }  // namespace rtcosim::runtime

@@ -17,6 +17,8 @@ struct FrameRecord {
   double end = 0.0;         // = the integration point
   double step = 0.0;        // h of this frame
   double sim_time = 0.0;    // the partition's time after the step
+  std::int64_t latency_ns = -1;         // first frame of a cycle whose thread slept: first execution - release
+  std::int64_t start_lateness_ns = -1;  // first frame of a cycle: first execution - release
 };
 
 /*
@@ -29,18 +31,17 @@ struct FrameRecord {
  * scheduling, as SCHED_FIFO runs them: a frame released while a
  * lower-priority frame runs preempts it, and the preempted frame ends that
  * much later. An unpinned thread has a processor to itself. A frame reads
- * its links when it first gets its processor, its integration point is the
- * end of its execution (the reference measures "just before the integration
- * formulas", whose cost is negligible), and its output blocks become
- * visible to other frames when it ends. Per frame the task's statistics get
- * the execution span (preemptions included) and, as wake-up latency, the
- * time from release to first execution.
+ * its links when it first gets its processor; its scripted execution is the
+ * work before its integration formulas (the reference's assumption: the
+ * derivative evaluation costs, the formulas themselves do not), so its
+ * integration point is the end of its execution, where its output blocks
+ * become visible to other frames. The execution span (preemptions
+ * included) is its execution time.
  *
- * A rate group of a fast and a slow task runs N = slow/fast fast frames
- * then one slow frame per cycle (the reference's single-processor case).
- * With measured steps the slow step is the measured time since the
- * previous slow integration point and each of the next N fast steps is
- * that divided by N (reference section 10.2).
+ * Cycles, steps, overruns, missed periods, wake-up latency (first
+ * execution - release, for a thread that had to wait for its release) and
+ * start lateness follow the same rules as in real time: ThreadUnit does the
+ * bookkeeping for both executors.
  */
 class VirtualExecutor {
  public:

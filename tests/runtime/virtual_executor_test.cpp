@@ -100,10 +100,10 @@ struct Pair {
 };
 
 std::unique_ptr<Graph> two_tasks(int cpu_b, int prio_b, const std::string& exec_b = "2ms",
-                                 const std::string& period_b = "10ms") {
+                                 const std::string& period_b = "10ms", const std::string& overrun_a = "rephase") {
   const std::string yaml = "name: pair\nrealtime: off\ntasks:\n"
                            "  - {name: a, period: 1ms, cpu: 0, priority: 90, step: measured, max_step: 1s,"
-                           " execution: {nominal: 300us}}\n"
+                           " overrun: " + overrun_a + ", execution: {nominal: 300us}}\n"
                            "  - {name: b, period: " +
                            period_b + ", cpu: " + std::to_string(cpu_b) + ", priority: " + std::to_string(prio_b) +
                            ", step: measured, max_step: 1s, execution: {nominal: " + exec_b +
@@ -137,8 +137,9 @@ TEST(VirtualExecutor, AHigherPriorityTaskOnTheSameCpuPreemptsTheFrame) {
   ASSERT_EQ(b.size(), 1u);
   EXPECT_NEAR(b[0].start, 0.0003, 1e-12);
   EXPECT_NEAR(b[0].end, 0.0029, 1e-12);
-  // The measured step reaches the integration point at the frame's end.
-  EXPECT_NEAR(b[0].sim_time, 0.0029, 1e-12);
+  // A measured task's first step is one nominal period, wherever its
+  // integration point falls.
+  EXPECT_NEAR(b[0].sim_time, 0.01, 1e-12);
   ASSERT_EQ(a.size(), 10u);
   for (std::size_t k = 0; k < a.size(); ++k) {
     EXPECT_NEAR(a[k].start, 0.001 * static_cast<double>(k), 1e-12) << k;  // never delayed
@@ -163,28 +164,60 @@ TEST(VirtualExecutor, TasksOnDifferentCpusDoNotInterfere) {
 }
 
 // With b above a, a released together with b waits for b's whole frame.
-TEST(VirtualExecutor, TheHigherPriorityFrameRunsFirstAtAJointRelease) {
-  Pair p(two_tasks(0, 95));
+// Under catch_up a's frames 0, 1 and 2, due at 0, 1 and 2 ms, run back to
+// back after b, and frame 3 is on its schedule again.
+TEST(VirtualExecutor, TheHigherPriorityFrameRunsFirstAtAJointReleaseCatchUp) {
+  Pair p(two_tasks(0, 95, "2ms", "10ms", "catch_up"));
   p.executor.run(0.004);
   const auto a = frames_of(p.executor, "a");
   const auto b = frames_of(p.executor, "b");
   ASSERT_EQ(b.size(), 1u);
   EXPECT_NEAR(b[0].end, 0.002, 1e-12);
-  ASSERT_GE(a.size(), 4u);
-  // a's frames 0, 1 and 2 were due at 0, 1 and 2 ms; under catch_up they
-  // run back to back after b, and frame 3 is on its schedule again.
+  ASSERT_EQ(a.size(), 4u);
   for (std::size_t k = 0; k < 3; ++k) {
     EXPECT_NEAR(a[k].start, 0.002 + 0.0003 * static_cast<double>(k), 1e-12) << k;
     EXPECT_NEAR(a[k].end, 0.0023 + 0.0003 * static_cast<double>(k), 1e-12) << k;
-    EXPECT_NEAR(a[k].sim_time, a[k].end, 1e-12) << k;  // measured steps absorb the delay
   }
   EXPECT_NEAR(a[3].start, 0.003, 1e-12);
-  // Frame 0 ended at 2.3 ms, past the deadlines of frames 1 and 2; frame 1
-  // at 2.6 ms, past that of frame 2: two overruns, three missed periods.
+  // Measured steps: nominal first, then the time between integration
+  // points; the simulation keeps its distance to the wall clock.
+  EXPECT_NEAR(a[0].step, 0.001, 1e-12);
+  for (std::size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k].sim_time - a[k].end, 0.001 - 0.0023, 1e-12) << k;
+  // Frame 0 ended at 2.3 ms, past its deadline (1 ms), frame 1 at 2.6 ms
+  // past its deadline (2 ms), frame 2 at 2.9 ms within 3 ms: two overruns.
+  // Every release got its frame: nothing missed.
   const auto& ta = task(*p.graph, "a");
   EXPECT_EQ(ta.stats().overruns.load(), 2u);
-  EXPECT_EQ(ta.stats().missed_periods.load(), 3u);
-  EXPECT_EQ(ta.stats().wakeup_latency_ns.max(), 2'000'000);  // frame 0 waited for b
+  EXPECT_EQ(ta.stats().missed_periods.load(), 0u);
+  // Frames 0 and 3 slept until their release (latencies 2 ms and 0); 1 and
+  // 2 started late without sleeping: start lateness only.
+  EXPECT_EQ(ta.stats().wakeup_latency_ns.count(), 2u);
+  EXPECT_EQ(ta.stats().wakeup_latency_ns.max(), 2'000'000);
+  EXPECT_EQ(ta.stats().wakeup_latency_ns.min(), 0);
+  EXPECT_EQ(ta.stats().start_lateness_ns.count(), 4u);
+  EXPECT_EQ(a[1].latency_ns, -1);
+  EXPECT_EQ(a[1].start_lateness_ns, 1'300'000);
+  EXPECT_EQ(a[2].start_lateness_ns, 600'000);
+  EXPECT_EQ(a[3].latency_ns, 0);
+}
+
+// The same under rephase (the default for measured steps): frame 1 starts
+// when frame 0 ends, serving the release at 1 ms; the one at 2 ms is gone;
+// the grid is 2.3 + k ms from then on.
+TEST(VirtualExecutor, TheHigherPriorityFrameRunsFirstAtAJointReleaseRephase) {
+  Pair p(two_tasks(0, 95));
+  p.executor.run(0.004);
+  const auto a = frames_of(p.executor, "a");
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_NEAR(a[0].start, 0.002, 1e-12);
+  EXPECT_NEAR(a[1].start, 0.0023, 1e-12);
+  EXPECT_NEAR(a[2].start, 0.0033, 1e-12);
+  EXPECT_NEAR(a[2].step, 0.001, 1e-12);
+  const auto& ta = task(*p.graph, "a");
+  EXPECT_EQ(ta.stats().overruns.load(), 1u);
+  EXPECT_EQ(ta.stats().missed_periods.load(), 1u);
+  EXPECT_EQ(ta.stats().wakeup_latency_ns.count(), 2u);  // frames 0 and 2 slept
+  EXPECT_EQ(a[1].start_lateness_ns, 0);                 // released at 2.3 ms, started then
 }
 
 // An overloaded CPU (utilisation 0.3 + 0.9 > 1): the higher priority keeps
@@ -197,8 +230,10 @@ TEST(VirtualExecutor, AnOverloadedCpuMakesOnlyTheLowerPriorityOverrun) {
   EXPECT_EQ(ta.stats().overruns.load(), 0u);
   EXPECT_EQ(tb.stats().overruns.load(), tb.stats().frames.load());
   EXPECT_GT(tb.stats().frames.load(), 5u);
-  // A measured step absorbs the lateness: b stays in step with wall time.
-  for (const auto& f : frames_of(p.executor, "b")) EXPECT_NEAR(f.sim_time, f.end, 1e-12);
+  // A measured step absorbs the lateness: b keeps its distance to the wall
+  // clock, set by its first frame.
+  const auto b = frames_of(p.executor, "b");
+  for (const auto& f : b) EXPECT_NEAR(f.sim_time - f.end, b[0].sim_time - b[0].end, 1e-12);
 }
 
 // In a rate group the slow frame runs after the fast frames of its cycle

@@ -109,7 +109,7 @@ TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {
   std::ifstream f(frames);
   std::string header;
   std::getline(f, header);
-  EXPECT_EQ(header, "task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns");
+  EXPECT_EQ(header, "task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns,start_lateness_ns");
   std::size_t rows = 0;
   for (std::string line; std::getline(f, line);) ++rows;
   EXPECT_GT(rows, 0u);

@@ -224,11 +224,10 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         if (++frames % 4096 == 0 && csv.is_open()) recorder.drain(sink);
       });
       if (frames_csv.is_open()) {
-        char buf[160];
         for (const auto& f : executor.frames()) {
-          std::snprintf(buf, sizeof buf, ",%llu,%.9f,%.9f,%.9g,0,%lld\n", static_cast<unsigned long long>(f.frame), f.end,
-                        f.sim_time, f.step, static_cast<long long>(std::llround((f.end - f.start) * 1e9)));
-          frames_csv << f.task << buf;
+          runtime::FrameLog::write_row(frames_csv, f.task,
+                                       runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
+                                                         std::llround((f.end - f.start) * 1e9), f.start_lateness_ns});
         }
       }
     } else {

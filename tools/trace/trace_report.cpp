@@ -27,7 +27,9 @@ std::string us(std::int64_t ns) {
 std::vector<std::int64_t> latencies(const TracedTask& t) {
   std::vector<std::int64_t> v;
   for (const auto& f : t.frames) {
-    if (f.latency_ns > 0 || &f == &t.frames.front() || true) v.push_back(f.latency_ns);
+    // -1: the frame did not follow a sleep (a later frame of a cycle, or a
+    // cycle started late without sleeping), so it has no wake-up latency.
+    if (f.latency_ns >= 0) v.push_back(f.latency_ns);
   }
   return v;
 }

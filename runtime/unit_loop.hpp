@@ -1,0 +1,104 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "runtime/frame_log.hpp"
+#include "runtime/recorder.hpp"
+#include "runtime/thread_unit.hpp"
+#include "runtime/trace.hpp"
+
+namespace rtcosim::runtime {
+
+/*
+ * MonotonicClock: the wall clock of real-time runs, CLOCK_MONOTONIC in ns.
+ * `before_integration` is where a test clock spends a frame's scripted
+ * execution time; the real clock has nothing to add there.
+ */
+struct MonotonicClock {
+  std::int64_t now() noexcept;
+  void sleep_until(std::int64_t deadline_ns) noexcept;
+  void before_integration(const TaskRuntime&, std::uint64_t) noexcept {}
+};
+
+// Where the frames of a unit report, beside the task statistics.
+struct UnitSinks {
+  Recorder* recorder = nullptr;
+  FrameLog* frame_log = nullptr;
+};
+
+/*
+ * run_unit: the periodic loop of one thread (a task or a rate group) on the
+ * given clock, from its first release until `end_ns` (0: none) or until
+ * `running` turns false. One cycle:
+ *
+ *   start = max(release, now); stop if start >= end
+ *   if the release lies ahead: sleep until it (the cycle's wake-up latency
+ *     is wake - release, measured only then)
+ *   start lateness = first frame's start - release
+ *   each frame of the plan: drain inputs, [the clock's scripted work],
+ *     integration point: h from ThreadUnit::step_of, step, publish, record
+ *   cycle time, overrun and missed periods, next release (Deadlines)
+ *
+ * The real-time path: noexcept, no allocation, no lock; the only blocking
+ * call is the clock's sleep. Templated on the clock so that tests drive the
+ * same code with a fake one.
+ */
+template <class Clock>
+void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t end_ns,
+              const std::atomic<bool>& running, UnitSinks sinks) noexcept {
+  auto wall_of = [epoch_ns](std::int64_t t) noexcept { return static_cast<double>(t - epoch_ns) * 1e-9; };
+  // The cycle's wake-up latency and start lateness go with its first frame;
+  // -1 on the others (and latency -1 when the thread did not sleep).
+  std::int64_t first_latency = -1, first_lateness = -1;
+  auto frame = [&](std::size_t member) noexcept {
+    TaskRuntime& t = *u.members[member];
+    const std::int64_t start = clock.now();
+    const std::uint64_t k = t.stats().frames.load(std::memory_order_relaxed);
+    trace::frame_start(t.id(), k, first_latency);
+    const std::int64_t latency = first_latency, lateness = first_lateness;
+    first_latency = first_lateness = -1;
+    t.drain();
+    clock.before_integration(t, k);
+    const double wall = wall_of(clock.now());
+    const double h = u.step_of(member, wall);
+    t.step(h);
+    t.publish();
+    if (sinks.recorder) sinks.recorder->sample(t);
+    const std::int64_t end = clock.now();
+    u.frame_done(member, start, end, wall);
+    if (sinks.frame_log) {
+      sinks.frame_log->add(u.index[member], FrameRow{k, wall, t.partition().time(), h, latency, end - start, lateness});
+    }
+    trace::frame_end(t.id(), k, end - start, h, t.partition().time());
+  };
+
+  for (const TaskRuntime* m : u.members) trace::task_state(m->id(), 0);
+  std::int64_t now = clock.now();
+  while (running.load(std::memory_order_relaxed)) {
+    if (end_ns != 0 && u.deadlines.start_at(now) >= end_ns) break;
+    const std::int64_t release = u.deadlines.release();
+    const bool slept = release > now;
+    if (slept) {
+      clock.sleep_until(release);
+      now = clock.now();
+      if (!running.load(std::memory_order_relaxed)) break;
+    }
+    const std::int64_t cycle_start = now;
+    u.cycle_started(cycle_start, slept, now);
+    first_latency = slept ? now - release : -1;
+    first_lateness = now - release;
+    for (const std::size_t member : u.plan) frame(member);
+    now = clock.now();
+    TaskRuntime& owner = u.owner();
+    const std::uint64_t missed_before = u.deadlines.missed_periods();
+    if (u.cycle_done(cycle_start, now)) {
+      trace::overrun(owner.id(), owner.stats().frames.load(std::memory_order_relaxed) - 1,
+                     u.deadlines.missed_periods() - missed_before);
+    }
+  }
+  u.finish(end_ns != 0 && end_ns < now ? end_ns : now);
+  for (const TaskRuntime* m : u.members) trace::task_state(m->id(), 1);
+}
+
+}  // namespace rtcosim::runtime
