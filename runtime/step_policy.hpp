@@ -82,15 +82,17 @@ class StepPolicy {
  *   skip      the first grid instant at or after the end of the cycle: the
  *             instants that passed while it ran get no cycle;
  *   rephase   the end of the cycle, and the grid moves there for good: the
- *             late cycle's successor starts at once (serving the instant
- *             that passed) and the following ones are one period apart
- *             again. For measured steps, whose step has already absorbed
- *             the delay, this is the reference's behaviour.
+ *             late cycle's successor starts at once and the following ones
+ *             are one period apart again. For measured steps, whose step
+ *             has already absorbed the delay, this is the reference's
+ *             behaviour.
  *
  * A release instant is missed when no cycle ever starts for it: the
- * instants skip passes over, the whole periods rephase moves the grid by,
- * and, under catch_up, the backlog the run ends with (`finish`). Times in
- * nanoseconds; plain arithmetic, noexcept.
+ * instants skip passes over; under rephase, each whole period by which the
+ * grid has moved in total (a cycle 5 ms late on a 10 ms grid moves it half
+ * a period: the second such cycle completes a missed period); under
+ * catch_up the backlog the run ends with (`finish`). Times in nanoseconds;
+ * plain arithmetic, noexcept.
  */
 class Deadlines {
  public:
@@ -131,12 +133,13 @@ class Deadlines {
         release_ns_ = deadline + passed * period_ns_;
         break;
       }
-      case Overrun::kRephase:
-        // The successor serves one instant that passed; whole periods
-        // beyond it are gone.
-        missed_ += static_cast<std::uint64_t>(late / period_ns_);
+      case Overrun::kRephase: {
+        const std::int64_t whole_before = shifted_ns_ / period_ns_;
+        shifted_ns_ += late;
+        missed_ += static_cast<std::uint64_t>(shifted_ns_ / period_ns_ - whole_before);
         release_ns_ = end_ns;
         break;
+      }
     }
     return true;
   }
@@ -158,6 +161,7 @@ class Deadlines {
   Overrun policy_;
   std::uint64_t overruns_ = 0;
   std::uint64_t missed_ = 0;
+  std::int64_t shifted_ns_ = 0;  // rephase: how far the grid has moved in total
 };
 
 }  // namespace rtcosim::runtime

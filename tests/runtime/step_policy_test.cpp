@@ -138,11 +138,14 @@ TEST(Deadlines, RephaseStartsAtTheEndAndMovesTheGrid) {
   EXPECT_EQ(d.missed_periods(), 0u);
 }
 
-TEST(Deadlines, RephaseMissesTheWholePeriodsBeyondTheOneItServes) {
+TEST(Deadlines, RephaseMissesEachWholePeriodTheGridHasMoved) {
   Deadlines d(0, 10, Deadlines::Overrun::kRephase);
-  d.advance(35);  // deadline 10, 25 late: of 10, 20, 30 one is served late, two are gone
+  d.advance(35);  // deadline 10, 25 late: the grid moves by 2.5 periods
   EXPECT_EQ(d.release(), 35);
   EXPECT_EQ(d.missed_periods(), 2u);
+  d.advance(50);  // deadline 45, 5 late: 3 periods in total
+  EXPECT_EQ(d.release(), 50);
+  EXPECT_EQ(d.missed_periods(), 3u);
   Deadlines e(0, 10, Deadlines::Overrun::kRephase);
   e.advance(20);  // exactly two periods: as skip, instant 10 is gone
   EXPECT_EQ(e.release(), 20);

@@ -1,0 +1,244 @@
+// The real-time loop (run_unit) driven by a fake clock: the same cycle code
+// that runs on CLOCK_MONOTONIC, made deterministic, so that its steps and
+// counts can be held to exact values and to the virtual executor's.
+#include "runtime/unit_loop.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "runtime/virtual_executor.hpp"
+#include "tests/support/alloc_counter.hpp"
+#include "tests/support/graphs.hpp"
+
+namespace rtcosim::runtime {
+namespace {
+
+using rtcosim::testing::build_graph;
+using rtcosim::testing::checked;
+
+// Time stands still except where the loop sleeps (to the deadline, plus a
+// scripted wake-up latency) and where a frame does its scripted work.
+struct FakeClock {
+  std::int64_t t = -1'000'000;  // set-up ends before the epoch, as start_delay makes it
+  std::int64_t wake_latency_ns = 0;
+  std::uint64_t sleeps = 0;
+  std::int64_t now() noexcept { return t; }
+  void sleep_until(std::int64_t deadline_ns) noexcept {
+    ++sleeps;
+    t = std::max(t, deadline_ns) + wake_latency_ns;
+  }
+  void before_integration(const TaskRuntime& task, std::uint64_t frame) noexcept {
+    t += seconds_to_ns(execution_time(task.spec(), frame));
+  }
+};
+
+std::unique_ptr<Graph> graph_of(const std::string& tasks, const std::string& blocks, const std::string& wires = "") {
+  const std::string yaml = "name: scenario\nrealtime: off\ntasks:\n" + tasks + "blocks:\n" + blocks +
+                           (wires.empty() ? "wires: []\n" : "wires:\n" + wires);
+  return build_graph(checked(config::load_graph_text(yaml, "scenario.yaml")));
+}
+
+// One task: period 10 ms, every frame 15 ms of work, one integrator.
+std::unique_ptr<Graph> overloaded(const std::string& overrun, const std::string& step = "fixed") {
+  return graph_of("  - {name: t, period: 10ms, step: " + step + ", overrun: " + overrun +
+                      ", execution: {nominal: 15ms}}\n",
+                  "  - {name: k, type: constant, task: t, params: {value: 1}}\n"
+                  "  - {name: i, type: integrator, task: t}\n",
+                  "  - {from: k.y, to: i.u}\n");
+}
+
+// Runs every thread of the graph, one after the other, each on its own fake
+// clock from epoch 0 (the graph's threads must not share data for this to
+// equal a concurrent run); returns the frame rows as --frames writes them.
+std::string run_with_fake_clock(Graph& graph, double duration, std::int64_t wake_latency_ns = 0) {
+  graph.reset();
+  auto units = thread_units(graph);
+  std::vector<std::string> names;
+  for (const auto& t : graph.tasks()) names.push_back(t->spec().name);
+  FrameLog log(names, 1u << 16);
+  const std::atomic<bool> running{true};
+  for (auto& u : units) {
+    u.reset(0);
+    FakeClock clock;
+    clock.wake_latency_ns = wake_latency_ns;
+    run_unit(u, clock, 0, seconds_to_ns(duration), running, UnitSinks{nullptr, &log});
+  }
+  std::ostringstream rows;
+  log.drain(rows);
+  return rows.str();
+}
+
+std::string run_virtual(Graph& graph, double duration) {
+  VirtualExecutor executor(graph);
+  executor.run(duration);
+  // The frame log writes task by task; so does this.
+  std::ostringstream rows;
+  for (const auto& t : graph.tasks()) {
+    for (const auto& f : executor.frames()) {
+      if (f.task != t->spec().name) continue;
+      FrameLog::write_row(rows, f.task,
+                          FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
+                                   std::llround((f.end - f.start) * 1e9), f.start_lateness_ns});
+    }
+  }
+  return rows.str();
+}
+
+struct Counts {
+  std::uint64_t frames, overruns, missed, latencies, lateness;
+  bool operator==(const Counts&) const = default;
+};
+std::ostream& operator<<(std::ostream& o, const Counts& c) {
+  return o << "{frames " << c.frames << ", overruns " << c.overruns << ", missed " << c.missed << ", latencies "
+           << c.latencies << ", lateness " << c.lateness << "}";
+}
+Counts counts(const TaskRuntime& t) {
+  const auto& s = t.stats();
+  return {s.frames.load(), s.overruns.load(), s.missed_periods.load(), s.wakeup_latency_ns.count(),
+          s.start_lateness_ns.count()};
+}
+
+// Period 10 ms, every frame 15 ms, 1 s: 100 release instants.
+//   catch_up: frames back to back at 0, 15, ..., 990 (67), every one ends
+//             after its deadline; 33 instants never get a frame.
+//   skip:     frames at 0, 20, ..., 980 (50), each misses the instant that
+//             passed while it ran (50).
+//   rephase:  frames back to back (67), the grid moves 5 ms per frame:
+//             335 ms in all, 33 whole periods missed.
+// Only frame 0 sleeps (to the epoch): one wake-up latency; every frame has
+// a start lateness.
+TEST(UnitLoop, OverloadCountsEachDeadlineOnceUnderEveryPolicy) {
+  const struct {
+    const char* policy;
+    Counts expected;
+  } cases[] = {
+      {"catch_up", {67, 67, 33, 1, 67}},
+      {"skip", {50, 50, 50, 50, 50}},
+      {"rephase", {67, 67, 33, 1, 67}},
+  };
+  for (const auto& c : cases) {
+    auto graph = overloaded(c.policy);
+    const std::string virtual_rows = run_virtual(*graph, 1.0);
+    EXPECT_EQ(counts(*graph->tasks()[0]), c.expected) << c.policy << " (virtual time)";
+    const std::string loop_rows = run_with_fake_clock(*graph, 1.0);
+    EXPECT_EQ(counts(*graph->tasks()[0]), c.expected) << c.policy << " (real-time loop)";
+    EXPECT_EQ(loop_rows, virtual_rows) << c.policy;
+  }
+}
+
+// Under catch_up only frame 0 sleeps (to the epoch): one latency; every
+// later frame starts when its predecessor ends, 5 ms later each time.
+TEST(UnitLoop, WakeUpLatencyIsMeasuredOnlyAfterASleep) {
+  auto graph = overloaded("catch_up");
+  (void)run_with_fake_clock(*graph, 1.0, 40'000);
+  const auto& s = graph->tasks()[0]->stats();
+  EXPECT_EQ(s.wakeup_latency_ns.count(), 1u);  // only frame 0 slept
+  EXPECT_EQ(s.wakeup_latency_ns.max(), 40'000);
+  // Frame k starts at 40 us + 15 k ms for release 10 k ms.
+  EXPECT_EQ(s.start_lateness_ns.min(), 40'000);
+  EXPECT_EQ(s.start_lateness_ns.max(), 40'000 + 66 * 5'000'000);
+}
+
+// A 50 ms hog in a 1 ms task of 0.1 ms frames, catch_up: the 55 frames that
+// repay the debt start late without sleeping and report no wake-up latency
+// (before: latencies of 51 ms down to 2 ms); the frame after them sleeps.
+TEST(UnitLoop, AHogLeavesLatenessNotLatency) {
+  auto graph = graph_of(
+      "  - {name: t, period: 1ms, overrun: catch_up, execution: {nominal: 100us, spikes: [{frame: 5, time: 50ms}]}}\n",
+      "  - {name: k, type: constant, task: t, params: {value: 1}}\n");
+  for (bool virtual_time : {true, false}) {
+    virtual_time ? (void)run_virtual(*graph, 0.2) : (void)run_with_fake_clock(*graph, 0.2);
+    const auto& s = graph->tasks()[0]->stats();
+    EXPECT_EQ(s.frames.load(), 200u) << virtual_time;
+    EXPECT_EQ(s.wakeup_latency_ns.count(), 200u - 55u) << virtual_time;
+    EXPECT_EQ(s.wakeup_latency_ns.max(), 0) << virtual_time;
+    EXPECT_EQ(s.start_lateness_ns.max(), 49'000'000) << virtual_time;  // release 6 ms, start 55 ms
+    EXPECT_EQ(s.overruns.load(), 55u) << virtual_time;                   // frame 5 and 54 of the 55
+    EXPECT_EQ(s.missed_periods.load(), 0u) << virtual_time;
+  }
+}
+
+// The reference's table 10.1 through the real-time loop: the same rows as
+// virtual time, one overrun, nothing missed.
+TEST(UnitLoop, Table10_1IsTheSameInBothExecutors) {
+  auto graph = build_graph(rtcosim::testing::load_example("overrun_virtual.yaml"));
+  const std::string virtual_rows = run_virtual(*graph, 0.5);
+  const std::string loop_rows = run_with_fake_clock(*graph, 0.5);
+  EXPECT_EQ(loop_rows, virtual_rows);
+  const TaskRuntime& airframe = *graph->find_task("airframe");
+  EXPECT_EQ(airframe.stats().overruns.load(), 1u);
+  EXPECT_EQ(airframe.stats().missed_periods.load(), 0u);
+  EXPECT_NEAR(airframe.stats().step.min(), 0.018, 1e-12);
+  EXPECT_NEAR(airframe.stats().step.max(), 0.028, 1e-12);
+  EXPECT_EQ(graph->find_task("actuator")->stats().overruns.load(), 0u);
+}
+
+// Periods 1, 2 and 4 ms in one rate group: 4 + 2 + 1 frames per 4 ms cycle,
+// each member at its own step, all at simulation time 1 s after 1 s.
+TEST(UnitLoop, ARateGroupOfThreeRunsEachMemberAtItsRate) {
+  auto graph = graph_of(
+      "  - {name: fast, period: 1ms, cpu: 0, priority: 90, rate_group: g}\n"
+      "  - {name: middle, period: 2ms, cpu: 0, priority: 90, rate_group: g}\n"
+      "  - {name: slow, period: 4ms, cpu: 0, priority: 90, rate_group: g}\n",
+      "  - {name: kf, type: constant, task: fast, params: {value: 1}}\n"
+      "  - {name: km, type: constant, task: middle, params: {value: 1}}\n"
+      "  - {name: ks, type: constant, task: slow, params: {value: 1}}\n");
+  for (bool virtual_time : {true, false}) {
+    virtual_time ? (void)run_virtual(*graph, 1.0) : (void)run_with_fake_clock(*graph, 1.0);
+    for (const auto& [name, frames, step] : {std::tuple{"fast", 1000u, 0.001}, std::tuple{"middle", 500u, 0.002},
+                                             std::tuple{"slow", 250u, 0.004}}) {
+      const TaskRuntime& t = *graph->find_task(name);
+      EXPECT_EQ(t.stats().frames.load(), frames) << name << (virtual_time ? " virtual" : " loop");
+      EXPECT_EQ(t.stats().step.min(), step) << name;
+      EXPECT_EQ(t.stats().step.max(), step) << name;
+      EXPECT_NEAR(t.partition().time(), 1.0, 1e-12) << name;
+    }
+    // The cycle belongs to the slowest member.
+    EXPECT_EQ(graph->find_task("slow")->stats().cycles.load(), 250u);
+    EXPECT_EQ(graph->find_task("fast")->stats().cycles.load(), 0u);
+  }
+}
+
+// Measured steps in a rate group whose fast member has 2 ms frames: a slow
+// (10 ms) cycle of 5 fast frames and one slow frame of 3 ms takes 13 ms, so
+// every cycle overruns its 10 ms period and re-phases; steps follow.
+TEST(UnitLoop, MeasuredRateGroupStepsFollowTheCycleInBothExecutors) {
+  auto graph = graph_of(
+      "  - {name: fast, period: 2ms, cpu: 0, priority: 90, rate_group: g, step: measured, max_step: 1s,"
+      " execution: {nominal: 2ms}}\n"
+      "  - {name: slow, period: 10ms, cpu: 0, priority: 90, rate_group: g, step: measured, max_step: 1s,"
+      " execution: {nominal: 3ms}}\n",
+      "  - {name: kf, type: constant, task: fast, params: {value: 1}}\n"
+      "  - {name: i, type: integrator, task: slow}\n",
+      "  - {from: kf.y, to: i.u}\n");
+  const std::string virtual_rows = run_virtual(*graph, 0.2);
+  const std::string loop_rows = run_with_fake_clock(*graph, 0.2);
+  EXPECT_EQ(loop_rows, virtual_rows);
+  const TaskRuntime& slow = *graph->find_task("slow");
+  EXPECT_EQ(slow.stats().step.min(), 0.010);        // the nominal first step
+  EXPECT_NEAR(slow.stats().step.max(), 0.013, 1e-12);  // then the 13 ms cycle
+  EXPECT_NEAR(graph->find_task("fast")->stats().step.max(), 0.013 / 5, 1e-12);
+  EXPECT_EQ(slow.stats().overruns.load(), slow.stats().cycles.load());
+}
+
+// After a warm-up, cycles of every example allocate nothing in the loop.
+TEST(UnitLoop, SteadyStateCyclesAllocateNothing) {
+  auto graph = build_graph(rtcosim::testing::load_example("flight_control.yaml"));
+  graph->reset();
+  auto units = thread_units(*graph);
+  const std::atomic<bool> running{true};
+  for (auto& u : units) {
+    u.reset(0);
+    FakeClock clock;
+    run_unit(u, clock, 0, seconds_to_ns(0.5), running, UnitSinks{});  // warm-up
+    rtcosim::testing::AllocationScope scope;
+    run_unit(u, clock, 0, seconds_to_ns(1.5), running, UnitSinks{});
+    EXPECT_EQ(scope.count(), 0u) << u.owner().spec().name;
+    EXPECT_GT(clock.sleeps, 0u);
+  }
+}
+
+}  // namespace
+}  // namespace rtcosim::runtime
