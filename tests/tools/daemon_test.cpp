@@ -213,6 +213,30 @@ TEST_F(Daemon, ControlSocketRejectsBadRequestsAndServesOthers) {
   EXPECT_EQ(wait_exit(), 0);
 }
 
+// The frame count of a task in a status reply.
+std::uint64_t frames_of(const std::string& status, const std::string& task) {
+  const auto at = status.find("\"name\":\"" + task + "\"");
+  if (at == std::string::npos) return 0;
+  const auto f = status.find("\"frames\":", at);
+  return f == std::string::npos ? 0 : std::stoull(status.substr(f + 9));
+}
+
+// stop then start is a fresh run: counters begin again at 0 (they carried
+// on before, with lost time and a frozen simulation).
+TEST_F(Daemon, StartAfterStopIsAFreshRun) {
+  start(write_graph("graph.yaml", "1e9"));
+  ASSERT_TRUE(any(notifications(2000ms), "READY=1"));
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}"), "{\"ok\":true}");
+  const std::uint64_t first = frames_of(request("{\"cmd\":\"status\"}"), "fast");
+  EXPECT_GT(first, 100u);  // 2 ms frames for about 3 s
+  EXPECT_EQ(request("{\"cmd\":\"start\"}"), "{\"ok\":true}");
+  const std::uint64_t again = frames_of(request("{\"cmd\":\"status\"}"), "fast");
+  EXPECT_LT(again, first) << "the new run counts on from the old one";
+  kill(pid_, SIGTERM);
+  EXPECT_EQ(wait_exit(), 0);
+}
+
 TEST_F(Daemon, SigtermWhileRecordingKeepsEverySampleProduced) {
   start(write_graph("graph.yaml", "1e9"));
   ASSERT_TRUE(any(notifications(1500ms), "READY=1"));

@@ -101,9 +101,18 @@ TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {
                              kExamples + "/overrun_virtual.yaml"}),
             0);
   const std::string summary = slurp(json);
-  for (const char* key : {"\"tasks\":[", "\"name\":\"actuator\"", "\"policy\":\"virtual\"", "\"latency_ns\":{\"p50\":",
-                          "\"exec_ns\":", "\"step_s\":{\"min\":", "\"links\":[", "\"method\":\"predictor\"",
-                          "\"signals\":[", "\"rms_error\":"}) {
+  // Cycles start at 0, 18, 46 (after the 28 ms one), 64, ..., 190 ms: 11
+  // airframe frames, 8 actuator frames each; one overrun, nothing missed.
+  // Every cycle ends exactly at the next release, so only the first one
+  // slept: one wake-up latency.
+  for (const char* key :
+       {"\"tasks\":[", "\"name\":\"actuator\",\"cpu\":0,\"policy\":\"virtual\",\"priority\":90",
+        "\"overrun_policy\":\"rephase\",\"frames\":88,\"cycles\":0,\"overruns\":0,\"missed_periods\":0,"
+        "\"latency_ns\":{\"count\":0,",
+        "\"overrun_policy\":\"rephase\",\"frames\":11,\"cycles\":11,\"overruns\":1,\"missed_periods\":0,"
+        "\"latency_ns\":{\"count\":1,\"p50\":0,\"p99\":0,\"p999\":0,\"max\":0}",
+        "\"exec_ns\":{\"count\":11,", "\"cycle_ns\":{\"count\":11,", "\"step_s\":{\"min\":0.018", "\"links\":[",
+        "\"method\":\"predictor\"", "\"published\":89,\"dropped\":0", "\"signals\":[", "\"rms_error\":"}) {
     EXPECT_NE(summary.find(key), std::string::npos) << key << "\n" << summary;
   }
   std::ifstream f(frames);
@@ -112,7 +121,7 @@ TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {
   EXPECT_EQ(header, "task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns,start_lateness_ns");
   std::size_t rows = 0;
   for (std::string line; std::getline(f, line);) ++rows;
-  EXPECT_GT(rows, 0u);
+  EXPECT_EQ(rows, 88u + 11u);
   std::ifstream r(record);
   std::getline(r, header);
   EXPECT_EQ(header, "time_s,task,signal,value");

@@ -94,6 +94,23 @@ int highest_priority(const runtime::Graph& graph) {
   return p;
 }
 
+// How each task's thread actually ran, as the kernel reported it after the
+// set-up, with the file's request where it differs.
+std::string thread_placements(runtime::Graph& graph) {
+  std::string out = "threads:";
+  for (const auto& t : graph.tasks()) {
+    const auto& p = t->placement();
+    const auto& s = t->spec();
+    std::string got = p.policy == "fifo" || p.policy == "rr" ? p.policy + " " + std::to_string(p.priority) : p.policy;
+    got += p.cpu >= 0 ? " on CPU " + std::to_string(p.cpu) : " unpinned";
+    const bool fifo_wanted = s.priority > 0 && graph.spec().realtime != config::RealtimeMode::kOff;
+    std::string asked = (fifo_wanted ? "fifo " + std::to_string(s.priority) : std::string("other")) +
+                        (s.cpu >= 0 ? " on CPU " + std::to_string(s.cpu) : " unpinned");
+    out += "\n  " + s.name + ": " + got + (got == asked ? "" : " (asked: " + asked + ")");
+  }
+  return out + "\n";
+}
+
 void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostream* sink, double duration,
                   runtime::FrameLog* frame_log, std::ostream* frames_out, bool* fifo) {
   auto report = runtime::prepare_process(graph.spec().realtime, highest_priority(graph));
@@ -114,6 +131,8 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   executor.start(duration);
+  // Set-up problems are known before the epoch: say them before the run.
+  for (const auto& e : executor.thread_errors()) std::cerr << "warning: " << e << '\n';
   std::ostringstream discard;
   double next_progress = 1.0;
   while (!executor.finished()) {
@@ -141,8 +160,7 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
   g_running.store(nullptr);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
-  for (const auto& e : executor.thread_errors()) std::cerr << "warning: " << e << '\n';
-  std::cout << (report.fifo ? "tasks ran SCHED_FIFO\n" : "tasks ran SCHED_OTHER (no real-time priority)\n");
+  std::cout << thread_placements(graph);
 }
 
 }  // namespace

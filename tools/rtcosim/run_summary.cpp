@@ -100,8 +100,14 @@ std::string json_number(double v) {
 }
 
 std::string percentiles(const runtime::LogHistogram& h) {
-  return "{\"p50\":" + std::to_string(h.percentile(0.5)) + ",\"p99\":" + std::to_string(h.percentile(0.99)) +
-         ",\"p999\":" + std::to_string(h.percentile(0.999)) + ",\"max\":" + std::to_string(h.max()) + "}";
+  return "{\"count\":" + std::to_string(h.count()) + ",\"p50\":" + std::to_string(h.percentile(0.5)) +
+         ",\"p99\":" + std::to_string(h.percentile(0.99)) + ",\"p999\":" + std::to_string(h.percentile(0.999)) +
+         ",\"max\":" + std::to_string(h.max()) + "}";
+}
+
+std::string range(const runtime::RunningRange& r) {
+  return "{\"min\":" + json_number(r.min()) + ",\"mean\":" + json_number(r.mean()) + ",\"max\":" + json_number(r.max()) +
+         ",\"last\":" + json_number(r.last()) + "}";
 }
 
 }  // namespace
@@ -113,13 +119,24 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     const auto& s = t->stats();
     out += first ? "" : ",";
     first = false;
-    out += "{\"name\":" + base::json_string(t->spec().name) + ",\"cpu\":" + std::to_string(t->spec().cpu) +
-           ",\"policy\":" + base::json_string(policy) + ",\"priority\":" + std::to_string(t->spec().priority) +
-           ",\"frames\":" + std::to_string(s.frames.load()) + ",\"overruns\":" + std::to_string(s.overruns.load()) +
+    // What the thread actually got, read back from the kernel; the file's
+    // request beside it.
+    const runtime::ThreadPlacement& p = t->placement();
+    const bool placed = p.policy != "none";
+    out += "{\"name\":" + base::json_string(t->spec().name) +
+           ",\"cpu\":" + std::to_string(placed ? p.cpu : t->spec().cpu) +
+           ",\"policy\":" + base::json_string(placed ? p.policy : policy) +
+           ",\"priority\":" + std::to_string(placed ? p.priority : t->spec().priority) +
+           ",\"requested\":{\"cpu\":" + std::to_string(t->spec().cpu) +
+           ",\"priority\":" + std::to_string(t->spec().priority) + "}" +
+           (p.problem.empty() ? std::string() : ",\"setup_problem\":" + base::json_string(p.problem)) +
+           ",\"overrun_policy\":" + base::json_string(config::to_string(t->spec().overrun)) +
+           ",\"frames\":" + std::to_string(s.frames.load()) + ",\"cycles\":" + std::to_string(s.cycles.load()) +
+           ",\"overruns\":" + std::to_string(s.overruns.load()) +
            ",\"missed_periods\":" + std::to_string(s.missed_periods.load()) +
-           ",\"latency_ns\":" + percentiles(s.wakeup_latency_ns) + ",\"exec_ns\":" + percentiles(s.execution_ns) +
-           ",\"step_s\":{\"min\":" + json_number(s.step.min()) + ",\"mean\":" + json_number(s.step.mean()) +
-           ",\"max\":" + json_number(s.step.max()) + "},\"lag_s\":" + json_number(s.lag.last()) +
+           ",\"latency_ns\":" + percentiles(s.wakeup_latency_ns) +
+           ",\"start_lateness_ns\":" + percentiles(s.start_lateness_ns) + ",\"exec_ns\":" + percentiles(s.execution_ns) +
+           ",\"cycle_ns\":" + percentiles(s.cycle_ns) + ",\"step_s\":" + range(s.step) + ",\"lag_s\":" + range(s.lag) +
            ",\"lost_s\":" + json_number(s.lost_real_time.load()) + "}";
   }
   out += "],\"links\":[";

@@ -26,8 +26,10 @@ struct ReferenceError {
 std::vector<ReferenceError> reference_errors(const runtime::Graph& graph, const runtime::Recorder& recorder,
                                              const tasks::ReferenceSolver& reference);
 
-// The summary as JSON: {"tasks":[...],"links":[...],"signals":[...]}; `policy`
-// is "fifo", "other" or "virtual".
+// The summary as JSON: {"tasks":[...],"links":[...],"signals":[...]}
+// (docs/figures.md defines each field). A task's policy, priority and CPU
+// are what its thread got; `policy` stands in for a task whose thread never
+// started.
 std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy);
 
 }  // namespace rtcosim::tools

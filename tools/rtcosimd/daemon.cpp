@@ -98,7 +98,15 @@ bool Daemon::start_graph(std::string* error) {
     return false;
   }
   executor_ = std::make_unique<runtime::RealtimeExecutor>(*graph_, recorder_.get(), report_);
-  executor_->start(0.0);  // until stopped
+  try {
+    executor_->start(0.0);  // until stopped
+  } catch (const std::exception& e) {
+    // realtime: required and a thread could not be set up: nothing ran.
+    executor_.reset();
+    *error = e.what();
+    return false;
+  }
+  for (const auto& e : executor_->thread_errors()) std::cerr << "warning: " << e << '\n';
   running_ = true;
   last_frames_.assign(graph_->tasks().size(), 0);
   return true;
@@ -108,7 +116,6 @@ void Daemon::stop_graph() {
   if (!executor_) return;
   executor_->stop();
   executor_->join();
-  for (const auto& e : executor_->thread_errors()) std::cerr << "warning: " << e << '\n';
   executor_.reset();
   running_ = false;
   drain_recorder();
