@@ -10,6 +10,7 @@
 #include "rt_config/loader.hpp"
 #include "rt_config/schedulability.hpp"
 #include "tools/rtcosim/cli_args.hpp"
+#include "tools/rtcosim/text_table.hpp"
 
 namespace rtcosim::tools {
 
@@ -32,10 +33,7 @@ options:
   -h, --help   this text
 )";
 
-std::string pad(std::string s, std::size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
+std::string or_dash(int v, bool set) { return set ? std::to_string(v) : "-"; }
 
 std::size_t blocks_in(const config::GraphSpec& g, const std::string& task) {
   std::size_t n = 0;
@@ -75,19 +73,27 @@ std::string graph_summary(const config::GraphSpec& g) {
       << g.diagram.blocks.size() << " block(s), " << g.wires.size() << " wire(s) of which " << links
       << " link(s); realtime " << config::to_string(g.realtime) << ", "
       << (g.duration > 0.0 ? "runs " + base::format_duration(g.duration) : std::string("runs until stopped")) << "\n\n";
-  out << "tasks:\n  " << pad("name", 16) << pad("cpu", 5) << pad("prio", 6) << pad("period", 10) << pad("integrator", 12)
-      << pad("step", 10) << pad("overrun", 10) << pad("max step", 10) << "blocks\n";
-  for (const auto& t : g.tasks) {
-    const double max_step = t.max_step > 0.0 ? t.max_step : 4.0 * t.period;
-    out << "  " << pad(t.name, 16) << pad(t.cpu >= 0 ? std::to_string(t.cpu) : "-", 5)
-        << pad(t.priority > 0 ? std::to_string(t.priority) : "-", 6) << pad(base::format_duration(t.period), 10)
-        << pad(std::string(tasks::integrator_name(t.integrator)), 12) << pad(config::to_string(t.step), 10)
-        << pad(config::to_string(t.overrun), 10) << pad(base::format_duration(max_step), 10) << blocks_in(g, t.name);
-    if (!t.rate_group.empty()) out << "  (rate group " << t.rate_group << ")";
-    out << '\n';
-  }
+  using config::TaskSpec;
+  using config::ThreadTiming;
+  // Values as the file gave them (format_duration: exact, "2.5 ms"), not
+  // rounded to three digits as measured figures are.
+  const std::vector<Field<TaskSpec>> task_columns = {
+      {"name", Align::kLeft, [](const TaskSpec& t) { return t.name; }},
+      {"cpu", Align::kRight, [](const TaskSpec& t) { return or_dash(t.cpu, t.cpu >= 0); }},
+      {"prio", Align::kRight, [](const TaskSpec& t) { return or_dash(t.priority, t.priority > 0); }},
+      {"period", Align::kRight, [](const TaskSpec& t) { return base::format_duration(t.period); }},
+      {"integrator", Align::kLeft, [](const TaskSpec& t) { return std::string(tasks::integrator_name(t.integrator)); }},
+      {"step", Align::kLeft, [](const TaskSpec& t) { return std::string(config::to_string(t.step)); }},
+      {"overrun", Align::kLeft, [](const TaskSpec& t) { return std::string(config::to_string(t.overrun)); }},
+      {"max step", Align::kRight,
+       [](const TaskSpec& t) { return base::format_duration(t.max_step > 0.0 ? t.max_step : 4.0 * t.period); }},
+      {"blocks", Align::kRight, [&g](const TaskSpec& t) { return format_count(blocks_in(g, t.name)); }},
+      {"rate group", Align::kLeft, [](const TaskSpec& t) { return t.rate_group.empty() ? "-" : t.rate_group; }},
+  };
+  out << "tasks:\n" << render_table(task_columns, g.tasks);
   if (links > 0) {
-    out << "\nlinks:\n  " << pad("from", 34) << pad("to", 38) << pad("coupling", 30) << "ring\n";
+    TextTable table(
+        {{"from", Align::kLeft}, {"to", Align::kLeft}, {"coupling", Align::kLeft}, {"ring", Align::kRight}});
     for (const auto& w : g.wires) {
       if (!w.crosses_tasks) continue;
       const auto* producer = g.find_task(task_of(g, w.wire.from.block));
@@ -98,10 +104,11 @@ std::string graph_summary(const config::GraphSpec& g) {
         ring = std::to_string(coupling::ring_capacity_blocks({producer->period, consumer->period, longest, 2})) +
                " blocks";
       }
-      out << "  " << pad(w.wire.from.str() + " (" + task_of(g, w.wire.from.block) + ")", 34)
-          << pad(w.wire.to.str() + " (" + task_of(g, w.wire.to.block) + ")", 38)
-          << pad(describe_coupling(g.coupling_of(w)), 30) << ring << '\n';
+      table.add_row({w.wire.from.str() + " (" + task_of(g, w.wire.from.block) + ")",
+                     w.wire.to.str() + " (" + task_of(g, w.wire.to.block) + ")", describe_coupling(g.coupling_of(w)),
+                     ring});
     }
+    out << "\nlinks:\n" << table.render();
   }
   const config::Schedulability sched = config::analyse_schedulability(g);
   if (!sched.cpu_load.empty()) {
@@ -113,16 +120,20 @@ std::string graph_summary(const config::GraphSpec& g) {
     }
   }
   if (!sched.threads.empty()) {
-    out << "\nworst-case response times (fixed-priority analysis of the longest scripted executions):\n  "
-        << pad("thread", 20) << pad("cpu", 5) << pad("prio", 6) << pad("period", 10) << pad("execution", 11)
-        << pad("response", 10) << "result\n";
-    for (const auto& th : sched.threads) {
-      out << "  " << pad(th.name, 20) << pad(th.cpu >= 0 ? std::to_string(th.cpu) : "-", 5)
-          << pad(th.priority > 0 ? std::to_string(th.priority) : "-", 6) << pad(base::format_duration(th.period), 10)
-          << pad(base::format_duration(th.execution), 11)
-          << pad(std::isfinite(th.response) ? base::format_duration(th.response) : "unbounded", 10)
-          << (th.meets_deadline() ? "ok" : "overruns") << '\n';
-    }
+    const std::vector<Field<ThreadTiming>> columns = {
+        {"thread", Align::kLeft, [](const ThreadTiming& th) { return th.name; }},
+        {"cpu", Align::kRight, [](const ThreadTiming& th) { return or_dash(th.cpu, th.cpu >= 0); }},
+        {"prio", Align::kRight, [](const ThreadTiming& th) { return or_dash(th.priority, th.priority > 0); }},
+        {"period", Align::kRight, [](const ThreadTiming& th) { return base::format_duration(th.period); }},
+        {"execution", Align::kRight, [](const ThreadTiming& th) { return base::format_duration(th.execution); }},
+        {"response", Align::kRight,
+         [](const ThreadTiming& th) {
+           return std::isfinite(th.response) ? base::format_duration(th.response) : std::string("unbounded");
+         }},
+        {"result", Align::kLeft, [](const ThreadTiming& th) { return th.meets_deadline() ? "ok" : "overruns"; }},
+    };
+    out << "\nworst-case response times (fixed-priority analysis of the longest scripted executions):\n"
+        << render_table(columns, sched.threads);
   }
   if (!g.record.signals.empty()) {
     out << "\nrecords " << g.record.signals.size() << " signal(s) to " << g.record.file << '\n';
@@ -132,9 +143,12 @@ std::string graph_summary(const config::GraphSpec& g) {
 
 std::string graph_dot(const config::GraphSpec& g) {
   std::ostringstream out;
-  out << "digraph " << dot_id(g.name.empty() ? "rtcosim" : g.name) << " {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n";
+  out << "digraph " << dot_id(g.name.empty() ? "rtcosim" : g.name)
+      << " {\n  rankdir=LR;\n  node [shape=box, fontname=\"Helvetica\"];\n";
   for (const auto& t : g.tasks) {
-    out << "  subgraph " << dot_id("cluster_" + t.name) << " {\n    label=" << dot_id(t.name + " (" + base::format_duration(t.period) + ", cpu " + (t.cpu >= 0 ? std::to_string(t.cpu) : "-") + ")")
+    out << "  subgraph " << dot_id("cluster_" + t.name) << " {\n    label="
+        << dot_id(t.name + " (" + base::format_duration(t.period) + ", cpu " +
+                  (t.cpu >= 0 ? std::to_string(t.cpu) : "-") + ")")
         << ";\n    style=rounded;\n";
     for (const auto& b : g.diagram.blocks) {
       if (b.task == t.name) out << "    " << dot_id(b.name) << " [label=" << dot_id(b.name + "\n" + b.type) << "];\n";
@@ -163,8 +177,9 @@ int run_check_command(const std::vector<std::string>& raw_args) {
       return 0;
     }
     if (args.positionals().size() != 1) {
-      throw UsageError(args.positionals().empty() ? "no file given — expected 'rtcosim check FILE'"
-                                                  : "one file at a time — got " + std::to_string(args.positionals().size()));
+      throw UsageError(args.positionals().empty()
+                           ? "no file given — expected 'rtcosim check FILE'"
+                           : "one file at a time — got " + std::to_string(args.positionals().size()));
     }
     const auto result = config::load_graph_file(args.positionals().front());
     for (const auto& d : result.diagnostics) std::cerr << d.str() << '\n';

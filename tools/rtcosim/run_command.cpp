@@ -294,12 +294,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       reference->run(duration, spec.record.signals);
       errors = reference_errors(*graph, recorder, *reference);
       std::cout << "error against the reference (merged diagram, RK4 at " << base::format_duration(step) << "):\n";
-      for (const auto& e : errors) {
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "  %-28s RMS %.3g   max %.3g   (%zu samples)\n", e.signal.c_str(), e.rms, e.max,
-                      e.samples);
-        std::cout << buf;
-      }
+      std::cout << render_table(reference_error_columns(), errors);
     }
     if (csv.is_open()) {
       std::cout << "recorded " << recorder.signal_count() << " signal(s) to " << record_path;

@@ -2,70 +2,85 @@
 
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 
 #include "base/json.hpp"
+#include "tools/rtcosim/text_table.hpp"
 
 namespace rtcosim::tools {
 
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
+using runtime::GraphLink;
+using runtime::TaskRuntime;
 
-std::string pad(std::string s, std::size_t width) {
-  if (s.size() < width) s.append(width - s.size(), ' ');
-  return s;
-}
+std::string percentile_of(const runtime::LogHistogram& h, double p) { return format_nanoseconds(h.percentile(p)); }
 
 }  // namespace
 
+// Each table is its list of columns: a figure is one line here, and
+// docs/figures.md says what each one is.
 std::string run_summary(runtime::Graph& graph) {
-  std::ostringstream out;
-  out << "tasks:\n  " << pad("name", 14) << pad("frames", 9) << pad("step min/mean/max (ms)", 26)
-      << pad("overruns", 10) << pad("missed", 8) << pad("lag max (ms)", 14) << pad("lost (ms)", 11)
-      << pad("exec p99 (us)", 15) << "ab2 LTE max\n";
-  for (auto& t : graph.tasks()) {
-    const auto& s = t->stats();
-    out << "  " << pad(t->spec().name, 14) << pad(std::to_string(s.frames.load()), 9)
-        << pad(fmt("%.4g", s.step.min() * 1e3) + " / " + fmt("%.4g", s.step.mean() * 1e3) + " / " +
-                   fmt("%.4g", s.step.max() * 1e3),
-               26)
-        << pad(std::to_string(s.overruns.load()), 10) << pad(std::to_string(s.missed_periods.load()), 8)
-        << pad(fmt("%.3g", s.lag.max() * 1e3), 14) << pad(fmt("%.3g", s.lost_real_time.load() * 1e3), 11)
-        << pad(fmt("%.4g", static_cast<double>(s.execution_ns.percentile(0.99)) * 1e-3), 15)
-        << (t->partition().integrator() == tasks::IntegratorKind::kAb2 ? fmt("%.3g", s.truncation_error.max()) : "-")
-        << '\n';
-  }
+  const std::vector<Field<TaskRuntime>> task_columns = {
+      {"name", Align::kLeft, [](const TaskRuntime& t) { return t.spec().name; }},
+      {"frames", Align::kRight, [](const TaskRuntime& t) { return format_count(t.stats().frames.load()); }},
+      {"step min", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().step.min()); }},
+      {"step mean", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().step.mean()); }},
+      {"step max", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().step.max()); }},
+      {"overruns", Align::kRight, [](const TaskRuntime& t) { return format_count(t.stats().overruns.load()); }},
+      {"missed", Align::kRight, [](const TaskRuntime& t) { return format_count(t.stats().missed_periods.load()); }},
+      {"lag max", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().lag.max()); }},
+      {"lost", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().lost_real_time.load()); }},
+      {"exec p99", Align::kRight, [](const TaskRuntime& t) { return percentile_of(t.stats().execution_ns, 0.99); }},
+      {"ab2 LTE max", Align::kRight,
+       [](const TaskRuntime& t) {
+         return t.partition().integrator() == tasks::IntegratorKind::kAb2
+                    ? format_general(t.stats().truncation_error.max())
+                    : std::string("-");
+       }},
+  };
   // Wake-up latency and execution time as the histograms saw them: the
   // tails are what a real-time run is judged by.
-  out << "timing (us):\n  " << pad("name", 14) << pad("wake-up latency p50 / p99 / p99.9 / max", 42)
-      << "execution p50 / p99 / p99.9 / max\n";
-  auto percentiles = [](const runtime::LogHistogram& h) {
-    std::string text;
-    for (double p : {0.5, 0.99, 0.999}) text += fmt("%.4g", static_cast<double>(h.percentile(p)) * 1e-3) + " / ";
-    return text + fmt("%.4g", static_cast<double>(h.max()) * 1e-3);
+  const std::vector<Field<TaskRuntime>> timing_columns = {
+      {"name", Align::kLeft, [](const TaskRuntime& t) { return t.spec().name; }},
+      {"latency p50", Align::kRight,
+       [](const TaskRuntime& t) { return percentile_of(t.stats().wakeup_latency_ns, 0.5); }},
+      {"latency p99", Align::kRight,
+       [](const TaskRuntime& t) { return percentile_of(t.stats().wakeup_latency_ns, 0.99); }},
+      {"latency p99.9", Align::kRight,
+       [](const TaskRuntime& t) { return percentile_of(t.stats().wakeup_latency_ns, 0.999); }},
+      {"latency max", Align::kRight,
+       [](const TaskRuntime& t) { return format_nanoseconds(t.stats().wakeup_latency_ns.max()); }},
+      {"exec p50", Align::kRight, [](const TaskRuntime& t) { return percentile_of(t.stats().execution_ns, 0.5); }},
+      {"exec p99", Align::kRight, [](const TaskRuntime& t) { return percentile_of(t.stats().execution_ns, 0.99); }},
+      {"exec p99.9", Align::kRight, [](const TaskRuntime& t) { return percentile_of(t.stats().execution_ns, 0.999); }},
+      {"exec max", Align::kRight,
+       [](const TaskRuntime& t) { return format_nanoseconds(t.stats().execution_ns.max()); }},
   };
-  for (auto& t : graph.tasks()) {
-    const auto& s = t->stats();
-    out << "  " << pad(t->spec().name, 14) << pad(percentiles(s.wakeup_latency_ns), 42)
-        << percentiles(s.execution_ns) << '\n';
-  }
-  if (!graph.links().empty()) {
-    out << "links:\n  " << pad("from -> to", 44) << pad("method", 14) << pad("published", 11) << pad("dropped", 9)
-        << pad("ring", 6) << pad("data age mean/max (ms)", 24) << "extrapolation max (ms)\n";
-    for (auto& l : graph.links()) {
-      out << "  " << pad(l->source + " (" + l->producer + ") -> " + l->consumer, 44) << pad(l->method, 14)
-          << pad(std::to_string(l->link->published()), 11) << pad(std::to_string(l->link->dropped()), 9)
-          << pad(std::to_string(l->link->capacity_blocks()), 6)
-          << pad(fmt("%.3g", l->stats.data_age.mean() * 1e3) + " / " + fmt("%.3g", l->stats.data_age.max() * 1e3), 24)
-          << fmt("%.3g", l->stats.extrapolation_interval.max() * 1e3) << '\n';
-    }
-  }
-  return out.str();
+  const std::vector<Field<GraphLink>> link_columns = {
+      {"from -> to", Align::kLeft,
+       [](const GraphLink& l) { return l.source + " (" + l.producer + ") -> " + l.consumer; }},
+      {"method", Align::kLeft, [](const GraphLink& l) { return l.method; }},
+      {"published", Align::kRight, [](const GraphLink& l) { return format_count(l.link->published()); }},
+      {"dropped", Align::kRight, [](const GraphLink& l) { return format_count(l.link->dropped()); }},
+      {"ring", Align::kRight, [](const GraphLink& l) { return format_count(l.link->capacity_blocks()); }},
+      {"data age mean", Align::kRight, [](const GraphLink& l) { return format_seconds(l.stats.data_age.mean()); }},
+      {"data age max", Align::kRight, [](const GraphLink& l) { return format_seconds(l.stats.data_age.max()); }},
+      {"extrapolation max", Align::kRight,
+       [](const GraphLink& l) { return format_seconds(l.stats.extrapolation_interval.max()); }},
+  };
+  std::string out = "tasks:\n" + render_table(task_columns, graph.tasks());
+  out += "timing:\n" + render_table(timing_columns, graph.tasks());
+  if (!graph.links().empty()) out += "links:\n" + render_table(link_columns, graph.links());
+  return out;
+}
+
+std::vector<Field<ReferenceError>> reference_error_columns() {
+  return {
+      {"signal", Align::kLeft, [](const ReferenceError& e) { return e.signal; }},
+      {"RMS", Align::kRight, [](const ReferenceError& e) { return format_general(e.rms); }},
+      {"max", Align::kRight, [](const ReferenceError& e) { return format_general(e.max); }},
+      {"samples", Align::kRight, [](const ReferenceError& e) { return format_count(e.samples); }},
+  };
 }
 
 std::vector<ReferenceError> reference_errors(const runtime::Graph&, const runtime::Recorder& recorder,
@@ -90,7 +105,6 @@ std::vector<ReferenceError> reference_errors(const runtime::Graph&, const runtim
 namespace rtcosim::tools {
 
 namespace {
-
 
 std::string json_number(double v) {
   if (!std::isfinite(v)) return "null";

@@ -6,6 +6,7 @@
 #include "runtime/graph.hpp"
 #include "runtime/recorder.hpp"
 #include "tasks/diagram.hpp"
+#include "tools/rtcosim/text_table.hpp"
 
 namespace rtcosim::tools {
 
@@ -20,6 +21,9 @@ struct ReferenceError {
   double max = 0.0;
   std::size_t samples = 0;
 };
+
+// The columns of the table of ReferenceErrors `rtcosim run` prints.
+std::vector<Field<ReferenceError>> reference_error_columns();
 
 // The error of every recorded series against the reference (the merged
 // diagram, RK4), interpolated at the recorded times.

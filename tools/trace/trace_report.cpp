@@ -13,16 +13,11 @@
 #include "runtime/stats.hpp"
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
+#include "tools/rtcosim/text_table.hpp"
 
 namespace rtcosim::trace_report {
 
 namespace {
-
-std::string us(std::int64_t ns) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f us", static_cast<double>(ns) * 1e-3);
-  return buf;
-}
 
 std::vector<std::int64_t> latencies(const TracedTask& t) {
   std::vector<std::int64_t> v;
@@ -40,6 +35,24 @@ std::vector<std::int64_t> executions(const TracedTask& t) {
     if (f.ended) v.push_back(f.exec_ns);
   }
   return v;
+}
+
+struct AgeSummary {
+  double mean = std::nan("");
+  double max = std::nan("");
+  std::size_t count = 0;
+};
+
+// Mean and max of a link's data age when consumed; NaN when never consumed.
+AgeSummary age_of(const TracedLink& l) {
+  AgeSummary a;
+  a.count = l.age_s.size();
+  if (l.age_s.empty()) return a;
+  a.max = *std::max_element(l.age_s.begin(), l.age_s.end());
+  double sum = 0.0;
+  for (double v : l.age_s) sum += v;
+  a.mean = sum / static_cast<double>(a.count);
+  return a;
 }
 
 std::string quantile_json(const Quantiles& q) {
@@ -62,17 +75,17 @@ std::string histogram(const std::vector<std::int64_t>& values) {
   }
   if (hi < 0) return "    (no samples)\n";
   const std::uint64_t most = *std::max_element(counts.begin(), counts.end());
-  std::string out;
+  tools::TextTable table({{"from", tools::Align::kRight},
+                          {"to", tools::Align::kRight},
+                          {"frames", tools::Align::kRight},
+                          {"", tools::Align::kLeft}});
   for (int i = lo; i <= hi; ++i) {
     const auto n = counts[static_cast<std::size_t>(i)];
-    const std::int64_t lower = i == 0 ? 0 : H::bucket_upper(i - 1);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "    %9.1f - %9.1f us  ", static_cast<double>(lower) * 1e-3,
-                  static_cast<double>(H::bucket_upper(i)) * 1e-3);
     const auto bar = static_cast<std::size_t>(std::ceil(40.0 * static_cast<double>(n) / static_cast<double>(most)));
-    out += buf + std::string(n ? bar : 0, '#') + " " + std::to_string(n) + "\n";
+    table.add_row({tools::format_nanoseconds(i == 0 ? 0 : H::bucket_upper(i - 1)),
+                   tools::format_nanoseconds(H::bucket_upper(i)), tools::format_count(n), std::string(n ? bar : 0, '#')});
   }
-  return out;
+  return table.render("    ");
 }
 
 }  // namespace
@@ -93,39 +106,46 @@ Quantiles quantiles(std::vector<std::int64_t> v) {
 }
 
 std::string text_report(const std::string& directory, const TraceData& d) {
+  using tools::Align;
+  using tools::format_nanoseconds;
   std::ostringstream out;
   out << "trace " << directory << ": " << d.events << " events, " << d.discarded_events << " discarded\n";
   for (const auto& [id, t] : d.tasks) {
-    const auto lat = quantiles(latencies(t));
-    const auto exe = quantiles(executions(t));
-    char head[160];
-    std::snprintf(head, sizeof head, "\ntask %s (id %u, cpu %d, priority %d, period %.4g ms): %zu frames\n",
-                  t.name.c_str(), static_cast<unsigned>(id), t.cpu, t.priority, t.period_s * 1e3, t.frames.size());
-    out << head << "  wake-up latency  p50 " << us(lat.p50) << "   p99 " << us(lat.p99) << "   p99.9 "
-        << us(lat.p999) << "   max " << us(lat.max) << "\n  execution time   p50 " << us(exe.p50) << "   p99 "
-        << us(exe.p99) << "   p99.9 " << us(exe.p999) << "   max " << us(exe.max) << "\n  wake-up latency histogram:\n"
+    out << "\ntask " << t.name << " (id " << id << ", cpu " << t.cpu << ", priority " << t.priority << ", period "
+        << tools::format_seconds(t.period_s) << "): " << t.frames.size() << " frames\n";
+    const std::vector<tools::Field<std::pair<const char*, Quantiles>>> quantile_columns = {
+        {"", Align::kLeft, [](const auto& r) { return std::string(r.first); }},
+        {"p50", Align::kRight, [](const auto& r) { return format_nanoseconds(r.second.p50); }},
+        {"p99", Align::kRight, [](const auto& r) { return format_nanoseconds(r.second.p99); }},
+        {"p99.9", Align::kRight, [](const auto& r) { return format_nanoseconds(r.second.p999); }},
+        {"max", Align::kRight, [](const auto& r) { return format_nanoseconds(r.second.max); }},
+    };
+    const std::vector<std::pair<const char*, Quantiles>> rows = {{"wake-up latency", quantiles(latencies(t))},
+                                                                 {"execution time", quantiles(executions(t))}};
+    out << tools::render_table(quantile_columns, rows) << "  wake-up latency histogram:\n"
         << histogram(latencies(t)) << "  deadline misses: " << t.overruns.size() << '\n';
-    for (const auto& o : t.overruns) {
-      char line[128];
-      std::snprintf(line, sizeof line, "    at %.6f s: frame %llu ran over, %llu period(s) missed\n",
-                    static_cast<double>(o.time_ns - d.first_ns) * 1e-9, static_cast<unsigned long long>(o.frame),
-                    static_cast<unsigned long long>(o.missed_periods));
-      out << line;
+    if (!t.overruns.empty()) {
+      const std::vector<tools::Field<TracedOverrun>> overrun_columns = {
+          {"at", Align::kRight,
+           [&d](const TracedOverrun& o) { return tools::format_seconds(static_cast<double>(o.time_ns - d.first_ns) * 1e-9); }},
+          {"frame", Align::kRight, [](const TracedOverrun& o) { return tools::format_count(o.frame); }},
+          {"periods missed", Align::kRight, [](const TracedOverrun& o) { return tools::format_count(o.missed_periods); }},
+      };
+      out << tools::render_table(overrun_columns, t.overruns, "    ");
     }
   }
-  for (const auto& [id, l] : d.links) {
-    double mean = 0.0, worst = -1e300;
-    for (double a : l.age_s) {
-      mean += a;
-      worst = std::max(worst, a);
-    }
-    if (!l.age_s.empty()) mean /= static_cast<double>(l.age_s.size());
-    char line[256];
-    std::snprintf(line, sizeof line,
-                  "\nlink %s -> %s (%s): %llu published, %llu dropped; data age when consumed: mean %.3g ms, max %.3g ms\n",
-                  l.source.c_str(), l.consumer.c_str(), l.method.c_str(), static_cast<unsigned long long>(l.published),
-                  static_cast<unsigned long long>(l.dropped), mean * 1e3, l.age_s.empty() ? 0.0 : worst * 1e3);
-    out << line;
+  if (!d.links.empty()) {
+    const std::vector<tools::Field<TracedLink>> link_columns = {
+        {"from -> to", Align::kLeft, [](const TracedLink& l) { return l.source + " -> " + l.consumer; }},
+        {"method", Align::kLeft, [](const TracedLink& l) { return l.method; }},
+        {"published", Align::kRight, [](const TracedLink& l) { return tools::format_count(l.published); }},
+        {"dropped", Align::kRight, [](const TracedLink& l) { return tools::format_count(l.dropped); }},
+        {"data age mean", Align::kRight, [](const TracedLink& l) { return tools::format_seconds(age_of(l).mean); }},
+        {"data age max", Align::kRight, [](const TracedLink& l) { return tools::format_seconds(age_of(l).max); }},
+    };
+    std::vector<const TracedLink*> links;
+    for (const auto& [id, l] : d.links) links.push_back(&l);
+    out << "\nlinks (data age when consumed):\n" << tools::render_table(link_columns, links);
   }
   return out.str();
 }
@@ -143,14 +163,10 @@ std::string json_report(const TraceData& d) {
   out += "],\"links\":[";
   first = true;
   for (const auto& [id, l] : d.links) {
-    double worst = 0.0, mean = 0.0;
-    for (double a : l.age_s) {
-      worst = std::max(worst, a);
-      mean += a;
-    }
-    if (!l.age_s.empty()) mean /= static_cast<double>(l.age_s.size());
+    const AgeSummary age = age_of(l);
     char ages[96];
-    std::snprintf(ages, sizeof ages, ",\"age_s\":{\"mean\":%.9g,\"max\":%.9g}", mean, worst);
+    std::snprintf(ages, sizeof ages, ",\"age_s\":{\"mean\":%.9g,\"max\":%.9g}", age.count ? age.mean : 0.0,
+                  age.count ? age.max : 0.0);
     out += (first ? "" : ",") + std::string("{\"from\":") + base::json_string(l.source) + ",\"to\":" + base::json_string(l.consumer) +
            ",\"method\":" + base::json_string(l.method) + ",\"published\":" + std::to_string(l.published) +
            ",\"dropped\":" + std::to_string(l.dropped) + ages + "}";
@@ -212,7 +228,7 @@ bool write_svgs(const TraceData& d, const std::string& directory, std::string* e
       }
     }
   }
-  timeline.title = "the second around the worst wake-up (" + us(worst) + ")";
+  timeline.title = "the second around the worst wake-up (" + tools::format_nanoseconds(worst) + ")";
   timeline.x_label = "time since the trace began (s)";
   for (const auto& [id, t] : d.tasks) {
     std::vector<std::uint64_t> counts(H::kBuckets, 0);
