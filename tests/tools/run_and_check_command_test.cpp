@@ -89,9 +89,12 @@ wires: []
   const std::string timing = summary.substr(summary.find("timing:\n"));
   EXPECT_EQ(timing.substr(0, timing.find("links:")),
             "timing:\n"
-            "  name  latency p50  latency p99  latency p99.9  latency max  exec p50  exec p99  exec p99.9  exec max\n"
-            "  a             0 s          0 s            0 s          0 s    300 us    300 us      300 us    300 us\n"
-            "  b          300 us       300 us         300 us       300 us   2.60 ms   2.60 ms     2.60 ms   2.60 ms\n")
+            "  name  latency p50  latency p99  latency p99.9  latency max  late start p99  late start max  exec p50  "
+            "exec p99  exec p99.9  exec max  cycle p99  cycle max\n"
+            "  a             0 s          0 s            0 s          0 s             0 s             0 s    300 us  "
+            "  300 us      300 us    300 us     300 us     300 us\n"
+            "  b          300 us       300 us         300 us       300 us          300 us          300 us   2.60 ms  "
+            " 2.60 ms     2.60 ms   2.60 ms    2.60 ms    2.60 ms\n")
       << summary;
 }
 

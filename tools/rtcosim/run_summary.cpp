@@ -13,7 +13,21 @@ namespace {
 using runtime::GraphLink;
 using runtime::TaskRuntime;
 
-std::string percentile_of(const runtime::LogHistogram& h, double p) { return format_nanoseconds(h.percentile(p)); }
+// "-" where the histogram has no sample: a rate group's fast member owns no
+// cycle, a thread that never slept has no wake-up latency.
+std::string percentile_of(const runtime::LogHistogram& h, double p) {
+  return h.count() ? format_nanoseconds(h.percentile(p)) : std::string("-");
+}
+std::string max_of(const runtime::LogHistogram& h) {
+  return h.count() ? format_nanoseconds(h.max()) : std::string("-");
+}
+
+// How the task's thread ran: "fifo 90 cpu 1", "other", "virtual".
+std::string placement_of(const TaskRuntime& t) {
+  const auto& p = t.placement();
+  std::string s = p.policy == "fifo" || p.policy == "rr" ? p.policy + " " + std::to_string(p.priority) : p.policy;
+  return p.cpu >= 0 ? s + " cpu " + std::to_string(p.cpu) : s;
+}
 
 }  // namespace
 
@@ -28,6 +42,7 @@ std::string run_summary(runtime::Graph& graph) {
       {"step max", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().step.max()); }},
       {"overruns", Align::kRight, [](const TaskRuntime& t) { return format_count(t.stats().overruns.load()); }},
       {"missed", Align::kRight, [](const TaskRuntime& t) { return format_count(t.stats().missed_periods.load()); }},
+      {"lag min", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().lag.min()); }},
       {"lag max", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().lag.max()); }},
       {"lost", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().lost_real_time.load()); }},
       {"exec p99", Align::kRight, [](const TaskRuntime& t) { return percentile_of(t.stats().execution_ns, 0.99); }},
@@ -37,6 +52,7 @@ std::string run_summary(runtime::Graph& graph) {
                     ? format_general(t.stats().truncation_error.max())
                     : std::string("-");
        }},
+      {"thread", Align::kLeft, placement_of},
   };
   // Wake-up latency and execution time as the histograms saw them: the
   // tails are what a real-time run is judged by.
@@ -48,13 +64,16 @@ std::string run_summary(runtime::Graph& graph) {
        [](const TaskRuntime& t) { return percentile_of(t.stats().wakeup_latency_ns, 0.99); }},
       {"latency p99.9", Align::kRight,
        [](const TaskRuntime& t) { return percentile_of(t.stats().wakeup_latency_ns, 0.999); }},
-      {"latency max", Align::kRight,
-       [](const TaskRuntime& t) { return format_nanoseconds(t.stats().wakeup_latency_ns.max()); }},
+      {"latency max", Align::kRight, [](const TaskRuntime& t) { return max_of(t.stats().wakeup_latency_ns); }},
+      {"late start p99", Align::kRight,
+       [](const TaskRuntime& t) { return percentile_of(t.stats().start_lateness_ns, 0.99); }},
+      {"late start max", Align::kRight, [](const TaskRuntime& t) { return max_of(t.stats().start_lateness_ns); }},
       {"exec p50", Align::kRight, [](const TaskRuntime& t) { return percentile_of(t.stats().execution_ns, 0.5); }},
       {"exec p99", Align::kRight, [](const TaskRuntime& t) { return percentile_of(t.stats().execution_ns, 0.99); }},
       {"exec p99.9", Align::kRight, [](const TaskRuntime& t) { return percentile_of(t.stats().execution_ns, 0.999); }},
-      {"exec max", Align::kRight,
-       [](const TaskRuntime& t) { return format_nanoseconds(t.stats().execution_ns.max()); }},
+      {"exec max", Align::kRight, [](const TaskRuntime& t) { return max_of(t.stats().execution_ns); }},
+      {"cycle p99", Align::kRight, [](const TaskRuntime& t) { return percentile_of(t.stats().cycle_ns, 0.99); }},
+      {"cycle max", Align::kRight, [](const TaskRuntime& t) { return max_of(t.stats().cycle_ns); }},
   };
   const std::vector<Field<GraphLink>> link_columns = {
       {"from -> to", Align::kLeft,
