@@ -1,18 +1,28 @@
 // The trace reader and report on a small trace committed under tests/ (0.2 s
 // of examples/two_task_sine.yaml recorded with 'rtcosim run --trace'), and
 // on a live trace recorded by the test under a real lttng-sessiond.
-#include <gtest/gtest.h>
-#include <unistd.h>
+#include "tools/trace/trace_report.hpp"
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <thread>
+
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "rt_config/loader.hpp"
 #include "runtime/rt_executor.hpp"
 #include "runtime/trace.hpp"
+#include "tests/support/graphs.hpp"
 #include "tools/rtcosim/trace_session.hpp"
-#include "tools/trace/trace_report.hpp"
+
+extern char** environ;
 
 namespace rtcosim::trace_report {
 namespace {
@@ -28,8 +38,8 @@ TEST(TraceReader, ReadsTheCommittedTrace) {
   EXPECT_EQ(d.tasks.at(0).cpu, 0);
   EXPECT_EQ(d.tasks.at(1).priority, 80);
   EXPECT_DOUBLE_EQ(d.tasks.at(0).period_s, 0.04);
-  EXPECT_EQ(d.tasks.at(0).frames.size(), 5u);   // 0.2 s at 40 ms
-  EXPECT_EQ(d.tasks.at(1).frames.size(), 200u); // 0.2 s at 1 ms
+  EXPECT_EQ(d.tasks.at(0).frames.size(), 5u);    // 0.2 s at 40 ms
+  EXPECT_EQ(d.tasks.at(1).frames.size(), 200u);  // 0.2 s at 1 ms
   for (const auto& [id, t] : d.tasks) {
     for (std::size_t k = 0; k < t.frames.size(); ++k) {
       EXPECT_EQ(t.frames[k].frame, k);  // consecutive, none lost
@@ -61,7 +71,8 @@ TEST(TraceReport, JsonAndPerfettoHaveTheDocumentedShape) {
   const std::string perfetto = perfetto_json(d);
   EXPECT_EQ(perfetto.rfind("{\"traceEvents\":[", 0), 0u);
   std::size_t frames = 0;
-  for (auto p = perfetto.find("\"name\":\"frame\""); p != std::string::npos; p = perfetto.find("\"name\":\"frame\"", p + 1)) {
+  for (auto p = perfetto.find("\"name\":\"frame\""); p != std::string::npos;
+       p = perfetto.find("\"name\":\"frame\"", p + 1)) {
     ++frames;
   }
   EXPECT_EQ(frames, 205u);
@@ -87,27 +98,44 @@ TEST(TraceReader, NamesWhatIsWrongWithABadDirectory) {
   std::filesystem::remove_all(empty);
 }
 
+// A live session in a fresh directory, or the reason why lttng cannot run
+// here (the tests then skip).
+std::unique_ptr<tools::TraceSession> live_session(const std::filesystem::path& dir, std::string* skip) {
+  std::string out;
+  if (!runtime::trace::available()) {
+    *skip = "built without LTTng-UST";
+  } else if (tools::run_command({"lttng", "--version"}, &out) != 0) {
+    *skip = "lttng-tools is not installed";
+  } else {
+    std::filesystem::remove_all(dir);
+    auto session = tools::TraceSession::start(dir.string(), 3000.0, skip);
+    if (session) return session;
+    *skip = "lttng cannot run here: " + *skip;
+  }
+  return nullptr;
+}
+
+std::unique_ptr<runtime::Graph> two_task_sine() {
+  auto spec = rtcosim::testing::load_example("two_task_sine.yaml");
+  spec.realtime = config::RealtimeMode::kOff;
+  return rtcosim::testing::build_graph(spec);
+}
+
+void run_realtime(runtime::Graph& graph, double seconds) {
+  runtime::RealtimeExecutor executor(graph, nullptr, runtime::RealtimeReport{});
+  executor.start(seconds);
+  executor.join();
+}
+
 // A live run under a real session daemon: the report and the runtime's own
 // statistics agree on the same run.
 TEST(TraceLive, ReportAgreesWithTheRuntimeStatistics) {
-  if (!runtime::trace::available()) GTEST_SKIP() << "built without LTTng-UST";
-  std::string out;
-  if (tools::run_command({"lttng", "--version"}, &out) != 0) GTEST_SKIP() << "lttng-tools is not installed";
   const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_live_trace_" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
   std::string why;
-  auto session = tools::TraceSession::start(dir.string(), 3000.0, &why);
-  if (!session) GTEST_SKIP() << "lttng cannot run here: " << why;
-
-  auto loaded = config::load_graph_file(std::string(RTCOSIM_EXAMPLES_DIR) + "/two_task_sine.yaml");
-  ASSERT_TRUE(loaded.ok());
-  loaded.graph.realtime = config::RealtimeMode::kOff;
-  const auto blocks = tasks::BlockRegistry::with_builtins();
-  const auto methods = coupling::MethodRegistry::with_builtins();
-  auto graph = runtime::Graph::build(loaded.graph, blocks, methods);
-  runtime::RealtimeExecutor executor(*graph, nullptr, runtime::RealtimeReport{});
-  executor.start(0.5);
-  executor.join();
+  auto session = live_session(dir, &why);
+  if (!session) GTEST_SKIP() << why;
+  auto graph = two_task_sine();
+  run_realtime(*graph, 0.5);
   const auto discarded = session->stop();
 
   TraceData d;
@@ -131,6 +159,97 @@ TEST(TraceLive, ReportAgreesWithTheRuntimeStatistics) {
       EXPECT_LE(std::abs(traced_bucket - runtime_bucket), 1) << traced.name << " p" << p;
     }
   }
+  std::filesystem::remove_all(dir);
+}
+
+// The system calls of each thread of an `strace -f` log that sleeps with
+// TIMER_ABSTIME (the task threads), between its first and last such sleep:
+// the frame loop. Resumptions of interrupted calls are not counted twice.
+std::map<int, std::map<std::string, int>> frame_loop_syscalls(const std::filesystem::path& log) {
+  std::map<int, std::vector<std::pair<std::string, bool>>> calls;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    int tid = 0;
+    std::string call;
+    if (!(words >> tid >> call) || call.rfind("<...", 0) == 0) continue;
+    const auto paren = call.find('(');
+    if (paren == std::string::npos) continue;
+    const std::string name = call.substr(0, paren);
+    calls[tid].push_back({name, name == "clock_nanosleep" && line.find("TIMER_ABSTIME") != std::string::npos});
+  }
+  std::map<int, std::map<std::string, int>> out;
+  for (const auto& [tid, seq] : calls) {
+    std::size_t first = seq.size(), last = 0;
+    for (std::size_t k = 0; k < seq.size(); ++k) {
+      if (!seq[k].second) continue;
+      first = std::min(first, k);
+      last = k;
+    }
+    if (first >= last) continue;
+    for (std::size_t k = first; k <= last; ++k) ++out[tid][seq[k].first];
+  }
+  return out;
+}
+
+// With --trace, a task thread that fills a sub-buffer must not wake the
+// consumer daemon itself (sigpending, sigprocmask, write on a pipe): the
+// channel's read timer lets the consumer poll. strace, attached to this
+// process while the tasks run, sees nothing but the sleeps in the frames.
+TEST(TraceLive, FramesMakeNoSystemCallButTheSleep) {
+  std::string out;
+  if (tools::run_command({"strace", "-V"}, &out) != 0) GTEST_SKIP() << "strace is not installed";
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_strace_trace_" + std::to_string(getpid()));
+  std::string why;
+  auto session = live_session(dir, &why);
+  if (!session) GTEST_SKIP() << why;
+  auto graph = two_task_sine();
+
+  const auto log = dir.string() + ".strace";
+  const std::string pid = std::to_string(getpid());
+  std::vector<std::string> argv = {"strace", "-f", "-qq", "-o", log, "-p", pid};
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(a.data());
+  args.push_back(nullptr);
+  pid_t strace = 0;
+  ASSERT_EQ(posix_spawnp(&strace, "strace", nullptr, nullptr, args.data(), environ), 0);
+  auto traced = [] {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("TracerPid:", 0) == 0) return std::stoi(line.substr(10)) != 0;
+    }
+    return false;
+  };
+  for (int i = 0; i < 500 && !traced(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!traced()) {
+    kill(strace, SIGKILL);
+    waitpid(strace, nullptr, 0);
+    GTEST_SKIP() << "strace cannot attach to this process (ptrace not permitted)";
+  }
+  run_realtime(*graph, 0.5);
+  kill(strace, SIGINT);  // attached with -p: detaches and exits
+  waitpid(strace, nullptr, 0);
+  session->stop();
+
+  // The check means something only if a sub-buffer filled during the run:
+  // a stream file holds whole sub-buffers plus the final flush.
+  bool switched = false;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir)) {
+    if (f.is_regular_file() && f.path().filename().string().rfind("rtcosim_", 0) == 0 &&
+        f.path().extension() != ".idx") {
+      switched = switched || f.file_size() > session->subbuffer_bytes();
+    }
+  }
+  EXPECT_TRUE(switched) << "no sub-buffer filled in 0.5 s; the run proves nothing";
+  const auto syscalls = frame_loop_syscalls(log);
+  EXPECT_EQ(syscalls.size(), graph->tasks().size());  // one thread per task
+  for (const auto& [tid, counts] : syscalls) {
+    for (const auto& [name, n] : counts) {
+      if (name != "clock_nanosleep") ADD_FAILURE() << "task thread " << tid << ": " << n << " x " << name;
+    }
+    EXPECT_GT(counts.at("clock_nanosleep"), 10) << tid;
+  }
+  std::filesystem::remove(log);
   std::filesystem::remove_all(dir);
 }
 
