@@ -3,11 +3,13 @@
 // on a live trace recorded by the test under a real lttng-sessiond.
 #include "tools/trace/trace_report.hpp"
 
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -96,6 +98,82 @@ TEST(TraceReader, NamesWhatIsWrongWithABadDirectory) {
   EXPECT_FALSE(read_trace(empty.string(), d, &why));
   EXPECT_NE(why.find("no CTF trace"), std::string::npos) << why;
   std::filesystem::remove_all(empty);
+}
+
+// The bars and markers of an SVG: (x, y, width, height) of each
+// class="bar" rect, x of each class="marker" line.
+struct SvgShapes {
+  std::vector<std::array<double, 4>> bars;
+  std::vector<double> markers;
+};
+
+SvgShapes shapes_of(const std::string& svg) {
+  SvgShapes out;
+  const std::regex bar(R"re(<rect class="bar" x="([-\d.]+)" y="([-\d.]+)" width="([-\d.]+)" height="([-\d.]+)")re");
+  for (std::sregex_iterator m(svg.begin(), svg.end(), bar), end; m != end; ++m) {
+    out.bars.push_back({std::stod((*m)[1]), std::stod((*m)[2]), std::stod((*m)[3]), std::stod((*m)[4])});
+  }
+  const std::regex marker(R"re(<line class="marker" x1="([-\d.]+)")re");
+  for (std::sregex_iterator m(svg.begin(), svg.end(), marker), end; m != end; ++m) {
+    out.markers.push_back(std::stod((*m)[1]));
+  }
+  return out;
+}
+
+TraceData trace_with_latencies(const std::vector<std::pair<std::int64_t, int>>& latency_counts) {
+  TraceData d;
+  TracedTask& t = d.tasks[0];
+  t.name = "t";
+  for (const auto& [ns, n] : latency_counts) {
+    for (int i = 0; i < n; ++i) t.frames.push_back({t.frames.size(), 0, ns, 1000, 0.001, 0.0, true});
+  }
+  return d;
+}
+
+// cyclictest's plot: one bar per microsecond at a linear x, heights linear
+// in log10(count), the largest latency marked where it is (not at its
+// bucket's edge).
+TEST(TraceReport, LatencyHistogramHasOneBarPerMicrosecondOnALogCountAxis) {
+  const auto d = trace_with_latencies({{20'300, 10}, {21'700, 100}, {22'100, 1000}, {25'000, 3}, {47'900, 1}});
+  const plot::Figure figure = latency_histogram(d);
+  EXPECT_NE(figure.x_label.find("one bar per 1 us bucket"), std::string::npos) << figure.x_label;
+  const SvgShapes svg = shapes_of(plot::render_svg(figure));
+  const std::vector<double> bucket_us = {20, 21, 22, 25, 47};
+  const std::vector<double> counts = {10, 100, 1000, 3, 1};
+  ASSERT_EQ(svg.bars.size(), bucket_us.size());
+  // Pixels per microsecond from the outer bars; every bar is where a linear
+  // axis puts it and one microsecond wide (coordinates are printed to 0.01).
+  const double px_per_us = (svg.bars[4][0] - svg.bars[0][0]) / (47.0 - 20.0);
+  ASSERT_GT(px_per_us, 0.0);
+  const double log_px = (svg.bars[2][3] - svg.bars[4][3]) / 3.0;  // per decade, from counts 1000 and 1
+  ASSERT_GT(log_px, 0.0);
+  for (std::size_t i = 0; i < svg.bars.size(); ++i) {
+    const auto& [x, y, width, height] = svg.bars[i];
+    EXPECT_NEAR(x, svg.bars[0][0] + px_per_us * (bucket_us[i] - 20.0), 0.02) << i;
+    EXPECT_NEAR(width, px_per_us, 0.02) << i;
+    EXPECT_NEAR(height, svg.bars[4][3] + log_px * std::log10(counts[i]), 0.02) << i;
+    EXPECT_NEAR(y + height, svg.bars[0][1] + svg.bars[0][3], 0.02) << i;  // one floor
+  }
+  EXPECT_GT(svg.bars[4][3], 0.0);  // a single frame still shows
+  ASSERT_EQ(svg.markers.size(), 1u);
+  EXPECT_NEAR(svg.markers[0], svg.bars[0][0] + px_per_us * (47.9 - 20.0), 0.02);
+  ASSERT_EQ(figure.panels.size(), 1u);
+  EXPECT_EQ(figure.panels[0].marker_label, "max 47.9 us");
+}
+
+TEST(TraceReport, LatencyHistogramWidensItsBucketsBeyondAThousandMicroseconds) {
+  // 2.5 ms would be 2500 one-microsecond buckets: 2 us is still too narrow
+  // (1250), 5 us gives 500.
+  const auto d = trace_with_latencies({{10'000, 2}, {12'000, 1}, {2'500'000, 1}});
+  const plot::Figure figure = latency_histogram(d);
+  EXPECT_NE(figure.x_label.find("one bar per 5 us bucket"), std::string::npos) << figure.x_label;
+  const SvgShapes svg = shapes_of(plot::render_svg(figure));
+  ASSERT_EQ(svg.bars.size(), 2u);  // 10 and 12 us share the bucket [10, 15) us
+  const double px_per_us = (svg.bars[1][0] - svg.bars[0][0]) / (2500.0 - 10.0);
+  EXPECT_NEAR(svg.bars[0][2], 5.0 * px_per_us, 0.02);
+  EXPECT_GT(svg.bars[0][3], svg.bars[1][3]);  // 3 frames against 1
+  ASSERT_EQ(svg.markers.size(), 1u);
+  EXPECT_NEAR(svg.markers[0], svg.bars[0][0] + px_per_us * (2500.0 - 10.0), 0.02);
 }
 
 // A live session in a fresh directory, or the reason why lttng cannot run
