@@ -262,7 +262,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         trace = TraceSession::start(*trace_dir, rate, &why);
         if (!trace) throw std::runtime_error("cannot trace: " + why);
         std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
-                  << trace->subbuffer_bytes() / 1024 << " KiB)\n";
+                  << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000 << " ms)\n";
       }
       std::vector<std::string> names;
       for (const auto& t : graph->tasks()) names.push_back(t->spec().name);

@@ -1,13 +1,13 @@
 #include "tools/rtcosim/trace_session.hpp"
 
+#include <cctype>
+#include <chrono>
+#include <thread>
+#include <vector>
+
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <chrono>
-#include <cctype>
-#include <thread>
-#include <vector>
 
 extern char** environ;
 
@@ -109,10 +109,19 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
   std::uint64_t bytes = 16 * 1024;
   while (bytes < static_cast<std::uint64_t>(events_per_second * 48.0 * 0.05) && bytes < (4u << 20)) bytes *= 2;
   s->subbuffer_bytes_ = bytes;
+  // A read timer makes lttng-ust pick its "-rt" ring-buffer client, whose
+  // writer never wakes the consumer: without one, the task thread that
+  // fills a sub-buffer calls rt_sigpending, rt_sigprocmask twice and
+  // write() on the consumer's wake-up pipe inside its frame. With it the
+  // consumer daemon polls every kReadTimerUs instead, well within the fill
+  // time of one sub-buffer (>= 50 ms), so nothing is discarded for it.
+  constexpr int kReadTimerUs = 20'000;
+  s->read_timer_us_ = kReadTimerUs;
   const std::vector<std::vector<std::string>> steps = {
       {"lttng", "create", s->name_, "--output=" + directory},
       {"lttng", "enable-channel", "--userspace", "--session=" + s->name_, "--buffers-uid", "--discard",
-       "--subbuf-size=" + std::to_string(bytes), "--num-subbuf=4", "rtcosim"},
+       "--subbuf-size=" + std::to_string(bytes), "--num-subbuf=4", "--read-timer=" + std::to_string(kReadTimerUs),
+       "rtcosim"},
       // Only this process: other rtcosim processes of the same user write to
       // the same per-UID buffers, and their events must not mix with ours.
       {"lttng", "enable-event", "--userspace", "--session=" + s->name_, "--channel=rtcosim",
