@@ -61,9 +61,10 @@ std::string quantile_json(const Quantiles& q) {
          ",\"p999\":" + std::to_string(q.p999) + ",\"max\":" + std::to_string(q.max) + "}";
 }
 
-// Text histogram in the runtime's log buckets, over the occupied range.
+// Text histogram in coarse log buckets (four per power of two, so that a
+// run fits a screen), over the occupied range.
 std::string histogram(const std::vector<std::int64_t>& values) {
-  using H = runtime::LogHistogram;
+  using H = runtime::DisplayBuckets;
   std::vector<std::uint64_t> counts(H::kBuckets, 0);
   for (auto v : values) ++counts[static_cast<std::size_t>(H::bucket_of(v))];
   int lo = H::kBuckets, hi = -1;
