@@ -54,6 +54,13 @@ class Extrapolator {
   // the exact segment sum.
   virtual void evaluate_mean(double t0, double t1, std::span<double> out) const noexcept;
 
+  // The consumer's next step is [t0, t1]: its mean, as evaluate_mean, and
+  // the method keeps what it needs for a mean that starts at t1, however
+  // many blocks arrive before the next call. The runtime calls it once per
+  // step, after draining, for methods that average over the step. A held
+  // signal keeps a running integral here (O(1) memory at any frame ratio).
+  virtual void step_mean(double t0, double t1, std::span<double> out) noexcept { evaluate_mean(t0, t1, out); }
+
   // True for methods whose consumer should take the step mean as its input
   // for the whole step (input averaging, reference eq. 10.7).
   [[nodiscard]] virtual bool averages_over_step() const noexcept { return false; }

@@ -7,11 +7,26 @@
 
 namespace rtcosim::runtime {
 
+void LinkInputs::bind(GraphLink* link) {
+  links_.push_back(link);
+  mean_offsets_.push_back(means_.size());
+  means_.resize(means_.size() + link->link->signal_count(), 0.0);
+}
+
+void LinkInputs::begin_step(double t, double h) noexcept {
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    coupling::Extrapolator& e = links_[i]->link->extrapolator();
+    if (!e.averages_over_step()) continue;
+    e.step_mean(t, t + h, std::span<double>(means_.data() + mean_offsets_[i], e.signal_count()));
+  }
+}
+
 void LinkInputs::sample(std::size_t input, double t, std::span<double> out) noexcept {
   GraphLink& l = *links_[input];
   const coupling::Extrapolator& e = l.link->extrapolator();
-  if (e.averages_over_step()) {
-    e.evaluate_mean(t0_, t1_, out);
+  if (pass_ == tasks::InputPass::kIntegration && e.averages_over_step()) {
+    const double* mean = means_.data() + mean_offsets_[input];
+    std::copy(mean, mean + out.size(), out.begin());
   } else {
     e.evaluate(t, out);
   }

@@ -30,22 +30,25 @@ struct GraphLink {
 /*
  * LinkInputs: a partition's external inputs answered from the extrapolators
  * of its links. A method that averages over the step (zoh_average) answers
- * every sample of a step with the step's mean (reference eq. 10.7).
- * RT-safe: noexcept, allocation-free.
+ * the samples of the integration pass with the step's mean, taken once at
+ * the step's start (reference eq. 10.7); the discrete pass and the output
+ * pass see the held value at their instant.
+ * RT-safe: everything but `bind` is noexcept and allocation-free.
  */
 class LinkInputs final : public tasks::InputSource {
  public:
-  void bind(GraphLink* link) { links_.push_back(link); }
-  void begin_step(double t, double h) noexcept override {
-    t0_ = t;
-    t1_ = t + h;
-  }
+  // Set-up: the next input is this link.
+  void bind(GraphLink* link);
+  void begin_step(double t, double h) noexcept override;
+  void begin_pass(tasks::InputPass pass) noexcept override { pass_ = pass; }
   void sample(std::size_t input, double t, std::span<double> out) noexcept override;
   [[nodiscard]] const std::vector<GraphLink*>& links() const noexcept { return links_; }
 
  private:
   std::vector<GraphLink*> links_;
-  double t0_ = 0.0, t1_ = 0.0;
+  std::vector<std::size_t> mean_offsets_;  // per link, into means_
+  std::vector<double> means_;              // the step means of averaging links
+  tasks::InputPass pass_ = tasks::InputPass::kOutput;
 };
 
 // One output link of a partition: where to read the values, the block to

@@ -416,7 +416,8 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   Impl::State& s = m.s;
   const std::size_t n_ext = externals_.size();
   // Widths of the external inputs, read from the specs (no allocation).
-  auto sample = [&](double at) noexcept {
+  auto sample = [&](double at, InputPass pass = InputPass::kIntegration) noexcept {
+    inputs.begin_pass(pass);
     for (std::size_t i = 0; i < n_ext; ++i) {
       inputs.sample(i, at, std::span<double>(m.ext.data() + m.ext_offsets[i], externals_[i].width));
     }
@@ -426,7 +427,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   if (t != s.time) s.time_error = 0.0;
   s.time = t;
   if (!m.discrete.empty()) {
-    sample(t);
+    sample(t, InputPass::kDiscrete);
     m.major_pass(t);
   }
   std::vector<double>& x = s.x;
@@ -512,7 +513,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   const double end = t + y;
   s.time_error = (end - t) - y;
   s.time = end;
-  sample(end);
+  sample(end, InputPass::kOutput);
   m.evaluate(end, x, m.k4);
   m.output_derivatives(m.k4);
 }
@@ -520,6 +521,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
 void Partition::refresh_outputs(InputSource& inputs) noexcept {
   Impl& m = *impl_;
   const double t = m.s.time;
+  inputs.begin_pass(InputPass::kOutput);
   for (std::size_t i = 0; i < externals_.size(); ++i) {
     inputs.sample(i, t, std::span<double>(m.ext.data() + m.ext_offsets[i], externals_[i].width));
   }
