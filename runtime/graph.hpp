@@ -15,6 +15,20 @@
 
 namespace rtcosim::runtime {
 
+// How a link has degraded so far: counters of its extrapolator and its
+// LinkStats in one snapshot (docs/config.md, "Link health").
+struct LinkHealth {
+  std::uint64_t stale = 0;            // blocks not after the newest tag, ignored
+  std::uint64_t rejected_tags = 0;    // non-finite tags, tags beyond the producer's reach or the lead
+  std::uint64_t rejected_values = 0;  // non-finite values or known derivatives
+  std::uint64_t fallback_frames = 0;  // consumer frames on a derivative fallback
+  std::uint64_t beyond_horizon_frames = 0;
+  double longest_gap = 0.0;  // seconds: the furthest any sample was past the newest tag
+  [[nodiscard]] bool degraded() const noexcept {
+    return stale + rejected_tags + rejected_values + fallback_frames + beyond_horizon_frames > 0;
+  }
+};
+
 // A link of the graph: one producer partition's output port into one
 // consumer task, with its coupling method.
 struct GraphLink {
@@ -23,8 +37,14 @@ struct GraphLink {
   std::string producer;  // task
   std::string consumer;  // task
   std::string method;
+  bool method_uses_derivatives = false;
+  // Beyond the newest tag plus this, the consumer holds the value at that
+  // horizon (seconds).
+  double max_extrapolation = 0.0;
   std::unique_ptr<coupling::Link> link;
   LinkStats stats;
+
+  [[nodiscard]] LinkHealth health() const noexcept;
 };
 
 /*
@@ -84,12 +104,14 @@ class TaskRuntime {
   [[nodiscard]] const TaskStats& stats() const noexcept { return stats_; }
   [[nodiscard]] LinkInputs& inputs() noexcept { return inputs_; }
   [[nodiscard]] std::vector<OutputBinding>& outputs() noexcept { return outputs_; }
+  [[nodiscard]] const std::vector<OutputBinding>& outputs_view() const noexcept { return outputs_; }
 
   // Drains every input link into its extrapolator.
   void drain() noexcept;
-  // Steps the partition by h from its current time and stages the outputs.
+  // Steps the partition by h from its current time and stages the outputs
+  // (nothing when h <= 0).
   void step(double h) noexcept;
-  // Publishes the staged blocks.
+  // Publishes the blocks staged since the last publish, if any.
   void publish() noexcept;
   // Outputs at the start, before the first step: staged and published so
   // that consumers have a first block at t = 0.
@@ -105,6 +127,7 @@ class TaskRuntime {
   LinkInputs inputs_;
   std::vector<OutputBinding> outputs_;
   std::uint64_t sequence_ = 0;
+  bool staged_ = false;  // outputs staged since the last publish
   std::uint16_t id_ = 0;
 };
 
@@ -126,6 +149,14 @@ class Graph {
 
   // Emits task_info and link_info trace events (names for the ids).
   void trace_names() const noexcept;
+
+  // One line per link that starts degraded: a method that wants derivatives
+  // on a port that publishes none. Set-up code: resets the graph first, to
+  // compute the initial outputs and their derivative flags.
+  [[nodiscard]] std::vector<std::string> link_warnings();
+
+  // Emits one link_health trace event per link (its counters so far).
+  void trace_link_health() const noexcept;
 
   // Every task to its initial state at simulation time 0, links emptied,
   // extrapolators reset, initial outputs published.

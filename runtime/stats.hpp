@@ -116,10 +116,18 @@ struct TaskStats {
   RunningRange truncation_error; // ab2's on-line estimate
 };
 
-// What one link reports, beside the link's own published/dropped counters.
+// What one link reports, beside the link's own published/dropped counters
+// and its extrapolator's stale/rejected counters. Written by the consumer's
+// thread only (relaxed atomics), readable from any thread.
 struct LinkStats {
   RunningRange data_age;               // consumer's simulation time minus the newest tag, at each drain
-  RunningRange extrapolation_interval; // evaluation time minus the newest tag, at each sample
+  RunningRange extrapolation_interval;  // evaluation time minus the newest tag, at each sample (before the horizon)
+  // Consumer frames whose outputs were evaluated from a reconstruction that
+  // used a derivative fallback (a block lacked a derivative the method wants).
+  std::atomic<std::uint64_t> fallback_frames{0};
+  // Consumer frames whose end lay beyond the newest tag plus the link's
+  // max_extrapolation: the input was held at the horizon.
+  std::atomic<std::uint64_t> beyond_horizon_frames{0};
 };
 
 }  // namespace rtcosim::runtime

@@ -64,8 +64,23 @@ std::string run_summary(runtime::Graph& graph) {
           << pad(fmt("%.3g", l->stats.data_age.mean() * 1e3) + " / " + fmt("%.3g", l->stats.data_age.max() * 1e3), 24)
           << fmt("%.3g", l->stats.extrapolation_interval.max() * 1e3) << '\n';
     }
+    out << link_health_lines(graph);
   }
   return out.str();
+}
+
+std::string link_health_lines(runtime::Graph& graph) {
+  std::string out;
+  for (auto& l : graph.links()) {
+    const runtime::LinkHealth h = l->health();
+    if (!h.degraded()) continue;
+    out += "  " + l->source + " (" + l->producer + ") -> " + l->consumer + ": " + std::to_string(h.stale) + " stale, " +
+           std::to_string(h.rejected_tags) + " rejected tags, " + std::to_string(h.rejected_values) +
+           " rejected values, " + std::to_string(h.fallback_frames) + " fallback frames, " +
+           std::to_string(h.beyond_horizon_frames) + " frames beyond the horizon (" +
+           fmt("%.3g", l->max_extrapolation * 1e3) + " ms), longest gap " + fmt("%.3g", h.longest_gap * 1e3) + " ms\n";
+  }
+  return "link health: " + (out.empty() ? std::string("no link degraded\n") : "\n" + out);
 }
 
 std::vector<ReferenceError> reference_errors(const runtime::Graph&, const runtime::Recorder& recorder,
@@ -99,6 +114,17 @@ std::string json_number(double v) {
   return buf;
 }
 
+// The link's LinkHealth as members of its JSON object.
+std::string link_health_json(const runtime::GraphLink& l) {
+  const runtime::LinkHealth h = l.health();
+  return ",\"stale\":" + std::to_string(h.stale) + ",\"rejected_tags\":" + std::to_string(h.rejected_tags) +
+         ",\"rejected_values\":" + std::to_string(h.rejected_values) +
+         ",\"fallback_frames\":" + std::to_string(h.fallback_frames) +
+         ",\"beyond_horizon_frames\":" + std::to_string(h.beyond_horizon_frames) +
+         ",\"max_extrapolation_s\":" + json_number(l.max_extrapolation) +
+         ",\"longest_gap_s\":" + json_number(h.longest_gap);
+}
+
 std::string percentiles(const runtime::LogHistogram& h) {
   return "{\"p50\":" + std::to_string(h.percentile(0.5)) + ",\"p99\":" + std::to_string(h.percentile(0.99)) +
          ",\"p999\":" + std::to_string(h.percentile(0.999)) + ",\"max\":" + std::to_string(h.max()) + "}";
@@ -129,7 +155,7 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     first = false;
     out += "{\"from\":" + base::json_string(l->source) + ",\"to\":" + base::json_string(l->consumer) +
            ",\"method\":" + base::json_string(l->method) + ",\"published\":" + std::to_string(l->link->published()) +
-           ",\"dropped\":" + std::to_string(l->link->dropped()) + "}";
+           ",\"dropped\":" + std::to_string(l->link->dropped()) + link_health_json(*l) + "}";
   }
   out += "],\"signals\":[";
   first = true;
