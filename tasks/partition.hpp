@@ -122,8 +122,9 @@ class Partition {
   [[nodiscard]] std::span<const unsigned char> output_derivative_flags(const OutputRef& ref) const noexcept;
 
   // ab2 only: the on-line local truncation-error estimate of the last step,
-  // max over states of (5/12) h^3 |x'''| with x''' from the derivative
-  // history (reference eq. 9.7); 0 until three steps are known.
+  // max over states of h_n^2 (h_n/6 + h_{n-1}/4) |x'''| (the variable-step
+  // form of the reference's (5/12) h^3 |x'''|, eq. 9.7), x''' from the
+  // derivative history; 0 until three steps are known.
   [[nodiscard]] double truncation_error() const noexcept;
 
   // Copies the whole state (continuous, discrete, integrator history,
