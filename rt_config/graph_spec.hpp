@@ -51,7 +51,13 @@ struct TaskSpec {
 
 struct CouplingSpec {
   std::string method = "zoh";
-  coupling::ParamSettings params;
+  coupling::ParamSettings params;  // the method's own parameters
+  // Link parameters, every method: how far the consumer extrapolates before
+  // it holds the value at the horizon (unset: the runtime's default, from
+  // the producer's period and longest step), and how far ahead of the
+  // consumer's clock a tag may be before it is rejected.
+  std::optional<double> max_extrapolation;  // seconds
+  std::optional<double> max_tag_lead;       // seconds
   Location where;
 };
 

@@ -498,6 +498,16 @@ class GraphLoader {
     for (auto it = node.begin(); it != node.end(); ++it) {
       const std::string key = it->first.Scalar();
       if (key == "method") continue;
+      if (key == "max_extrapolation" || key == "max_tag_lead") {
+        const auto seconds = in_.duration(node, key, what, false);
+        if (!seconds) return std::nullopt;
+        if (!(*seconds > 0.0)) {
+          in_.error(it->second, what + ": '" + key + "' must be positive — expected a duration like \"50ms\"");
+          return std::nullopt;
+        }
+        (key == "max_extrapolation" ? c.max_extrapolation : c.max_tag_lead) = seconds;
+        continue;
+      }
       where[key] = location_of(it->first);
       if (!it->second.IsScalar()) {
         in_.error(it->second, what + ": parameter '" + key + "' is " + Reader::kind(it->second) + " — expected a single value");

@@ -227,6 +227,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
               << " task(s), " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time")
               << ", " << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
+    for (const auto& w : graph->link_warnings()) std::cerr << "warning: " << w << '\n';
     std::ofstream frames_csv;
     if (const auto path = args.value("frames")) {
       frames_csv.open(*path, std::ios::trunc);
@@ -270,6 +271,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       run_realtime(*graph, recorder, csv.is_open() ? &sink : nullptr, duration,
                    frames_csv.is_open() ? &frame_log : nullptr, &frames_csv, &fifo);
       if (trace) {
+        graph->trace_link_health();
         const std::uint64_t discarded = trace->stop();
         std::cout << "trace written to " << *trace_dir << ": " << discarded << " event(s) discarded\n";
       }

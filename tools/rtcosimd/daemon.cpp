@@ -97,6 +97,7 @@ bool Daemon::start_graph(std::string* error) {
     *error = "real-time set-up failed: " + (report_.errors.empty() ? std::string("?") : report_.errors.front());
     return false;
   }
+  for (const auto& w : graph_->link_warnings()) std::cerr << "warning: " << w << '\n';
   executor_ = std::make_unique<runtime::RealtimeExecutor>(*graph_, recorder_.get(), report_);
   try {
     executor_->start(0.0);  // until stopped
