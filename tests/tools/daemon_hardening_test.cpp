@@ -1,0 +1,247 @@
+// rtcosimd against hostile and careless clients (issue 12): each test
+// reproduces one way the daemon could be killed, exhausted, blocked or
+// made to read or write where it should not, and checks that it is not.
+#include <cstdio>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "base/json.hpp"
+#include "tests/tools/daemon_fixture.hpp"
+
+namespace rtcosim::tools {
+namespace {
+
+class DaemonHardening : public Daemon {
+ protected:
+  void start_ready(const std::vector<std::string>& extra = {}) {
+    start(write_graph("graph.yaml", "1e9"), extra);
+    ASSERT_TRUE(any(notifications(2000ms), "READY=1"));
+  }
+  // Sends as much of `data` as the socket takes within `window`; the count.
+  static std::size_t send_for(int fd, const std::string& data, std::chrono::milliseconds window) {
+    const auto until = std::chrono::steady_clock::now() + window;
+    std::size_t sent = 0;
+    while (sent < data.size() && std::chrono::steady_clock::now() < until) {
+      const ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        sent += static_cast<std::size_t>(n);
+      } else if (n < 0 && errno != EAGAIN) {
+        break;
+      } else {
+        std::this_thread::sleep_for(5ms);
+      }
+    }
+    return sent;
+  }
+  static std::string repeat(const std::string& s, std::size_t times) {
+    std::string out;
+    out.reserve(s.size() * times);
+    for (std::size_t i = 0; i < times; ++i) out += s;
+    return out;
+  }
+  // True when `text` is valid JSON, by Python's strict parser (UTF-8 too).
+  bool valid_json(const std::string& text) {
+    const auto path = dir_ / "reply.json";
+    std::ofstream(path, std::ios::binary) << text;
+    const std::string command =
+        "python3 -c 'import json,sys; json.loads(open(sys.argv[1],\"rb\").read().decode(\"utf-8\"))' " + path.string();
+    return std::system(command.c_str()) == 0;
+  }
+  std::string record(const std::string& file, bool overwrite = false) {
+    return request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":" + base::json_string(file) +
+                   (overwrite ? ",\"overwrite\":true" : "") + "}");
+  }
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+};
+
+TEST_F(DaemonHardening, AClientThatClosesWithRepliesPendingDoesNotKillIt) {
+  start_ready();
+  const int fd = connect_client();
+  ASSERT_GE(fd, 0);
+  const std::string burst = repeat("{\"cmd\":\"status\"}\n", 5000);
+  EXPECT_GT(send_for(fd, burst, 2000ms), 65536u);
+  close(fd);  // replies pending: the daemon's next write meets EPIPE
+  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(alive()) << "rtcosimd died (SIGPIPE)";
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+}
+
+TEST_F(DaemonHardening, AHalfClosedClientGetsItsReply) {
+  start_ready();
+  for (int i = 0; i < 5; ++i) {
+    const int fd = connect_client();
+    ASSERT_GE(fd, 0);
+    const std::string req = "{\"cmd\":\"status\"}\n{\"cmd\":\"stats\"}\n";
+    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    shutdown(fd, SHUT_WR);  // what socat and nc -N do
+    const std::string reply = read_all(fd, 5000ms);
+    close(fd);
+    EXPECT_EQ(reply.rfind("{\"ok\":true,\"running\":true", 0), 0u) << i << ": " << reply.substr(0, 100);
+    EXPECT_NE(reply.find("\n{\"ok\":false,\"error\":\"unknown command 'stats'"), std::string::npos) << i;
+    EXPECT_EQ(std::count(reply.begin(), reply.end(), '\n'), 2) << i;
+  }
+}
+
+TEST_F(DaemonHardening, AClientThatNeverReadsCostsBoundedMemoryAndBlocksNobody) {
+  start_ready();
+  std::this_thread::sleep_for(300ms);
+  const long rss_before = proc_status_kb("VmRSS");
+  const int hog = connect_client();
+  ASSERT_GE(hog, 0);
+  // 4 MiB of status requests (each answered with ~1 kB): the daemon must
+  // stop reading them rather than queue gigabytes of replies.
+  const std::string flood = repeat("{\"cmd\":\"status\"}\n", (4u << 20) / 17);
+  const std::size_t sent = send_for(hog, flood, 3000ms);
+  EXPECT_LT(sent, flood.size()) << "the daemon read every request of a client that reads nothing";
+  const long rss_during = proc_status_kb("VmRSS");
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+  EXPECT_LT(rss_during - rss_before, 16 * 1024) << "VmRSS " << rss_before << " -> " << rss_during << " kB";
+  close(hog);
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(alive());
+  const long rss_after = proc_status_kb("VmRSS");
+  EXPECT_LT(rss_after - rss_before, 16 * 1024) << "VmRSS " << rss_before << " -> " << rss_after << " kB";
+  std::printf("VmRSS before %ld kB, during %ld kB, after %ld kB; %zu request bytes taken\n", rss_before, rss_during,
+              rss_after, sent);
+}
+
+TEST_F(DaemonHardening, ClientsBeyondTheLimitAreToldAndClosed) {
+  start_ready({"--max-clients", "4"});
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(connect_client());
+  for (int fd : idle) ASSERT_GE(fd, 0);
+  std::this_thread::sleep_for(300ms);  // accepted
+  const int extra = connect_client();
+  ASSERT_GE(extra, 0);
+  const std::string refusal = read_all(extra, 3000ms);
+  close(extra);
+  EXPECT_EQ(refusal, "{\"ok\":false,\"error\":\"too many clients (4) — try again later\"}\n");
+  close(idle.back());
+  idle.pop_back();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+  for (int fd : idle) close(fd);
+}
+
+TEST_F(DaemonHardening, OutOfDescriptorsTheLoopBacksOffInsteadOfSpinning) {
+  // The daemon inherits a soft limit of 20 descriptors: 40 clients (the
+  // client limit is 64) run it out, and accept() fails with EMFILE while
+  // more connections wait in the backlog.
+  rlimit old{};
+  getrlimit(RLIMIT_NOFILE, &old);
+  rlimit low = old;
+  low.rlim_cur = 20;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  start(write_graph("graph.yaml", "1e9"));
+  setrlimit(RLIMIT_NOFILE, &old);
+  ASSERT_TRUE(any(notifications(2000ms), "READY=1"));
+  std::vector<int> clients;
+  const auto until = std::chrono::steady_clock::now() + 1500ms;
+  while (clients.size() < 40 && std::chrono::steady_clock::now() < until) {
+    const int fd = connect_client(true);  // EAGAIN once the backlog is full
+    if (fd >= 0) {
+      clients.push_back(fd);
+    } else {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  ASSERT_GE(clients.size(), 20u);
+  std::this_thread::sleep_for(500ms);
+  const long before = main_thread_ticks();
+  std::this_thread::sleep_for(2000ms);
+  const long used = main_thread_ticks() - before;
+  const long hz = sysconf(_SC_CLK_TCK);
+  std::printf("main thread CPU over 2 s with %zu idle clients: %ld ticks (%ld per second)\n", clients.size(), used, hz);
+  EXPECT_LT(used, hz / 5) << "the main thread spins on accept";
+  for (int fd : clients) close(fd);
+  std::this_thread::sleep_for(600ms);
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+}
+
+TEST_F(DaemonHardening, AFifoIsRefusedAtOnceAndTheLoopStaysResponsive) {
+  start_ready();
+  ASSERT_EQ(mkfifo((recordings_ / "pipe.csv").c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo((configs_ / "pipe.yaml").c_str(), 0600), 0);
+  const auto before = std::chrono::steady_clock::now();
+  const auto record_reply = record("pipe.csv", true);
+  EXPECT_EQ(record_reply.rfind("{\"ok\":false", 0), 0u) << record_reply;
+  EXPECT_NE(record_reply.find("FIFO"), std::string::npos) << record_reply;
+  EXPECT_NE(record("pipe.csv").find("exists"), std::string::npos);
+  const auto reload_reply = request("{\"cmd\":\"reload\",\"file\":\"pipe.yaml\"}");
+  EXPECT_NE(reload_reply.find("not a regular file"), std::string::npos) << reload_reply;
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 4s);
+}
+
+TEST_F(DaemonHardening, RepliesAreValidJsonWhateverTheRequestHolds) {
+  start_ready();
+  const std::string bad_utf8 = "{\"cmd\":\"\xff\xfe\xc3\x28 launch \xed\xa0\x80\"}";
+  const auto reply = request(bad_utf8);
+  EXPECT_NE(reply.find("unknown command"), std::string::npos) << reply;
+  EXPECT_TRUE(valid_json(reply)) << reply;
+  // A NUL would silently shorten the path: refused.
+  const auto nul = request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"a.csv\\u0000.txt\"}");
+  EXPECT_NE(nul.find("NUL"), std::string::npos) << nul;
+  EXPECT_TRUE(valid_json(nul)) << nul;
+  EXPECT_FALSE(fs::exists(recordings_ / "a.csv"));
+  EXPECT_TRUE(valid_json(request("{\"cmd\":\"status\"}")));
+}
+
+TEST_F(DaemonHardening, RecordingsStayInTheRecordingDirectory) {
+  start_ready();
+  // ../ traversal and an absolute path outside.
+  const auto traversal = record("../escape.csv");
+  EXPECT_EQ(traversal.rfind("{\"ok\":false", 0), 0u) << traversal;
+  EXPECT_FALSE(fs::exists(dir_ / "escape.csv"));
+  const auto absolute = record((dir_ / "outside.csv").string());
+  EXPECT_NE(absolute.find("is outside"), std::string::npos) << absolute;
+  EXPECT_FALSE(fs::exists(dir_ / "outside.csv"));
+  // A symbolic link out, as the file and as a directory on the way.
+  std::ofstream(dir_ / "victim.csv") << "precious\n";
+  fs::create_symlink(dir_ / "victim.csv", recordings_ / "link.csv");
+  fs::create_directories(dir_ / "elsewhere");
+  fs::create_directory_symlink(dir_ / "elsewhere", recordings_ / "sub");
+  EXPECT_NE(record("link.csv", true).find("symbolic link"), std::string::npos);
+  EXPECT_NE(record("sub/x.csv").find("symbolic link"), std::string::npos);
+  EXPECT_EQ(slurp(dir_ / "victim.csv"), "precious\n");
+  EXPECT_FALSE(fs::exists(dir_ / "elsewhere" / "x.csv"));
+  // An existing file is kept unless the request says overwrite.
+  std::ofstream(recordings_ / "old.csv") << "keep\n";
+  EXPECT_NE(record("old.csv").find("exists"), std::string::npos);
+  EXPECT_EQ(slurp(recordings_ / "old.csv"), "keep\n");
+  EXPECT_EQ(record("old.csv", true).rfind("{\"ok\":true", 0), 0u);
+  // A new one is made with mode 0640.
+  EXPECT_EQ(record("new.csv").rfind("{\"ok\":true", 0), 0u);
+  struct stat st {};
+  ASSERT_EQ(stat((recordings_ / "new.csv").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  // The overwritten file was truncated and got its header when the next recording replaced it.
+  EXPECT_EQ(slurp(recordings_ / "old.csv"), "time_s,task,signal,value\n");
+}
+
+TEST_F(DaemonHardening, ReloadReadsOnlyTheConfigurationDirectoryAndEchoesNoContent) {
+  start_ready();
+  const std::string secret = "root:$6$s3cretHASHvalue:19000:0:99999:7:::\n";
+  std::ofstream(dir_ / "shadow") << secret;
+  const auto outside = request("{\"cmd\":\"reload\",\"file\":" + base::json_string((dir_ / "shadow").string()) + "}");
+  EXPECT_NE(outside.find("is outside"), std::string::npos) << outside;
+  EXPECT_EQ(outside.find("s3cret"), std::string::npos) << outside;
+  const auto traversal = request("{\"cmd\":\"reload\",\"file\":\"../shadow\"}");
+  EXPECT_EQ(traversal.rfind("{\"ok\":false", 0), 0u);
+  EXPECT_EQ(traversal.find("s3cret"), std::string::npos) << traversal;
+  // A junk file inside the directory: errors at their places, no content.
+  std::ofstream(configs_ / "junk.yaml") << secret << "tasks:\n  - {name: a, period: $6$s3cretHASHvalue}\n";
+  const auto junk = request("{\"cmd\":\"reload\",\"file\":\"junk.yaml\"}");
+  EXPECT_NE(junk.find("junk.yaml:1:1: error: unknown key '…'"), std::string::npos) << junk;
+  EXPECT_NE(junk.find("junk.yaml:3:"), std::string::npos) << junk;
+  EXPECT_EQ(junk.find("s3cret"), std::string::npos) << junk;
+  EXPECT_EQ(junk.find("19000"), std::string::npos) << junk;
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+}
+
+}  // namespace
+}  // namespace rtcosim::tools
