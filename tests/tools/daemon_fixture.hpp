@@ -102,6 +102,7 @@ class Daemon : public ::testing::Test {
                                              "--recording-dir",
                                              recordings_.string()};
     argv_strings.insert(argv_strings.end(), extra.begin(), extra.end());
+    argv_strings.insert(argv_strings.begin(), wrapper_.begin(), wrapper_.end());
     std::vector<char*> argv;
     for (auto& s : argv_strings) argv.push_back(s.data());
     argv.push_back(nullptr);
@@ -109,7 +110,7 @@ class Daemon : public ::testing::Test {
     posix_spawn_file_actions_init(&actions);
     stderr_path_ = (dir_ / "stderr.txt").string();
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ASSERT_EQ(posix_spawn(&pid_, binary, &actions, nullptr, argv.data(), env.data()), 0);
+    ASSERT_EQ(posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), env.data()), 0);
     posix_spawn_file_actions_destroy(&actions);
   }
 
@@ -212,6 +213,20 @@ class Daemon : public ::testing::Test {
     return utime + stime;
   }
 
+  // Runs the daemon as an unprivileged user when the test runs as root
+  // (setpriv), for behaviour that depends on lacking privileges; the test's
+  // directories and notification socket are opened up for it.
+  bool run_unprivileged() {
+    if (getuid() != 0) return true;
+    if (access("/usr/bin/setpriv", X_OK) != 0) return false;
+    wrapper_ = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"};
+    for (const auto& p : {dir_, configs_, recordings_, fs::path(notify_path_)}) {
+      fs::permissions(p, fs::perms::all, fs::perm_options::add);
+    }
+    return true;
+  }
+
+  std::vector<std::string> wrapper_;
   fs::path dir_, configs_, recordings_;
   std::string notify_path_, socket_path_, stderr_path_;
   int notify_fd_ = -1;

@@ -243,5 +243,27 @@ TEST_F(DaemonHardening, ReloadReadsOnlyTheConfigurationDirectoryAndEchoesNoConte
   EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
 }
 
+TEST_F(DaemonHardening, AReloadThatCannotStartRestoresThePreviousGraph) {
+  ASSERT_TRUE(run_unprivileged());
+  start_ready();
+  std::string text = kGraph;
+  text.replace(text.find("HANG"), 4, "1e9");
+  text.replace(text.find("realtime: off"), 13, "realtime: required");
+  text.replace(text.find("period: 2ms,"), 12, "period: 2ms, priority: 50,");
+  std::ofstream(configs_ / "needs_rt.yaml") << text;
+  const auto reply =
+      request("{\"cmd\":\"reload\",\"file\":" + base::json_string((configs_ / "needs_rt.yaml").string()) + "}");
+  if (reply.rfind("{\"ok\":true", 0) == 0) GTEST_SKIP() << "this user may lock memory and use SCHED_FIFO";
+  EXPECT_NE(reply.find("needs_rt.yaml cannot start: real-time set-up failed"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("the previous graph (" + (configs_ / "graph.yaml").string() + ") was restored and runs"),
+            std::string::npos)
+      << reply;
+  const auto status = request("{\"cmd\":\"status\"}");
+  EXPECT_EQ(status.rfind(
+                "{\"ok\":true,\"running\":true,\"config\":" + base::json_string((configs_ / "graph.yaml").string()), 0),
+            0u)
+      << status.substr(0, 200);
+}
+
 }  // namespace
 }  // namespace rtcosim::tools

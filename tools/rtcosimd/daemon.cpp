@@ -117,6 +117,7 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     graph_ = std::move(graph);
     recorder_ = std::make_unique<runtime::Recorder>(*graph_);
     config_file_ = label;
+    config_text_ = text_in;
     return true;
   } catch (const std::exception& e) {
     *errors = label + ": " + e.what() + "\n";
@@ -254,14 +255,16 @@ std::string Daemon::reload(const std::string& file) {
     return reply_error("the new file has errors; the running graph keeps running:\n" + errors);
   }
   // A file that loads but cannot start (real time refused, ...) gives the
-  // previous graph back, running as it was.
+  // previous graph back, running as it was (from the text it was built
+  // from: the file may have changed since).
   const std::string previous_file = config_file_;
+  const std::string previous_text = config_text_;
   const bool was_running = running_;
   std::string error;
   if (!load_text(text, label, &why)) return reply_error(why);
   if (was_running && !start_graph(&error)) {
     std::string restore_error;
-    if (load(previous_file, &restore_error) && start_graph(&restore_error)) {
+    if (load_text(previous_text, previous_file, &restore_error) && start_graph(&restore_error)) {
       return reply_error(label + " cannot start: " + error + " — the previous graph (" + previous_file +
                          ") was restored and runs");
     }

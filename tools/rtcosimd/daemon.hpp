@@ -75,6 +75,7 @@ class Daemon {
   tasks::BlockRegistry blocks_;
   coupling::MethodRegistry methods_;
   std::string config_file_;
+  std::string config_text_;  // what the running graph was built from
   std::unique_ptr<runtime::Graph> graph_;
   std::unique_ptr<runtime::Recorder> recorder_;
   std::unique_ptr<runtime::RealtimeExecutor> executor_;
