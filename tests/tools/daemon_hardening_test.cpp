@@ -265,5 +265,50 @@ TEST_F(DaemonHardening, AReloadThatCannotStartRestoresThePreviousGraph) {
       << status.substr(0, 200);
 }
 
+TEST_F(DaemonHardening, ATaskGraphCannotMakeItLoadCodeFromWhereItLikes) {
+  const auto canary = dir_ / "canary";
+  setenv("RTCOSIM_CANARY", canary.c_str(), 1);
+  const auto evil = dir_ / "evil";
+  const auto allowed = dir_ / "allowed";
+  fs::create_directories(evil);
+  fs::create_directories(allowed);
+  fs::copy_file(CANARY_PLUGIN_PATH, evil / "evil.so");
+  fs::permissions(dir_, fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
+  fs::permissions(evil, fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
+  std::string text = kGraph;
+  text.replace(text.find("HANG"), 4, "1e9");
+  std::ofstream(configs_ / "by_path.yaml") << text << "plugins: [" << evil.string() << "]\n";
+  std::ofstream(configs_ / "by_id.yaml") << text << "plugins: [evil]\n";
+  start_ready({"--plugin-dir", allowed.string()});
+
+  // A directory in the file: refused before anything is opened.
+  const auto by_path = request("{\"cmd\":\"reload\",\"file\":\"by_path.yaml\"}");
+  EXPECT_NE(by_path.find("names plugins by id, not by path"), std::string::npos) << by_path;
+  // An id: looked up only in the daemon's own --plugin-dir.
+  const auto by_id = request("{\"cmd\":\"reload\",\"file\":\"by_id.yaml\"}");
+  EXPECT_NE(by_id.find("no plugin 'evil' (evil.so) in the allowed plugin directories"), std::string::npos) << by_id;
+  EXPECT_FALSE(fs::exists(canary)) << "rtcosimd loaded the file's plugin";
+
+  // rtcosim check loads nothing unless asked, and then only from --plugin-dir.
+  const std::string cli = RTCOSIM_CLI_PATH;
+  const auto check = [&](const std::string& args) {
+    return std::system((cli + " check " + args + " > /dev/null 2>&1").c_str());
+  };
+  check((configs_ / "by_path.yaml").string());
+  check((configs_ / "by_id.yaml").string());
+  check("--plugin-dir " + evil.string() + " " + (configs_ / "by_id.yaml").string());
+  EXPECT_FALSE(fs::exists(canary)) << "rtcosim check loaded the file's plugin";
+  // Asked to, from a directory only its owner may write: it does (the
+  // canary proves this test would see a load).
+  check("--load-plugins --plugin-dir " + evil.string() + " " + (configs_ / "by_id.yaml").string());
+  EXPECT_TRUE(fs::exists(canary));
+  fs::remove(canary);
+  // ... but not from a directory others may write into.
+  fs::permissions(evil, fs::perms::group_write, fs::perm_options::add);
+  EXPECT_NE(check("--load-plugins --plugin-dir " + evil.string() + " " + (configs_ / "by_id.yaml").string()), 0);
+  EXPECT_FALSE(fs::exists(canary));
+  unsetenv("RTCOSIM_CANARY");
+}
+
 }  // namespace
 }  // namespace rtcosim::tools

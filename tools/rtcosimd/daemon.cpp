@@ -21,7 +21,6 @@
 #include "base/fd_ostream.hpp"
 #include "base/json.hpp"
 #include "base/safe_path.hpp"
-#include "coupling/plugin_loader.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/realtime.hpp"
 #include "tools/rtcosim/run_summary.hpp"
@@ -102,7 +101,7 @@ bool Daemon::load(const std::string& file, std::string* errors) {
 }
 
 bool Daemon::load_text(const std::string& text_in, const std::string& label, std::string* errors) {
-  const auto loaded = config::load_graph_text(text_in, label);
+  const auto loaded = config::load_graph_text(text_in, label, load_options());
   std::string text;
   for (const auto& d : loaded.diagnostics) text += d.str() + "\n";
   if (!loaded.ok()) {
@@ -111,7 +110,7 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
   }
   if (!text.empty()) std::cerr << text;
   try {
-    methods_ = coupling::registry_with_plugins(config::plugin_directories(loaded.graph), nullptr);
+    methods_ = config::plugin_registry(loaded.graph, options_.plugin_dirs);
     auto graph = runtime::Graph::build(loaded.graph, blocks_, methods_);
     stop_graph();
     graph_ = std::move(graph);
@@ -231,6 +230,12 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
   return reply_error("unknown command '" + cmd + "' — expected one of: status, stop, start, reload, record, trace");
 }
 
+config::LoadOptions Daemon::load_options() const {
+  config::LoadOptions options;
+  options.plugins = {options_.plugin_dirs, true};
+  return options;
+}
+
 std::string Daemon::reload(const std::string& file) {
   // The daemon's own file is trusted; a file a client names is read only
   // from the configuration directory, without following links, and its
@@ -244,7 +249,7 @@ std::string Daemon::reload(const std::string& file) {
   ::close(fd);
   if (named) label = std::filesystem::path(file).is_absolute() ? file : options_.config_dir + "/" + file;
   if (!read) return reply_error("reload: " + label + ": " + why);
-  const auto check = config::load_graph_text(text, label);
+  const auto check = config::load_graph_text(text, label, load_options());
   if (!check.ok()) {
     std::string errors, full;
     for (const auto& d : check.diagnostics) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "coupling/registry.hpp"
+#include "rt_config/loader.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/recorder.hpp"
 #include "runtime/rt_executor.hpp"
@@ -25,6 +26,8 @@ struct Options {
   // `record` and `trace` may write (docs/daemon.md, "Security model").
   std::string config_dir = "/etc/rtcosim";
   std::string recording_dir = "/var/lib/rtcosim/recordings";
+  // The only directories plugins (named by id in a task graph) load from.
+  std::vector<std::string> plugin_dirs;
   std::size_t max_request_bytes = 1u << 20;             // 1 MiB
   std::size_t max_pending_output = 1u << 20;            // per client, replies not yet read
   std::size_t max_clients = 64;                         // connections beyond it are refused
@@ -59,6 +62,7 @@ class Daemon {
   // sets *deferred and is answered later (finish_trace_start).
   std::string respond(const std::string& line, std::uint64_t client, bool* deferred);
   std::string reload(const std::string& file);
+  [[nodiscard]] config::LoadOptions load_options() const;
   std::string record_start(const std::string& file, bool overwrite);
   std::string trace_start(const std::string& dir);
   // Requests that may take seconds (trace session set-up) run on a worker;

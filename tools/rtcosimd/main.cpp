@@ -21,6 +21,8 @@ options:
   --recording-dir DIR  where a client's 'record' and 'trace' write (default
                        /var/lib/rtcosim/recordings)
   --max-clients N      control-socket connections served at once (default 64)
+  --plugin-dir DIR     where the task graphs' 'plugins:' ids may be loaded from;
+                       repeatable; none by default (docs/plugins.md)
   -h, --help      this text
 )";
 
@@ -39,6 +41,8 @@ int main(int argc, char** argv) {
        : a == "--socket"     ? options.socket_path
        : a == "--config-dir" ? options.config_dir
                              : options.recording_dir) = argv[++i];
+    } else if (a == "--plugin-dir" && i + 1 < argc) {
+      options.plugin_dirs.emplace_back(argv[++i]);
     } else if (a == "--max-clients" && i + 1 < argc) {
       char* end = nullptr;
       const long n = std::strtol(argv[++i], &end, 10);
