@@ -1,6 +1,8 @@
 // rtcosimd against hostile and careless clients (issue 12): each test
 // reproduces one way the daemon could be killed, exhausted, blocked or
 // made to read or write where it should not, and checks that it is not.
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 
 #include <sys/resource.h>
@@ -308,6 +310,53 @@ TEST_F(DaemonHardening, ATaskGraphCannotMakeItLoadCodeFromWhereItLikes) {
   EXPECT_NE(check("--load-plugins --plugin-dir " + evil.string() + " " + (configs_ / "by_id.yaml").string()), 0);
   EXPECT_FALSE(fs::exists(canary));
   unsetenv("RTCOSIM_CANARY");
+}
+
+// A CI-sized soak: for 5 s one client connects, asks, reads and leaves in a
+// loop, a second pipelines requests and reads its replies slowly, a third
+// floods and never reads; the daemon's resident memory stays flat.
+TEST_F(DaemonHardening, SoakMemoryStaysFlatWhileClientsHammerTheSocket) {
+  start_ready();
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> answered{0};
+  std::thread churn([&] {
+    while (!stop) {
+      std::string error;
+      if (!control_request(socket_path_, "{\"cmd\":\"status\"}", &error, 2000).empty()) ++answered;
+      std::this_thread::sleep_for(1ms);  // hard, but leaving the shared CI cores some air
+    }
+  });
+  std::thread slow([&] {
+    const int fd = connect_client();
+    const std::string batch = repeat("{\"cmd\":\"status\"}\n", 200);
+    char buf[4096];
+    while (!stop && fd >= 0) {
+      (void)send_for(fd, batch, 50ms);
+      (void)recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      std::this_thread::sleep_for(5ms);
+    }
+    if (fd >= 0) close(fd);
+  });
+  const int flood = connect_client();
+  ASSERT_GE(flood, 0);
+  const std::string lots = repeat("{\"cmd\":\"status\"}\n", 20000);
+  std::vector<long> rss;
+  for (int second = 0; second < 5; ++second) {
+    (void)send_for(flood, lots, 1000ms);
+    rss.push_back(proc_status_kb("VmRSS"));
+  }
+  stop = true;
+  churn.join();
+  slow.join();
+  close(flood);
+  ASSERT_TRUE(alive());
+  std::printf("VmRSS each second (kB):");
+  for (long r : rss) std::printf(" %ld", r);
+  std::printf("; %llu requests answered to the churning client\n", static_cast<unsigned long long>(answered.load()));
+  EXPECT_GT(answered.load(), 20u);
+  // After the first second (buffers reach their bounds), no growth beyond
+  // 1 MiB of noise.
+  EXPECT_LT(*std::max_element(rss.begin() + 1, rss.end()) - rss[1], 1024) << "memory grows";
 }
 
 }  // namespace
