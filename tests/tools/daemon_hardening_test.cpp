@@ -359,5 +359,68 @@ TEST_F(DaemonHardening, SoakMemoryStaysFlatWhileClientsHammerTheSocket) {
   EXPECT_LT(*std::max_element(rss.begin() + 1, rss.end()) - rss[1], 1024) << "memory grows";
 }
 
+// `trace start` from a non-root daemon: set up on a worker while other
+// clients are served, and the per-user session daemon it had to start is
+// stopped when rtcosimd exits (only that one).
+TEST_F(DaemonHardening, TraceStartRunsBesideTheLoopAndItsSessionDaemonGoesWithIt) {
+  if (std::system("lttng --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "lttng-tools is not installed";
+  ASSERT_TRUE(run_unprivileged());
+  // Short: the session daemon's sockets live in $HOME/.lttng (108-byte limit).
+  const auto home = fs::temp_directory_path() / ("rtl" + std::to_string(getpid()));
+  fs::remove_all(home);
+  fs::create_directories(home);
+  fs::permissions(home, fs::perms::all, fs::perm_options::add);
+  const char* old_home = std::getenv("HOME");
+  const std::string saved_home = old_home ? old_home : "";
+  setenv("HOME", home.c_str(), 1);
+  unsetenv("LTTNG_HOME");
+  start_ready();
+  setenv("HOME", saved_home.c_str(), 1);
+
+  const int tracer = connect_client();
+  ASSERT_GE(tracer, 0);
+  const std::string start_trace = "{\"cmd\":\"trace\",\"action\":\"start\",\"dir\":\"t1\"}\n";
+  ASSERT_EQ(send(tracer, start_trace.data(), start_trace.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(start_trace.size()));
+  const auto sent = std::chrono::steady_clock::now();
+  const auto status = request("{\"cmd\":\"status\"}");
+  const auto status_at = std::chrono::steady_clock::now() - sent;
+  EXPECT_EQ(status.rfind("{\"ok\":true,\"running\":true", 0), 0u);
+  std::string trace_reply;
+  char buf[4096];
+  timeval tv{30, 0};
+  setsockopt(tracer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  while (trace_reply.find('\n') == std::string::npos) {
+    const ssize_t n = recv(tracer, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    trace_reply.append(buf, static_cast<std::size_t>(n));
+  }
+  const auto trace_at = std::chrono::steady_clock::now() - sent;
+  close(tracer);
+  std::printf("status answered after %.3f s, trace start after %.3f s\n",
+              std::chrono::duration<double>(status_at).count(), std::chrono::duration<double>(trace_at).count());
+  EXPECT_LT(status_at, trace_at) << "the status request waited for the trace set-up";
+  if (trace_reply.rfind("{\"ok\":true", 0) != 0) GTEST_SKIP() << "tracing does not work here: " << trace_reply;
+  EXPECT_EQ(trace_reply, "{\"ok\":true,\"dir\":" + base::json_string((recordings_ / "t1").string()) + "}\n");
+
+  long sessiond = 0;
+  std::ifstream(home / ".lttng" / "lttng-sessiond.pid") >> sessiond;
+  ASSERT_GT(sessiond, 0) << "no per-user session daemon was started";
+  const auto running = [&] {
+    std::ifstream stat("/proc/" + std::to_string(sessiond) + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    return text.find("(lttng-sessiond)") != std::string::npos && text[text.rfind(')') + 2] != 'Z';
+  };
+  EXPECT_TRUE(running());
+  kill(pid_, SIGTERM);
+  EXPECT_EQ(wait_exit(), 0);
+  for (int i = 0; i < 60 && running(); ++i) std::this_thread::sleep_for(100ms);
+  const bool left_behind = running();
+  if (left_behind) kill(static_cast<pid_t>(sessiond), SIGKILL);  // the test's own mess
+  EXPECT_FALSE(left_behind) << "the session daemon rtcosimd started outlived it";
+  fs::remove_all(home);
+}
+
 }  // namespace
 }  // namespace rtcosim::tools

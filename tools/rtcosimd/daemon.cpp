@@ -496,6 +496,9 @@ int Daemon::run() {
   if (pending_trace_) pending_trace_->result.wait();
   (void)finish_trace_start();
   if (trace_) trace_->session->stop();
+  trace_.reset();
+  // A per-user session daemon that `trace start` started goes with us.
+  if (!tools::stop_sessiond_started_here()) std::cerr << "rtcosimd: the LTTng session daemon it started did not stop\n";
   if (record_file_) record_file_->flush();
   std::cerr << "rtcosimd: stopped\n" << (graph_ ? tools::run_summary(*graph_) : std::string());
   clients.clear();
