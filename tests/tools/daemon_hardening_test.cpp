@@ -14,6 +14,15 @@
 namespace rtcosim::tools {
 namespace {
 
+// Under AddressSanitizer the daemon's resident memory is its shadow memory
+// and the quarantine of freed blocks (up to 256 MB): memory figures are only
+// asserted in normal builds.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kMemoryMeasurable = false;
+#else
+constexpr bool kMemoryMeasurable = true;
+#endif
+
 class DaemonHardening : public Daemon {
  protected:
   void start_ready(const std::vector<std::string>& extra = {}) {
@@ -101,12 +110,16 @@ TEST_F(DaemonHardening, AClientThatNeverReadsCostsBoundedMemoryAndBlocksNobody) 
   EXPECT_LT(sent, flood.size()) << "the daemon read every request of a client that reads nothing";
   const long rss_during = proc_status_kb("VmRSS");
   EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
-  EXPECT_LT(rss_during - rss_before, 16 * 1024) << "VmRSS " << rss_before << " -> " << rss_during << " kB";
+  if (kMemoryMeasurable) {
+    EXPECT_LT(rss_during - rss_before, 16 * 1024) << "VmRSS " << rss_before << " -> " << rss_during << " kB";
+  }
   close(hog);
   std::this_thread::sleep_for(300ms);
   ASSERT_TRUE(alive());
   const long rss_after = proc_status_kb("VmRSS");
-  EXPECT_LT(rss_after - rss_before, 16 * 1024) << "VmRSS " << rss_before << " -> " << rss_after << " kB";
+  if (kMemoryMeasurable) {
+    EXPECT_LT(rss_after - rss_before, 16 * 1024) << "VmRSS " << rss_before << " -> " << rss_after << " kB";
+  }
   std::printf("VmRSS before %ld kB, during %ld kB, after %ld kB; %zu request bytes taken\n", rss_before, rss_during,
               rss_after, sent);
 }
@@ -221,8 +234,11 @@ TEST_F(DaemonHardening, RecordingsStayInTheRecordingDirectory) {
   struct stat st {};
   ASSERT_EQ(stat((recordings_ / "new.csv").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
-  // The overwritten file was truncated and got its header when the next recording replaced it.
-  EXPECT_EQ(slurp(recordings_ / "old.csv"), "time_s,task,signal,value\n");
+  // The overwritten file was truncated and starts with its header (and
+  // perhaps a few samples drained before the next recording replaced it).
+  const std::string overwritten = slurp(recordings_ / "old.csv");
+  EXPECT_EQ(overwritten.rfind("time_s,task,signal,value\n", 0), 0u) << overwritten;
+  EXPECT_EQ(overwritten.find("keep"), std::string::npos) << overwritten;
 }
 
 TEST_F(DaemonHardening, ReloadReadsOnlyTheConfigurationDirectoryAndEchoesNoContent) {
@@ -356,7 +372,9 @@ TEST_F(DaemonHardening, SoakMemoryStaysFlatWhileClientsHammerTheSocket) {
   EXPECT_GT(answered.load(), 20u);
   // After the first second (buffers reach their bounds), no growth beyond
   // 1 MiB of noise.
-  EXPECT_LT(*std::max_element(rss.begin() + 1, rss.end()) - rss[1], 1024) << "memory grows";
+  if (kMemoryMeasurable) {
+    EXPECT_LT(*std::max_element(rss.begin() + 1, rss.end()) - rss[1], 1024) << "memory grows";
+  }
 }
 
 // `trace start` from a non-root daemon: set up on a worker while other

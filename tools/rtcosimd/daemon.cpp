@@ -110,9 +110,12 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
   }
   if (!text.empty()) std::cerr << text;
   try {
-    methods_ = config::plugin_registry(loaded.graph, options_.plugin_dirs);
-    auto graph = runtime::Graph::build(loaded.graph, blocks_, methods_);
+    // The running graph's registry is replaced only once the new graph is
+    // built: a file that fails leaves everything as it was.
+    auto methods = config::plugin_registry(loaded.graph, options_.plugin_dirs);
+    auto graph = runtime::Graph::build(loaded.graph, blocks_, methods);
     stop_graph();
+    methods_ = std::move(methods);
     graph_ = std::move(graph);
     recorder_ = std::make_unique<runtime::Recorder>(*graph_);
     config_file_ = label;
