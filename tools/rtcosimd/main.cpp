@@ -15,15 +15,16 @@ Under systemd (Type=notify) it reports READY=1, a STATUS= line every second,
 and feeds the watchdog only while every task makes progress. SIGHUP reloads.
 
 options:
-  --config FILE   the task graph (e.g. /etc/rtcosim/graph.yaml)
-  --socket PATH   control socket (default /run/rtcosim/control.sock); see 'rtcosim ctl --help'
+  --config FILE        the task graph (e.g. /etc/rtcosim/graph.yaml)
+  --socket PATH        control socket (default /run/rtcosim/control.sock); see
+                       'rtcosim ctl --help' and docs/daemon.md, "Security model"
   --config-dir DIR     where a client's 'reload' may read files (default /etc/rtcosim)
   --recording-dir DIR  where a client's 'record' and 'trace' write (default
                        /var/lib/rtcosim/recordings)
   --max-clients N      control-socket connections served at once (default 64)
   --plugin-dir DIR     where the task graphs' 'plugins:' ids may be loaded from;
                        repeatable; none by default (docs/plugins.md)
-  -h, --help      this text
+  -h, --help           this text
 )";
 
 }  // namespace
