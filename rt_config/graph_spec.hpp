@@ -98,7 +98,7 @@ struct GraphSpec {
   CouplingSpec default_coupling;
   RecordSpec record;
   TraceSpec trace;
-  std::vector<std::string> plugins;
+  std::vector<std::string> plugins;  // plugin ids (rt_config/plugins.hpp), not paths
 
   [[nodiscard]] const TaskSpec* find_task(const std::string& name) const;
   // The coupling a cross-task wire uses: its own or the default.
@@ -107,8 +107,6 @@ struct GraphSpec {
   }
 };
 
-// The graph's plugin directories, relative ones taken from the file's directory.
-std::vector<std::string> plugin_directories(const GraphSpec& graph);
 
 std::string to_string(StepPolicy p);
 std::string to_string(OverrunPolicy p);

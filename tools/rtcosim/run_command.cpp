@@ -56,6 +56,7 @@ options:
   --frames FILE.csv       one row per frame: task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns
   --trace DIR             record an LTTng trace of the run into DIR (real time only; see 'rtcosim trace report')
   --period-scale F        multiply every task period by F (benchmarks: the shortest periods a PC sustains)
+  --plugin-dir DIR        where the file's 'plugins:' ids may be loaded from; repeatable (docs/plugins.md)
   -h, --help              this text
 )";
 
@@ -167,8 +168,10 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
 
 int run_run_command(const std::vector<std::string>& raw_args) {
   try {
-    CliArgs args("run", {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale"},
-                 {"virtual", "compare-reference", "help"});
+    CliArgs args("run",
+                 {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale",
+                  "plugin-dir"},
+                 {"virtual", "compare-reference", "help"}, {"plugin-dir"});
     args.parse(raw_args);
     if (args.flag("help")) {
       std::cout << kHelp;
@@ -176,7 +179,9 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
     if (args.positionals().size() != 1) throw UsageError("expected one task-graph file");
     const std::string file = args.positionals().front();
-    const auto loaded = config::load_graph_file(file);
+    config::LoadOptions load_options;
+    load_options.plugins = {args.values("plugin-dir"), true};
+    const auto loaded = config::load_graph_file(file, load_options);
     for (const auto& d : loaded.diagnostics) std::cerr << d.str() << '\n';
     if (!loaded.ok()) {
       std::cerr << config::count(loaded.diagnostics, config::Diagnostic::Severity::kError) << " error(s) in " << file
@@ -211,7 +216,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
 
     const auto blocks = tasks::BlockRegistry::with_builtins();
-    const auto methods = coupling::registry_with_plugins(config::plugin_directories(spec), nullptr);
+    const auto methods = config::plugin_registry(spec, load_options.plugins.directories);
     auto graph = runtime::Graph::build(spec, blocks, methods);
     runtime::Recorder recorder(*graph);
     const std::string record_path = args.value("record").value_or(spec.record.file);

@@ -46,6 +46,12 @@ class TraceSession {
   int read_timer_us_ = 0;
 };
 
+// Stops the per-user lttng-sessiond that TraceSession::start started in this
+// process (a non-root user's; a root session daemon serves the whole machine
+// and is left alone), and only that one: SIGTERM, then up to `wait_s` for it
+// to go. False when it was still there after that. Call on the way out.
+bool stop_sessiond_started_here(double wait_s = 5.0);
+
 // Runs a command (argv[0] searched in PATH) and returns its exit status and
 // its standard output and error, merged.
 int run_command(const std::vector<std::string>& argv, std::string* output);
