@@ -279,6 +279,8 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         graph->trace_link_health();
         const std::uint64_t discarded = trace->stop();
         std::cout << "trace written to " << *trace_dir << ": " << discarded << " event(s) discarded\n";
+        // A session daemon this run started goes with it.
+        if (!stop_sessiond_started_here()) std::cerr << "warning: the LTTng session daemon this run started did not stop\n";
       }
     }
     if (csv.is_open()) {
