@@ -82,11 +82,15 @@ class StepPolicy {
  *             back to back until it has repaid the delay (if it can);
  *   skip      the first grid instant at or after the end of the cycle: the
  *             instants that passed while it ran get no cycle;
- *   rephase   the end of the cycle, and the grid moves there for good: the
- *             late cycle's successor starts at once and the following ones
- *             are one period apart again. For measured steps, whose step
- *             has already absorbed the delay, this is the reference's
- *             behaviour.
+ *   rephase   one period after the late cycle started, or its end if it ran
+ *             longer than that, and the grid moves there for good: the
+ *             following cycles are one period apart again. For measured
+ *             steps, whose step has already absorbed the delay, this is
+ *             the reference's behaviour (its frame grid shifts for good
+ *             after a long frame); a cycle that was late only because it
+ *             started late (a wake-up spike) keeps a whole period after its
+ *             start, so the next measured step is nominal, not the few
+ *             microseconds between two back-to-back integration points.
  *
  * A release instant is missed when no cycle ever starts for it: the
  * instants skip passes over; under rephase, each whole period by which the
@@ -114,10 +118,10 @@ class Deadlines {
   // they are simply not part of the run.
   void set_horizon(std::int64_t end_ns) noexcept { horizon_ns_ = end_ns; }
 
-  // The cycle released at release() ended at `end_ns`: counts an overrun and
-  // missed releases, moves to the next release. Returns whether the cycle
-  // overran.
-  bool advance(std::int64_t end_ns) noexcept {
+  // The cycle released at release(), which started at `start_ns` (default:
+  // its release), ended at `end_ns`: counts an overrun and missed releases,
+  // moves to the next release. Returns whether the cycle overran.
+  bool advance(std::int64_t end_ns, std::int64_t start_ns = -1) noexcept {
     const std::int64_t deadline = release_ns_ + period_ns_;
     if (end_ns <= deadline) {
       release_ns_ = deadline;
@@ -141,10 +145,12 @@ class Deadlines {
         break;
       }
       case Overrun::kRephase: {
+        const std::int64_t start = start_ns > release_ns_ ? start_ns : release_ns_;
+        const std::int64_t next = std::max(start + period_ns_, end_ns);
         const std::int64_t whole_before = shifted_ns_ / period_ns_;
-        shifted_ns_ += late;
+        shifted_ns_ += next - deadline;
         missed_ += static_cast<std::uint64_t>(shifted_ns_ / period_ns_ - whole_before);
-        release_ns_ = end_ns;
+        release_ns_ = next;
         break;
       }
     }

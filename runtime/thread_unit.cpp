@@ -104,7 +104,7 @@ bool ThreadUnit::cycle_done(std::int64_t start_ns, std::int64_t end_ns) noexcept
   TaskStats& s = owner().stats();
   s.cycle_ns.add(end_ns - start_ns);
   s.cycles.fetch_add(1, std::memory_order_relaxed);
-  const bool overran = deadlines.advance(end_ns);
+  const bool overran = deadlines.advance(end_ns, start_ns);
   s.overruns.store(deadlines.overruns(), std::memory_order_relaxed);
   s.missed_periods.store(deadlines.missed_periods(), std::memory_order_relaxed);
   return overran;

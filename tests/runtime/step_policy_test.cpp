@@ -146,6 +146,17 @@ TEST(Deadlines, RephaseStartsAtTheEndAndMovesTheGrid) {
   EXPECT_EQ(d.missed_periods(), 0u);
 }
 
+TEST(Deadlines, RephaseAfterALateStartKeepsAWholePeriodFromTheStart) {
+  // Released at 0, woke 11.3 ms late (period 5 ms), done 13 us later: the
+  // next release is 16.3 ms, a period after the start, not 11.313 ms; the
+  // grid moved 11.3 ms, two whole periods.
+  Deadlines d(0, 5'000'000, Deadlines::Overrun::kRephase);
+  EXPECT_TRUE(d.advance(11'313'000, 11'300'000));
+  EXPECT_EQ(d.release(), 16'300'000);
+  EXPECT_EQ(d.missed_periods(), 2u);
+  EXPECT_EQ(d.overruns(), 1u);
+}
+
 TEST(Deadlines, RephaseMissesEachWholePeriodTheGridHasMoved) {
   Deadlines d(0, 10, Deadlines::Overrun::kRephase);
   d.advance(35);  // deadline 10, 25 late: the grid moves by 2.5 periods
