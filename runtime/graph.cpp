@@ -102,7 +102,9 @@ void TaskRuntime::stage_outputs() noexcept {
     o.block.tag = partition_->time();
     o.block.sequence = sequence_;
     o.block.producer_step = stats_.step.last();
-    o.block.discontinuity = false;
+    // A jump in the producer (a step, a switch) restarts the consumer's
+    // method at this block instead of letting it extrapolate across.
+    o.block.discontinuity = partition_->output_jumped(o.ref);
     const auto v = partition_->output(o.ref);
     const auto d = partition_->output_derivative(o.ref);
     const auto known = partition_->output_derivative_flags(o.ref);
