@@ -34,15 +34,14 @@ void LinkInputs::begin_step(double t, double h) noexcept {
 void LinkInputs::sample(std::size_t input, double t, std::span<double> out) noexcept {
   GraphLink& l = *links_[input];
   const coupling::Extrapolator& e = l.link->extrapolator();
+  const double newest = e.newest_tag();
   if (pass_ == tasks::InputPass::kIntegration && e.averages_over_step()) {
     const double* mean = means_.data() + mean_offsets_[input];
     std::copy(mean, mean + out.size(), out.begin());
   } else {
-    const double newest = e.newest_tag();
     // Beyond the horizon every method holds its value there.
     e.evaluate(std::isfinite(newest) ? std::min(t, newest + l.max_extrapolation) : t, out);
   }
-  const double newest = e.newest_tag();
   if (!std::isfinite(newest)) return;
   const double gap = t - newest;
   l.stats.extrapolation_interval.add(gap);
