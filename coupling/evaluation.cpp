@@ -46,12 +46,28 @@ ParamSettings variant_params(const MethodRegistry& registry, const std::string& 
   return params;
 }
 
+namespace {
+
+// Uniform in [-0.5, 0.5), a fixed function of j (splitmix64).
+double tag_offset(std::int64_t j) noexcept {
+  auto z = static_cast<std::uint64_t>(j) + 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53 - 0.5;
+}
+
+}  // namespace
+
 EvalResult run_evaluation(const MethodRegistry& registry, const EvalSettings& settings) {
   if (!(settings.macro_step > 0.0) || !(settings.micro_step > 0.0) || !(settings.duration > 0.0)) {
     throw CouplingError("evaluation steps and duration must be positive");
   }
   if (settings.duration / settings.micro_step > 1e8) {
     throw CouplingError("evaluation would take more than 10^8 micro steps: shorten --duration or lengthen --micro");
+  }
+  if (!(settings.jitter >= 0.0 && settings.jitter < 1.0)) {
+    throw CouplingError("evaluation jitter must be in [0, 1) macro steps (tags must stay in order)");
   }
   const TestSignal& signal = test_signal(settings.signal);
   auto extrapolator = registry.create(settings.method, settings.params, 1);
@@ -66,8 +82,12 @@ EvalResult run_evaluation(const MethodRegistry& registry, const EvalSettings& se
 
   DataBlock block(1);
   std::int64_t next_block = -kHistoryBlocks;
+  auto tag_ns = [&](std::int64_t j) -> std::int64_t {
+    if (settings.jitter == 0.0) return j * macro_ns;
+    return j * macro_ns + std::llround(settings.jitter * static_cast<double>(macro_ns) * tag_offset(j));
+  };
   auto push_block = [&](std::int64_t j) {
-    const double tag = static_cast<double>(j * macro_ns) * 1e-9;
+    const double tag = static_cast<double>(tag_ns(j)) * 1e-9;
     block.tag = tag;
     block.sequence = static_cast<std::uint64_t>(j + kHistoryBlocks);
     block.producer_step = settings.macro_step;
@@ -87,7 +107,7 @@ EvalResult run_evaluation(const MethodRegistry& registry, const EvalSettings& se
   double u = 0.0;
   for (std::int64_t i = 0; i < steps; ++i) {
     const std::int64_t now_ns = i * micro_ns;
-    while (next_block * macro_ns <= now_ns) {
+    while (tag_ns(next_block) <= now_ns) {
       const double tag = push_block(next_block++);
       if (settings.keep_trace && tag >= 0.0) result.coupling_times.push_back(tag);
     }

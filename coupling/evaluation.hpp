@@ -48,6 +48,10 @@ struct EvalSettings {
   double micro_step = 0.001;   // h_f
   double duration = 5.0;
   bool with_derivatives = true;  // false: blocks carry no derivatives
+  // Tags off the grid by up to +-jitter/2 macro steps (uniform, the same
+  // pseudo-random sequence every run), so that tag spacing varies within
+  // h_s (1 +- jitter); a block arrives at its tag. 0: the paper's grid.
+  double jitter = 0.0;
   bool keep_trace = false;
 };
 

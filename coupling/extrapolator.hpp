@@ -20,13 +20,16 @@ namespace rtcosim::coupling {
  * behind it (interpolation). Tags may be non-uniform and asynchronous; no
  * method assumes an integer or constant frame ratio.
  *
- * Call order: `configure(signal_count)` once in the set-up phase (allocates,
- * may throw); then, on the real-time path, any sequence of `reset`, `push`,
- * `evaluate` and `evaluate_mean`.
+ * Call order: `configure(signal_count)` and `set_tag_limits` once in the
+ * set-up phase (configure allocates, may throw); then, on the real-time
+ * path, any sequence of `reset`, `set_clock`, `push`, `evaluate`,
+ * `evaluate_mean` and `step_mean`.
  *
- * RT-safe: `reset`, `push`, `evaluate`, `evaluate_mean` are noexcept and
- * allocate nothing; all memory is sized in `configure`. One consumer thread
- * owns the object; only the status counters may be read from another thread.
+ * RT-safe: `reset`, `set_clock`, `push`, `evaluate`, `evaluate_mean` and
+ * `step_mean` are noexcept and allocate nothing; all memory is sized in
+ * `configure`. One consumer thread owns the object; only the status
+ * counters (stale, rejected, taken, the sticky fallback flag) may be read
+ * from another thread.
  */
 class Extrapolator {
  public:

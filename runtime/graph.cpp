@@ -34,15 +34,14 @@ void LinkInputs::begin_step(double t, double h) noexcept {
 void LinkInputs::sample(std::size_t input, double t, std::span<double> out) noexcept {
   GraphLink& l = *links_[input];
   const coupling::Extrapolator& e = l.link->extrapolator();
+  const double newest = e.newest_tag();
   if (pass_ == tasks::InputPass::kIntegration && e.averages_over_step()) {
     const double* mean = means_.data() + mean_offsets_[input];
     std::copy(mean, mean + out.size(), out.begin());
   } else {
-    const double newest = e.newest_tag();
     // Beyond the horizon every method holds its value there.
     e.evaluate(std::isfinite(newest) ? std::min(t, newest + l.max_extrapolation) : t, out);
   }
-  const double newest = e.newest_tag();
   if (!std::isfinite(newest)) return;
   const double gap = t - newest;
   l.stats.extrapolation_interval.add(gap);
@@ -107,7 +106,9 @@ void TaskRuntime::stage_outputs() noexcept {
     o.block.tag = partition_->time();
     o.block.sequence = sequence_;
     o.block.producer_step = stats_.step.last();
-    o.block.discontinuity = false;
+    // A jump in the producer (a step, a switch) restarts the consumer's
+    // method at this block instead of letting it extrapolate across.
+    o.block.discontinuity = partition_->output_jumped(o.ref);
     const auto v = partition_->output(o.ref);
     const auto d = partition_->output_derivative(o.ref);
     const auto known = partition_->output_derivative_flags(o.ref);

@@ -110,6 +110,17 @@ class Block {
   // Discrete state update at a sample hit, after `output` at that instant.
   virtual void update(const BlockContext& c) const noexcept { (void)c; }
 
+  // For a block that declared `set_jumps` (a step source, a switch): a
+  // number that changes exactly when the output jumps (the branch it is
+  // on). The partition compares it at the end of each step with the one
+  // before and marks every output downstream of a change discontinuous, so
+  // that the links carrying them restart their methods there.
+  [[nodiscard]] virtual double branch(const BlockContext& c) const noexcept {
+    (void)c;
+    return 0.0;
+  }
+  [[nodiscard]] bool jumps() const noexcept { return jumps_; }
+
  protected:
   std::size_t add_input(std::string name, std::size_t width, bool feedthrough = true) {
     inputs_.push_back({std::move(name), width});
@@ -124,6 +135,7 @@ class Block {
   void set_discrete_states(std::size_t n) noexcept { discrete_states_ = n; }
   void set_sample_time(double period) noexcept { sample_time_ = period; }
   void set_time_dependent(bool v = true) noexcept { time_dependent_ = v; }
+  void set_jumps(bool v = true) noexcept { jumps_ = v; }
 
  private:
   std::string name_;
@@ -135,6 +147,7 @@ class Block {
   std::size_t discrete_states_ = 0;
   double sample_time_ = 0.0;
   bool time_dependent_ = false;
+  bool jumps_ = false;
 };
 
 }  // namespace rtcosim::tasks

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 
@@ -52,12 +53,18 @@ struct Partition::Impl {
     double prev_h = 0.0, prev2_h = 0.0, prev_tau = 0.0;
     std::vector<double> prev_main, prev2_main, prev_ext, prev_xd;
     double truncation_error = 0.0;
+    std::vector<double> branch;         // per slot: Block::branch at the last step's end (NaN: none yet)
+    std::vector<unsigned char> jumped;  // per signal: downstream of a jump in the last step
   };
 
   std::vector<Slot> slots;
   std::vector<std::size_t> order;  // slot indices in evaluation order
   std::vector<std::size_t> stateful;  // slots with continuous states
   std::vector<std::size_t> discrete;  // slots with discrete updates
+  std::vector<std::size_t> jumpers;   // slots whose output can jump (Block::jumps)
+  std::vector<std::vector<std::size_t>> downstream;  // every wire, feedthrough or not: from -> to
+  std::vector<std::size_t> walk;                     // work stack of mark_jumps
+  std::vector<unsigned char> reached;                // per slot, work memory of mark_jumps
   std::size_t nx = 0, nxd = 0;
   bool autonomous = true;
 
@@ -109,6 +116,40 @@ struct Partition::Impl {
         // The next multiple of ts, computed rather than summed, so that
         // hits do not drift from the grid over a long run.
         s.next_hit[i] = (std::floor((t + 1e-9 * std::max(1.0, ts)) / ts) + 1.0) * ts;
+      }
+    }
+  }
+
+  // After the outputs at a step's end: the blocks whose branch changed
+  // since the last step's end jumped in between, and with them every output
+  // downstream of them through any wire (a jump behind an integrator is a
+  // kink, which an extrapolation overshoots just as well). With mark false
+  // the branches are only recorded.
+  void mark_jumps(bool mark) noexcept {
+    std::fill(s.jumped.begin(), s.jumped.end(), 0);
+    if (jumpers.empty()) return;
+    std::fill(reached.begin(), reached.end(), 0);
+    walk.clear();
+    for (std::size_t i : jumpers) {
+      const double b = slots[i].block->branch(slots[i].context);
+      const bool changed = mark && !std::isnan(s.branch[i]) && b != s.branch[i];
+      s.branch[i] = b;
+      if (changed && !reached[i]) {
+        reached[i] = 1;
+        walk.push_back(i);  // capacity: one per slot, reserved at build
+      }
+    }
+    while (!walk.empty()) {
+      const std::size_t i = walk.back();
+      walk.pop_back();
+      const Slot& slot = slots[i];
+      for (std::size_t p = 0; p < slot.y.size(); ++p) {
+        std::fill_n(s.jumped.begin() + static_cast<std::ptrdiff_t>(slot.out_offsets[p]), slot.y[p].size(), 1);
+      }
+      for (std::size_t to : downstream[i]) {
+        if (reached[to]) continue;
+        reached[to] = 1;
+        walk.push_back(to);
       }
     }
   }
@@ -198,6 +239,7 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     slot_source = std::move(source);
   };
   std::vector<std::vector<std::size_t>> edges(m.slots.size());  // feedthrough: from -> to
+  m.downstream.resize(m.slots.size());
   for (const auto& w : wires) {
     const std::string context = "wire '" + w.from.str() + " -> " + w.to.str() + "'";
     const std::size_t from_block = find_block(w.from, context);
@@ -206,6 +248,7 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     connect(w.to, Source{false, m.slots[from_block].out_offsets[from_port], w.from.str()}, fb.outputs()[from_port].width,
             context);
     const std::size_t to_block = by_name.at(w.to.block);
+    m.downstream[from_block].push_back(to_block);
     const Block& tb = *m.slots[to_block].block;
     const std::size_t to_port = find_port(tb.inputs(), w.to, tb, "input", context);
     if (tb.feedthrough(to_port)) edges[from_block].push_back(to_block);
@@ -291,6 +334,13 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
   s.prev2_main.assign(m.nx, 0.0);
   s.prev_ext.assign(ext_size, 0.0);
   s.prev_xd.assign(m.nxd, 0.0);
+  s.branch.assign(m.slots.size(), std::numeric_limits<double>::quiet_NaN());
+  s.jumped.assign(signal_count, 0);
+  m.walk.reserve(m.slots.size());
+  m.reached.assign(m.slots.size(), 0);
+  for (std::size_t i = 0; i < m.slots.size(); ++i) {
+    if (m.slots[i].block->jumps()) m.jumpers.push_back(i);
+  }
   m.saved = s;
   m.ext.assign(ext_size, 0.0);
   m.ext_d.assign(ext_size, 0.0);
@@ -384,6 +434,12 @@ std::span<const double> Partition::output_derivative(const OutputRef& ref) const
 std::span<const unsigned char> Partition::output_derivative_flags(const OutputRef& ref) const noexcept {
   return std::span<const unsigned char>(impl_->s.dvalid.data() + ref.offset, ref.width);
 }
+bool Partition::output_jumped(const OutputRef& ref) const noexcept {
+  const auto& jumped = impl_->s.jumped;
+  return std::any_of(jumped.begin() + static_cast<std::ptrdiff_t>(ref.offset),
+                     jumped.begin() + static_cast<std::ptrdiff_t>(ref.offset + ref.width),
+                     [](unsigned char j) { return j != 0; });
+}
 bool Partition::output_derivative_valid(const OutputRef& ref, std::size_t i) const noexcept {
   return impl_->s.dvalid[ref.offset + i] != 0;
 }
@@ -405,6 +461,8 @@ void Partition::reset(double t0) noexcept {
   }
   s.history = 0;
   s.truncation_error = 0.0;
+  std::fill(s.branch.begin(), s.branch.end(), std::numeric_limits<double>::quiet_NaN());
+  std::fill(s.jumped.begin(), s.jumped.end(), 0);
   std::fill(s.signals.begin(), s.signals.end(), 0.0);
   std::fill(s.dsignals.begin(), s.dsignals.end(), 0.0);
   std::fill(s.dvalid.begin(), s.dvalid.end(), 0);
@@ -522,6 +580,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   sample(end, InputPass::kOutput);
   m.evaluate(end, x, m.k4);
   m.output_derivatives(m.k4);
+  m.mark_jumps(true);
 }
 
 void Partition::refresh_outputs(InputSource& inputs) noexcept {
@@ -533,6 +592,7 @@ void Partition::refresh_outputs(InputSource& inputs) noexcept {
   }
   m.evaluate(t, m.s.x, m.k4);
   m.output_derivatives(m.k4);
+  m.mark_jumps(false);
 }
 
 void Partition::snapshot() noexcept { impl_->saved = impl_->s; }

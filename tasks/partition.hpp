@@ -118,6 +118,10 @@ class Partition {
   [[nodiscard]] std::span<const double> output(const OutputRef& ref) const noexcept;
   [[nodiscard]] std::span<const double> output_derivative(const OutputRef& ref) const noexcept;
   [[nodiscard]] bool output_derivative_valid(const OutputRef& ref, std::size_t i) const noexcept;
+  // True when the port's output is downstream of a block that jumped
+  // (Block::branch changed) in the last step: the value, or a derivative,
+  // is discontinuous between the last two steps' ends.
+  [[nodiscard]] bool output_jumped(const OutputRef& ref) const noexcept;
   // Per signal of the port, nonzero where its derivative is known.
   [[nodiscard]] std::span<const unsigned char> output_derivative_flags(const OutputRef& ref) const noexcept;
 

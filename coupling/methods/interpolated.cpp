@@ -33,6 +33,8 @@ void Interpolated::reset() noexcept {
   std::fill(error_total_.begin(), error_total_.end(), 0.0);
   std::fill(jump_.begin(), jump_.end(), 0.0);
   std::fill(correction_.begin(), correction_.end(), 0.0);
+  correction_reference_ = 0.0;
+  correction_nodes_ = 0;
   window_start_ = window_end_ = 0.0;
   newest_is_prediction_ = false;
 }
@@ -54,6 +56,26 @@ double Interpolated::uncorrected_one(double t, std::size_t s) const noexcept {
   return interpolant_.evaluate_one(t, s) + jump_[s] * jump_weight(t);
 }
 
+namespace {
+
+// The nodal polynomial of the extrapolant through the newest min(size,
+// order + 1) blocks of `history`, at t: its extrapolation error at t is the
+// next derivative's term times this.
+double nodal(const SampleHistory& history, int order, double t) noexcept {
+  const std::size_t count = std::min(history.size(), static_cast<std::size_t>(order) + 1);
+  double w = 1.0;
+  for (std::size_t i = 0; i < count; ++i) w *= t - history.tag(i);
+  return w;
+}
+
+}  // namespace
+
+double Interpolated::correction_scale(double t) const noexcept {
+  const std::size_t nodes = std::min(history_.size(), static_cast<std::size_t>(order_) + 1);
+  if (nodes != correction_nodes_ || correction_reference_ == 0.0) return 1.0;
+  return nodal(history_, order_, t) / correction_reference_;
+}
+
 void Interpolated::do_push(const DataBlock& block) noexcept {
   const double tk = block.tag;
   const auto y = block.values();
@@ -68,8 +90,14 @@ void Interpolated::do_push(const DataBlock& block) noexcept {
     std::copy(y.begin(), y.end(), at_tag_.begin());
   } else {
     evaluate(tk, anchor_);
-    for (std::size_t s = 0; s < n; ++s) at_tag_[s] = extrapolant_.evaluate_one(tk, s) + correction_[s];
+    const double scale = correction_scale(tk);
+    for (std::size_t s = 0; s < n; ++s) at_tag_[s] = extrapolant_.evaluate_one(tk, s) + correction_[s] * scale;
   }
+  // The nodes the extrapolant about to become the previous one was fitted
+  // on, and its nodal polynomial at the new tag: what its error there, the
+  // new correction, is relative to.
+  const double reference = nodal(history_, order_, tk);
+  const std::size_t reference_nodes = std::min(history_.size(), static_cast<std::size_t>(order_) + 1);
 
   history_.push(block);
   std::swap(extrapolant_, previous_extrapolant_);
@@ -97,13 +125,16 @@ void Interpolated::do_push(const DataBlock& block) noexcept {
     }
     if (!previous_extrapolant_.empty()) {
       for (std::size_t s = 0; s < n; ++s) correction_[s] = y[s] - previous_extrapolant_.evaluate_one(tk, s);
+      correction_reference_ = reference;
+      correction_nodes_ = reference_nodes;
     }
   }
 
   // Prediction for the next coupling time.
   if (h > 0.0) {
     extrapolant_.evaluate(tk + h, next_);
-    for (std::size_t s = 0; s < n; ++s) next_[s] += correction_[s];
+    const double scale = correction_scale(tk + h);
+    for (std::size_t s = 0; s < n; ++s) next_[s] += correction_[s] * scale;
   }
 
   if (newest_is_prediction_) {

@@ -154,7 +154,9 @@ class Switch final : public Block {
     add_input("control", 1);
     add_input("u3", width_);
     add_output("y", width_);
+    set_jumps();
   }
+  [[nodiscard]] double branch(const BlockContext& c) const noexcept override { return pass_first(c.in(1)) ? 1.0 : 0.0; }
   void output(const BlockContext& c) const noexcept override {
     const std::size_t port = pass_first(c.in(1)) ? 0 : 2;
     for (std::size_t i = 0; i < width_; ++i) c.out(0, i, c.u[port][i]);

@@ -39,7 +39,10 @@ class Step final : public Block {
     add_output("y", 1);
     set_time_dependent();
     if (acceleration_ > 0.0) rise_ = 2.0 * std::sqrt(std::fabs(final_ - initial_) / acceleration_);
+    // An ideal step jumps; an acceleration-limited one is continuous.
+    set_jumps(acceleration_ <= 0.0 && final_ != initial_);
   }
+  [[nodiscard]] double branch(const BlockContext& c) const noexcept override { return c.t >= start_ ? 1.0 : 0.0; }
   void output(const BlockContext& c) const noexcept override {
     double y = 0.0, dy = 0.0;
     evaluate(c.t, y, dy);

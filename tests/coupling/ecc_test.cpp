@@ -309,5 +309,34 @@ TEST(Ecc, SensibleFromTheFirstBlock) {
   for (const auto& o : kOrders) expect_sensible_start("ecc", orders(o.extrapolation, o.interpolation));
 }
 
+// With jittered tags the correction y_k - y^_{k-1}(t_k) is the error of an
+// extrapolation over another distance than the next prediction's; scaled by
+// the ratio of the extrapolants' nodal polynomials it is that prediction's
+// error exactly whenever the signal is a polynomial of degree n_E + 1. So
+// for a quartic, n_E = 3, every prediction is exact and k(t), interpolated
+// through five of them (n = 4), is the quartic itself, on any tags. (The
+// unscaled correction was off by the ratio, e.g. 2x for a 20 % longer step.)
+// The macro step is set shorter than any spacing, so that each block comes
+// after the error total's window and k(t) carries no continuity jump.
+TEST(Ecc, ScaledCorrectionMakesKExactOnAQuarticWithJitteredTags) {
+  const auto quartic = test_polynomial(4, 0.5, 0.4);
+  for (double jitter : {0.0, 0.3, 0.6}) {
+    auto params = orders(3, 4);
+    params.push_back({"macro_step", std::to_string(0.04 * (1.0 - jitter) * 0.95) + "s"});
+    auto ex = make_method("ecc", params);
+    const auto tags = jittered_tags(0.0, 0.04, 40, jitter);
+    double worst = 0.0;
+    for (std::size_t k = 0; k < tags.size(); ++k) {
+      push_sample(*ex, tags[k], quartic);
+      if (k < 12) continue;  // the start, with fewer blocks than the orders need, and its jumps
+      for (double f : {0.0, 0.3, 0.7, 1.0}) {
+        const double t = tags[k] + f * (tags[k] - tags[k - 1]);
+        worst = std::max(worst, std::abs(uncorrected1(*ex, t) - quartic(t)));
+      }
+    }
+    EXPECT_LT(worst, 1e-9) << "jitter " << jitter;
+  }
+}
+
 }  // namespace
 }  // namespace rtcosim::coupling::testing

@@ -321,7 +321,7 @@ inline void expect_sensible_start(std::string_view id, const ParamSettings& para
   }
 }
 
-// push, evaluate, evaluate_mean and reset run on the real-time path: once
+// push, evaluate, evaluate_mean, step_mean and reset run on the real-time path: once
 // configured, a method allocates nothing there, not even while its history
 // fills or after a discontinuity.
 inline void expect_real_time_path_allocates_nothing(std::string_view id, const ParamSettings& params = {}) {
@@ -334,10 +334,12 @@ inline void expect_real_time_path_allocates_nothing(std::string_view id, const P
   std::vector<double> out(2);
   rtcosim::testing::AllocationScope scope;
   for (const auto& block : blocks) {
+    ex->set_clock(block.tag);
     ex->push(block);
     ex->evaluate(block.tag + 0.004, out);
     ex->evaluate(block.tag - 0.003, out);
     ex->evaluate_mean(block.tag, block.tag + 0.0037, out);
+    ex->step_mean(block.tag, block.tag + 0.0037, out);
   }
   ex->reset();
   ex->push(blocks.front());

@@ -121,6 +121,29 @@ TEST(EvalCommand, ExitCodesSayWhetherTheInputWasUsable) {
   EXPECT_EQ(run_eval_command({"--table", "--method", "zoh"}), 2);
   EXPECT_EQ(run_eval_command({"--format", "csv", "--table"}), 2);
   EXPECT_EQ(run_eval_command({"--help"}), 0);
+  EXPECT_EQ(run_eval_command({"--method", "ecc", "--jitter", "0.4", "--duration", "1s"}), 0);
+  EXPECT_EQ(run_eval_command({"--jitter", "1"}), 2);
+  EXPECT_EQ(run_eval_command({"--jitter", "-0.1"}), 2);
+  EXPECT_EQ(run_eval_command({"--jitter", "20%"}), 2);
+}
+
+// The jittered table: same shape, other figures than the grid's.
+TEST(EvalTable, WithJitterEveryCellIsComputedOnTheJitteredTags) {
+  const auto registry = coupling::MethodRegistry::with_builtins();
+  const auto grid = split_tsv(eval_table(registry, TableFormat::kTsv));
+  const auto jittered = split_tsv(eval_table(registry, TableFormat::kTsv, 0.4));
+  ASSERT_EQ(jittered.size(), grid.size());
+  EXPECT_EQ(jittered[0], grid[0]);
+  coupling::EvalSettings settings;
+  settings.signal = "y2";
+  settings.method = "ecc";
+  settings.macro_step = 0.075;
+  settings.params = {{"order", "3"}};
+  settings.jitter = 0.4;
+  char expected[32];
+  std::snprintf(expected, sizeof expected, "%.3g", coupling::run_evaluation(registry, settings).mse);
+  EXPECT_EQ(jittered[8][8], expected);  // A3, y2, ecc
+  EXPECT_NE(jittered[8][8], grid[8][8]);
 }
 
 TEST(EvalCommand, PlotToAnUnwritablePlaceFailsWithoutLeavingAFile) {

@@ -1,16 +1,17 @@
-#include <gtest/gtest.h>
-
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include <gtest/gtest.h>
+
 #include "rt_config/loader.hpp"
+#include "runtime/virtual_executor.hpp"
+#include "tests/support/graphs.hpp"
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
 #include "tools/rtcosim/run_summary.hpp"
-#include "runtime/virtual_executor.hpp"
-#include "tests/support/graphs.hpp"
 
 namespace rtcosim::tools {
 namespace {
@@ -96,6 +97,63 @@ wires: []
             "  b          300 us       300 us         300 us       300 us          300 us          300 us   2.60 ms  "
             " 2.60 ms     2.60 ms   2.60 ms    2.60 ms    2.60 ms\n")
       << summary;
+}
+
+// The link-health block of the summary and the per-link counters in the
+// JSON: a hermite link fed by a port without derivatives (every frame of the
+// consumer is a fallback frame) into which a NaN value, a +1e9 s tag and a
+// stale block are also pushed by hand after the run.
+TEST(RunSummary, LinkHealthShowsEveryCounterOfADegradedLinkOnly) {
+  const char* yaml = R"(name: health
+realtime: off
+tasks:
+  - {name: a, period: 10ms, cpu: 0, priority: 70, step: fixed}
+  - {name: b, period: 10ms, cpu: 0, priority: 71, step: fixed}
+  - {name: c, period: 5ms, cpu: 1, priority: 80, step: fixed}
+blocks:
+  - {name: s, type: sine, task: a}
+  - {name: g, type: gain, task: b, params: {gain: 2}}
+  - {name: h, type: gain, task: c, params: {gain: 1}}
+wires:
+  - {from: s.y, to: g.u, coupling: {method: zoh}}
+  - {from: g.y, to: h.u, coupling: {method: hermite, order: 3, max_extrapolation: 30ms}}
+)";
+  auto graph = rtcosim::testing::build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "health.yaml")));
+  runtime::VirtualExecutor executor(*graph);
+  executor.run(0.1);
+  runtime::GraphLink* hermite = nullptr;
+  for (auto& l : graph->links()) {
+    if (l->method == "hermite") hermite = l.get();
+  }
+  ASSERT_NE(hermite, nullptr);
+  auto& ex = hermite->link->extrapolator();
+  const double newest = ex.newest_tag();
+  coupling::DataBlock b(1);
+  b.sequence = 1000;
+  b.tag = newest + 0.01;
+  b.set(0, std::nan(""), 0.0, false);
+  ex.push(b);  // a NaN value
+  b.set(0, 1.0, 0.0, false);
+  b.tag = newest + 1e9;
+  ex.push(b);  // a tag out of reach
+  b.tag = newest - 0.05;
+  ex.push(b);  // stale
+
+  const std::uint64_t frames = graph->find_task("c")->stats().frames.load();
+  const std::string summary = run_summary(*graph);
+  const std::string line = "  g.y (b) -> c: 1 stale, 1 rejected tags, 1 rejected values, " + std::to_string(frames) +
+                           " fallback frames, 0 frames beyond the horizon (30 ms), longest gap ";
+  EXPECT_NE(summary.find("link health: \n" + line), std::string::npos) << summary;
+  EXPECT_EQ(summary.find("  s.y (a) -> b:"), std::string::npos) << summary;  // the zoh link is healthy
+
+  const std::string json = summary_json(*graph, {}, "virtual");
+  const std::string fields =
+      ",\"stale\":1,\"rejected_tags\":1,\"rejected_values\":1,\"fallback_frames\":" + std::to_string(frames) +
+      ",\"beyond_horizon_frames\":0,\"max_extrapolation_s\":0.03,";
+  EXPECT_NE(json.find(fields), std::string::npos) << json;
+  EXPECT_NE(json.find(",\"stale\":0,\"rejected_tags\":0,\"rejected_values\":0,\"fallback_frames\":0,"),
+            std::string::npos)
+      << json;
 }
 
 TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {

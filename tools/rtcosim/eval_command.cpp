@@ -1,6 +1,7 @@
 #include "tools/rtcosim/eval_command.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 
@@ -35,6 +36,9 @@ options:
   --micro DURATION        fast side's step h_f (default 1ms)
   --duration DURATION     evaluated span (default 5s)
   --no-derivatives        blocks carry no derivatives (hermite and predictor fall back)
+  --jitter FRACTION       tags off the grid by up to +-FRACTION/2 macro steps, so the
+                          spacing varies within h_s (1 +- FRACTION); 0 to 0.99 (default 0);
+                          with --table too
   --plot FILE.svg         draw the true signal, the method's output and its error,
                           with the coupling times marked
   --table                 the whole grid: variants A1 (h_s 40 ms, n_E 3), A2 (40 ms, 4),
@@ -103,7 +107,7 @@ void write_plot(const coupling::EvalSettings& settings, const coupling::EvalResu
 
 }  // namespace
 
-std::string eval_table(const coupling::MethodRegistry& registry, TableFormat format) {
+std::string eval_table(const coupling::MethodRegistry& registry, TableFormat format, double jitter) {
   const auto& methods = coupling::eval_table_methods();
   std::ostringstream out;
   if (format == TableFormat::kTsv) {
@@ -127,6 +131,7 @@ std::string eval_table(const coupling::MethodRegistry& registry, TableFormat for
         settings.method = m;
         settings.macro_step = variant.macro_step;
         settings.params = coupling::variant_params(registry, m, variant);
+        settings.jitter = jitter;
         const double mse = coupling::run_evaluation(registry, settings).mse;
         if (format == TableFormat::kTsv) {
           out << '\t' << format_mse(mse);
@@ -144,7 +149,7 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
   try {
     CliArgs args("eval",
                  {"signal", "method", "order", "interp-order", "param", "macro", "micro", "duration", "plot", "format",
-                  "plugins"},
+                  "plugins", "jitter"},
                  {"table", "no-derivatives", "list-methods", "help"}, {"param", "plugins"});
     args.parse(raw_args);
     std::vector<coupling::PluginDiagnostic> plugin_problems;
@@ -161,6 +166,14 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
       list_methods(registry);
       return 0;
     }
+    double jitter = 0.0;
+    if (const auto v = args.value("jitter")) {
+      char* end = nullptr;
+      jitter = std::strtod(v->c_str(), &end);
+      if (end == v->c_str() || *end != '\0' || !(jitter >= 0.0 && jitter < 1.0)) {
+        throw UsageError("--jitter: '" + *v + "' — expected a fraction of the macro step from 0 to 0.99, e.g. 0.2");
+      }
+    }
     const std::string format_name = args.value("format").value_or("markdown");
     if (format_name != "markdown" && format_name != "tsv") {
       throw UsageError("--format: '" + format_name + "' is not a table format — expected markdown or tsv");
@@ -173,9 +186,10 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
       }
       if (format_name == "markdown") {
         std::cout << "MSE of each coupling method (h_f = 1 ms, t in [0, 5 s); A1: h_s 40 ms, n_E 3; "
-                     "A2: h_s 40 ms, n_E 4; A3: h_s 75 ms, n_E 3)\n\n";
+                     "A2: h_s 40 ms, n_E 4; A3: h_s 75 ms, n_E 3"
+                  << (jitter > 0.0 ? "; tag jitter +-" + format_mse(jitter / 2.0) + " h_s" : std::string()) << ")\n\n";
       }
-      std::cout << eval_table(registry, format_name == "tsv" ? TableFormat::kTsv : TableFormat::kMarkdown);
+      std::cout << eval_table(registry, format_name == "tsv" ? TableFormat::kTsv : TableFormat::kMarkdown, jitter);
       return 0;
     }
     if (args.value("format")) throw UsageError("--format applies to --table only");
@@ -187,6 +201,7 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
     settings.micro_step = args.positive_duration("micro", 0.001);
     settings.duration = args.positive_duration("duration", 5.0);
     settings.with_derivatives = !args.flag("no-derivatives");
+    settings.jitter = jitter;
     if (const auto v = args.value("order")) settings.params.push_back({"order", *v});
     if (const auto v = args.value("interp-order")) settings.params.push_back({"interp_order", *v});
     for (const auto& p : args.values("param")) {
@@ -207,9 +222,9 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
 
     std::cout << settings.signal << " = " << coupling::test_signal(settings.signal).formula << ", method "
               << settings.method << describe_params(settings.params) << ", h_s "
-              << base::format_duration(settings.macro_step) << ", h_f "
-              << base::format_duration(settings.micro_step) << ", over "
-              << base::format_duration(settings.duration) << '\n'
+              << base::format_duration(settings.macro_step) << ", h_f " << base::format_duration(settings.micro_step)
+              << ", over " << base::format_duration(settings.duration)
+              << (jitter > 0.0 ? ", tag jitter +-" + format_mse(jitter / 2.0) + " h_s" : std::string()) << '\n'
               << "MSE " << format_mse(result.mse) << " over " << result.steps << " micro steps";
     if (settings.method != "zoh" && zoh_mse > 0.0) {
       std::cout << " (zoh: " << format_mse(zoh_mse) << ", ratio " << format_mse(result.mse / zoh_mse) << ")";
