@@ -19,6 +19,7 @@ TEST(FormatSi, DurationsHaveAPrefixAndThreeSignificantDigits) {
   EXPECT_EQ(format_seconds(1e-9), "1.00 ns");
   EXPECT_EQ(format_seconds(-2.5e-3), "-2.50 ms");
   EXPECT_EQ(format_seconds(-1e-9), "-1.00 ns");
+  EXPECT_EQ(format_seconds(6.94e-18), "0 s");  // rounding noise, not a duration
   EXPECT_EQ(format_seconds(std::nan("")), "-");
   EXPECT_EQ(format_seconds(std::numeric_limits<double>::infinity()), "inf s");
   EXPECT_EQ(format_seconds(-std::numeric_limits<double>::infinity()), "-inf s");

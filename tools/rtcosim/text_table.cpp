@@ -73,7 +73,12 @@ std::string format_si(double value, std::string_view unit, int digits, int min_e
   return with_unit((value < 0 ? "-" : "") + number, prefix_of(scale), unit);
 }
 
-std::string format_seconds(double seconds) { return format_si(seconds, "s", 3, -9, 0); }
+std::string format_seconds(double seconds) {
+  // Below half a nanosecond a duration is rounding noise of sums of steps
+  // (lag 6.9e-18 s), not a figure: the clocks count whole nanoseconds.
+  if (std::fabs(seconds) < 0.5e-9) seconds = 0.0;
+  return format_si(seconds, "s", 3, -9, 0);
+}
 
 std::string format_nanoseconds(std::int64_t ns) { return format_seconds(static_cast<double>(ns) * 1e-9); }
 
