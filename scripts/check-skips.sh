@@ -36,8 +36,10 @@ while IFS=$'\t' read -r name message; do
     [[ "$rule" =~ ^[[:space:]]*(#|$) ]] && continue
     pattern=$(awk -F ' [|] ' '{ print $1 }' <<<"$rule")
     text=$(awk -F ' [|] ' '{ print $2 }' <<<"$rule")
+    when=$(awk -F ' [|] ' '{ print $3 }' <<<"$rule")
+    [[ "$when" == non-root && $(id -u) -eq 0 ]] && continue
     if [[ "$name" =~ ^($pattern)$ && "$message" == *"$text"* ]]; then
-      reason=$(awk -F ' [|] ' '{ print $3 }' <<<"$rule")
+      reason=$(awk -F ' [|] ' '{ print $4 }' <<<"$rule")
       break
     fi
   done <"$allowed"
