@@ -51,9 +51,13 @@ find "$src" -mindepth 1 -maxdepth 1 ! -name build -exec rm -rf {} +
 # happens (error, Ctrl-C, kill).
 backup=""
 target_file=""
+# The restored file gets a new modification time: with its old one, ninja
+# would keep the mutant's object file (it only rebuilds what is older than
+# its sources).
 restore() {
   if [[ -n "$backup" && -f "$backup" ]]; then
-    cp -p "$backup" "$target_file"
+    cp "$backup" "$target_file"
+    touch "$target_file"
     rm -f "$backup"
     backup=""
   fi
@@ -82,6 +86,11 @@ if [[ ${#lines[@]} -eq 0 ]]; then
   exit 2
 fi
 field() { awk -F ' @@ ' -v n="$2" '{ print $n }' <<<"$1"; }
+
+# The copy carries the tree's modification times; the files the list
+# mutates are touched so that no mutant object of an interrupted run
+# survives in the build (ccache makes their rebuild cheap).
+for l in "${lines[@]}"; do touch "$src/$(field "$l" 1)"; done
 
 if [[ ! -f "$src/build/build.ninja" ]]; then
   cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_BUILD_BENCH=OFF \
