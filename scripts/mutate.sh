@@ -87,10 +87,12 @@ if [[ ${#lines[@]} -eq 0 ]]; then
 fi
 field() { awk -F ' @@ ' -v n="$2" '{ print $n }' <<<"$1"; }
 
-# The copy carries the tree's modification times; the files the list
-# mutates are touched so that no mutant object of an interrupted run
-# survives in the build (ccache makes their rebuild cheap).
-for l in "${lines[@]}"; do touch "$src/$(field "$l" 1)"; done
+# The copy carries the tree's modification times; every file the list
+# mutates (selected or not) is touched so that no mutant object of an
+# earlier or interrupted run survives in the build (ccache makes their
+# rebuild cheap).
+grep -v '^[[:space:]]*\(#\|$\)' "$list" | awk -F ' @@ ' '{ print $1 }' | sort -u |
+  while read -r f; do if [[ -f "$src/$f" ]]; then touch "$src/$f"; fi; done
 
 if [[ ! -f "$src/build/build.ninja" ]]; then
   cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_BUILD_BENCH=OFF \
