@@ -79,6 +79,23 @@ print(n)
 EOF
 }
 
+# "`before` → `after`" for the table, markdown-safe; a long common start or
+# end of the two is elided, so that the change itself shows.
+change() {
+  python3 - "$1" "$2" <<'EOF'
+import os, sys
+a, b = sys.argv[1], sys.argv[2]
+p = len(os.path.commonprefix([a, b]))
+q = len(os.path.commonprefix([a[p:][::-1], b[p:][::-1]]))
+def cut(s):
+    head = p - 20 if p > 30 else 0
+    tail = len(s) - q + 20 if q > 30 else len(s)
+    text = ("…" if head else "") + s[head:tail] + ("…" if tail < len(s) else "")
+    return "`" + text.replace("|", "\\|").replace("\\n", "⏎") + "`"
+print(cut(a) + " → " + cut(b))
+EOF
+}
+
 # Lines of the list: "file @@ pattern @@ replacement @@ tests".
 mapfile -t lines < <(grep -v '^[[:space:]]*\(#\|$\)' "$list" | grep -E -- "$select" || true)
 if [[ ${#lines[@]} -eq 0 ]]; then
@@ -171,7 +188,7 @@ for line in "${lines[@]}"; do
     *) other=$((other + 1)) ;;
   esac
   short() { sed -e 's/|/\\|/g' -e 's/\\n/⏎/g' <<<"$1" | cut -c1-90; }
-  printf '| %d | %s | `%s` → `%s` | %s | %s |\n' "$n" "$file" "$(short "$pattern")" "$(short "$replacement")" \
+  printf '| %d | %s | %s | %s | %s |\n' "$n" "$file" "$(change "$pattern" "$replacement")" \
     "$outcome" "$by" >>"$table"
   printf '%-14s %s: %s\n' "$outcome" "$file" "$(short "$pattern")"
 done
