@@ -1,5 +1,7 @@
 #include "coupling/extrapolator.hpp"
 
+#include <cmath>
+
 #include "coupling/quadrature.hpp"
 
 namespace rtcosim::coupling {
@@ -11,7 +13,43 @@ void Extrapolator::configure(std::size_t signal_count) {
   reset();
 }
 
+namespace {
+
+// False when a value or a known derivative is NaN or infinite: x * 0 is NaN
+// exactly for those, and the sum keeps a NaN, without a branch per signal.
+bool finite_payload(const DataBlock& block) noexcept {
+  const auto v = block.values();
+  const auto d = block.derivatives();
+  double probe = 0.0;
+  for (std::size_t s = 0; s < v.size(); ++s) {
+    probe += v[s] * 0.0;
+    probe += (block.derivative_valid(s) ? d[s] : 0.0) * 0.0;
+  }
+  return probe == 0.0;
+}
+
+}  // namespace
+
+bool Extrapolator::tag_within_limits(const DataBlock& block) const noexcept {
+  if (!std::isfinite(block.tag) || block.tag > clock_ + limits_.max_lead) return false;
+  const double newest = newest_tag();
+  if (!std::isfinite(newest)) return true;
+  // Blocks the producer made since the newest taken one (its sequence
+  // numbers are gapless; a ring that dropped blocks leaves a gap here too).
+  const double frames =
+      block.sequence > newest_sequence_ ? static_cast<double>(block.sequence - newest_sequence_) : 1.0;
+  return block.tag <= newest + frames * limits_.max_advance;
+}
+
 void Extrapolator::push(const DataBlock& block) noexcept {
+  if (!tag_within_limits(block)) {
+    rejected_tags_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (!finite_payload(block)) {
+    rejected_values_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   if (block.discontinuity) {
     reset();
   } else if (!(block.tag > newest_tag())) {
@@ -19,6 +57,8 @@ void Extrapolator::push(const DataBlock& block) noexcept {
     return;
   }
   blocks_taken_.fetch_add(1, std::memory_order_relaxed);
+  newest_sequence_ = block.sequence;
+  fallback_now_ = false;
   do_push(block);
 }
 

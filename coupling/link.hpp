@@ -83,6 +83,12 @@ class Link {
   [[nodiscard]] std::uint64_t published() const noexcept { return published_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t consumed() const noexcept { return consumed_.load(std::memory_order_relaxed); }
+  // A fresh run: counters back to zero, the extrapolator's too (between
+  // runs only, with neither end running).
+  void reset_counters() noexcept {
+    for (auto* c : {&published_, &dropped_, &consumed_}) c->store(0, std::memory_order_relaxed);
+    extrapolator_->reset_counters();
+  }
 
  private:
   // tag, producer step, sequence, flags: one ring word each.

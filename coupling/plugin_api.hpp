@@ -30,7 +30,7 @@ namespace rtcosim::coupling {
 
 // Raised whenever PluginRegistrar, MethodInfo, ParamSpec, ParamValues or the
 // Extrapolator interface change in a way a compiled plugin would notice.
-inline constexpr int kPluginAbiVersion = 1;
+inline constexpr int kPluginAbiVersion = 2;
 inline constexpr const char* kPluginEntryPoint = "rtcosim_register_coupling_methods";
 
 /*

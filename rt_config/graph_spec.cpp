@@ -11,15 +11,6 @@ const TaskSpec* GraphSpec::find_task(const std::string& task_name) const {
   return nullptr;
 }
 
-std::vector<std::string> plugin_directories(const GraphSpec& graph) {
-  std::vector<std::string> out;
-  for (const auto& d : graph.plugins) {
-    const std::filesystem::path p(d);
-    out.push_back(p.is_absolute() ? d : (std::filesystem::path(graph.file).parent_path() / p).string());
-  }
-  return out;
-}
-
 std::string to_string(StepPolicy p) { return p == StepPolicy::kFixed ? "fixed" : "measured"; }
 std::string to_string(OverrunPolicy p) {
   switch (p) {

@@ -51,7 +51,13 @@ struct TaskSpec {
 
 struct CouplingSpec {
   std::string method = "zoh";
-  coupling::ParamSettings params;
+  coupling::ParamSettings params;  // the method's own parameters
+  // Link parameters, every method: how far the consumer extrapolates before
+  // it holds the value at the horizon (unset: the runtime's default, from
+  // the producer's period and longest step), and how far ahead of the
+  // consumer's clock a tag may be before it is rejected.
+  std::optional<double> max_extrapolation;  // seconds
+  std::optional<double> max_tag_lead;       // seconds
   Location where;
 };
 
@@ -92,7 +98,7 @@ struct GraphSpec {
   CouplingSpec default_coupling;
   RecordSpec record;
   TraceSpec trace;
-  std::vector<std::string> plugins;
+  std::vector<std::string> plugins;  // plugin ids (rt_config/plugins.hpp), not paths
 
   [[nodiscard]] const TaskSpec* find_task(const std::string& name) const;
   // The coupling a cross-task wire uses: its own or the default.
@@ -101,8 +107,6 @@ struct GraphSpec {
   }
 };
 
-// The graph's plugin directories, relative ones taken from the file's directory.
-std::vector<std::string> plugin_directories(const GraphSpec& graph);
 
 std::string to_string(StepPolicy p);
 std::string to_string(OverrunPolicy p);

@@ -54,6 +54,7 @@ class Reader {
   void error(Location where, std::string message) { report(Severity::kError, where, std::move(message)); }
   void error(const YAML::Node& at, std::string message) { error(location_of(at), std::move(message)); }
   void warning(Location where, std::string message) { report(Severity::kWarning, where, std::move(message)); }
+  void note(Location where, std::string message) { report(Severity::kNote, where, std::move(message)); }
 
   // A mapping whose keys must all be in `allowed`; unknown keys are
   // reported with a did-you-mean. Returns false when `node` is no mapping.
@@ -498,12 +499,29 @@ class GraphLoader {
     for (auto it = node.begin(); it != node.end(); ++it) {
       const std::string key = it->first.Scalar();
       if (key == "method") continue;
+      if (key == "max_extrapolation" || key == "max_tag_lead") {
+        const auto seconds = in_.duration(node, key, what, false);
+        if (!seconds) return std::nullopt;
+        if (!(*seconds > 0.0)) {
+          in_.error(it->second, what + ": '" + key + "' must be positive — expected a duration like \"50ms\"");
+          return std::nullopt;
+        }
+        (key == "max_extrapolation" ? c.max_extrapolation : c.max_tag_lead) = seconds;
+        continue;
+      }
       where[key] = location_of(it->first);
       if (!it->second.IsScalar()) {
         in_.error(it->second, what + ": parameter '" + key + "' is " + Reader::kind(it->second) + " — expected a single value");
         return std::nullopt;
       }
       c.params.push_back({key, it->second.Scalar()});
+    }
+    if (plugins_not_loaded_ && !methods_->find(c.method)) {
+      // May come from a plugin; it is checked when the plugins are loaded.
+      in_.note(location_of(node["method"]), what + ": method '" + c.method +
+                                                  "' is not built in; the plugins were not loaded to check it "
+                                                  "(rtcosim check --load-plugins --plugin-dir DIR does)");
+      return c;
     }
     try {
       (void)methods_->resolve(c.method, c.params);
@@ -581,36 +599,43 @@ class GraphLoader {
   void read_plugins(const YAML::Node& node) {
     if (!node) return;
     if (!node.IsSequence()) {
-      in_.error(node, "'plugins' is " + Reader::kind(node) + " — expected a list of directories");
+      in_.error(node, "'plugins' is " + Reader::kind(node) + " — expected a list of plugin ids, e.g. [sample_linear]");
       return;
     }
+    // A file names plugins by id only; where they are loaded from is for
+    // whoever runs the program to say (PluginPolicy), never for the file: a
+    // file naming a directory would make us run any code it points at.
     std::vector<YAML::Node> nodes;
     for (const auto& d : node) {
-      if (d.IsScalar() && !d.Scalar().empty()) {
+      if (d.IsScalar() && is_plugin_id(d.Scalar())) {
         graph_.plugins.push_back(d.Scalar());
         nodes.push_back(d);
+      } else if (d.IsScalar() && d.Scalar().find('/') != std::string::npos) {
+        in_.error(d, "'plugins' names plugins by id, not by path — write the .so file's name without '.so' and "
+                     "allow its directory with --plugin-dir");
       } else {
-        in_.error(d, "a plugin directory is " + Reader::kind(d) + " — expected a path");
+        in_.error(d, "a plugin is " + Reader::kind(d) + " — expected a plugin id (letters, digits, '_', '-', '.')");
       }
     }
     if (graph_.plugins.empty()) return;
+    if (!options_.plugins.load) {
+      plugins_not_loaded_ = true;
+      return;
+    }
     // The methods the rest of the file may name: the given ones plus the
     // plugins'. A plugin that fails is a warning: the file may still work.
     with_plugins_ = std::make_unique<coupling::MethodRegistry>(*methods_);
     for (std::size_t i = 0; i < graph_.plugins.size(); ++i) {
-      const auto dir = resolve_plugin_dir(graph_.plugins[i]);
-      for (const auto& d : coupling::load_plugins(*with_plugins_, {dir})) {
-        if (!d.ok) in_.warning(location_of(nodes[i]), d.path + ": " + d.message);
+      std::string why;
+      const std::string file = find_plugin(graph_.plugins[i], options_.plugins.directories, &why);
+      if (file.empty()) {
+        in_.error(nodes[i], why);
+        continue;
       }
+      const auto d = coupling::load_plugin_file(*with_plugins_, file);
+      if (!d.ok) in_.warning(location_of(nodes[i]), d.path + ": " + d.message);
     }
     methods_ = with_plugins_.get();
-  }
-
-  // A relative plugin directory is relative to the task-graph file.
-  std::filesystem::path resolve_plugin_dir(const std::string& dir) const {
-    const std::filesystem::path p(dir);
-    if (p.is_absolute()) return p;
-    return std::filesystem::path(graph_.file).parent_path() / p;
   }
 
  public:
@@ -823,7 +848,8 @@ class GraphLoader {
   const LoadOptions& options_;
   const tasks::BlockRegistry& blocks_;
   const coupling::MethodRegistry* methods_;
-  std::unique_ptr<coupling::MethodRegistry> with_plugins_;  // when the file names plugin directories
+  std::unique_ptr<coupling::MethodRegistry> with_plugins_;  // when the file's plugins are loaded
+  bool plugins_not_loaded_ = false;
   std::map<std::string, std::size_t> block_index_;
   std::vector<BlockInfo> infos_;
   std::vector<YAML::Node> wire_nodes_;

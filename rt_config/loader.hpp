@@ -7,6 +7,7 @@
 #include "coupling/registry.hpp"
 #include "rt_config/diagnostics.hpp"
 #include "rt_config/graph_spec.hpp"
+#include "rt_config/plugins.hpp"
 #include "tasks/block_registry.hpp"
 
 namespace rtcosim::config {
@@ -16,6 +17,9 @@ struct LoadOptions {
   const coupling::MethodRegistry* methods = nullptr; // nullptr: the built-in methods
   int cpu_count = 0;                                 // 0: this machine's
   std::size_t max_file_bytes = 4u << 20;
+  // Where the file's `plugins:` ids are looked up, and whether they are
+  // loaded at all (by default not: checking a file runs no foreign code).
+  PluginPolicy plugins = {};
 };
 
 struct LoadResult {

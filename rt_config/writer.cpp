@@ -46,6 +46,9 @@ void emit_value(YAML::Emitter& out, const tasks::ParamValue& value) {
 void emit_coupling(YAML::Emitter& out, const CouplingSpec& c) {
   out << YAML::Flow << YAML::BeginMap << YAML::Key << "method" << YAML::Value << c.method;
   for (const auto& p : c.params) out << YAML::Key << p.name << YAML::Value << p.value;
+  if (c.max_extrapolation)
+    out << YAML::Key << "max_extrapolation" << YAML::Value << exact_seconds(*c.max_extrapolation);
+  if (c.max_tag_lead) out << YAML::Key << "max_tag_lead" << YAML::Value << exact_seconds(*c.max_tag_lead);
   out << YAML::EndMap;
 }
 
@@ -134,6 +137,7 @@ namespace {
 
 bool same_coupling(const CouplingSpec& a, const CouplingSpec& b) {
   if (a.method != b.method || a.params.size() != b.params.size()) return false;
+  if (a.max_extrapolation != b.max_extrapolation || a.max_tag_lead != b.max_tag_lead) return false;
   for (std::size_t i = 0; i < a.params.size(); ++i) {
     if (a.params[i].name != b.params[i].name || a.params[i].value != b.params[i].value) return false;
   }

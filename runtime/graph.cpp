@@ -7,16 +7,62 @@
 
 namespace rtcosim::runtime {
 
+namespace {
+
+// Default horizon: this many producer periods (or the producer's longest
+// step plus one period, if longer).
+constexpr double kHorizonPeriods = 4.0;
+// Default tolerance of a tag ahead of the consumer's clock (seconds).
+constexpr double kDefaultMaxTagLead = 10.0;
+
+}  // namespace
+
+void LinkInputs::bind(GraphLink* link) {
+  links_.push_back(link);
+  mean_offsets_.push_back(means_.size());
+  means_.resize(means_.size() + link->link->signal_count(), 0.0);
+}
+
+void LinkInputs::begin_step(double t, double h) noexcept {
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    coupling::Extrapolator& e = links_[i]->link->extrapolator();
+    if (!e.averages_over_step()) continue;
+    e.step_mean(t, t + h, std::span<double>(means_.data() + mean_offsets_[i], e.signal_count()));
+  }
+}
+
 void LinkInputs::sample(std::size_t input, double t, std::span<double> out) noexcept {
   GraphLink& l = *links_[input];
   const coupling::Extrapolator& e = l.link->extrapolator();
-  if (e.averages_over_step()) {
-    e.evaluate_mean(t0_, t1_, out);
+  if (pass_ == tasks::InputPass::kIntegration && e.averages_over_step()) {
+    const double* mean = means_.data() + mean_offsets_[input];
+    std::copy(mean, mean + out.size(), out.begin());
   } else {
-    e.evaluate(t, out);
+    const double newest = e.newest_tag();
+    // Beyond the horizon every method holds its value there.
+    e.evaluate(std::isfinite(newest) ? std::min(t, newest + l.max_extrapolation) : t, out);
   }
   const double newest = e.newest_tag();
-  if (std::isfinite(newest)) l.stats.extrapolation_interval.add(t - newest);
+  if (!std::isfinite(newest)) return;
+  const double gap = t - newest;
+  l.stats.extrapolation_interval.add(gap);
+  // The output pass comes once per frame: the frame's counters.
+  if (pass_ == tasks::InputPass::kOutput) {
+    if (gap > l.max_extrapolation) l.stats.beyond_horizon_frames.fetch_add(1, std::memory_order_relaxed);
+    if (e.in_derivative_fallback()) l.stats.fallback_frames.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+LinkHealth GraphLink::health() const noexcept {
+  const coupling::Extrapolator& e = link->extrapolator();
+  LinkHealth h;
+  h.stale = e.stale_blocks();
+  h.rejected_tags = e.rejected_tags();
+  h.rejected_values = e.rejected_values();
+  h.fallback_frames = stats.fallback_frames.load(std::memory_order_relaxed);
+  h.beyond_horizon_frames = stats.beyond_horizon_frames.load(std::memory_order_relaxed);
+  h.longest_gap = stats.extrapolation_interval.count() ? std::max(0.0, stats.extrapolation_interval.max()) : 0.0;
+  return h;
 }
 
 TaskRuntime::TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Partition> partition)
@@ -33,6 +79,7 @@ void TaskRuntime::reset_run() noexcept {
 void TaskRuntime::drain() noexcept {
   const double t = partition_->time();
   for (GraphLink* l : inputs_.links()) {
+    l->link->extrapolator().set_clock(t);
     const std::size_t blocks = l->link->drain();
     const double newest = l->link->extrapolator().newest_tag();
     if (std::isfinite(newest)) l->stats.data_age.add(t - newest);
@@ -41,6 +88,12 @@ void TaskRuntime::drain() noexcept {
 }
 
 void TaskRuntime::step(double h) noexcept {
+  if (!(h > 0.0)) {
+    // No step (a measured frame that found no time to integrate): nothing
+    // new to publish; a block at the same tag would only be counted stale.
+    stats_.step.add(h);
+    return;
+  }
   partition_->step(partition_->time(), h, inputs_);
   stats_.step.add(h);
   if (partition_->integrator() == tasks::IntegratorKind::kAb2) stats_.truncation_error.add(partition_->truncation_error());
@@ -48,6 +101,7 @@ void TaskRuntime::step(double h) noexcept {
 }
 
 void TaskRuntime::stage_outputs() noexcept {
+  staged_ = true;
   ++sequence_;
   for (OutputBinding& o : outputs_) {
     o.block.tag = partition_->time();
@@ -62,6 +116,8 @@ void TaskRuntime::stage_outputs() noexcept {
 }
 
 void TaskRuntime::publish() noexcept {
+  if (!staged_) return;
+  staged_ = false;
   for (OutputBinding& o : outputs_) {
     const bool delivered = o.link->link->publish(o.block);
     trace::link_publish(o.link->id, o.block.sequence, o.block.tag, !delivered);
@@ -119,11 +175,20 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       link->producer = producer->spec().name;
       link->consumer = consumer->spec().name;
       link->method = coupling->method;
+      link->method_uses_derivatives = methods.get(coupling->method).uses_derivatives;
       const double consumer_max = consumer->policy().max_step();
+      const double producer_period = producer->spec().period;
+      const double producer_max = producer->policy().max_step();
+      link->max_extrapolation = coupling->max_extrapolation.value_or(
+          std::max(kHorizonPeriods * producer_period, producer_max + producer_period));
+      auto extrapolator = methods.create(coupling->method, coupling->params, external.width);
+      // Twice the producer's longest step per frame: the fast members of a
+      // rate group take an N-th of the slow member's step, which may exceed
+      // their own max_step.
+      extrapolator->set_tag_limits({2.0 * producer_max, coupling->max_tag_lead.value_or(kDefaultMaxTagLead)});
       link->link = std::make_unique<coupling::Link>(
-          external.width,
-          coupling::LinkTiming{producer->spec().period, consumer->spec().period, consumer_max, 2},
-          methods.create(coupling->method, coupling->params, external.width));
+          external.width, coupling::LinkTiming{producer_period, consumer->spec().period, consumer_max, 2},
+          std::move(extrapolator));
       consumer->inputs().bind(link.get());
       const auto dot = external.name.rfind('.');
       OutputBinding out;
@@ -144,10 +209,45 @@ void Graph::trace_names() const noexcept {
   for (const auto& l : links_) trace::link_info(l->id, l->source.c_str(), l->consumer.c_str(), l->method.c_str());
 }
 
+std::vector<std::string> Graph::link_warnings() {
+  reset();
+  std::vector<std::string> out;
+  for (const auto& task : tasks_) {
+    for (const OutputBinding& o : task->outputs_view()) {
+      const GraphLink& l = *o.link;
+      if (!l.method_uses_derivatives) continue;
+      const auto known = task->partition().output_derivative_flags(o.ref);
+      std::string missing;
+      std::size_t count = 0;
+      for (std::size_t i = 0; i < known.size(); ++i) {
+        if (known[i] != 0) continue;
+        missing += (count++ ? ", " : "") + std::to_string(i);
+      }
+      if (count == 0) continue;
+      std::string which = known.size() == 1 ? "'" + l.source + "'"
+                                            : "'" + l.source + "' (signal" + (count > 1 ? "s " : " ") + missing +
+                                                  " of " + std::to_string(known.size()) + ")";
+      out.push_back("link " + l.source + " -> " + l.consumer + " (" + l.method + "): producer '" + l.producer +
+                    "' publishes no derivative for " + which + "; the method uses its derivative-free variant there " +
+                    "(counted as fallback frames)");
+    }
+  }
+  return out;
+}
+
+void Graph::trace_link_health() const noexcept {
+  for (const auto& l : links_) {
+    const LinkHealth h = l->health();
+    trace::link_health(l->id, h.stale, h.rejected_tags, h.rejected_values, h.fallback_frames, h.beyond_horizon_frames,
+                       h.longest_gap);
+  }
+}
+
 void Graph::reset() noexcept {
   for (auto& l : links_) {
     l->link->drain_to([](const coupling::DataBlock&) noexcept {});
     l->link->extrapolator().reset();
+    l->link->reset_counters();
     l->stats.reset();
   }
   for (auto& t : tasks_) t->reset_run();

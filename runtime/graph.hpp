@@ -16,6 +16,20 @@
 
 namespace rtcosim::runtime {
 
+// How a link has degraded so far: counters of its extrapolator and its
+// LinkStats in one snapshot (docs/config.md, "Link health").
+struct LinkHealth {
+  std::uint64_t stale = 0;            // blocks not after the newest tag, ignored
+  std::uint64_t rejected_tags = 0;    // non-finite tags, tags beyond the producer's reach or the lead
+  std::uint64_t rejected_values = 0;  // non-finite values or known derivatives
+  std::uint64_t fallback_frames = 0;  // consumer frames on a derivative fallback
+  std::uint64_t beyond_horizon_frames = 0;
+  double longest_gap = 0.0;  // seconds: the furthest any sample was past the newest tag
+  [[nodiscard]] bool degraded() const noexcept {
+    return stale + rejected_tags + rejected_values + fallback_frames + beyond_horizon_frames > 0;
+  }
+};
+
 // A link of the graph: one producer partition's output port into one
 // consumer task, with its coupling method.
 struct GraphLink {
@@ -24,29 +38,38 @@ struct GraphLink {
   std::string producer;  // task
   std::string consumer;  // task
   std::string method;
+  bool method_uses_derivatives = false;
+  // Beyond the newest tag plus this, the consumer holds the value at that
+  // horizon (seconds).
+  double max_extrapolation = 0.0;
   std::unique_ptr<coupling::Link> link;
   LinkStats stats;
+
+  [[nodiscard]] LinkHealth health() const noexcept;
 };
 
 /*
  * LinkInputs: a partition's external inputs answered from the extrapolators
  * of its links. A method that averages over the step (zoh_average) answers
- * every sample of a step with the step's mean (reference eq. 10.7).
- * RT-safe: noexcept, allocation-free.
+ * the samples of the integration pass with the step's mean, taken once at
+ * the step's start (reference eq. 10.7); the discrete pass and the output
+ * pass see the held value at their instant.
+ * RT-safe: everything but `bind` is noexcept and allocation-free.
  */
 class LinkInputs final : public tasks::InputSource {
  public:
-  void bind(GraphLink* link) { links_.push_back(link); }
-  void begin_step(double t, double h) noexcept override {
-    t0_ = t;
-    t1_ = t + h;
-  }
+  // Set-up: the next input is this link.
+  void bind(GraphLink* link);
+  void begin_step(double t, double h) noexcept override;
+  void begin_pass(tasks::InputPass pass) noexcept override { pass_ = pass; }
   void sample(std::size_t input, double t, std::span<double> out) noexcept override;
   [[nodiscard]] const std::vector<GraphLink*>& links() const noexcept { return links_; }
 
  private:
   std::vector<GraphLink*> links_;
-  double t0_ = 0.0, t1_ = 0.0;
+  std::vector<std::size_t> mean_offsets_;  // per link, into means_
+  std::vector<double> means_;              // the step means of averaging links
+  tasks::InputPass pass_ = tasks::InputPass::kOutput;
 };
 
 // One output link of a partition: where to read the values, the block to
@@ -82,6 +105,7 @@ class TaskRuntime {
   [[nodiscard]] const TaskStats& stats() const noexcept { return stats_; }
   [[nodiscard]] LinkInputs& inputs() noexcept { return inputs_; }
   [[nodiscard]] std::vector<OutputBinding>& outputs() noexcept { return outputs_; }
+  [[nodiscard]] const std::vector<OutputBinding>& outputs_view() const noexcept { return outputs_; }
   // How the task's thread ran (set by the executor before the first frame).
   [[nodiscard]] const ThreadPlacement& placement() const noexcept { return placement_; }
   void set_placement(ThreadPlacement p) { placement_ = std::move(p); }
@@ -90,9 +114,10 @@ class TaskRuntime {
 
   // Drains every input link into its extrapolator.
   void drain() noexcept;
-  // Steps the partition by h from its current time and stages the outputs.
+  // Steps the partition by h from its current time and stages the outputs
+  // (nothing when h <= 0).
   void step(double h) noexcept;
-  // Publishes the staged blocks.
+  // Publishes the blocks staged since the last publish, if any.
   void publish() noexcept;
   // Outputs at the start, before the first step: staged and published so
   // that consumers have a first block at t = 0.
@@ -109,6 +134,7 @@ class TaskRuntime {
   std::vector<OutputBinding> outputs_;
   ThreadPlacement placement_;
   std::uint64_t sequence_ = 0;
+  bool staged_ = false;  // outputs staged since the last publish
   std::uint16_t id_ = 0;
 };
 
@@ -130,6 +156,14 @@ class Graph {
 
   // Emits task_info and link_info trace events (names for the ids).
   void trace_names() const noexcept;
+
+  // One line per link that starts degraded: a method that wants derivatives
+  // on a port that publishes none. Set-up code: resets the graph first, to
+  // compute the initial outputs and their derivative flags.
+  [[nodiscard]] std::vector<std::string> link_warnings();
+
+  // Emits one link_health trace event per link (its counters so far).
+  void trace_link_health() const noexcept;
 
   // A fresh run: every task to its initial state at simulation time 0 with
   // its statistics and step policy reset, links emptied, extrapolators

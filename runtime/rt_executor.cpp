@@ -70,7 +70,7 @@ void RealtimeExecutor::start(double duration, double start_delay) {
   MonotonicClock clock;
   epoch_ns_ = clock.now() + seconds_to_ns(start_delay);
   end_ns_ = duration > 0.0 ? epoch_ns_ + seconds_to_ns(duration) : 0;
-  for (auto& u : units_) u.reset(epoch_ns_);
+  for (auto& u : units_) u.reset(epoch_ns_, end_ns_);
   go_.store(kRun);
   go_.notify_all();
 }

@@ -187,15 +187,25 @@ struct TaskStats {
   }
 };
 
-// What one link reports, beside the link's own published/dropped counters.
+// What one link reports, beside the link's own published/dropped counters
+// and its extrapolator's stale/rejected counters. Written by the consumer's
+// thread only (relaxed atomics), readable from any thread.
 struct LinkStats {
   RunningRange data_age;               // consumer's simulation time minus the newest tag, at each drain
-  RunningRange extrapolation_interval; // evaluation time minus the newest tag, at each sample
+  RunningRange extrapolation_interval;  // evaluation time minus the newest tag, at each sample (before the horizon)
+  // Consumer frames whose outputs were evaluated from a reconstruction that
+  // used a derivative fallback (a block lacked a derivative the method wants).
+  std::atomic<std::uint64_t> fallback_frames{0};
+  // Consumer frames whose end lay beyond the newest tag plus the link's
+  // max_extrapolation: the input was held at the horizon.
+  std::atomic<std::uint64_t> beyond_horizon_frames{0};
 
   // Between runs only.
   void reset() noexcept {
     data_age.reset();
     extrapolation_interval.reset();
+    fallback_frames.store(0, std::memory_order_relaxed);
+    beyond_horizon_frames.store(0, std::memory_order_relaxed);
   }
 };
 

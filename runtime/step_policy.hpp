@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace rtcosim::runtime {
@@ -109,6 +110,9 @@ class Deadlines {
     return release_ns_ > now_ns ? release_ns_ : now_ns;
   }
   [[nodiscard]] std::int64_t period() const noexcept { return period_ns_; }
+  // The end of the run (0: none): instants at or after it are not missed,
+  // they are simply not part of the run.
+  void set_horizon(std::int64_t end_ns) noexcept { horizon_ns_ = end_ns; }
 
   // The cycle released at release() ended at `end_ns`: counts an overrun and
   // missed releases, moves to the next release. Returns whether the cycle
@@ -129,7 +133,10 @@ class Deadlines {
         // Instants in [deadline, end) get no cycle; one ending exactly on an
         // instant starts its successor there.
         const std::int64_t passed = (late + period_ns_ - 1) / period_ns_;
-        missed_ += static_cast<std::uint64_t>(passed);
+        const std::int64_t in_run =
+            horizon_ns_ == 0 ? passed
+                             : std::max<std::int64_t>(0, (horizon_ns_ - deadline + period_ns_ - 1) / period_ns_);
+        missed_ += static_cast<std::uint64_t>(std::min(passed, in_run));
         release_ns_ = deadline + passed * period_ns_;
         break;
       }
@@ -162,6 +169,7 @@ class Deadlines {
   std::uint64_t overruns_ = 0;
   std::uint64_t missed_ = 0;
   std::int64_t shifted_ns_ = 0;  // rephase: how far the grid has moved in total
+  std::int64_t horizon_ns_ = 0;
 };
 
 }  // namespace rtcosim::runtime

@@ -64,9 +64,10 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
   return units;
 }
 
-void ThreadUnit::reset(std::int64_t first_release_ns) noexcept {
+void ThreadUnit::reset(std::int64_t first_release_ns, std::int64_t end_ns) noexcept {
   const TaskRuntime& o = owner();
   deadlines = Deadlines(first_release_ns, seconds_to_ns(o.spec().period), overrun_policy(o.spec()));
+  deadlines.set_horizon(end_ns);
   measured_cycle = o.spec().period;
 }
 

@@ -42,8 +42,9 @@ struct ThreadUnit {
   [[nodiscard]] TaskRuntime& owner() const noexcept { return *members.back(); }
   [[nodiscard]] bool is_owner(std::size_t member) const noexcept { return member + 1 == members.size(); }
 
-  // A fresh run whose first release is at `first_release_ns`.
-  void reset(std::int64_t first_release_ns) noexcept;
+  // A fresh run whose first release is at `first_release_ns` and which ends
+  // at `end_ns` (0: when stopped).
+  void reset(std::int64_t first_release_ns, std::int64_t end_ns = 0) noexcept;
 
   // The step of a frame of `member` whose integration point is at `wall`
   // (seconds since the epoch).

@@ -55,4 +55,12 @@ void task_state(std::uint16_t task, std::uint8_t state) noexcept {
   (void)task, (void)state;
 }
 
+void link_health(std::uint16_t link, std::uint64_t stale, std::uint64_t rejected_tags, std::uint64_t rejected_values,
+                 std::uint64_t fallback_frames, std::uint64_t beyond_horizon_frames, double longest_gap_s) noexcept {
+  RTCOSIM_TP(link_health, link, stale, rejected_tags, rejected_values, fallback_frames, beyond_horizon_frames,
+             longest_gap_s);
+  (void)link, (void)stale, (void)rejected_tags, (void)rejected_values, (void)fallback_frames,
+      (void)beyond_horizon_frames, (void)longest_gap_s;
+}
+
 }  // namespace rtcosim::runtime::trace

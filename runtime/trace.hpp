@@ -23,5 +23,8 @@ void overrun(std::uint16_t task, std::uint64_t frame, std::uint64_t missed_perio
 void link_publish(std::uint16_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept;
 void link_drain(std::uint16_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept;
 void task_state(std::uint16_t task, std::uint8_t state) noexcept;
+// A link's degradation counters (runtime/graph.hpp LinkHealth), at the end of a run.
+void link_health(std::uint16_t link, std::uint64_t stale, std::uint64_t rejected_tags, std::uint64_t rejected_values,
+                 std::uint64_t fallback_frames, std::uint64_t beyond_horizon_frames, double longest_gap_s) noexcept;
 
 }  // namespace rtcosim::runtime::trace

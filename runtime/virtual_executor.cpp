@@ -50,12 +50,13 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
   std::vector<Unit> units(thread_units_of_graph.size());
   // Tasks pinned to one CPU share one simulated processor; an unpinned task
   // gets a processor of its own, as a machine with enough cores would.
+  const std::int64_t end_ns = seconds_to_ns(duration);
   std::map<int, std::size_t> cpu_slot;
   std::size_t processors = 0;
   for (std::size_t i = 0; i < units.size(); ++i) {
     Unit& u = units[i];
     u.unit = &thread_units_of_graph[i];
-    u.unit->reset(0);
+    u.unit->reset(0, seconds_to_ns(duration));
     const int cpu = u.unit->owner().spec().cpu;
     if (cpu < 0) {
       u.cpu = processors++;
@@ -70,7 +71,6 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
     }
   }
 
-  const std::int64_t end_ns = seconds_to_ns(duration);
   std::uint64_t releases = 0;
   std::vector<Unit*> running(processors, nullptr);
 

@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev                      # tests
   libbenchmark-dev                               # bench/
   liblttng-ust-dev lttng-tools                   # tracepoints and tracing sessions (rtcosim run --trace)
+  strace                                         # the test that traced frames make no system call
   libbabeltrace2-dev                             # rtcosim trace report
   libsystemd-dev systemd                         # rtcosimd: sd_notify; systemd-analyze verify in CI
   rt-tests                                       # cyclictest, the baseline of bench/latency_vs_cyclictest.sh

@@ -49,7 +49,7 @@ struct Partition::Impl {
     std::vector<unsigned char> dvalid;
     std::vector<double> next_hit;
     int history = 0;
-    double prev_h = 0.0, prev_tau = 0.0, prev2_tau = 0.0;
+    double prev_h = 0.0, prev2_h = 0.0, prev_tau = 0.0;
     std::vector<double> prev_main, prev2_main, prev_ext, prev_xd;
     double truncation_error = 0.0;
   };
@@ -416,7 +416,8 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   Impl::State& s = m.s;
   const std::size_t n_ext = externals_.size();
   // Widths of the external inputs, read from the specs (no allocation).
-  auto sample = [&](double at) noexcept {
+  auto sample = [&](double at, InputPass pass = InputPass::kIntegration) noexcept {
+    inputs.begin_pass(pass);
     for (std::size_t i = 0; i < n_ext; ++i) {
       inputs.sample(i, at, std::span<double>(m.ext.data() + m.ext_offsets[i], externals_[i].width));
     }
@@ -426,7 +427,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   if (t != s.time) s.time_error = 0.0;
   s.time = t;
   if (!m.discrete.empty()) {
-    sample(t);
+    sample(t, InputPass::kDiscrete);
     m.major_pass(t);
   }
   std::vector<double>& x = s.x;
@@ -483,12 +484,18 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
         }
         for (std::size_t i = 0; i < nx; ++i) x[i] += h * (m.k1[i] + r * (m.k2[i] - s.prev_main[i]));
         if (s.history >= 2) {
-          // x''' ~ 2 f[tau_n, tau_{n-1}, tau_{n-2}], LTE ~ (5/12) h^3 x'''.
+          // x''' ~ 2 f[t_n, t_{n-1}, t_{n-2}]: the three main evaluations
+          // are at the states x_n, x_{n-1}, x_{n-2}, which the steps h_{n-1}
+          // and h_{n-2} separate (their mid-frame times would not: with
+          // unequal steps they are spaced by the means of two steps).
+          // Variable-step AB-2 local error: h_n^2 (h_n/6 + h_{n-1}/4) x''',
+          // (5/12) h^3 x''' for equal steps.
           double worst = 0.0;
-          const double d1 = tau - s.prev_tau, d2 = s.prev_tau - s.prev2_tau, d02 = tau - s.prev2_tau;
+          const double d1 = s.prev_h, d2 = s.prev2_h, d02 = d1 + d2;
+          const double factor = h * h * (h / 6.0 + s.prev_h / 4.0) * 2.0;
           for (std::size_t i = 0; i < nx; ++i) {
             const double dd = ((m.k1[i] - s.prev_main[i]) / d1 - (s.prev_main[i] - s.prev2_main[i]) / d2) / d02;
-            worst = std::max(worst, std::fabs(5.0 / 12.0 * h * h * h * 2.0 * dd));
+            worst = std::max(worst, std::fabs(factor * dd));
           }
           s.truncation_error = worst;
         }
@@ -499,8 +506,8 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
       std::copy(m.k1.begin(), m.k1.end(), s.prev_main.begin());
       std::copy(m.ext.begin(), m.ext.end(), s.prev_ext.begin());
       std::copy(s.xd.begin(), s.xd.end(), s.prev_xd.begin());
-      s.prev2_tau = s.prev_tau;
       s.prev_tau = tau;
+      s.prev2_h = s.prev_h;
       s.prev_h = h;
       if (s.history < 2) ++s.history;
       break;
@@ -512,7 +519,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   const double end = t + y;
   s.time_error = (end - t) - y;
   s.time = end;
-  sample(end);
+  sample(end, InputPass::kOutput);
   m.evaluate(end, x, m.k4);
   m.output_derivatives(m.k4);
 }
@@ -520,6 +527,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
 void Partition::refresh_outputs(InputSource& inputs) noexcept {
   Impl& m = *impl_;
   const double t = m.s.time;
+  inputs.begin_pass(InputPass::kOutput);
   for (std::size_t i = 0; i < externals_.size(); ++i) {
     inputs.sample(i, t, std::span<double>(m.ext.data() + m.ext_offsets[i], externals_[i].width));
   }

@@ -31,17 +31,29 @@ struct ExternalInputSpec {
   std::vector<Endpoint> targets;
 };
 
+// What the samples that follow are for. An averaging input (reference
+// eq. 10.7) replaces the input by its step mean only inside the integration
+// formulas; discrete blocks at their sample hits and the outputs at the end
+// of a step see the input's value at that instant.
+enum class InputPass {
+  kDiscrete,     // the major evaluation at the step start: sample hits, discrete updates
+  kIntegration,  // the integrator's stage evaluations inside [t, t + h]
+  kOutput,       // the outputs at the end of the step (or at t0, before the first step)
+};
+
 /*
  * InputSource: where a partition's external inputs come from. The partition
- * calls `begin_step` once per step with the step's span, then `sample` at
- * the times its integrator chooses inside [t, t + h] (the runtime answers
- * from its links' extrapolators, a test from a formula).
- * RT-safe contract: both functions noexcept, allocation-free.
+ * calls `begin_step` once per step with the step's span, `begin_pass` before
+ * each group of samples, then `sample` at the times its integrator chooses
+ * inside [t, t + h] (the runtime answers from its links' extrapolators, a
+ * test from a formula).
+ * RT-safe contract: every function noexcept, allocation-free.
  */
 class InputSource {
  public:
   virtual ~InputSource() = default;
   virtual void begin_step(double t, double h) noexcept { (void)t, (void)h; }
+  virtual void begin_pass(InputPass pass) noexcept { (void)pass; }
   virtual void sample(std::size_t input, double t, std::span<double> out) noexcept = 0;
 };
 
@@ -110,8 +122,9 @@ class Partition {
   [[nodiscard]] std::span<const unsigned char> output_derivative_flags(const OutputRef& ref) const noexcept;
 
   // ab2 only: the on-line local truncation-error estimate of the last step,
-  // max over states of (5/12) h^3 |x'''| with x''' from the derivative
-  // history (reference eq. 9.7); 0 until three steps are known.
+  // max over states of h_n^2 (h_n/6 + h_{n-1}/4) |x'''| (the variable-step
+  // form of the reference's (5/12) h^3 |x'''|, eq. 9.7), x''' from the
+  // derivative history; 0 until three steps are known.
   [[nodiscard]] double truncation_error() const noexcept;
 
   // Copies the whole state (continuous, discrete, integrator history,

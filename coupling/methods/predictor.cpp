@@ -34,7 +34,16 @@ void Predictor::do_push(const DataBlock& block) noexcept {
     c_[s] = 0.0;
     if (k0[s] != 0) {
       b_[s] = d0[s];
-      if (n >= 2 && k1[s] != 0) c_[s] = (d0[s] - d1[s]) * half_over_dt01;
+      if (n < 2) continue;
+      if (k1[s] != 0) {
+        c_[s] = (d0[s] - d1[s]) * half_over_dt01;
+        continue;
+      }
+      // The previous block has no derivative: the parabola with the newest
+      // value and slope through the previous value keeps second order.
+      note_derivative_fallback();
+      const double dt = t0 - t1;
+      c_[s] = (y1[s] - y0[s] + d0[s] * dt) / (dt * dt);
       continue;
     }
     note_derivative_fallback();

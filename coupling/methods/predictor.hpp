@@ -14,7 +14,9 @@ namespace rtcosim::coupling::methods {
  *   u = y_k + D [y'_k + D / (2 (t_k - t_{k-1})) (y'_k - y'_{k-1})],
  * first order (y_k + D y'_k) while one block is known. A signal without a
  * valid derivative uses the derivative-free second-order variant, a parabola
- * through the newest three values (flagged once).
+ * through the newest three values; one whose previous block has none, the
+ * parabola with the newest value and slope through the previous value. Both
+ * raise the fallback flag.
  *
  * Every form is stored as u = a + D (b + D c), so evaluation is two
  * multiply-adds per signal.

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <vector>
+
 #include "coupling/extrapolator.hpp"
 #include "coupling/methods/sample_history.hpp"
 
@@ -8,31 +10,52 @@ namespace rtcosim::coupling::methods {
 /*
  * Zero-order hold (`zoh`) and input averaging (`zoh_average`, reference
  * eq. 10.7). u(t) is the value of the newest block with tag <= t (the oldest
- * kept block before that). The step mean is the exact segment sum of the held
+ * kept block before that). The step mean is the exact integral of the held
  * signal, so a non-integer or changing frame ratio adds no first-order error;
- * `zoh_average` additionally asks its consumer to use that mean for the whole
- * step. Keeps the newest `kHistory` blocks so that a consumer step spanning
- * several producer frames is averaged exactly.
+ * `zoh_average` additionally asks its consumer to use that mean inside its
+ * integration formulas.
+ *
+ * Any number of blocks per consumer step: besides the newest `kHistory`
+ * blocks (for `evaluate` behind the newest tag), the method keeps a mark at
+ * the end of the consumer's last step (`step_mean`; until the first one, the
+ * first block's tag) and the running integral
+ * of the held signal from that mark to the newest tag, one value per signal,
+ * updated at every block. The next step's mean starts from the mark, so it is
+ * exact whether 1 or 10^4 blocks arrived in between.
  */
 class Zoh final : public Extrapolator {
  public:
   static constexpr std::size_t kHistory = 64;
   explicit Zoh(bool averaging) : Extrapolator(averaging ? "zoh_average" : "zoh"), averaging_(averaging) {}
 
-  void reset() noexcept override { history_.clear(); }
+  void reset() noexcept override;
   void evaluate(double t, std::span<double> out) const noexcept override;
   void evaluate_mean(double t0, double t1, std::span<double> out) const noexcept override;
+  void step_mean(double t0, double t1, std::span<double> out) noexcept override;
   [[nodiscard]] bool averages_over_step() const noexcept override { return averaging_; }
 
  private:
-  void do_configure(std::size_t signal_count) override { history_.configure(kHistory, signal_count); }
-  void do_push(const DataBlock& block) noexcept override { history_.push(block); }
+  void do_configure(std::size_t signal_count) override;
+  void do_push(const DataBlock& block) noexcept override;
   [[nodiscard]] double newest_tag() const noexcept override { return history_.newest_tag(); }
   // Index of the block held at time t.
   [[nodiscard]] std::size_t held_at(double t) const noexcept;
+  // out = integral of the held signal from the newest tag to t (negative
+  // behind it), walking the kept blocks back from the newest.
+  void integral_from_newest(double t, std::span<double> out) const noexcept;
+  // True when the integral up to t follows from the mark: t is the mark
+  // (up to the rounding of a sum of steps), or the mark is the first block
+  // and t is before it.
+  [[nodiscard]] bool from_mark(double t) const noexcept;
 
   bool averaging_;
   SampleHistory history_;
+  bool marked_ = false;
+  bool mark_is_origin_ = false;  // the mark is the first block since a reset
+  double mark_ = 0.0;
+  std::vector<double> since_mark_;  // integral of the held signal from the mark to the newest tag
+  std::vector<double> mark_value_;  // value held at the mark
+  mutable std::vector<double> scratch_;
 };
 
 }  // namespace rtcosim::coupling::methods

@@ -71,6 +71,18 @@ LTTNG_UST_TRACEPOINT_EVENT(rtcosim, link_drain,
         lttng_ust_field_float(double, newest_tag_s, newest_tag_s)
         lttng_ust_field_float(double, age_s, age_s)))
 
+LTTNG_UST_TRACEPOINT_EVENT(rtcosim, link_health,
+    LTTNG_UST_TP_ARGS(uint16_t, link, uint64_t, stale, uint64_t, rejected_tags, uint64_t, rejected_values,
+                      uint64_t, fallback_frames, uint64_t, beyond_horizon_frames, double, longest_gap_s),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint16_t, link, link)
+        lttng_ust_field_integer(uint64_t, stale, stale)
+        lttng_ust_field_integer(uint64_t, rejected_tags, rejected_tags)
+        lttng_ust_field_integer(uint64_t, rejected_values, rejected_values)
+        lttng_ust_field_integer(uint64_t, fallback_frames, fallback_frames)
+        lttng_ust_field_integer(uint64_t, beyond_horizon_frames, beyond_horizon_frames)
+        lttng_ust_field_float(double, longest_gap_s, longest_gap_s)))
+
 LTTNG_UST_TRACEPOINT_EVENT(rtcosim, task_state,
     LTTNG_UST_TP_ARGS(uint16_t, task, uint8_t, state),
     LTTNG_UST_TP_FIELDS(

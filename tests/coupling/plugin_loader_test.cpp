@@ -370,16 +370,32 @@ TEST(Plugins, RegistryWithPluginsAddsTheBuiltInsAndReportsEveryFile) {
   EXPECT_NE(registry.find("polynomial"), nullptr);
 }
 
-TEST(Plugins, ATaskGraphNamingThePluginDirectoryMayUseItsMethods) {
+TEST(Plugins, ATaskGraphNamingAnAllowedPluginByIdMayUseItsMethods) {
   const TempDir dir("plugins_graph");
   const auto file = dir.path() / "graph.yaml";
-  std::ofstream(file) << "plugins: [" << RTCOSIM_PLUGIN_DIR << "]\n"
+  std::ofstream(file) << "plugins: [sample_linear]\n"
                       << "tasks:\n  - {name: a, period: 10ms}\n  - {name: b, period: 1ms}\n"
                       << "blocks:\n  - {name: s, type: sine, task: a}\n  - {name: g, type: gain, task: b, params: {gain: 1}}\n"
                       << "wires:\n  - {from: s.y, to: g.u, coupling: {method: linear_hold, max_horizon: 20ms}}\n";
-  const auto loaded = config::load_graph_file(file.string());
+  config::LoadOptions options;
+  options.plugins = {{RTCOSIM_PLUGIN_DIR}, true};
+  const auto loaded = config::load_graph_file(file.string(), options);
   for (const auto& d : loaded.diagnostics) ADD_FAILURE() << d.str();
   EXPECT_TRUE(loaded.ok());
+  EXPECT_NE(config::plugin_registry(loaded.graph, {RTCOSIM_PLUGIN_DIR}).find("linear_hold"), nullptr);
+  // Not loaded (what 'rtcosim check' does by default): the plugin's method
+  // is noted as unchecked, not an error.
+  const auto unloaded = config::load_graph_file(file.string());
+  EXPECT_TRUE(unloaded.ok());
+  ASSERT_EQ(unloaded.diagnostics.size(), 1u);
+  EXPECT_NE(unloaded.diagnostics[0].message.find("method 'linear_hold' is not built in; the plugins were not loaded"),
+            std::string::npos);
+  // Allowed directories that do not hold it: an error at the id.
+  config::LoadOptions elsewhere;
+  elsewhere.plugins = {{dir.path().string()}, true};
+  const auto missing = config::load_graph_file(file.string(), elsewhere);
+  EXPECT_FALSE(missing.ok());
+  EXPECT_EQ(missing.diagnostics.front().str(), file.string() + ":1:11: error: no plugin 'sample_linear' (sample_linear.so) in the allowed plugin directories (" + dir.path().string() + ")");
   const auto without = config::load_graph_text("tasks: [{name: a, period: 10ms}, {name: b, period: 1ms}]\n"
                                                "blocks: [{name: s, type: sine, task: a}, {name: g, type: gain, task: b, params: {gain: 1}}]\n"
                                                "wires: [{from: s.y, to: g.u, coupling: {method: linear_hold}}]\n",

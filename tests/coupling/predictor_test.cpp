@@ -77,6 +77,24 @@ TEST(Predictor, WithoutDerivativesItIsTheParabolaThroughTheNewestThreeValues) {
   EXPECT_FALSE(ex->take_derivative_fallback_notice());
 }
 
+// The previous block without a derivative, the newest with one: the
+// parabola with the newest value and slope through the previous value, exact
+// on a quadratic (the old first-order drop was off by c D^2), and flagged
+// while that block is the newest.
+TEST(Predictor, PreviousBlockWithoutDerivativeKeepsSecondOrderAndRaisesTheFlag) {
+  auto q = [](double t) { return 0.3 - 1.7 * t + 4.1 * t * t; };
+  auto dq = [](double t) { return -1.7 + 8.2 * t; };
+  auto ex = make_method("predictor");
+  push_sample(*ex, 0.100, q);
+  EXPECT_TRUE(ex->in_derivative_fallback());  // the newest has no derivative
+  push_sample(*ex, 0.113, q, dq);
+  EXPECT_TRUE(ex->used_derivative_fallback());
+  EXPECT_TRUE(ex->in_derivative_fallback());
+  for (double t : {0.09, 0.113, 0.12, 0.15, 0.2}) EXPECT_NEAR(eval1(*ex, t), q(t), 1e-13) << t;
+  push_sample(*ex, 0.125, q, dq);
+  EXPECT_FALSE(ex->in_derivative_fallback());  // both newest blocks carry derivatives again
+}
+
 TEST(Predictor, NoFallbackWhenEveryDerivativeIsThere) {
   auto ex = make_method("predictor");
   for (double t : jittered_tags(0.0, 0.02, 6)) push_sample(*ex, t, sine, sine_derivative);

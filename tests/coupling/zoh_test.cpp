@@ -108,6 +108,65 @@ TEST(ZohAverage, MeanOverAStepSpanningSeveralProducerBlocks) {
   }
 }
 
+// A ramp u = t sampled every h/N, averaged over consumer steps of h = 10 ms
+// for 1 s, with every block of a step pushed before its mean is asked (the
+// producer ahead of the consumer): each step's mean is the exact mean of the
+// held ramp, h j + (h/N)(N-1)/2, whatever N, also past the 64 blocks the
+// method keeps for `evaluate`.
+TEST(ZohAverage, StepMeanIsExactAtAnyNumberOfBlocksPerStep) {
+  constexpr double h = 0.010;
+  for (long n : {1L, 8L, 63L, 64L, 100L, 1000L}) {
+    auto ex = make_method("zoh_average");
+    const double hp = h / static_cast<double>(n);
+    long next = 0;
+    double integral = 0.0;
+    double worst = 0.0;
+    for (long j = 0; j < 100; ++j) {
+      const double t0 = static_cast<double>(j) * h;
+      const double t1 = static_cast<double>(j + 1) * h;
+      for (; next < (j + 1) * n; ++next) {
+        const double tag = static_cast<double>(next) * hp;
+        push_block(*ex, tag, {tag});
+      }
+      double mean = 0.0;
+      ex->step_mean(t0, t1, std::span<double>(&mean, 1));
+      const double exact = h * static_cast<double>(j) + hp * static_cast<double>(n - 1) / 2.0;
+      worst = std::max(worst, std::abs(mean - exact));
+      integral += mean * (t1 - t0);
+    }
+    EXPECT_LT(worst, 1e-12) << "N = " << n;
+    // The held ramp integrates to hp^2 M (M - 1) / 2 over M = 100 N blocks
+    // (0.49995 for N = 100).
+    const double m = 100.0 * static_cast<double>(n);
+    EXPECT_NEAR(integral, hp * hp * m * (m - 1.0) / 2.0, 1e-12) << "N = " << n;
+  }
+}
+
+// A producer whose blocks of a step arrive partly after the consumer's step
+// started, about 77 per step at a jittered, non-integer ratio: each step's
+// mean is that of the staircase known when it was taken (an independent
+// segment sum), so the blocks that arrive behind the mark correct it.
+TEST(ZohAverage, StepMeanFollowsLateAndJitteredBlocks) {
+  auto ex = make_method("zoh_average");
+  const auto tags = jittered_tags(0.0, 0.01 / 77.3, 9000);
+  std::vector<double> known_tags, known_values;
+  std::size_t next = 0;
+  double t0 = 0.0;
+  for (int j = 0; j < 100; ++j) {
+    const double t1 = t0 + 0.01 + 0.003 * std::sin(0.9 * j);
+    while (next < tags.size() && tags[next] <= t0 + 0.4 * (t1 - t0)) {
+      known_tags.push_back(tags[next]);
+      known_values.push_back(staircase_value(static_cast<int>(next)));
+      push_block(*ex, known_tags.back(), {known_values.back()});
+      ++next;
+    }
+    double mean = 0.0;
+    ex->step_mean(t0, t1, std::span<double>(&mean, 1));
+    EXPECT_NEAR(mean, held_integral(known_tags, known_values, t0, t1) / (t1 - t0), 1e-12) << "step " << j;
+    t0 = t1;
+  }
+}
+
 TEST(ZohAverage, EvaluateIsTheHeldValue) {
   auto avg = make_method("zoh_average");
   auto zoh = make_method("zoh");

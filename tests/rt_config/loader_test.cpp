@@ -166,6 +166,43 @@ trace: {enabled: maybe}
   for (const auto& d : r.diagnostics) EXPECT_GT(d.column, 0) << d.str();
 }
 
+// max_extrapolation and max_tag_lead belong to the link, whatever its
+// method: read as durations, written back, and wrong ones pointed at.
+TEST(Loader, ACouplingTakesTheLinkParameters) {
+  const std::string text = R"(tasks:
+  - {name: fast, period: 1ms, cpu: 0, priority: 80}
+  - {name: slow, period: 10ms, cpu: 1, priority: 70}
+blocks:
+  - {name: src, type: sine, task: slow}
+  - {name: out, type: gain, task: fast, params: {gain: 2}}
+wires:
+  - {from: src.y, to: out.u, coupling: {method: polynomial, order: 3, max_extrapolation: 30ms, max_tag_lead: 2s}}
+)";
+  const LoadResult r = load_graph_text(text, "link.yaml", two_cpus());
+  ASSERT_TRUE(r.ok()) << all_of(r);
+  const auto& c = *r.graph.wires.front().coupling;
+  ASSERT_EQ(c.params.size(), 1u);  // only 'order' goes to the method
+  EXPECT_EQ(c.max_extrapolation, 0.030);
+  EXPECT_EQ(c.max_tag_lead, 2.0);
+  const LoadResult again = load_graph_text(write_graph(r.graph), "again.yaml", two_cpus());
+  ASSERT_TRUE(again.ok()) << all_of(again);
+  EXPECT_TRUE(same_graph(r.graph, again.graph));
+
+  auto error_of = [&](const std::string& from, const std::string& to) {
+    std::string bad = text;
+    bad.replace(bad.find(from), from.size(), to);
+    const LoadResult b = load_graph_text(bad, "bad.yaml", two_cpus());
+    EXPECT_EQ(errors(b), 1u) << all_of(b);
+    return b.diagnostics.empty() ? std::string() : b.diagnostics.front().str();
+  };
+  EXPECT_EQ(error_of("max_extrapolation: 30ms", "max_extrapolation: 30"),
+            "bad.yaml:8:90: error: the coupling of wire 'src.y -> out.u': 'max_extrapolation' = 30 has no unit — "
+            "expected a duration with a unit, e.g. \"30ms\" or \"30s\"");
+  EXPECT_EQ(error_of("max_tag_lead: 2s", "max_tag_lead: -2s"),
+            "bad.yaml:8:110: error: the coupling of wire 'src.y -> out.u': 'max_tag_lead' must be positive — "
+            "expected a duration like \"50ms\"");
+}
+
 TEST(Loader, TheSmallGraphIsValid) {
   const LoadResult r = load_graph_text(kSmall, "small.yaml", two_cpus());
   EXPECT_TRUE(r.ok()) << all_of(r);
@@ -545,7 +582,7 @@ TEST(ParsedValues, OptionalSectionsAndDefaults) {
 duration: 1.5 min
 realtime: required
 trace: {enabled: true, directory: out/traces}
-plugins: [plugins/a, /opt/b]
+plugins: [a, b_2]
 record: {signals: [out.y], file: out.csv}
 )";
   const LoadResult r = load_graph_text(text, "extras.yaml", two_cpus());
@@ -554,7 +591,7 @@ record: {signals: [out.y], file: out.csv}
   EXPECT_EQ(r.graph.realtime, RealtimeMode::kRequired);
   EXPECT_TRUE(r.graph.trace.enabled);
   EXPECT_EQ(r.graph.trace.directory, "out/traces");
-  EXPECT_EQ(r.graph.plugins, (std::vector<std::string>{"plugins/a", "/opt/b"}));
+  EXPECT_EQ(r.graph.plugins, (std::vector<std::string>{"a", "b_2"}));
   EXPECT_EQ(r.graph.default_coupling.method, "zoh");  // no 'coupling' section
   EXPECT_EQ(r.graph.tasks[0].integrator, tasks::IntegratorKind::kAb2);
 

@@ -81,3 +81,40 @@ TEST(RealtimeExecutor, StopEndsAnOpenEndedRunAtAFrameBoundary) {
 
 }  // namespace
 }  // namespace rtcosim::runtime
+
+namespace rtcosim::runtime {
+namespace {
+
+// The overload scenario of unit_loop_test (period 10 ms, 15 ms of work per
+// frame) on real threads and the real clock: timing varies, but what each
+// policy makes of it does not. Every frame ends past its deadline; under
+// catch_up and skip every release instant of the run either gets a frame or
+// is missed; only skip sleeps between frames.
+TEST(RealtimeExecutor, OverloadKeepsEachPolicysInvariantsOnTheWallClock) {
+  for (const char* policy : {"catch_up", "skip", "rephase"}) {
+    const std::string yaml = std::string("name: overload\nrealtime: off\ntasks:\n") +
+                             "  - {name: t, period: 10ms, overrun: " + policy +
+                             "}\nblocks:\n  - {name: burn, type: cpu_load, task: t, params: {time: 0.015}}\n"
+                             "wires: []\n";
+    auto graph = rtcosim::testing::build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "o.yaml")));
+    RealtimeExecutor executor(*graph, nullptr, RealtimeReport{});
+    executor.start(0.5);
+    executor.join();
+    const auto& s = graph->tasks()[0]->stats();
+    const auto frames = s.frames.load();
+    EXPECT_GT(frames, 0u) << policy;
+    EXPECT_EQ(s.overruns.load(), frames) << policy;
+    EXPECT_EQ(s.start_lateness_ns.count(), frames) << policy;
+    if (std::string(policy) != "rephase") {
+      EXPECT_EQ(frames + s.missed_periods.load(), 50u) << policy;
+    }
+    if (std::string(policy) == "skip") {
+      EXPECT_EQ(s.wakeup_latency_ns.count(), frames) << policy;
+    } else {
+      EXPECT_EQ(s.wakeup_latency_ns.count(), 1u) << policy;  // frame 0, to the epoch
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rtcosim::runtime

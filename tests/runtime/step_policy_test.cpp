@@ -126,6 +126,14 @@ TEST(Deadlines, SkipEndingExactlyOnAnInstantStartsThere) {
   EXPECT_EQ(d.missed_periods(), 50u);
 }
 
+TEST(Deadlines, SkipMissesNothingBeyondTheEndOfTheRun) {
+  Deadlines d(0, 10, Deadlines::Overrun::kSkip);
+  d.set_horizon(30);
+  d.advance(45);  // instants 10 and 20 passed inside the run, 30 and 40 after it
+  EXPECT_EQ(d.missed_periods(), 2u);
+  EXPECT_EQ(d.release(), 50);
+}
+
 TEST(Deadlines, RephaseStartsAtTheEndAndMovesTheGrid) {
   Deadlines d(0, 18, Deadlines::Overrun::kRephase);
   EXPECT_TRUE(d.advance(28));  // one long cycle: 10 past its deadline

@@ -60,7 +60,7 @@ std::string run_with_fake_clock(Graph& graph, double duration, std::int64_t wake
   FrameLog log(names, 1u << 16);
   const std::atomic<bool> running{true};
   for (auto& u : units) {
-    u.reset(0);
+    u.reset(0, seconds_to_ns(duration));
     FakeClock clock;
     clock.wake_latency_ns = wake_latency_ns;
     run_unit(u, clock, 0, seconds_to_ns(duration), running, UnitSinks{nullptr, &log});

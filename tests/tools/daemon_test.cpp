@@ -1,144 +1,10 @@
 // rtcosimd as a process: systemd's notification protocol on a socket the
 // test listens on, the control socket, SIGTERM while recording. Timing is
 // never asserted beyond "within a few seconds".
-#include <gtest/gtest.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
-
-#include "tools/rtcosim/ctl_command.hpp"
-
-extern char** environ;
+#include "tests/tools/daemon_fixture.hpp"
 
 namespace rtcosim::tools {
 namespace {
-
-namespace fs = std::filesystem;
-using namespace std::chrono_literals;
-
-constexpr const char* kGraph = R"(
-realtime: off
-tasks:
-  - {name: slow, period: 20ms, integrator: rk4}
-  - {name: fast, period: 2ms, integrator: rk4}
-blocks:
-  - {name: wave, type: sine, task: slow, params: {frequency: 1}}
-  - {name: follow, type: first_order_lag, task: fast, params: {time_constant: 0.05}}
-  - {name: load, type: cpu_load, task: fast, params: {time: 1000, start: HANG}}
-wires:
-  - {from: wave.y, to: follow.u, coupling: {method: predictor}}
-record: {signals: [follow.y, wave.y], file: unused.csv}
-)";
-
-class Daemon : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("rtcosimd_test_" + std::to_string(getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    notify_path_ = (dir_ / "notify").string();
-    socket_path_ = (dir_ / "control.sock").string();
-    notify_fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strncpy(addr.sun_path, notify_path_.c_str(), sizeof addr.sun_path - 1);
-    ASSERT_EQ(bind(notify_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-    timeval tv{0, 100000};
-    setsockopt(notify_fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  }
-  void TearDown() override {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(notify_fd_);
-    fs::remove_all(dir_);
-  }
-
-  std::string write_graph(const std::string& name, const std::string& hang_at) {
-    std::string text = kGraph;
-    text.replace(text.find("HANG"), 4, hang_at);
-    const auto path = dir_ / name;
-    std::ofstream(path) << text;
-    return path.string();
-  }
-
-  void start(const std::string& config) {
-    const std::string notify = "NOTIFY_SOCKET=" + notify_path_;
-    std::vector<std::string> env_strings = {notify};
-    for (char** e = environ; *e; ++e) {
-      if (std::string(*e).rfind("NOTIFY_SOCKET=", 0) != 0) env_strings.emplace_back(*e);
-    }
-    std::vector<char*> env;
-    for (auto& s : env_strings) env.push_back(s.data());
-    env.push_back(nullptr);
-    std::vector<std::string> argv_strings = {RTCOSIMD_PATH, "--config", config, "--socket", socket_path_};
-    std::vector<char*> argv;
-    for (auto& s : argv_strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    stderr_path_ = (dir_ / "stderr.txt").string();
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ASSERT_EQ(posix_spawn(&pid_, RTCOSIMD_PATH, &actions, nullptr, argv.data(), env.data()), 0);
-    posix_spawn_file_actions_destroy(&actions);
-  }
-
-  // Notification messages received within `window`.
-  std::vector<std::string> notifications(std::chrono::milliseconds window) {
-    std::vector<std::string> out;
-    const auto until = std::chrono::steady_clock::now() + window;
-    char buf[4096];
-    while (std::chrono::steady_clock::now() < until) {
-      const ssize_t n = recv(notify_fd_, buf, sizeof buf, 0);
-      if (n > 0) out.emplace_back(buf, static_cast<std::size_t>(n));
-    }
-    return out;
-  }
-
-  static bool any(const std::vector<std::string>& messages, const std::string& prefix) {
-    for (const auto& m : messages) {
-      if (m.find(prefix) != std::string::npos) return true;
-    }
-    return false;
-  }
-
-  std::string request(const std::string& line) {
-    std::string error;
-    const auto reply = control_request(socket_path_, line, &error, 5000);
-    EXPECT_FALSE(reply.empty()) << error;
-    return reply;
-  }
-
-  int wait_exit() {
-    int status = 0;
-    for (int i = 0; i < 100; ++i) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(100ms);
-    }
-    return -2;
-  }
-
-  fs::path dir_;
-  std::string notify_path_, socket_path_, stderr_path_;
-  int notify_fd_ = -1;
-  pid_t pid_ = -1;
-};
 
 TEST_F(Daemon, NotifiesReadyStatusAndWatchdogAndStopsOnSigterm) {
   start(write_graph("graph.yaml", "1e9"));
@@ -196,7 +62,7 @@ TEST_F(Daemon, ControlSocketRejectsBadRequestsAndServesOthers) {
   close(silent);
 
   // A reload with a broken file is refused; the graph keeps running.
-  const auto broken = dir_ / "broken.yaml";
+  const auto broken = configs_ / "broken.yaml";
   std::ofstream(broken) << "tasks: [{name: x, period: 5}]\nblocks: []\nwires: []\n";
   const auto refused = request("{\"cmd\":\"reload\",\"file\":\"" + broken.string() + "\"}");
   EXPECT_NE(refused.find("the running graph keeps running"), std::string::npos) << refused;
@@ -240,8 +106,9 @@ TEST_F(Daemon, StartAfterStopIsAFreshRun) {
 TEST_F(Daemon, SigtermWhileRecordingKeepsEverySampleProduced) {
   start(write_graph("graph.yaml", "1e9"));
   ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
-  const auto csv = dir_ / "record.csv";
-  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"" + csv.string() + "\"}"), "{\"ok\":true}");
+  const auto csv = recordings_ / "record.csv";
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"" + csv.string() + "\"}"),
+            "{\"ok\":true,\"file\":\"" + csv.string() + "\"}");
   std::this_thread::sleep_for(700ms);
   kill(pid_, SIGTERM);
   ASSERT_EQ(wait_exit(), 0);

@@ -17,11 +17,20 @@ std::string escape(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -93,8 +102,19 @@ std::string render_svg(const Figure& figure) {
   Range xr;
   for (const auto& p : figure.panels) {
     for (const auto& s : p.series) {
-      for (double x : s.x) xr.add(x);
+      for (double x : s.x) {
+        xr.add(x);
+        if (s.bars) xr.add(x + s.bar_width);
+      }
     }
+  }
+  if (std::isfinite(figure.x_from)) {
+    xr.lo = figure.x_from;
+    xr.hi = std::max(xr.hi, figure.x_from);
+  }
+  if (std::isfinite(figure.x_to)) {
+    xr.hi = figure.x_to;
+    xr.lo = std::min(xr.lo, figure.x_to);
   }
   xr.settle();
   auto sx = [&](double x) { return left + (x - xr.lo) / (xr.hi - xr.lo) * plot_w; };
@@ -113,20 +133,33 @@ std::string render_svg(const Figure& figure) {
   for (std::size_t pi = 0; pi < figure.panels.size(); ++pi) {
     const Panel& panel = figure.panels[pi];
     const double y0 = top + static_cast<double>(pi) * (panel_h + gap);
+    // On a log axis the range is of log10(y), from the floor 0.5.
+    constexpr double kLogFloor = 0.5;
+    auto axis = [&](double y) { return panel.log_y ? std::log10(std::max(y, kLogFloor)) : y; };
     Range yr;
     for (const auto& s : panel.series) {
-      for (double y : s.y) yr.add(y);
+      for (double y : s.y) yr.add(axis(y));
+      if (s.bars && !panel.log_y) yr.add(0.0);
+    }
+    if (panel.log_y) {
+      yr.add(axis(kLogFloor));
+      yr.add(axis(10.0));
     }
     yr.settle();
     const double pad = 0.05 * (yr.hi - yr.lo);
-    yr.lo -= pad;
+    if (!panel.log_y) yr.lo -= pad;
     yr.hi += pad;
-    auto sy = [&](double y) { return y0 + panel_h - (y - yr.lo) / (yr.hi - yr.lo) * panel_h; };
+    auto sy = [&](double y) { return y0 + panel_h - (axis(y) - yr.lo) / (yr.hi - yr.lo) * panel_h; };
 
     svg << "<g>\n<rect x=\"" << fmt(left) << "\" y=\"" << fmt(y0) << "\" width=\"" << fmt(plot_w) << "\" height=\""
         << fmt(panel_h) << "\" fill=\"none\" stroke=\"#444\"/>\n";
-    const auto yticks = nice_ticks(yr.lo, yr.hi, 6);
-    const double ystep = yticks.size() > 1 ? yticks[1] - yticks[0] : 1.0;
+    std::vector<double> yticks;
+    if (panel.log_y) {
+      for (double t = 1.0; std::log10(t) <= yr.hi; t *= 10.0) yticks.push_back(t);
+    } else {
+      yticks = nice_ticks(yr.lo, yr.hi, 6);
+    }
+    const double ystep = panel.log_y ? 1.0 : yticks.size() > 1 ? yticks[1] - yticks[0] : 1.0;
     for (double t : yticks) {
       svg << "<line x1=\"" << fmt(left) << "\" x2=\"" << fmt(left + plot_w) << "\" y1=\"" << fmt(sy(t)) << "\" y2=\""
           << fmt(sy(t)) << "\" stroke=\"#e5e5e5\"/>\n<text x=\"" << fmt(left - 6) << "\" y=\"" << fmt(sy(t) + 4)
@@ -140,13 +173,25 @@ std::string render_svg(const Figure& figure) {
     }
     for (double m : panel.markers) {
       if (m < xr.lo || m > xr.hi) continue;
-      svg << "<line x1=\"" << fmt(sx(m)) << "\" x2=\"" << fmt(sx(m)) << "\" y1=\"" << fmt(y0) << "\" y2=\""
-          << fmt(y0 + panel_h) << "\" stroke=\"#f4a261\" stroke-width=\"0.6\" stroke-opacity=\"0.7\"/>\n";
+      svg << "<line class=\"marker\" x1=\"" << fmt(sx(m)) << "\" x2=\"" << fmt(sx(m)) << "\" y1=\"" << fmt(y0)
+          << "\" y2=\"" << fmt(y0 + panel_h) << "\" stroke=\"" << panel.marker_color << "\" stroke-width=\""
+          << fmt(panel.marker_width) << "\" stroke-opacity=\"0.7\"/>\n";
     }
     svg << "<text transform=\"translate(" << fmt(18) << ',' << fmt(y0 + panel_h / 2)
         << ") rotate(-90)\" text-anchor=\"middle\">" << escape(panel.y_label) << "</text>\n";
 
+    const double floor_px = panel.log_y ? y0 + panel_h : std::clamp(sy(0.0), y0, y0 + panel_h);
     for (const auto& s : panel.series) {
+      if (s.bars) {
+        for (std::size_t i = 0; i < std::min(s.x.size(), s.y.size()); ++i) {
+          if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
+          const double top_px = sy(s.y[i]);
+          svg << "<rect class=\"bar\" x=\"" << fmt(sx(s.x[i])) << "\" y=\"" << fmt(std::min(top_px, floor_px))
+              << "\" width=\"" << fmt(sx(s.x[i] + s.bar_width) - sx(s.x[i])) << "\" height=\""
+              << fmt(std::fabs(floor_px - top_px)) << "\" fill=\"" << s.color << "\"/>\n";
+        }
+        continue;
+      }
       svg << "<path fill=\"none\" stroke=\"" << s.color << "\" stroke-width=\"" << fmt(s.width) << '"'
           << (s.dashed ? " stroke-dasharray=\"6 3\"" : "") << " d=\"";
       bool pen_down = false;
@@ -175,7 +220,8 @@ std::string render_svg(const Figure& figure) {
       ly += 16;
     };
     for (const auto& s : panel.series) legend_entry(s.color, s.label, s.dashed, s.width);
-    if (!panel.markers.empty() && !panel.marker_label.empty()) legend_entry("#f4a261", panel.marker_label, false, 1.0);
+    if (!panel.markers.empty() && !panel.marker_label.empty())
+      legend_entry(panel.marker_color, panel.marker_label, false, std::max(1.0, panel.marker_width));
     svg << "</g>\n";
   }
   if (!figure.x_label.empty()) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -9,7 +10,9 @@ namespace rtcosim::plot {
  * A small SVG line-chart writer for the command-line tools (evaluation plots,
  * jitter reports): stacked panels sharing the x axis, each with its series,
  * optional vertical markers (coupling times, deadlines), "nice" axis ticks
- * and a legend. Not for the real-time path: it allocates freely.
+ * and a legend; series may be bars and a panel's y axis logarithmic (a
+ * latency histogram). Bars carry class="bar" and markers class="marker", so
+ * that tests and scripts can find them. Not for the real-time path: it allocates freely.
  */
 struct Series {
   std::string label;
@@ -19,6 +22,10 @@ struct Series {
   double width = 1.5;
   bool dashed = false;
   bool steps = false;  // draw as a held (staircase) signal
+  // Draw as bars instead of a line: point i is a bar from x[i] to
+  // x[i] + bar_width, from the panel's floor (0, or 0.5 on a log axis) to y[i].
+  bool bars = false;
+  double bar_width = 1.0;
 };
 
 struct Panel {
@@ -26,6 +33,12 @@ struct Panel {
   std::vector<Series> series;
   std::vector<double> markers;  // x positions of thin vertical lines
   std::string marker_label;     // legend text for the markers
+  std::string marker_color = "#f4a261";
+  double marker_width = 0.6;
+  // A log10 y axis with ticks at the powers of ten, for counts: from 0.5, so
+  // that a count of 1 still shows (values <= 0 sit on the floor), to at
+  // least 10, so that a bar of 1 looks small.
+  bool log_y = false;
 };
 
 struct Figure {
@@ -34,6 +47,8 @@ struct Figure {
   std::vector<Panel> panels;
   int width = 960;
   int panel_height = 300;
+  double x_from = std::nan("");  // where the x axis starts; NaN: at the smallest x
+  double x_to = std::nan("");    // where it ends; NaN: at the largest x
 };
 
 // The SVG document. Non-finite points are skipped (they break a line).

@@ -16,7 +16,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim check [--dot] FILE
+constexpr const char* kHelp = R"(usage: rtcosim check [--dot] [--load-plugins --plugin-dir DIR] FILE
 
 Loads a task-graph file and validates everything that can be known before
 running: keys, types and units, block types and parameters, coupling methods
@@ -30,6 +30,11 @@ or prints a summary of the graph (tasks, links and their rings) and exits 0.
 options:
   --dot        write the graph as Graphviz DOT instead (one cluster per task);
                e.g.  rtcosim check --dot graph.yaml | dot -Tsvg > graph.svg
+  --load-plugins
+               load the file's 'plugins:' to check the methods they add (by
+               default no plugin is loaded: checking a file runs no code)
+  --plugin-dir DIR
+               where those plugins may be loaded from; repeatable
   -h, --help   this text
 )";
 
@@ -170,7 +175,7 @@ std::string graph_dot(const config::GraphSpec& g) {
 
 int run_check_command(const std::vector<std::string>& raw_args) {
   try {
-    CliArgs args("check", {}, {"dot", "help"});
+    CliArgs args("check", {"plugin-dir"}, {"dot", "load-plugins", "help"}, {"plugin-dir"});
     args.parse(raw_args);
     if (args.flag("help")) {
       std::cout << kHelp;
@@ -181,7 +186,9 @@ int run_check_command(const std::vector<std::string>& raw_args) {
                            ? "no file given — expected 'rtcosim check FILE'"
                            : "one file at a time — got " + std::to_string(args.positionals().size()));
     }
-    const auto result = config::load_graph_file(args.positionals().front());
+    config::LoadOptions options;
+    options.plugins = {args.values("plugin-dir"), args.flag("load-plugins")};
+    const auto result = config::load_graph_file(args.positionals().front(), options);
     for (const auto& d : result.diagnostics) std::cerr << d.str() << '\n';
     if (!result.ok()) {
       const auto errors = config::count(result.diagnostics, config::Diagnostic::Severity::kError);

@@ -26,9 +26,10 @@ commands:
   stop | start            stop the tasks at a frame boundary / start them again
   reload [FILE]           validate FILE (default: the current one) and switch to it;
                           a file with errors is refused and the running graph keeps running
-  record start FILE.csv   record the graph's 'record:' signals into FILE
+  record start FILE.csv   record the graph's 'record:' signals into the new FILE in
+                          the daemon's recording directory (/var/lib/rtcosim/recordings)
   record stop
-  trace start DIR         record an LTTng trace into DIR
+  trace start DIR         record an LTTng trace into the new directory DIR there
   trace stop
   raw JSON                send one request as written, e.g. raw '{"cmd":"status"}'
 )";

@@ -56,6 +56,7 @@ options:
   --frames FILE.csv       one row per frame: task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns
   --trace DIR             record an LTTng trace of the run into DIR (real time only; see 'rtcosim trace report')
   --period-scale F        multiply every task period by F (benchmarks: the shortest periods a PC sustains)
+  --plugin-dir DIR        where the file's 'plugins:' ids may be loaded from; repeatable (docs/plugins.md)
   -h, --help              this text
 )";
 
@@ -167,8 +168,10 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
 
 int run_run_command(const std::vector<std::string>& raw_args) {
   try {
-    CliArgs args("run", {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale"},
-                 {"virtual", "compare-reference", "help"});
+    CliArgs args("run",
+                 {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale",
+                  "plugin-dir"},
+                 {"virtual", "compare-reference", "help"}, {"plugin-dir"});
     args.parse(raw_args);
     if (args.flag("help")) {
       std::cout << kHelp;
@@ -176,7 +179,9 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
     if (args.positionals().size() != 1) throw UsageError("expected one task-graph file");
     const std::string file = args.positionals().front();
-    const auto loaded = config::load_graph_file(file);
+    config::LoadOptions load_options;
+    load_options.plugins = {args.values("plugin-dir"), true};
+    const auto loaded = config::load_graph_file(file, load_options);
     for (const auto& d : loaded.diagnostics) std::cerr << d.str() << '\n';
     if (!loaded.ok()) {
       std::cerr << config::count(loaded.diagnostics, config::Diagnostic::Severity::kError) << " error(s) in " << file
@@ -211,7 +216,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
 
     const auto blocks = tasks::BlockRegistry::with_builtins();
-    const auto methods = coupling::registry_with_plugins(config::plugin_directories(spec), nullptr);
+    const auto methods = config::plugin_registry(spec, load_options.plugins.directories);
     auto graph = runtime::Graph::build(spec, blocks, methods);
     runtime::Recorder recorder(*graph);
     const std::string record_path = args.value("record").value_or(spec.record.file);
@@ -227,6 +232,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
               << " task(s), " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time")
               << ", " << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
+    for (const auto& w : graph->link_warnings()) std::cerr << "warning: " << w << '\n';
     std::ofstream frames_csv;
     if (const auto path = args.value("frames")) {
       frames_csv.open(*path, std::ios::trunc);
@@ -262,7 +268,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         trace = TraceSession::start(*trace_dir, rate, &why);
         if (!trace) throw std::runtime_error("cannot trace: " + why);
         std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
-                  << trace->subbuffer_bytes() / 1024 << " KiB)\n";
+                  << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000 << " ms)\n";
       }
       std::vector<std::string> names;
       for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
@@ -270,8 +276,11 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       run_realtime(*graph, recorder, csv.is_open() ? &sink : nullptr, duration,
                    frames_csv.is_open() ? &frame_log : nullptr, &frames_csv, &fifo);
       if (trace) {
+        graph->trace_link_health();
         const std::uint64_t discarded = trace->stop();
         std::cout << "trace written to " << *trace_dir << ": " << discarded << " event(s) discarded\n";
+        // A session daemon this run started goes with it.
+        if (!stop_sessiond_started_here()) std::cerr << "warning: the LTTng session daemon this run started did not stop\n";
       }
     }
     if (csv.is_open()) {

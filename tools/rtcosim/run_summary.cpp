@@ -89,7 +89,7 @@ std::string run_summary(runtime::Graph& graph) {
   };
   std::string out = "tasks:\n" + render_table(task_columns, graph.tasks());
   out += "timing:\n" + render_table(timing_columns, graph.tasks());
-  if (!graph.links().empty()) out += "links:\n" + render_table(link_columns, graph.links());
+  if (!graph.links().empty()) out += "links:\n" + render_table(link_columns, graph.links()) + link_health_lines(graph);
   return out;
 }
 
@@ -100,6 +100,27 @@ std::vector<Field<ReferenceError>> reference_error_columns() {
       {"max", Align::kRight, [](const ReferenceError& e) { return format_general(e.max); }},
       {"samples", Align::kRight, [](const ReferenceError& e) { return format_count(e.samples); }},
   };
+}
+
+std::string link_health_lines(runtime::Graph& graph) {
+  std::vector<const GraphLink*> degraded;
+  for (auto& l : graph.links()) {
+    if (l->health().degraded()) degraded.push_back(l.get());
+  }
+  if (degraded.empty()) return "link health: no link degraded\n";
+  const std::vector<Field<GraphLink>> columns = {
+      {"from -> to", Align::kLeft,
+       [](const GraphLink& l) { return l.source + " (" + l.producer + ") -> " + l.consumer; }},
+      {"stale", Align::kRight, [](const GraphLink& l) { return format_count(l.health().stale); }},
+      {"rejected tags", Align::kRight, [](const GraphLink& l) { return format_count(l.health().rejected_tags); }},
+      {"rejected values", Align::kRight, [](const GraphLink& l) { return format_count(l.health().rejected_values); }},
+      {"fallback frames", Align::kRight, [](const GraphLink& l) { return format_count(l.health().fallback_frames); }},
+      {"beyond horizon", Align::kRight,
+       [](const GraphLink& l) { return format_count(l.health().beyond_horizon_frames); }},
+      {"horizon", Align::kRight, [](const GraphLink& l) { return format_seconds(l.max_extrapolation); }},
+      {"longest gap", Align::kRight, [](const GraphLink& l) { return format_seconds(l.health().longest_gap); }},
+  };
+  return "link health:\n" + render_table(columns, degraded);
 }
 
 std::vector<ReferenceError> reference_errors(const runtime::Graph&, const runtime::Recorder& recorder,
@@ -130,6 +151,17 @@ std::string json_number(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
+}
+
+// The link's LinkHealth as members of its JSON object.
+std::string link_health_json(const runtime::GraphLink& l) {
+  const runtime::LinkHealth h = l.health();
+  return ",\"stale\":" + std::to_string(h.stale) + ",\"rejected_tags\":" + std::to_string(h.rejected_tags) +
+         ",\"rejected_values\":" + std::to_string(h.rejected_values) +
+         ",\"fallback_frames\":" + std::to_string(h.fallback_frames) +
+         ",\"beyond_horizon_frames\":" + std::to_string(h.beyond_horizon_frames) +
+         ",\"max_extrapolation_s\":" + json_number(l.max_extrapolation) +
+         ",\"longest_gap_s\":" + json_number(h.longest_gap);
 }
 
 std::string percentiles(const runtime::LogHistogram& h) {
@@ -179,7 +211,7 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     first = false;
     out += "{\"from\":" + base::json_string(l->source) + ",\"to\":" + base::json_string(l->consumer) +
            ",\"method\":" + base::json_string(l->method) + ",\"published\":" + std::to_string(l->link->published()) +
-           ",\"dropped\":" + std::to_string(l->link->dropped()) + "}";
+           ",\"dropped\":" + std::to_string(l->link->dropped()) + link_health_json(*l) + "}";
   }
   out += "],\"signals\":[";
   first = true;

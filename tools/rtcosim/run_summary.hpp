@@ -14,6 +14,11 @@ namespace rtcosim::tools {
 // table for people.
 std::string run_summary(runtime::Graph& graph);
 
+// "link health:" and one line per degraded link (stale, rejected, fallback
+// and beyond-horizon counts, the horizon, the longest gap), or "no link
+// degraded". Part of run_summary; docs/config.md defines each figure.
+std::string link_health_lines(runtime::Graph& graph);
+
 // RMS and max error of one recorded series against the reference solver.
 struct ReferenceError {
   std::string signal;

@@ -1,13 +1,18 @@
 #include "tools/rtcosim/trace_session.hpp"
 
+#include <cctype>
+#include <chrono>
+#include <thread>
+#include <vector>
+
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <cctype>
-#include <thread>
-#include <vector>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <utility>
 
 extern char** environ;
 
@@ -24,8 +29,22 @@ int run_command(const std::vector<std::string>& argv, std::string* output) {
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  // The child starts with no signal blocked and SIGPIPE at its default:
+  // rtcosimd blocks SIGTERM (it reads it from a signalfd) and ignores
+  // SIGPIPE, and both would otherwise pass through exec to lttng-sessiond,
+  // which then could not be stopped with SIGTERM.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP}) sigaddset(&defaults, sig);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   close(pipe_fds[1]);
   std::string out;
@@ -40,6 +59,26 @@ int run_command(const std::vector<std::string>& argv, std::string* output) {
 }
 
 namespace {
+
+// The session daemon this process started, when it started one as a
+// non-root user (its PID, from the daemon's own PID file).
+pid_t g_started_sessiond = -1;
+
+std::string sessiond_pid_file() {
+  const char* home = std::getenv("LTTNG_HOME");
+  if (home == nullptr || *home == '\0') home = std::getenv("HOME");
+  return home ? std::string(home) + "/.lttng/lttng-sessiond.pid" : std::string();
+}
+
+// A live lttng-sessiond (not a zombie nobody reaped yet).
+bool is_sessiond(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const auto close = text.rfind(')');
+  return close != std::string::npos && text.find("(lttng-sessiond)") != std::string::npos && close + 2 < text.size() &&
+         text[close + 2] != 'Z';
+}
 
 bool sessiond_running() {
   std::string out;
@@ -75,6 +114,11 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
       return nullptr;
     }
     for (int i = 0; i < 50 && !sessiond_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (geteuid() != 0) {
+      std::ifstream pid_file(sessiond_pid_file());
+      long pid = 0;
+      if (pid_file >> pid && pid > 0 && is_sessiond(static_cast<pid_t>(pid))) g_started_sessiond = static_cast<pid_t>(pid);
+    }
   }
   // lttng-ust registers this process from a listener thread. When no daemon
   // ran at process start, that thread sleeps on a shared-memory futex the
@@ -109,10 +153,19 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
   std::uint64_t bytes = 16 * 1024;
   while (bytes < static_cast<std::uint64_t>(events_per_second * 48.0 * 0.05) && bytes < (4u << 20)) bytes *= 2;
   s->subbuffer_bytes_ = bytes;
+  // A read timer makes lttng-ust pick its "-rt" ring-buffer client, whose
+  // writer never wakes the consumer: without one, the task thread that
+  // fills a sub-buffer calls rt_sigpending, rt_sigprocmask twice and
+  // write() on the consumer's wake-up pipe inside its frame. With it the
+  // consumer daemon polls every kReadTimerUs instead, well within the fill
+  // time of one sub-buffer (>= 50 ms), so nothing is discarded for it.
+  constexpr int kReadTimerUs = 20'000;
+  s->read_timer_us_ = kReadTimerUs;
   const std::vector<std::vector<std::string>> steps = {
       {"lttng", "create", s->name_, "--output=" + directory},
       {"lttng", "enable-channel", "--userspace", "--session=" + s->name_, "--buffers-uid", "--discard",
-       "--subbuf-size=" + std::to_string(bytes), "--num-subbuf=4", "rtcosim"},
+       "--subbuf-size=" + std::to_string(bytes), "--num-subbuf=4", "--read-timer=" + std::to_string(kReadTimerUs),
+       "rtcosim"},
       // Only this process: other rtcosim processes of the same user write to
       // the same per-UID buffers, and their events must not mix with ours.
       {"lttng", "enable-event", "--userspace", "--session=" + s->name_, "--channel=rtcosim",
@@ -144,5 +197,19 @@ std::uint64_t TraceSession::stop() {
 }
 
 TraceSession::~TraceSession() { stop(); }
+
+bool stop_sessiond_started_here(double wait_s) {
+  if (g_started_sessiond <= 0) return true;
+  const pid_t pid = std::exchange(g_started_sessiond, -1);
+  // The PID may have been reused since: only a session daemon is signalled.
+  if (!is_sessiond(pid)) return true;
+  ::kill(pid, SIGTERM);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  while (std::chrono::steady_clock::now() < until) {
+    if (!is_sessiond(pid)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
 
 }  // namespace rtcosim::tools

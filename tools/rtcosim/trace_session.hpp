@@ -12,7 +12,9 @@ namespace rtcosim::tools {
  * command: starts lttng-sessiond when none runs (and the user may), creates
  * a session writing to DIR with one user-space channel tuned for real-time
  * tasks (per-UID buffers, discard mode rather than blocking the tasks,
- * sub-buffers sized from the expected event rate), enables the `rtcosim:*`
+ * sub-buffers sized from the expected event rate, a read timer so that the
+ * consumer daemon polls and no task thread ever wakes it with a system
+ * call), enables the `rtcosim:*`
  * events of this process only, waits until this process has registered
  * with the daemon (a short run would otherwise be over before lttng-ust's
  * registration retry) and starts it; `stop` stops and destroys it and
@@ -33,13 +35,22 @@ class TraceSession {
   std::uint64_t stop();
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] std::uint64_t subbuffer_bytes() const noexcept { return subbuffer_bytes_; }
+  // The consumer daemon's polling period (microseconds).
+  [[nodiscard]] int read_timer_us() const noexcept { return read_timer_us_; }
 
  private:
   TraceSession() = default;
   std::string name_;
   bool running_ = false;
   std::uint64_t subbuffer_bytes_ = 0;
+  int read_timer_us_ = 0;
 };
+
+// Stops the per-user lttng-sessiond that TraceSession::start started in this
+// process (a non-root user's; a root session daemon serves the whole machine
+// and is left alone), and only that one: SIGTERM, then up to `wait_s` for it
+// to go. False when it was still there after that. Call on the way out.
+bool stop_sessiond_started_here(double wait_s = 5.0);
 
 // Runs a command (argv[0] searched in PATH) and returns its exit status and
 // its standard output and error, merged.

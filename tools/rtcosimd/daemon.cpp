@@ -18,18 +18,26 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/fd_ostream.hpp"
 #include "base/json.hpp"
-#include "coupling/plugin_loader.hpp"
+#include "base/safe_path.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/realtime.hpp"
 #include "tools/rtcosim/run_summary.hpp"
 #include "tools/rtcosim/trace_session.hpp"
+#include "tools/rtcosimd/control_client.hpp"
 
 namespace rtcosim::daemon {
 
 struct Daemon::TraceState {
   std::unique_ptr<tools::TraceSession> session;
   std::string directory;
+};
+
+struct Daemon::PendingTrace {
+  std::uint64_t client = 0;
+  std::string directory;
+  std::future<std::pair<std::unique_ptr<tools::TraceSession>, std::string>> result;
 };
 
 namespace {
@@ -41,16 +49,6 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-struct Client {
-  int fd = -1;
-  std::string in;
-  std::string out;
-  // After an oversized request: the rest of its input is read and thrown
-  // away (closing with unread input would reset the connection and lose
-  // the error reply), and the connection ends once the reply is out.
-  bool discarding = false;
-};
-
 }  // namespace
 
 Daemon::Daemon(Options options)
@@ -60,8 +58,50 @@ Daemon::Daemon(Options options)
 
 Daemon::~Daemon() { stop_graph(); }
 
+namespace {
+
+// A diagnostic as a client of the socket sees it: where, and the message
+// with every quoted part that is not a plain key name (letters, digits,
+// '_', '.', '-', at most 64) replaced, so that a reload of a file that is not
+// a task graph never hands its content out through the socket. The full
+// text goes to the daemon's log.
+std::string redacted(const config::Diagnostic& d) {
+  std::string message;
+  for (std::size_t i = 0; i < d.message.size();) {
+    const std::size_t open = d.message.find('\'', i);
+    const std::size_t close = open == std::string::npos ? open : d.message.find('\'', open + 1);
+    if (close == std::string::npos) {
+      message += d.message.substr(i);
+      break;
+    }
+    const std::string quoted = d.message.substr(open + 1, close - open - 1);
+    const bool key = !quoted.empty() && quoted.size() <= 64 &&
+                     quoted.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+                         std::string::npos;
+    message += d.message.substr(i, open - i) + "'" + (key ? quoted : std::string("…")) + "'";
+    i = close + 1;
+  }
+  config::Diagnostic copy = d;
+  copy.message = message;
+  return copy.str();
+}
+
+}  // namespace
+
 bool Daemon::load(const std::string& file, std::string* errors) {
-  const auto loaded = config::load_graph_file(file);
+  std::string text, why;
+  const int fd = base::open_regular_file(file, &why);
+  if (fd < 0 || !base::read_all(fd, 4u << 20, &text, &why)) {
+    if (fd >= 0) ::close(fd);
+    *errors = file + ": " + why + "\n";
+    return false;
+  }
+  ::close(fd);
+  return load_text(text, file, errors);
+}
+
+bool Daemon::load_text(const std::string& text_in, const std::string& label, std::string* errors) {
+  const auto loaded = config::load_graph_text(text_in, label, load_options());
   std::string text;
   for (const auto& d : loaded.diagnostics) text += d.str() + "\n";
   if (!loaded.ok()) {
@@ -70,15 +110,19 @@ bool Daemon::load(const std::string& file, std::string* errors) {
   }
   if (!text.empty()) std::cerr << text;
   try {
-    methods_ = coupling::registry_with_plugins(config::plugin_directories(loaded.graph), nullptr);
-    auto graph = runtime::Graph::build(loaded.graph, blocks_, methods_);
+    // The running graph's registry is replaced only once the new graph is
+    // built: a file that fails leaves everything as it was.
+    auto methods = config::plugin_registry(loaded.graph, options_.plugin_dirs);
+    auto graph = runtime::Graph::build(loaded.graph, blocks_, methods);
     stop_graph();
+    methods_ = std::move(methods);
     graph_ = std::move(graph);
     recorder_ = std::make_unique<runtime::Recorder>(*graph_);
-    config_file_ = file;
+    config_file_ = label;
+    config_text_ = text_in;
     return true;
   } catch (const std::exception& e) {
-    *errors = file + ": " + e.what() + "\n";
+    *errors = label + ": " + e.what() + "\n";
     return false;
   }
 }
@@ -97,6 +141,7 @@ bool Daemon::start_graph(std::string* error) {
     *error = "real-time set-up failed: " + (report_.errors.empty() ? std::string("?") : report_.errors.front());
     return false;
   }
+  for (const auto& w : graph_->link_warnings()) std::cerr << "warning: " << w << '\n';
   executor_ = std::make_unique<runtime::RealtimeExecutor>(*graph_, recorder_.get(), report_);
   try {
     executor_->start(0.0);  // until stopped
@@ -140,7 +185,9 @@ std::string Daemon::status_json() {
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + ",\"status\":" + summary;
 }
 
-std::string Daemon::handle(const std::string& line) {
+std::string Daemon::handle(const std::string& line) { return respond(line, 0, nullptr); }
+
+std::string Daemon::respond(const std::string& line, std::uint64_t client, bool* deferred) {
   std::string why;
   const auto request = base::parse_flat_object(line, &why);
   if (!request) return reply_error("malformed request: " + why + " — expected one JSON object per line, e.g. {\"cmd\":\"status\"}");
@@ -155,34 +202,15 @@ std::string Daemon::handle(const std::string& line) {
     return reply_ok();
   }
   if (cmd == "start") return start_graph(&why) ? reply_ok() : reply_error(why);
-  if (cmd == "reload") {
-    const std::string file = get("file").empty() ? config_file_ : get("file");
-    // Validate first: a bad file leaves the running graph alone.
-    const auto check = config::load_graph_file(file);
-    if (!check.ok()) {
-      std::string errors;
-      for (const auto& d : check.diagnostics) errors += d.str() + "\n";
-      return reply_error("the new file has errors; the running graph keeps running:\n" + errors);
+  for (const char* key : {"file", "dir"}) {
+    if (get(key).find('\0') != std::string::npos) {
+      return reply_error(std::string("\"") + key + "\" contains a NUL character — give a plain name");
     }
-    const bool was_running = running_;
-    if (!load(file, &why)) return reply_error(why);
-    if (was_running && !start_graph(&why)) return reply_error(why);
-    return reply_ok("\"config\":" + base::json_string(file));
   }
+  if (cmd == "reload") return reload(get("file"));
   if (cmd == "record") {
     const std::string action = get("action");
-    if (action == "start") {
-      const std::string file = get("file");
-      if (file.empty()) return reply_error("record start needs \"file\"");
-      if (!recorder_ || recorder_->empty()) return reply_error("the graph records no signals (add a 'record:' section)");
-      drain_recorder();
-      auto out = std::make_unique<std::ofstream>(file, std::ios::trunc);
-      if (!*out) return reply_error("cannot write '" + file + "': " + std::strerror(errno));
-      recorder_->write_header(*out);
-      record_file_ = std::move(out);
-      record_path_ = file;
-      return reply_ok();
-    }
+    if (action == "start") return record_start(get("file"), get("overwrite") == "true");
     if (action == "stop") {
       drain_recorder();
       record_file_.reset();
@@ -193,20 +221,15 @@ std::string Daemon::handle(const std::string& line) {
   }
   if (cmd == "trace") {
     const std::string action = get("action");
+    if (action == "start" && !deferred) return trace_start(get("dir"));
     if (action == "start") {
-      if (trace_) return reply_error("already tracing to " + trace_->directory);
-      const std::string dir = get("dir");
-      if (dir.empty()) return reply_error("trace start needs \"dir\"");
-      auto session = tools::TraceSession::start(dir, 10000.0, &why);
-      if (!session) return reply_error(why);
-      trace_ = std::make_unique<TraceState>();
-      trace_->session = std::move(session);
-      trace_->directory = dir;
-      if (graph_) graph_->trace_names();
-      return reply_ok();
+      std::string now;
+      begin_trace_start(get("dir"), client, &now);
+      *deferred = now.empty();
+      return now;
     }
     if (action == "stop") {
-      if (!trace_) return reply_error("not tracing");
+      if (!trace_) return reply_error(pending_trace_ ? "the trace session is still being set up" : "not tracing");
       const auto discarded = trace_->session->stop();
       const std::string dir = trace_->directory;
       trace_.reset();
@@ -216,6 +239,125 @@ std::string Daemon::handle(const std::string& line) {
   }
   if (cmd.empty()) return reply_error("the request has no \"cmd\" — expected one of: status, stop, start, reload, record, trace");
   return reply_error("unknown command '" + cmd + "' — expected one of: status, stop, start, reload, record, trace");
+}
+
+config::LoadOptions Daemon::load_options() const {
+  config::LoadOptions options;
+  options.plugins = {options_.plugin_dirs, true};
+  return options;
+}
+
+std::string Daemon::reload(const std::string& file) {
+  // The daemon's own file is trusted; a file a client names is read only
+  // from the configuration directory, without following links, and its
+  // diagnostics reach the client redacted.
+  std::string text, why, label = config_file_;
+  const bool named = !file.empty();
+  const int fd = named ? base::open_beneath(options_.config_dir, file, O_RDONLY, 0, &why)
+                       : base::open_regular_file(config_file_, &why);
+  if (fd < 0) return reply_error("reload: " + why);
+  const bool read = base::read_all(fd, 4u << 20, &text, &why);
+  ::close(fd);
+  if (named) label = std::filesystem::path(file).is_absolute() ? file : options_.config_dir + "/" + file;
+  if (!read) return reply_error("reload: " + label + ": " + why);
+  const auto check = config::load_graph_text(text, label, load_options());
+  if (!check.ok()) {
+    std::string errors, full;
+    for (const auto& d : check.diagnostics) {
+      errors += (named ? redacted(d) : d.str()) + "\n";
+      full += d.str() + "\n";
+    }
+    std::cerr << "rtcosimd: reload refused:\n" << full;
+    return reply_error("the new file has errors; the running graph keeps running:\n" + errors);
+  }
+  // A file that loads but cannot start (real time refused, ...) gives the
+  // previous graph back, running as it was (from the text it was built
+  // from: the file may have changed since).
+  const std::string previous_file = config_file_;
+  const std::string previous_text = config_text_;
+  const bool was_running = running_;
+  std::string error;
+  if (!load_text(text, label, &why)) return reply_error(why);
+  if (was_running && !start_graph(&error)) {
+    std::string restore_error;
+    if (load_text(previous_text, previous_file, &restore_error) && start_graph(&restore_error)) {
+      return reply_error(label + " cannot start: " + error + " — the previous graph (" + previous_file +
+                         ") was restored and runs");
+    }
+    return reply_error(label + " cannot start: " + error + "; restoring " + previous_file + " failed too: " +
+                       restore_error);
+  }
+  return reply_ok("\"config\":" + base::json_string(label));
+}
+
+std::string Daemon::record_start(const std::string& file, bool overwrite) {
+  if (file.empty()) return reply_error("record start needs \"file\"");
+  if (!recorder_ || recorder_->empty()) return reply_error("the graph records no signals (add a 'record:' section)");
+  std::string why;
+  const int flags = O_WRONLY | O_CREAT | (overwrite ? O_TRUNC : O_EXCL);
+  const int fd = base::open_beneath(options_.recording_dir, file, flags, 0640, &why);
+  if (fd < 0) return reply_error("record: " + why);
+  drain_recorder();
+  auto out = std::make_unique<base::FdOstream>(fd);
+  recorder_->write_header(*out);
+  record_file_ = std::move(out);
+  record_path_ = std::filesystem::path(file).is_absolute() ? file : options_.recording_dir + "/" + file;
+  return reply_ok("\"file\":" + base::json_string(record_path_));
+}
+
+std::string Daemon::trace_start(const std::string& dir) {
+  std::string reply;
+  begin_trace_start(dir, 0, &reply);
+  if (!reply.empty()) return reply;
+  // Called directly (tests, SIGHUP-less callers): wait for the worker.
+  pending_trace_->result.wait();
+  return finish_trace_start()->second;
+}
+
+void Daemon::begin_trace_start(const std::string& dir, std::uint64_t client, std::string* reply_now) {
+  if (trace_) {
+    *reply_now = reply_error("already tracing to " + trace_->directory);
+    return;
+  }
+  if (pending_trace_) {
+    *reply_now = reply_error("a trace session is being set up");
+    return;
+  }
+  if (dir.empty()) {
+    *reply_now = reply_error("trace start needs \"dir\"");
+    return;
+  }
+  // The trace goes to a new directory directly in the recording directory.
+  std::string why;
+  const auto full = base::make_dir_beneath(options_.recording_dir, dir, 0750, &why);
+  if (full.empty()) {
+    *reply_now = reply_error("trace: " + why);
+    return;
+  }
+  pending_trace_ = std::make_unique<PendingTrace>();
+  pending_trace_->client = client;
+  pending_trace_->directory = full;
+  pending_trace_->result = std::async(std::launch::async, [full] {
+    std::string error;
+    auto session = tools::TraceSession::start(full, 10000.0, &error);
+    return std::make_pair(std::move(session), error);
+  });
+}
+
+std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_trace_start() {
+  if (!pending_trace_ || pending_trace_->result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return std::nullopt;
+  }
+  auto [session, error] = pending_trace_->result.get();
+  const auto client = pending_trace_->client;
+  const auto dir = pending_trace_->directory;
+  pending_trace_.reset();
+  if (!session) return std::make_pair(client, reply_error(error));
+  trace_ = std::make_unique<TraceState>();
+  trace_->session = std::move(session);
+  trace_->directory = dir;
+  if (graph_) graph_->trace_names();
+  return std::make_pair(client, reply_ok("\"dir\":" + base::json_string(dir)));
 }
 
 void Daemon::notify_status() {
@@ -243,6 +385,10 @@ void Daemon::notify_status() {
 }
 
 int Daemon::run() {
+  // A client that closes before its replies are out must cost the daemon
+  // nothing: writes use MSG_NOSIGNAL, and nothing else should raise SIGPIPE
+  // either (a recording on a pipe-like file, a library's write).
+  signal(SIGPIPE, SIG_IGN);
   // Signals go to a signalfd; blocked here, before any task thread exists,
   // so every thread inherits the mask and none is interrupted.
   sigset_t signals;
@@ -285,11 +431,18 @@ int Daemon::run() {
   std::cerr << "rtcosimd: running " << options_.config << " (" << graph_->tasks().size() << " tasks); control socket "
             << options_.socket_path << '\n';
 
-  std::vector<Client> clients;
+  std::vector<ControlClient> clients;
+  const ClientLimits limits{options_.max_request_bytes, options_.max_pending_output};
+  std::uint64_t next_client_id = 1;
   double next_status = now_s();
+  // After accept fails for want of descriptors (EMFILE, ENFILE) or memory,
+  // the listening socket is left alone for a while instead of being polled
+  // (it stays readable, so polling it would spin).
+  double accept_again = 0.0;
   while (!quit_) {
-    std::vector<pollfd> fds = {{sfd, POLLIN, 0}, {lfd, POLLIN, 0}};
-    for (const auto& c : clients) fds.push_back({c.fd, static_cast<short>(POLLIN | (c.out.empty() ? 0 : POLLOUT)), 0});
+    const bool accepting = now_s() >= accept_again;
+    std::vector<pollfd> fds = {{sfd, POLLIN, 0}, {accepting ? lfd : -1, POLLIN, 0}};
+    for (const auto& c : clients) fds.push_back({c.fd(), c.events(), 0});
     poll(fds.data(), fds.size(), 100);
 
     if (fds[0].revents & POLLIN) {
@@ -303,47 +456,42 @@ int Daemon::run() {
       }
     }
     // Only the clients that were polled; new ones join after this round.
-    const std::size_t polled = fds.size() - 2;
-    for (std::size_t i = 0; i < polled; ++i) {
-      Client& c = clients[i];
-      const short revents = fds[i + 2].revents;
-      bool close_it = (revents & (POLLERR | POLLHUP)) != 0 && !(revents & POLLIN);
-      if (revents & POLLIN) {
-        char buf[65536];
-        const ssize_t n = read(c.fd, buf, sizeof buf);
-        if (n <= 0) {
-          close_it = true;
-        } else if (!c.discarding) {
-          c.in.append(buf, static_cast<std::size_t>(n));
-          for (std::size_t nl; (nl = c.in.find('\n')) != std::string::npos;) {
-            const std::string line = c.in.substr(0, nl);
-            c.in.erase(0, nl + 1);
-            c.out += handle(line) + "\n";
-          }
-          if (c.in.size() > options_.max_request_bytes) {
-            c.out += reply_error("request longer than " + std::to_string(options_.max_request_bytes) +
-                                 " bytes — the connection is closed") + "\n";
-            c.in.clear();
-            c.in.shrink_to_fit();
-            c.discarding = true;
-          }
-        }
-      }
-      if (!close_it && (revents & POLLOUT) && !c.out.empty()) {
-        const ssize_t n = write(c.fd, c.out.data(), c.out.size());
-        if (n > 0) c.out.erase(0, static_cast<std::size_t>(n));
-        if (n < 0 && errno != EAGAIN) close_it = true;
-        if (c.discarding && c.out.empty()) shutdown(c.fd, SHUT_WR);
-      }
-      if (close_it) {
-        close(c.fd);
-        c.fd = -1;
+    for (std::size_t i = 0; i + 2 < fds.size(); ++i) clients[i].serve(fds[i + 2].revents);
+    if (auto done = finish_trace_start()) {
+      for (auto& c : clients) {
+        if (c.id() == done->first) c.reply(done->second);
       }
     }
-    std::erase_if(clients, [](const Client& c) { return c.fd < 0; });
-    if (fds[1].revents & POLLIN) {
-      for (int cfd; (cfd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0;) {
-        clients.push_back({cfd, {}, {}, false});
+    for (auto& c : clients) {
+      while (auto line = c.next_request()) {
+        bool deferred = false;
+        const std::string reply = respond(*line, c.id(), &deferred);
+        if (deferred) {
+          c.set_busy();  // answered when the worker is done
+          break;
+        }
+        c.reply(reply);
+      }
+    }
+    std::erase_if(clients, [](const ControlClient& c) { return c.finished(); });
+    if (accepting && (fds[1].revents & POLLIN)) {
+      for (;;) {
+        const int cfd = accept4(lfd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (cfd < 0) {
+          if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+            accept_again = now_s() + 0.25;
+            std::cerr << "rtcosimd: cannot accept a client (" << std::strerror(errno) << "); retrying in 0.25 s\n";
+          }
+          break;
+        }
+        if (clients.size() >= options_.max_clients) {
+          const std::string refusal = reply_error("too many clients (" + std::to_string(options_.max_clients) +
+                                                  ") — try again later") + "\n";
+          (void)!send(cfd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+          close(cfd);
+          continue;
+        }
+        clients.emplace_back(cfd, next_client_id++, limits);
       }
     }
 
@@ -356,10 +504,15 @@ int Daemon::run() {
 
   sd_notify(0, "STOPPING=1");
   stop_graph();
+  if (pending_trace_) pending_trace_->result.wait();
+  (void)finish_trace_start();
   if (trace_) trace_->session->stop();
+  trace_.reset();
+  // A per-user session daemon that `trace start` started goes with us.
+  if (!tools::stop_sessiond_started_here()) std::cerr << "rtcosimd: the LTTng session daemon it started did not stop\n";
   if (record_file_) record_file_->flush();
   std::cerr << "rtcosimd: stopped\n" << (graph_ ? tools::run_summary(*graph_) : std::string());
-  for (auto& c : clients) close(c.fd);
+  clients.clear();
   close(lfd);
   ::unlink(options_.socket_path.c_str());
   return 0;

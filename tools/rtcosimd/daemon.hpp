@@ -1,13 +1,17 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
+#include <future>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "coupling/registry.hpp"
+#include "rt_config/loader.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/recorder.hpp"
 #include "runtime/rt_executor.hpp"
@@ -16,9 +20,17 @@
 namespace rtcosim::daemon {
 
 struct Options {
-  std::string config;                                   // the task-graph file
+  std::string config;                                   // the task-graph file (trusted: the admin's)
   std::string socket_path = "/run/rtcosim/control.sock";
+  // Where a client's `reload` may read task graphs from, and where its
+  // `record` and `trace` may write (docs/daemon.md, "Security model").
+  std::string config_dir = "/etc/rtcosim";
+  std::string recording_dir = "/var/lib/rtcosim/recordings";
+  // The only directories plugins (named by id in a task graph) load from.
+  std::vector<std::string> plugin_dirs;
   std::size_t max_request_bytes = 1u << 20;             // 1 MiB
+  std::size_t max_pending_output = 1u << 20;            // per client, replies not yet read
+  std::size_t max_clients = 64;                         // connections beyond it are refused
   double status_interval = 1.0;                         // seconds between STATUS= updates
 };
 
@@ -45,6 +57,18 @@ class Daemon {
 
  private:
   bool load(const std::string& file, std::string* errors);
+  bool load_text(const std::string& text, const std::string& label, std::string* errors);
+  // handle(), for a client of the loop: a request that runs on a worker
+  // sets *deferred and is answered later (finish_trace_start).
+  std::string respond(const std::string& line, std::uint64_t client, bool* deferred);
+  std::string reload(const std::string& file);
+  [[nodiscard]] config::LoadOptions load_options() const;
+  std::string record_start(const std::string& file, bool overwrite);
+  std::string trace_start(const std::string& dir);
+  // Requests that may take seconds (trace session set-up) run on a worker;
+  // the poll loop stays responsive and collects the result here.
+  void begin_trace_start(const std::string& dir, std::uint64_t client, std::string* reply_now);
+  std::optional<std::pair<std::uint64_t, std::string>> finish_trace_start();
   bool start_graph(std::string* error);
   void stop_graph();
   void drain_recorder();
@@ -55,15 +79,18 @@ class Daemon {
   tasks::BlockRegistry blocks_;
   coupling::MethodRegistry methods_;
   std::string config_file_;
+  std::string config_text_;  // what the running graph was built from
   std::unique_ptr<runtime::Graph> graph_;
   std::unique_ptr<runtime::Recorder> recorder_;
   std::unique_ptr<runtime::RealtimeExecutor> executor_;
   runtime::RealtimeReport report_;
   bool running_ = false;
-  std::unique_ptr<std::ofstream> record_file_;
+  std::unique_ptr<std::ostream> record_file_;
   std::string record_path_;
   struct TraceState;
   std::unique_ptr<TraceState> trace_;
+  struct PendingTrace;
+  std::unique_ptr<PendingTrace> pending_trace_;
   std::vector<std::uint64_t> last_frames_;
   bool quit_ = false;
 };

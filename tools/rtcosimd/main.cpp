@@ -1,4 +1,5 @@
 // rtcosimd: the rtcosim daemon. Thin: arguments, then Daemon::run.
+#include <cstdlib>
 #include <iostream>
 #include <string>
 
@@ -6,7 +7,7 @@
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: rtcosimd --config FILE [--socket PATH]
+constexpr const char* kUsage = R"(usage: rtcosimd --config FILE [--socket PATH] [options]
 
 Runs a task graph as a service: loads and validates FILE, prepares real time,
 starts every task, and serves the control socket until SIGTERM or SIGINT.
@@ -14,9 +15,16 @@ Under systemd (Type=notify) it reports READY=1, a STATUS= line every second,
 and feeds the watchdog only while every task makes progress. SIGHUP reloads.
 
 options:
-  --config FILE   the task graph (e.g. /etc/rtcosim/graph.yaml)
-  --socket PATH   control socket (default /run/rtcosim/control.sock); see 'rtcosim ctl --help'
-  -h, --help      this text
+  --config FILE        the task graph (e.g. /etc/rtcosim/graph.yaml)
+  --socket PATH        control socket (default /run/rtcosim/control.sock); see
+                       'rtcosim ctl --help' and docs/daemon.md, "Security model"
+  --config-dir DIR     where a client's 'reload' may read files (default /etc/rtcosim)
+  --recording-dir DIR  where a client's 'record' and 'trace' write (default
+                       /var/lib/rtcosim/recordings)
+  --max-clients N      control-socket connections served at once (default 64)
+  --plugin-dir DIR     where the task graphs' 'plugins:' ids may be loaded from;
+                       repeatable; none by default (docs/plugins.md)
+  -h, --help           this text
 )";
 
 }  // namespace
@@ -29,8 +37,21 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
-    if ((a == "--config" || a == "--socket") && i + 1 < argc) {
-      (a == "--config" ? options.config : options.socket_path) = argv[++i];
+    if ((a == "--config" || a == "--socket" || a == "--config-dir" || a == "--recording-dir") && i + 1 < argc) {
+      (a == "--config"       ? options.config
+       : a == "--socket"     ? options.socket_path
+       : a == "--config-dir" ? options.config_dir
+                             : options.recording_dir) = argv[++i];
+    } else if (a == "--plugin-dir" && i + 1 < argc) {
+      options.plugin_dirs.emplace_back(argv[++i]);
+    } else if (a == "--max-clients" && i + 1 < argc) {
+      char* end = nullptr;
+      const long n = std::strtol(argv[++i], &end, 10);
+      if (*end != '\0' || n < 1 || n > 100000) {
+        std::cerr << "rtcosimd: --max-clients '" << argv[i] << "' — expected a whole number from 1 to 100000\n";
+        return 2;
+      }
+      options.max_clients = static_cast<std::size_t>(n);
     } else {
       std::cerr << "rtcosimd: unexpected argument '" << a << "'\n" << kUsage;
       return 2;

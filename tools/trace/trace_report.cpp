@@ -6,10 +6,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 
+#include "base/duration.hpp"
 #include "base/json.hpp"
-
 #include "runtime/stats.hpp"
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
@@ -60,10 +61,10 @@ std::string quantile_json(const Quantiles& q) {
          ",\"p999\":" + std::to_string(q.p999) + ",\"max\":" + std::to_string(q.max) + "}";
 }
 
-
-// Text histogram in the runtime's log buckets, over the occupied range.
+// Text histogram in coarse log buckets (four per power of two, so that a
+// run fits a screen), over the occupied range.
 std::string histogram(const std::vector<std::int64_t>& values) {
-  using H = runtime::LogHistogram;
+  using H = runtime::DisplayBuckets;
   std::vector<std::uint64_t> counts(H::kBuckets, 0);
   for (auto v : values) ++counts[static_cast<std::size_t>(H::bucket_of(v))];
   int lo = H::kBuckets, hi = -1;
@@ -83,7 +84,8 @@ std::string histogram(const std::vector<std::int64_t>& values) {
     const auto n = counts[static_cast<std::size_t>(i)];
     const auto bar = static_cast<std::size_t>(std::ceil(40.0 * static_cast<double>(n) / static_cast<double>(most)));
     table.add_row({tools::format_nanoseconds(i == 0 ? 0 : H::bucket_upper(i - 1)),
-                   tools::format_nanoseconds(H::bucket_upper(i)), tools::format_count(n), std::string(n ? bar : 0, '#')});
+                   tools::format_nanoseconds(H::bucket_upper(i)), tools::format_count(n),
+                   std::string(n ? bar : 0, '#')});
   }
   return table.render("    ");
 }
@@ -127,9 +129,12 @@ std::string text_report(const std::string& directory, const TraceData& d) {
     if (!t.overruns.empty()) {
       const std::vector<tools::Field<TracedOverrun>> overrun_columns = {
           {"at", Align::kRight,
-           [&d](const TracedOverrun& o) { return tools::format_seconds(static_cast<double>(o.time_ns - d.first_ns) * 1e-9); }},
+           [&d](const TracedOverrun& o) {
+             return tools::format_seconds(static_cast<double>(o.time_ns - d.first_ns) * 1e-9);
+           }},
           {"frame", Align::kRight, [](const TracedOverrun& o) { return tools::format_count(o.frame); }},
-          {"periods missed", Align::kRight, [](const TracedOverrun& o) { return tools::format_count(o.missed_periods); }},
+          {"periods missed", Align::kRight,
+           [](const TracedOverrun& o) { return tools::format_count(o.missed_periods); }},
       };
       out << tools::render_table(overrun_columns, t.overruns, "    ");
     }
@@ -155,7 +160,8 @@ std::string json_report(const TraceData& d) {
   bool first = true;
   for (const auto& [id, t] : d.tasks) {
     out += (first ? "" : ",") + std::string("{\"name\":") + base::json_string(t.name) +
-           ",\"frames\":" + std::to_string(t.frames.size()) + ",\"latency_ns\":" + quantile_json(quantiles(latencies(t))) +
+           ",\"frames\":" + std::to_string(t.frames.size()) +
+           ",\"latency_ns\":" + quantile_json(quantiles(latencies(t))) +
            ",\"exec_ns\":" + quantile_json(quantiles(executions(t))) +
            ",\"deadline_misses\":" + std::to_string(t.overruns.size()) + "}";
     first = false;
@@ -167,9 +173,9 @@ std::string json_report(const TraceData& d) {
     char ages[96];
     std::snprintf(ages, sizeof ages, ",\"age_s\":{\"mean\":%.9g,\"max\":%.9g}", age.count ? age.mean : 0.0,
                   age.count ? age.max : 0.0);
-    out += (first ? "" : ",") + std::string("{\"from\":") + base::json_string(l.source) + ",\"to\":" + base::json_string(l.consumer) +
-           ",\"method\":" + base::json_string(l.method) + ",\"published\":" + std::to_string(l.published) +
-           ",\"dropped\":" + std::to_string(l.dropped) + ages + "}";
+    out += (first ? "" : ",") + std::string("{\"from\":") + base::json_string(l.source) +
+           ",\"to\":" + base::json_string(l.consumer) + ",\"method\":" + base::json_string(l.method) +
+           ",\"published\":" + std::to_string(l.published) + ",\"dropped\":" + std::to_string(l.dropped) + ages + "}";
     first = false;
   }
   return out + "],\"discarded_events\":" + std::to_string(d.discarded_events) + "}\n";
@@ -185,38 +191,90 @@ std::string perfetto_json(const TraceData& d) {
   };
   for (const auto& [id, t] : d.tasks) {
     sep();
-    out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << id << ",\"args\":{\"name\":" << base::json_string(t.name)
-        << "}}";
+    out << "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" << id
+        << ",\"args\":{\"name\":" << base::json_string(t.name) << "}}";
     for (const auto& f : t.frames) {
       if (!f.ended) continue;
       sep();
       char buf[256];
-      std::snprintf(buf, sizeof buf,
-                    "{\"name\":\"frame\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"frame\":%llu,"
-                    "\"latency_ns\":%lld,\"step_s\":%.9g,\"sim_s\":%.9g}}",
-                    static_cast<unsigned>(id), static_cast<double>(f.start_ns - d.first_ns) * 1e-3,
-                    static_cast<double>(f.exec_ns) * 1e-3, static_cast<unsigned long long>(f.frame),
-                    static_cast<long long>(f.latency_ns), f.step_s, f.sim_s);
+      std::snprintf(
+          buf, sizeof buf,
+          "{\"name\":\"frame\",\"ph\":\"X\",\"pid\":1,\"tid\":%u,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"frame\":%llu,"
+          "\"latency_ns\":%lld,\"step_s\":%.9g,\"sim_s\":%.9g}}",
+          static_cast<unsigned>(id), static_cast<double>(f.start_ns - d.first_ns) * 1e-3,
+          static_cast<double>(f.exec_ns) * 1e-3, static_cast<unsigned long long>(f.frame),
+          static_cast<long long>(f.latency_ns), f.step_s, f.sim_s);
       out << buf;
     }
     for (const auto& o : t.overruns) {
       sep();
       out << "{\"name\":\"overrun\",\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":" << id
-          << ",\"ts\":" << static_cast<double>(o.time_ns - d.first_ns) * 1e-3 << ",\"args\":{\"missed_periods\":"
-          << o.missed_periods << "}}";
+          << ",\"ts\":" << static_cast<double>(o.time_ns - d.first_ns) * 1e-3
+          << ",\"args\":{\"missed_periods\":" << o.missed_periods << "}}";
     }
   }
   out << "],\"displayTimeUnit\":\"ns\"}\n";
   return out.str();
 }
 
+plot::Figure latency_histogram(const TraceData& d) {
+  // Linear microseconds, equal-width buckets, log counts: the plot known
+  // from cyclictest, where a bar's height means the same at every latency.
+  // Buckets are 1 us wide up to 1000 us of range, then 2, 5, 10, ... us so
+  // that no panel has more than 1000 of them.
+  std::int64_t worst = 0;
+  for (const auto& [id, t] : d.tasks) {
+    for (auto v : latencies(t)) worst = std::max(worst, v);
+  }
+  std::int64_t width_ns = 1000;
+  for (std::int64_t decade = 1000; worst > 1000 * width_ns;) {
+    if (width_ns == decade) {
+      width_ns = 2 * decade;
+    } else if (width_ns == 2 * decade) {
+      width_ns = 5 * decade;
+    } else {
+      width_ns = decade *= 10;
+    }
+  }
+  plot::Figure hist;
+  hist.title = "wake-up latency per task";
+  const std::string bucket = base::format_duration(static_cast<double>(width_ns) * 1e-9);
+  hist.x_label = "wake-up latency (us); one bar per " + bucket + " bucket, the count of frames in it on a log scale";
+  hist.x_from = 0.0;
+  // Room right of the last bar, so that the max marker stands clear of the frame.
+  hist.x_to = static_cast<double>((worst / width_ns + 1) * width_ns) * 1e-3 * 1.03;
+  for (const auto& [id, t] : d.tasks) {
+    std::map<std::int64_t, std::uint64_t> counts;
+    std::int64_t max = -1;
+    for (auto v : latencies(t)) {
+      const std::int64_t ns = std::max<std::int64_t>(v, 0);
+      ++counts[ns / width_ns];
+      max = std::max(max, ns);
+    }
+    plot::Panel p;
+    p.y_label = t.name + " (frames)";
+    p.log_y = true;
+    plot::Series s{t.name, {}, {}, "#1f77b4", 1.5, false, false, true, static_cast<double>(width_ns) * 1e-3};
+    for (const auto& [k, n] : counts) {
+      s.x.push_back(static_cast<double>(k * width_ns) * 1e-3);
+      s.y.push_back(static_cast<double>(n));
+    }
+    p.series.push_back(s);
+    if (max >= 0) {
+      p.markers = {static_cast<double>(max) * 1e-3};
+      p.marker_label = "max " + tools::format_nanoseconds(max);
+      p.marker_color = "#d62728";
+      p.marker_width = 1.5;
+    }
+    hist.panels.push_back(p);
+  }
+  hist.panel_height = 200;
+  return hist;
+}
+
 bool write_svgs(const TraceData& d, const std::string& directory, std::string* error) {
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
-  using H = runtime::LogHistogram;
-  plot::Figure hist;
-  hist.title = "wake-up latency per task (log buckets)";
-  hist.x_label = "wake-up latency (us, bucket upper edge)";
   plot::Figure timeline;
   // The second around the worst wake-up of any task.
   std::int64_t worst_at = d.first_ns, worst = -1;
@@ -231,19 +289,6 @@ bool write_svgs(const TraceData& d, const std::string& directory, std::string* e
   timeline.title = "the second around the worst wake-up (" + tools::format_nanoseconds(worst) + ")";
   timeline.x_label = "time since the trace began (s)";
   for (const auto& [id, t] : d.tasks) {
-    std::vector<std::uint64_t> counts(H::kBuckets, 0);
-    for (auto v : latencies(t)) ++counts[static_cast<std::size_t>(H::bucket_of(v))];
-    plot::Panel p;
-    p.y_label = t.name + " (frames)";
-    plot::Series s{t.name, {}, {}, "#1f77b4", 1.5, false, true};
-    for (int i = 0; i < H::kBuckets; ++i) {
-      if (!counts[static_cast<std::size_t>(i)]) continue;
-      s.x.push_back(static_cast<double>(H::bucket_upper(i)) * 1e-3);
-      s.y.push_back(static_cast<double>(counts[static_cast<std::size_t>(i)]));
-    }
-    p.series.push_back(s);
-    hist.panels.push_back(p);
-
     plot::Panel tl;
     tl.y_label = t.name + " (us)";
     plot::Series lat{"wake-up latency", {}, {}, "#d62728", 1.2, false, false};
@@ -259,14 +304,16 @@ bool write_svgs(const TraceData& d, const std::string& directory, std::string* e
       }
     }
     for (const auto& o : t.overruns) {
-      if (std::llabs(o.time_ns - worst_at) <= 500'000'000) tl.markers.push_back(static_cast<double>(o.time_ns - d.first_ns) * 1e-9);
+      if (std::llabs(o.time_ns - worst_at) <= 500'000'000)
+        tl.markers.push_back(static_cast<double>(o.time_ns - d.first_ns) * 1e-9);
     }
     tl.marker_label = "deadline misses";
     tl.series = {lat, exe};
     timeline.panels.push_back(tl);
   }
-  hist.panel_height = timeline.panel_height = 200;
-  return plot::write_svg(hist, (std::filesystem::path(directory) / "latency_histograms.svg").string(), error) &&
+  timeline.panel_height = 200;
+  return plot::write_svg(latency_histogram(d), (std::filesystem::path(directory) / "latency_histograms.svg").string(),
+                         error) &&
          plot::write_svg(timeline, (std::filesystem::path(directory) / "timeline.svg").string(), error);
 }
 
@@ -316,7 +363,8 @@ int run_trace_command(const std::vector<std::string>& raw_args) {
       return 1;
     }
     if (data.tasks.empty()) {
-      std::cerr << "rtcosim trace report: " << dir << " holds no rtcosim events (was it recorded with 'rtcosim run --trace'?)\n";
+      std::cerr << "rtcosim trace report: " << dir
+                << " holds no rtcosim events (was it recorded with 'rtcosim run --trace'?)\n";
       return 1;
     }
     std::cout << text_report(dir, data);

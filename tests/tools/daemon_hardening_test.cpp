@@ -1,0 +1,444 @@
+// rtcosimd against hostile and careless clients (issue 12): each test
+// reproduces one way the daemon could be killed, exhausted, blocked or
+// made to read or write where it should not, and checks that it is not.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include "base/json.hpp"
+#include "tests/tools/daemon_fixture.hpp"
+
+namespace rtcosim::tools {
+namespace {
+
+// Under AddressSanitizer the daemon's resident memory is its shadow memory
+// and the quarantine of freed blocks (up to 256 MB), under ThreadSanitizer
+// its shadow memory: memory figures are only asserted in normal builds.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kMemoryMeasurable = false;
+#else
+constexpr bool kMemoryMeasurable = true;
+#endif
+
+class DaemonHardening : public Daemon {
+ protected:
+  void start_ready(const std::vector<std::string>& extra = {}) {
+    start(write_graph("graph.yaml", "1e9"), extra);
+    ASSERT_TRUE(any(notifications(2000ms), "READY=1"));
+  }
+  // Sends as much of `data` as the socket takes within `window`; the count.
+  static std::size_t send_for(int fd, const std::string& data, std::chrono::milliseconds window) {
+    const auto until = std::chrono::steady_clock::now() + window;
+    std::size_t sent = 0;
+    while (sent < data.size() && std::chrono::steady_clock::now() < until) {
+      const ssize_t n = send(fd, data.data() + sent, data.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        sent += static_cast<std::size_t>(n);
+      } else if (n < 0 && errno != EAGAIN) {
+        break;
+      } else {
+        std::this_thread::sleep_for(5ms);
+      }
+    }
+    return sent;
+  }
+  static std::string repeat(const std::string& s, std::size_t times) {
+    std::string out;
+    out.reserve(s.size() * times);
+    for (std::size_t i = 0; i < times; ++i) out += s;
+    return out;
+  }
+  // True when `text` is valid JSON, by Python's strict parser (UTF-8 too).
+  bool valid_json(const std::string& text) {
+    const auto path = dir_ / "reply.json";
+    std::ofstream(path, std::ios::binary) << text;
+    const std::string command =
+        "python3 -c 'import json,sys; json.loads(open(sys.argv[1],\"rb\").read().decode(\"utf-8\"))' " + path.string();
+    return std::system(command.c_str()) == 0;
+  }
+  std::string record(const std::string& file, bool overwrite = false) {
+    return request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":" + base::json_string(file) +
+                   (overwrite ? ",\"overwrite\":true" : "") + "}");
+  }
+  static std::string slurp(const fs::path& p) {
+    std::ifstream in(p);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+};
+
+TEST_F(DaemonHardening, AClientThatClosesWithRepliesPendingDoesNotKillIt) {
+  start_ready();
+  const int fd = connect_client();
+  ASSERT_GE(fd, 0);
+  const std::string burst = repeat("{\"cmd\":\"status\"}\n", 5000);
+  EXPECT_GT(send_for(fd, burst, 2000ms), 65536u);
+  close(fd);  // replies pending: the daemon's next write meets EPIPE
+  std::this_thread::sleep_for(500ms);
+  ASSERT_TRUE(alive()) << "rtcosimd died (SIGPIPE)";
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+}
+
+TEST_F(DaemonHardening, AHalfClosedClientGetsItsReply) {
+  start_ready();
+  for (int i = 0; i < 5; ++i) {
+    const int fd = connect_client();
+    ASSERT_GE(fd, 0);
+    const std::string req = "{\"cmd\":\"status\"}\n{\"cmd\":\"stats\"}\n";
+    ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+    shutdown(fd, SHUT_WR);  // what socat and nc -N do
+    const std::string reply = read_all(fd, 5000ms);
+    close(fd);
+    EXPECT_EQ(reply.rfind("{\"ok\":true,\"running\":true", 0), 0u) << i << ": " << reply.substr(0, 100);
+    EXPECT_NE(reply.find("\n{\"ok\":false,\"error\":\"unknown command 'stats'"), std::string::npos) << i;
+    EXPECT_EQ(std::count(reply.begin(), reply.end(), '\n'), 2) << i;
+  }
+}
+
+TEST_F(DaemonHardening, AClientThatNeverReadsCostsBoundedMemoryAndBlocksNobody) {
+  start_ready();
+  std::this_thread::sleep_for(300ms);
+  const long rss_before = proc_status_kb("VmRSS");
+  const int hog = connect_client();
+  ASSERT_GE(hog, 0);
+  // 4 MiB of status requests (each answered with ~1 kB): the daemon must
+  // stop reading them rather than queue gigabytes of replies.
+  const std::string flood = repeat("{\"cmd\":\"status\"}\n", (4u << 20) / 17);
+  const std::size_t sent = send_for(hog, flood, 3000ms);
+  EXPECT_LT(sent, flood.size()) << "the daemon read every request of a client that reads nothing";
+  const long rss_during = proc_status_kb("VmRSS");
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+  if (kMemoryMeasurable) {
+    EXPECT_LT(rss_during - rss_before, 16 * 1024) << "VmRSS " << rss_before << " -> " << rss_during << " kB";
+  }
+  close(hog);
+  std::this_thread::sleep_for(300ms);
+  ASSERT_TRUE(alive());
+  const long rss_after = proc_status_kb("VmRSS");
+  if (kMemoryMeasurable) {
+    EXPECT_LT(rss_after - rss_before, 16 * 1024) << "VmRSS " << rss_before << " -> " << rss_after << " kB";
+  }
+  std::printf("VmRSS before %ld kB, during %ld kB, after %ld kB; %zu request bytes taken\n", rss_before, rss_during,
+              rss_after, sent);
+}
+
+TEST_F(DaemonHardening, ClientsBeyondTheLimitAreToldAndClosed) {
+  start_ready({"--max-clients", "4"});
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) idle.push_back(connect_client());
+  for (int fd : idle) ASSERT_GE(fd, 0);
+  std::this_thread::sleep_for(300ms);  // accepted
+  const int extra = connect_client();
+  ASSERT_GE(extra, 0);
+  const std::string refusal = read_all(extra, 3000ms);
+  close(extra);
+  EXPECT_EQ(refusal, "{\"ok\":false,\"error\":\"too many clients (4) — try again later\"}\n");
+  close(idle.back());
+  idle.pop_back();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+  for (int fd : idle) close(fd);
+}
+
+TEST_F(DaemonHardening, OutOfDescriptorsTheLoopBacksOffInsteadOfSpinning) {
+  // The daemon inherits a soft limit of 20 descriptors: 40 clients (the
+  // client limit is 64) run it out, and accept() fails with EMFILE while
+  // more connections wait in the backlog.
+  rlimit old{};
+  getrlimit(RLIMIT_NOFILE, &old);
+  rlimit low = old;
+  low.rlim_cur = 20;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  start(write_graph("graph.yaml", "1e9"));
+  setrlimit(RLIMIT_NOFILE, &old);
+  ASSERT_TRUE(any(notifications(2000ms), "READY=1"));
+  std::vector<int> clients;
+  const auto until = std::chrono::steady_clock::now() + 1500ms;
+  while (clients.size() < 40 && std::chrono::steady_clock::now() < until) {
+    const int fd = connect_client(true);  // EAGAIN once the backlog is full
+    if (fd >= 0) {
+      clients.push_back(fd);
+    } else {
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  ASSERT_GE(clients.size(), 20u);
+  std::this_thread::sleep_for(500ms);
+  const long before = main_thread_ticks();
+  std::this_thread::sleep_for(2000ms);
+  const long used = main_thread_ticks() - before;
+  const long hz = sysconf(_SC_CLK_TCK);
+  std::printf("main thread CPU over 2 s with %zu idle clients: %ld ticks (%ld per second)\n", clients.size(), used, hz);
+  EXPECT_LT(used, hz / 5) << "the main thread spins on accept";
+  for (int fd : clients) close(fd);
+  std::this_thread::sleep_for(600ms);
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+}
+
+TEST_F(DaemonHardening, AFifoIsRefusedAtOnceAndTheLoopStaysResponsive) {
+  start_ready();
+  ASSERT_EQ(mkfifo((recordings_ / "pipe.csv").c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo((configs_ / "pipe.yaml").c_str(), 0600), 0);
+  const auto before = std::chrono::steady_clock::now();
+  const auto record_reply = record("pipe.csv", true);
+  EXPECT_EQ(record_reply.rfind("{\"ok\":false", 0), 0u) << record_reply;
+  EXPECT_NE(record_reply.find("FIFO"), std::string::npos) << record_reply;
+  EXPECT_NE(record("pipe.csv").find("exists"), std::string::npos);
+  const auto reload_reply = request("{\"cmd\":\"reload\",\"file\":\"pipe.yaml\"}");
+  EXPECT_NE(reload_reply.find("not a regular file"), std::string::npos) << reload_reply;
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 4s);
+}
+
+TEST_F(DaemonHardening, RepliesAreValidJsonWhateverTheRequestHolds) {
+  start_ready();
+  const std::string bad_utf8 = "{\"cmd\":\"\xff\xfe\xc3\x28 launch \xed\xa0\x80\"}";
+  const auto reply = request(bad_utf8);
+  EXPECT_NE(reply.find("unknown command"), std::string::npos) << reply;
+  EXPECT_TRUE(valid_json(reply)) << reply;
+  // A NUL would silently shorten the path: refused.
+  const auto nul = request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"a.csv\\u0000.txt\"}");
+  EXPECT_NE(nul.find("NUL"), std::string::npos) << nul;
+  EXPECT_TRUE(valid_json(nul)) << nul;
+  EXPECT_FALSE(fs::exists(recordings_ / "a.csv"));
+  EXPECT_TRUE(valid_json(request("{\"cmd\":\"status\"}")));
+}
+
+TEST_F(DaemonHardening, RecordingsStayInTheRecordingDirectory) {
+  start_ready();
+  // ../ traversal and an absolute path outside.
+  const auto traversal = record("../escape.csv");
+  EXPECT_EQ(traversal.rfind("{\"ok\":false", 0), 0u) << traversal;
+  EXPECT_FALSE(fs::exists(dir_ / "escape.csv"));
+  const auto absolute = record((dir_ / "outside.csv").string());
+  EXPECT_NE(absolute.find("is outside"), std::string::npos) << absolute;
+  EXPECT_FALSE(fs::exists(dir_ / "outside.csv"));
+  // A symbolic link out, as the file and as a directory on the way.
+  std::ofstream(dir_ / "victim.csv") << "precious\n";
+  fs::create_symlink(dir_ / "victim.csv", recordings_ / "link.csv");
+  fs::create_directories(dir_ / "elsewhere");
+  fs::create_directory_symlink(dir_ / "elsewhere", recordings_ / "sub");
+  EXPECT_NE(record("link.csv", true).find("symbolic link"), std::string::npos);
+  EXPECT_NE(record("sub/x.csv").find("symbolic link"), std::string::npos);
+  EXPECT_EQ(slurp(dir_ / "victim.csv"), "precious\n");
+  EXPECT_FALSE(fs::exists(dir_ / "elsewhere" / "x.csv"));
+  // An existing file is kept unless the request says overwrite.
+  std::ofstream(recordings_ / "old.csv") << "keep\n";
+  EXPECT_NE(record("old.csv").find("exists"), std::string::npos);
+  EXPECT_EQ(slurp(recordings_ / "old.csv"), "keep\n");
+  EXPECT_EQ(record("old.csv", true).rfind("{\"ok\":true", 0), 0u);
+  // A new one is made with mode 0640.
+  EXPECT_EQ(record("new.csv").rfind("{\"ok\":true", 0), 0u);
+  struct stat st {};
+  ASSERT_EQ(stat((recordings_ / "new.csv").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  // The overwritten file was truncated and starts with its header (and
+  // perhaps a few samples drained before the next recording replaced it).
+  const std::string overwritten = slurp(recordings_ / "old.csv");
+  EXPECT_EQ(overwritten.rfind("time_s,task,signal,value\n", 0), 0u) << overwritten;
+  EXPECT_EQ(overwritten.find("keep"), std::string::npos) << overwritten;
+}
+
+TEST_F(DaemonHardening, ReloadReadsOnlyTheConfigurationDirectoryAndEchoesNoContent) {
+  start_ready();
+  const std::string secret = "root:$6$s3cretHASHvalue:19000:0:99999:7:::\n";
+  std::ofstream(dir_ / "shadow") << secret;
+  const auto outside = request("{\"cmd\":\"reload\",\"file\":" + base::json_string((dir_ / "shadow").string()) + "}");
+  EXPECT_NE(outside.find("is outside"), std::string::npos) << outside;
+  EXPECT_EQ(outside.find("s3cret"), std::string::npos) << outside;
+  const auto traversal = request("{\"cmd\":\"reload\",\"file\":\"../shadow\"}");
+  EXPECT_EQ(traversal.rfind("{\"ok\":false", 0), 0u);
+  EXPECT_EQ(traversal.find("s3cret"), std::string::npos) << traversal;
+  // A junk file inside the directory: errors at their places, no content.
+  std::ofstream(configs_ / "junk.yaml") << secret << "tasks:\n  - {name: a, period: $6$s3cretHASHvalue}\n";
+  const auto junk = request("{\"cmd\":\"reload\",\"file\":\"junk.yaml\"}");
+  EXPECT_NE(junk.find("junk.yaml:1:1: error: unknown key '…'"), std::string::npos) << junk;
+  EXPECT_NE(junk.find("junk.yaml:3:"), std::string::npos) << junk;
+  EXPECT_EQ(junk.find("s3cret"), std::string::npos) << junk;
+  EXPECT_EQ(junk.find("19000"), std::string::npos) << junk;
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+}
+
+TEST_F(DaemonHardening, AReloadThatCannotStartRestoresThePreviousGraph) {
+  ASSERT_TRUE(run_unprivileged());
+  start_ready();
+  std::string text = kGraph;
+  text.replace(text.find("HANG"), 4, "1e9");
+  text.replace(text.find("realtime: off"), 13, "realtime: required");
+  text.replace(text.find("period: 2ms,"), 12, "period: 2ms, priority: 50,");
+  std::ofstream(configs_ / "needs_rt.yaml") << text;
+  const auto reply =
+      request("{\"cmd\":\"reload\",\"file\":" + base::json_string((configs_ / "needs_rt.yaml").string()) + "}");
+  if (reply.rfind("{\"ok\":true", 0) == 0) GTEST_SKIP() << "this user may lock memory and use SCHED_FIFO";
+  EXPECT_NE(reply.find("needs_rt.yaml cannot start: real-time set-up failed"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("the previous graph (" + (configs_ / "graph.yaml").string() + ") was restored and runs"),
+            std::string::npos)
+      << reply;
+  const auto status = request("{\"cmd\":\"status\"}");
+  EXPECT_EQ(status.rfind(
+                "{\"ok\":true,\"running\":true,\"config\":" + base::json_string((configs_ / "graph.yaml").string()), 0),
+            0u)
+      << status.substr(0, 200);
+}
+
+TEST_F(DaemonHardening, ATaskGraphCannotMakeItLoadCodeFromWhereItLikes) {
+  const auto canary = dir_ / "canary";
+  setenv("RTCOSIM_CANARY", canary.c_str(), 1);
+  const auto evil = dir_ / "evil";
+  const auto allowed = dir_ / "allowed";
+  fs::create_directories(evil);
+  fs::create_directories(allowed);
+  fs::copy_file(CANARY_PLUGIN_PATH, evil / "evil.so");
+  fs::permissions(dir_, fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
+  fs::permissions(evil, fs::perms::group_write | fs::perms::others_write, fs::perm_options::remove);
+  std::string text = kGraph;
+  text.replace(text.find("HANG"), 4, "1e9");
+  std::ofstream(configs_ / "by_path.yaml") << text << "plugins: [" << evil.string() << "]\n";
+  std::ofstream(configs_ / "by_id.yaml") << text << "plugins: [evil]\n";
+  start_ready({"--plugin-dir", allowed.string()});
+
+  // A directory in the file: refused before anything is opened.
+  const auto by_path = request("{\"cmd\":\"reload\",\"file\":\"by_path.yaml\"}");
+  EXPECT_NE(by_path.find("names plugins by id, not by path"), std::string::npos) << by_path;
+  // An id: looked up only in the daemon's own --plugin-dir.
+  const auto by_id = request("{\"cmd\":\"reload\",\"file\":\"by_id.yaml\"}");
+  EXPECT_NE(by_id.find("no plugin 'evil' (evil.so) in the allowed plugin directories"), std::string::npos) << by_id;
+  EXPECT_FALSE(fs::exists(canary)) << "rtcosimd loaded the file's plugin";
+
+  // rtcosim check loads nothing unless asked, and then only from --plugin-dir.
+  const std::string cli = RTCOSIM_CLI_PATH;
+  const auto check = [&](const std::string& args) {
+    return std::system((cli + " check " + args + " > /dev/null 2>&1").c_str());
+  };
+  check((configs_ / "by_path.yaml").string());
+  check((configs_ / "by_id.yaml").string());
+  check("--plugin-dir " + evil.string() + " " + (configs_ / "by_id.yaml").string());
+  EXPECT_FALSE(fs::exists(canary)) << "rtcosim check loaded the file's plugin";
+  // Asked to, from a directory only its owner may write: it does (the
+  // canary proves this test would see a load).
+  check("--load-plugins --plugin-dir " + evil.string() + " " + (configs_ / "by_id.yaml").string());
+  EXPECT_TRUE(fs::exists(canary));
+  fs::remove(canary);
+  // ... but not from a directory others may write into.
+  fs::permissions(evil, fs::perms::group_write, fs::perm_options::add);
+  EXPECT_NE(check("--load-plugins --plugin-dir " + evil.string() + " " + (configs_ / "by_id.yaml").string()), 0);
+  EXPECT_FALSE(fs::exists(canary));
+  unsetenv("RTCOSIM_CANARY");
+}
+
+// A CI-sized soak: for 5 s one client connects, asks, reads and leaves in a
+// loop, a second pipelines requests and reads its replies slowly, a third
+// floods and never reads; the daemon's resident memory stays flat.
+TEST_F(DaemonHardening, SoakMemoryStaysFlatWhileClientsHammerTheSocket) {
+  start_ready();
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> answered{0};
+  std::thread churn([&] {
+    while (!stop) {
+      std::string error;
+      if (!control_request(socket_path_, "{\"cmd\":\"status\"}", &error, 2000).empty()) ++answered;
+      std::this_thread::sleep_for(1ms);  // hard, but leaving the shared CI cores some air
+    }
+  });
+  std::thread slow([&] {
+    const int fd = connect_client();
+    const std::string batch = repeat("{\"cmd\":\"status\"}\n", 200);
+    char buf[4096];
+    while (!stop && fd >= 0) {
+      (void)send_for(fd, batch, 50ms);
+      (void)recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      std::this_thread::sleep_for(5ms);
+    }
+    if (fd >= 0) close(fd);
+  });
+  const int flood = connect_client();
+  ASSERT_GE(flood, 0);
+  const std::string lots = repeat("{\"cmd\":\"status\"}\n", 20000);
+  std::vector<long> rss;
+  for (int second = 0; second < 5; ++second) {
+    (void)send_for(flood, lots, 1000ms);
+    rss.push_back(proc_status_kb("VmRSS"));
+  }
+  stop = true;
+  churn.join();
+  slow.join();
+  close(flood);
+  ASSERT_TRUE(alive());
+  std::printf("VmRSS each second (kB):");
+  for (long r : rss) std::printf(" %ld", r);
+  std::printf("; %llu requests answered to the churning client\n", static_cast<unsigned long long>(answered.load()));
+  EXPECT_GT(answered.load(), 20u);
+  // After the first second (buffers reach their bounds), no growth beyond
+  // 1 MiB of noise.
+  if (kMemoryMeasurable) {
+    EXPECT_LT(*std::max_element(rss.begin() + 1, rss.end()) - rss[1], 1024) << "memory grows";
+  }
+}
+
+// `trace start` from a non-root daemon: set up on a worker while other
+// clients are served, and the per-user session daemon it had to start is
+// stopped when rtcosimd exits (only that one).
+TEST_F(DaemonHardening, TraceStartRunsBesideTheLoopAndItsSessionDaemonGoesWithIt) {
+  if (std::system("lttng --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "lttng-tools is not installed";
+  ASSERT_TRUE(run_unprivileged());
+  // Short: the session daemon's sockets live in $HOME/.lttng (108-byte limit).
+  const auto home = fs::temp_directory_path() / ("rtl" + std::to_string(getpid()));
+  fs::remove_all(home);
+  fs::create_directories(home);
+  fs::permissions(home, fs::perms::all, fs::perm_options::add);
+  const char* old_home = std::getenv("HOME");
+  const std::string saved_home = old_home ? old_home : "";
+  setenv("HOME", home.c_str(), 1);
+  unsetenv("LTTNG_HOME");
+  start_ready();
+  setenv("HOME", saved_home.c_str(), 1);
+
+  const int tracer = connect_client();
+  ASSERT_GE(tracer, 0);
+  const std::string start_trace = "{\"cmd\":\"trace\",\"action\":\"start\",\"dir\":\"t1\"}\n";
+  ASSERT_EQ(send(tracer, start_trace.data(), start_trace.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(start_trace.size()));
+  const auto sent = std::chrono::steady_clock::now();
+  const auto status = request("{\"cmd\":\"status\"}");
+  const auto status_at = std::chrono::steady_clock::now() - sent;
+  EXPECT_EQ(status.rfind("{\"ok\":true,\"running\":true", 0), 0u);
+  std::string trace_reply;
+  char buf[4096];
+  timeval tv{30, 0};
+  setsockopt(tracer, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  while (trace_reply.find('\n') == std::string::npos) {
+    const ssize_t n = recv(tracer, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    trace_reply.append(buf, static_cast<std::size_t>(n));
+  }
+  const auto trace_at = std::chrono::steady_clock::now() - sent;
+  close(tracer);
+  std::printf("status answered after %.3f s, trace start after %.3f s\n",
+              std::chrono::duration<double>(status_at).count(), std::chrono::duration<double>(trace_at).count());
+  EXPECT_LT(status_at, trace_at) << "the status request waited for the trace set-up";
+  if (trace_reply.rfind("{\"ok\":true", 0) != 0) GTEST_SKIP() << "tracing does not work here: " << trace_reply;
+  EXPECT_EQ(trace_reply, "{\"ok\":true,\"dir\":" + base::json_string((recordings_ / "t1").string()) + "}\n");
+
+  long sessiond = 0;
+  std::ifstream(home / ".lttng" / "lttng-sessiond.pid") >> sessiond;
+  ASSERT_GT(sessiond, 0) << "no per-user session daemon was started";
+  const auto running = [&] {
+    std::ifstream stat("/proc/" + std::to_string(sessiond) + "/stat");
+    std::string text;
+    std::getline(stat, text);
+    return text.find("(lttng-sessiond)") != std::string::npos && text[text.rfind(')') + 2] != 'Z';
+  };
+  EXPECT_TRUE(running());
+  kill(pid_, SIGTERM);
+  EXPECT_EQ(wait_exit(), 0);
+  for (int i = 0; i < 60 && running(); ++i) std::this_thread::sleep_for(100ms);
+  const bool left_behind = running();
+  if (left_behind) kill(static_cast<pid_t>(sessiond), SIGKILL);  // the test's own mess
+  EXPECT_FALSE(left_behind) << "the session daemon rtcosimd started outlived it";
+  fs::remove_all(home);
+}
+
+}  // namespace
+}  // namespace rtcosim::tools
