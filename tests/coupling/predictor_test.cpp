@@ -109,22 +109,5 @@ TEST(Predictor, DiscontinuityRestarts) { expect_discontinuity_restarts("predicto
 TEST(Predictor, SignalsAreIndependent) { expect_signals_independent("predictor"); }
 TEST(Predictor, SensibleFromTheFirstBlock) { expect_sensible_start("predictor"); }
 
-// A derivative that comes back after a block without one: the curvature
-// term needs two derivatives in a row, so the first block after the gap is
-// first order from its own derivative (the gap block's stored 0 must not be
-// taken for a derivative), and the next one is second order again.
-TEST(Predictor, ADerivativeAfterAGapIsFirstOrderUntilTheNextOne) {
-  auto ex = make_method("predictor");
-  push_block(*ex, 0.1, {1.0}, {2.0});
-  push_block(*ex, 0.2, {1.5});  // no derivative: the parabola through the values
-  push_block(*ex, 0.3, {2.0}, {3.0});
-  for (double t : {0.3, 0.31, 0.35, 0.4}) EXPECT_NEAR(eval1(*ex, t), 2.0 + 3.0 * (t - 0.3), 1e-14) << t;
-  push_block(*ex, 0.4, {2.5}, {4.0});
-  for (double t : {0.4, 0.45, 0.5}) {
-    const double d = t - 0.4;
-    EXPECT_NEAR(eval1(*ex, t), 2.5 + d * (4.0 + d / (2.0 * 0.1) * (4.0 - 3.0)), 1e-13) << t;
-  }
-}
-
 }  // namespace
 }  // namespace rtcosim::coupling::testing
