@@ -2,7 +2,10 @@
 # Builds and runs the test suites.
 #   scripts/test.sh           the whole suite (build/)
 #   scripts/test.sh asan      the whole suite under AddressSanitizer + UBSan (build-asan/)
-#   scripts/test.sh tsan      the threaded tests under ThreadSanitizer (build-tsan/)
+#   scripts/test.sh tsan      the threaded tests, and rtcosimd under the daemon tests, under
+#                             ThreadSanitizer (build-tsan/)
+# Each then fails on a skipped test that tests/allowed_skips.txt does not list
+# (scripts/check-skips.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-default}
@@ -12,6 +15,7 @@ case "$mode" in
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
     cmake --build build --parallel "$jobs"
     ctest --test-dir build --output-on-failure --parallel "$jobs"
+    scripts/check-skips.sh build
     ;;
   asan)
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_SANITIZE=address,undefined \
@@ -19,13 +23,28 @@ case "$mode" in
     cmake --build build-asan --parallel "$jobs"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       ctest --test-dir build-asan --output-on-failure --parallel "$jobs"
+    scripts/check-skips.sh build-asan
     ;;
   tsan)
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_SANITIZE=thread \
       -DRTCOSIM_ONLY_THREADED_TESTS=ON -DRTCOSIM_BUILD_BENCH=OFF >/dev/null
     cmake --build build-tsan --parallel "$jobs"
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-      ctest --test-dir build-tsan --output-on-failure -L threaded
+    # Reports go to files so that those of the processes the tests start
+    # (rtcosimd under the daemon tests, whose stderr the tests keep to
+    # themselves) are seen too; any report fails the run.
+    reports=build-tsan/tsan-reports
+    rm -rf "$reports"
+    mkdir -p "$reports"
+    status=0
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$PWD/$reports/tsan" \
+      ctest --test-dir build-tsan --output-on-failure -L threaded || status=$?
+    if compgen -G "$reports/tsan.*" >/dev/null; then
+      cat "$reports"/tsan.*
+      echo "ThreadSanitizer reported the above (one file per process in $reports)" >&2
+      status=1
+    fi
+    scripts/check-skips.sh build-tsan || status=1
+    exit "$status"
     ;;
   *)
     echo "usage: scripts/test.sh [default|asan|tsan]" >&2

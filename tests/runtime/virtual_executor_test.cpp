@@ -271,6 +271,60 @@ TEST(VirtualExecutor, ARateGroupsSlowFrameSeesItsFastFramesOutputs) {
 
 class EveryExample : public ::testing::TestWithParam<const char*> {};
 
+// Two fixed-step tasks pinned to no CPU, 6 ms of execution every 10 ms:
+// each gets a processor of its own, as on a machine with enough cores, so
+// neither waits for the other. A fixed step released on its grid has lag
+// = the wall time of its integration point - (simulation time after the
+// step - period) = its execution time, 6 ms, in every frame.
+TEST(VirtualExecutor, UnpinnedTasksRunSideBySideAndLagByTheirExecutionTime) {
+  const std::string yaml = "name: unpinned\nrealtime: off\ntasks:\n"
+                           "  - {name: a, period: 10ms, priority: 90, execution: {nominal: 6ms}}\n"
+                           "  - {name: b, period: 10ms, priority: 80, execution: {nominal: 6ms}}\n"
+                           "blocks:\n"
+                           "  - {name: ka, type: constant, task: a, params: {value: 1}}\n"
+                           "  - {name: ia, type: integrator, task: a}\n"
+                           "  - {name: kb, type: constant, task: b, params: {value: 1}}\n"
+                           "  - {name: ib, type: integrator, task: b}\n"
+                           "wires:\n"
+                           "  - {from: ka.y, to: ia.u}\n"
+                           "  - {from: kb.y, to: ib.u}\n";
+  Pair p(build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "unpinned.yaml"))));
+  p.executor.run(0.05);
+  for (const char* name : {"a", "b"}) {
+    const auto f = frames_of(p.executor, name);
+    ASSERT_EQ(f.size(), 5u) << name;
+    for (std::size_t k = 0; k < f.size(); ++k) {
+      EXPECT_NEAR(f[k].start, 0.01 * static_cast<double>(k), 1e-12) << name << k;
+      EXPECT_NEAR(f[k].end, 0.01 * static_cast<double>(k) + 0.006, 1e-12) << name << k;
+    }
+    const auto& t = task(*p.graph, name);
+    EXPECT_EQ(t.stats().overruns.load(), 0u) << name;
+    EXPECT_EQ(t.stats().lag.count(), 5u) << name;
+    EXPECT_NEAR(t.stats().lag.min(), 0.006, 1e-12) << name;
+    EXPECT_NEAR(t.stats().lag.max(), 0.006, 1e-12) << name;
+  }
+}
+
+// A frame that takes its whole period ends exactly at the next release;
+// over 30 ms the cycles due at 0, 10 and 20 ms run, the one due at the end
+// (30 ms) does not: 3 frames, no overrun (ending at the deadline is in
+// time), nothing missed.
+TEST(VirtualExecutor, ACycleDueExactlyAtTheEndDoesNotStart) {
+  Pair p(two_tasks(1, 80, "10ms"));
+  p.executor.run(0.03);
+  const auto b = frames_of(p.executor, "b");
+  ASSERT_EQ(b.size(), 3u);
+  for (std::size_t k = 0; k < b.size(); ++k) {
+    EXPECT_NEAR(b[k].start, 0.01 * static_cast<double>(k), 1e-12) << k;
+    EXPECT_NEAR(b[k].end, 0.01 * static_cast<double>(k + 1), 1e-12) << k;
+  }
+  const auto& tb = task(*p.graph, "b");
+  EXPECT_EQ(tb.stats().frames.load(), 3u);
+  EXPECT_EQ(tb.stats().cycles.load(), 3u);
+  EXPECT_EQ(tb.stats().overruns.load(), 0u);
+  EXPECT_EQ(tb.stats().missed_periods.load(), 0u);
+}
+
 TEST_P(EveryExample, SteadyStateFramesOfEveryTaskAllocateNothing) {
   const auto spec = load_example(GetParam());
   auto graph = build_graph(spec);

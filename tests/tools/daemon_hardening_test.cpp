@@ -15,9 +15,9 @@ namespace rtcosim::tools {
 namespace {
 
 // Under AddressSanitizer the daemon's resident memory is its shadow memory
-// and the quarantine of freed blocks (up to 256 MB): memory figures are only
-// asserted in normal builds.
-#if defined(__SANITIZE_ADDRESS__)
+// and the quarantine of freed blocks (up to 256 MB), under ThreadSanitizer
+// its shadow memory: memory figures are only asserted in normal builds.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 constexpr bool kMemoryMeasurable = false;
 #else
 constexpr bool kMemoryMeasurable = true;

@@ -1,9 +1,13 @@
 #include "tools/rtcosim/eval_command.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <utility>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -61,20 +65,68 @@ TEST(EvalTable, EveryCellIsTheMseOfItsOwnRunInPercentThreeG) {
   }
 }
 
-TEST(EvalTable, ZohOnTheSineMatchesAnIndependentComputation) {
-  // zoh with h_s = 40 ms: at t the held value is y(floor(t / h_s) h_s).
+// The test signals, written out here rather than taken from the code under
+// test.
+double y1(double t) { return std::sin(2.0 * M_PI * t); }
+double y2(double t) { return std::exp(-1.5 * t) * std::cos(3.0 * t); }
+double y3(double t) { return t < 3.0 ? (4.0 * t - t * t) / 3.0 : 1.0; }
+
+// The table's MSE for a method that, at each micro step t_i = i ms of 5 s,
+// evaluates the polynomial through the newest `points` samples of y taken
+// every `macro_us` microseconds at or before t_i (one point: zero-order
+// hold; order n: n + 1 points), in Lagrange form rather than the code's
+// Newton form.
+double lagrange_mse(double (*y)(double), std::int64_t macro_us, int points) {
+  double sum = 0.0;
+  for (std::int64_t i = 0; i < 5000; ++i) {
+    const double t = static_cast<double>(i) * 1e-3;
+    const std::int64_t newest = i * 1000 / macro_us;  // the newest sample index: floor(t / h)
+    double u = 0.0;
+    for (int j = 0; j < points; ++j) {
+      const double tj = static_cast<double>((newest - j) * macro_us) * 1e-6;
+      double weight = 1.0;
+      for (int m = 0; m < points; ++m) {
+        const double tm = static_cast<double>((newest - m) * macro_us) * 1e-6;
+        if (m != j) weight *= (t - tm) / (tj - tm);
+      }
+      u += weight * y(tj);
+    }
+    sum += (y(t) - u) * (y(t) - u);
+  }
+  return sum / 5000.0;
+}
+
+std::string three_g(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", v);
+  return text;
+}
+
+TEST(EvalTable, CellsMatchIndependentlyComputedMses) {
   const auto registry = coupling::MethodRegistry::with_builtins();
   const auto rows = split_tsv(eval_table(registry, TableFormat::kTsv));
-  double sum = 0.0;
-  for (int i = 0; i < 5000; ++i) {
-    const int held_ms = (i / 40) * 40;
-    const double y = std::sin(2.0 * M_PI * i * 1e-3);
-    const double u = std::sin(2.0 * M_PI * held_ms * 1e-3);
-    sum += (y - u) * (y - u);
-  }
-  char expected[32];
-  std::snprintf(expected, sizeof expected, "%.3g", sum / 5000.0);
-  EXPECT_EQ(rows[1][2], expected);
+  ASSERT_EQ(rows.size(), 10u);
+  // Rows: A1 y1..y3, A2 y1..y3, A3 y1..y3; columns: variant, signal, zoh, polynomial, ...
+  EXPECT_EQ(rows[1][2], three_g(lagrange_mse(y1, 40000, 1)));  // A1 y1 zoh
+  EXPECT_EQ(rows[3][2], three_g(lagrange_mse(y3, 40000, 1)));  // A1 y3 zoh
+  EXPECT_EQ(rows[7][2], three_g(lagrange_mse(y1, 75000, 1)));  // A3 y1 zoh
+  EXPECT_EQ(rows[1][3], three_g(lagrange_mse(y1, 40000, 4)));  // A1 y1 polynomial, n_E 3
+  EXPECT_EQ(rows[5][3], three_g(lagrange_mse(y2, 40000, 5)));  // A2 y2 polynomial, n_E 4
+  EXPECT_EQ(rows[9][3], three_g(lagrange_mse(y3, 75000, 4)));  // A3 y3 polynomial, n_E 3
+}
+
+TEST(EvalTable, ZohOnTheSineHasAClosedForm) {
+  // zoh with h_s = 40 ms over 5 s: 125 holds whose start phases are 25
+  // equally spaced points of the circle, five times, so the mean over them
+  // of (sin(a + b) - sin a)^2 is exactly 1 - cos b, and the MSE is
+  // (1/40) sum_{k<40} (1 - cos(k x)), x = 2 pi * 1 ms; the sum of cosines
+  // is sin(20 x) cos(19.5 x) / sin(x / 2).
+  const double x = 2.0 * M_PI * 1e-3;
+  const double closed = 1.0 - std::sin(20.0 * x) * std::cos(19.5 * x) / std::sin(0.5 * x) / 40.0;
+  EXPECT_NEAR(closed, lagrange_mse(y1, 40000, 1), 1e-15);
+  const auto rows = split_tsv(eval_table(coupling::MethodRegistry::with_builtins(), TableFormat::kTsv));
+  EXPECT_EQ(rows[1][2], three_g(closed));
+  EXPECT_EQ(rows[4][2], three_g(closed));  // A2 differs from A1 only in n_E, which zoh has not
 }
 
 TEST(EvalTable, MarkdownHasTheSameCells) {
@@ -146,8 +198,48 @@ TEST(EvalTable, WithJitterEveryCellIsComputedOnTheJitteredTags) {
   EXPECT_NE(jittered[8][8], grid[8][8]);
 }
 
+// What `rtcosim eval --plot PATH` returns and prints on stderr.
+std::pair<int, std::string> eval_with_plot(const std::string& path) {
+  ::testing::internal::CaptureStderr();
+  const int code = run_eval_command({"--plot", path, "--duration", "0.1s"});
+  return {code, ::testing::internal::GetCapturedStderr()};
+}
+
 TEST(EvalCommand, PlotToAnUnwritablePlaceFailsWithoutLeavingAFile) {
-  EXPECT_EQ(run_eval_command({"--plot", "/nonexistent-dir/plot.svg", "--duration", "0.1s"}), 1);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("rtcosim_eval_plot_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+
+  // No such directory: the temporary file cannot be opened.
+  const std::string nowhere = (dir / "absent" / "plot.svg").string();
+  EXPECT_EQ(eval_with_plot(nowhere),
+            std::make_pair(1, "rtcosim eval: cannot write '" + nowhere + ".tmp': No such file or directory\n"));
+  EXPECT_FALSE(fs::exists(dir / "absent"));
+
+  // The disk fills up: the temporary file is a link to /dev/full, writing
+  // fails and the temporary (the link) is removed.
+  const fs::path full = dir / "full.svg";
+  fs::create_symlink("/dev/full", dir / "full.svg.tmp");
+  EXPECT_EQ(eval_with_plot(full.string()),
+            std::make_pair(1, "rtcosim eval: writing '" + full.string() + ".tmp' failed: No space left on device\n"));
+  EXPECT_FALSE(fs::exists(full));
+  EXPECT_FALSE(fs::is_symlink(dir / "full.svg.tmp"));
+
+  // The place is taken by a directory: the finished temporary cannot be
+  // renamed onto it and is removed; the directory stays as it was.
+  const fs::path taken = dir / "taken.svg";
+  fs::create_directories(taken / "content");
+  EXPECT_EQ(eval_with_plot(taken.string()),
+            std::make_pair(1, "rtcosim eval: cannot rename '" + taken.string() + ".tmp' to '" + taken.string() +
+                                  "': Is a directory\n"));
+  EXPECT_FALSE(fs::exists(dir / "taken.svg.tmp"));
+  EXPECT_TRUE(fs::is_directory(taken / "content"));
+
+  std::size_t left = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(dir)) ++left;
+  EXPECT_EQ(left, 1u);  // only taken.svg
+  fs::remove_all(dir);
 }
 
 }  // namespace
