@@ -30,6 +30,24 @@ extern char** environ;
 namespace rtcosim::trace_report {
 namespace {
 
+// Another user's process registering with the session daemon during a
+// session leaves an empty trace (empty metadata) beside ours; babeltrace2
+// refused the whole directory ("holds no CTF trace babeltrace2 can open").
+TEST(TraceReader, AnEmptyTraceBesideOursIsPassedOver) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_trace_empty_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::copy(RTCOSIM_TRACE_DIR, dir, std::filesystem::copy_options::recursive);
+  const auto other = dir / "ust" / "uid" / "65534" / "64-bit";
+  std::filesystem::create_directories(other / "index");
+  std::ofstream(other / "metadata").close();
+  std::ofstream(other / "rtcosim_0").close();
+  TraceData d;
+  std::string why;
+  EXPECT_TRUE(read_trace(dir.string(), d, &why)) << why;
+  EXPECT_EQ(d.tasks.at(1).frames.size(), 200u);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TraceReader, ReadsTheCommittedTrace) {
   TraceData d;
   std::string why;

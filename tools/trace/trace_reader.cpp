@@ -109,6 +109,19 @@ bt_graph_simple_sink_component_consume_func_status consume(bt_message_iterator* 
 
 }  // namespace
 
+// A trace directory worth opening: non-empty metadata and a non-empty
+// stream. Another user's process that registers with the session daemon
+// during a session leaves such an empty trace (ust/uid/<its uid>) beside
+// ours, and babeltrace2 refuses the whole set when one input is empty.
+static bool holds_events(const std::filesystem::path& trace_dir) {
+  std::error_code ec;
+  if (std::filesystem::file_size(trace_dir / "metadata", ec) == 0 || ec) return false;
+  for (const auto& e : std::filesystem::directory_iterator(trace_dir, ec)) {
+    if (e.is_regular_file(ec) && e.path().filename() != "metadata" && e.file_size(ec) > 0) return true;
+  }
+  return false;
+}
+
 bool read_trace(const std::string& directory, TraceData& out, std::string* error) {
   auto fail = [&](std::string why) {
     if (error) *error = std::move(why);
@@ -131,13 +144,14 @@ bool read_trace(const std::string& directory, TraceData& out, std::string* error
   std::size_t traces = 0;
   for (auto it = std::filesystem::recursive_directory_iterator(directory, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_regular_file(ec) && it->path().filename() == "metadata") {
+    if (it->is_regular_file(ec) && it->path().filename() == "metadata" && holds_events(it->path().parent_path())) {
       bt_value_array_append_string_element(inputs, it->path().parent_path().c_str());
       ++traces;
     }
   }
   if (traces == 0) {
     bt_value_put_ref(params);
+    // (a trace with empty metadata or no stream data is not counted above)
     bt_graph_put_ref(graph);
     bt_plugin_put_ref(ctf);
     bt_plugin_put_ref(utils);
