@@ -4,24 +4,61 @@
 
 namespace rtcosim::runtime {
 
-FrameLog::FrameLog(const std::vector<std::string>& task_names, std::size_t rows_per_task) {
+namespace {
+
+void write_marker(RecordFile& file, const std::string& csv_task, std::uint64_t n) {
+  file.rows() += csv_task + ",#dropped," + std::to_string(n) + ",,,,\n";
+}
+
+}  // namespace
+
+FrameLog::FrameLog(const std::vector<std::string>& task_names, std::size_t rows_per_task) : names_(task_names) {
   for (const auto& name : task_names) {
     channels_.push_back(std::make_unique<Channel>(rows_per_task));
-    channels_.back()->task = name;
+    append_csv_field(channels_.back()->csv_task, name);
   }
 }
 
-void FrameLog::drain(std::ostream& out) {
+void FrameLog::drain(RecordFile& file) {
   char buf[192];
   for (auto& c : channels_) {
-    FrameRow row;
-    while (c->ring.pop(row)) {
+    Entry entry;
+    while (c->ring.pop(entry)) {
+      const FrameRow& row = entry.row;
+      if (file.failed()) {
+        file.sample(row.sim);
+        continue;
+      }
+      if (entry.dropped_before != c->reported) {
+        write_marker(file, c->csv_task, entry.dropped_before - c->reported);
+        c->reported = entry.dropped_before;
+      }
       std::snprintf(buf, sizeof buf, ",%llu,%.9f,%.9f,%.9g,%lld,%lld\n", static_cast<unsigned long long>(row.frame),
                     row.wall, row.sim, row.step, static_cast<long long>(row.latency_ns),
                     static_cast<long long>(row.exec_ns));
-      out << c->task << buf;
+      file.rows() += c->csv_task;
+      file.rows() += buf;
+      file.sample(row.sim);
     }
   }
+  (void)file.flush();
+}
+
+void FrameLog::finish(RecordFile& file) {
+  drain(file);
+  if (file.failed()) return;
+  for (auto& c : channels_) {
+    const std::uint64_t dropped = c->dropped.load(std::memory_order_relaxed);
+    if (dropped != c->reported) write_marker(file, c->csv_task, dropped - c->reported);
+    c->reported = dropped;
+  }
+  (void)file.flush();
+}
+
+std::vector<std::uint64_t> FrameLog::dropped_per_task() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& c : channels_) out.push_back(c->dropped.load(std::memory_order_relaxed));
+  return out;
 }
 
 std::uint64_t FrameLog::dropped() const noexcept {

@@ -27,7 +27,9 @@ std::vector<ReferenceError> reference_errors(const runtime::Graph& graph, const 
                                              const tasks::ReferenceSolver& reference);
 
 // The summary as JSON: {"tasks":[...],"links":[...],"signals":[...]}; `policy`
-// is "fifo", "other" or "virtual".
-std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy);
+// is "fifo", "other" or "virtual"; `recording`, a JSON object, is added as
+// "recording" when given (recording_summary.hpp).
+std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy,
+                         const std::string& recording = {});
 
 }  // namespace rtcosim::tools

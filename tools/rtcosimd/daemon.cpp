@@ -22,6 +22,7 @@
 #include "coupling/plugin_loader.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/realtime.hpp"
+#include "tools/rtcosim/recording_summary.hpp"
 #include "tools/rtcosim/run_summary.hpp"
 #include "tools/rtcosim/trace_session.hpp"
 
@@ -74,7 +75,14 @@ bool Daemon::load(const std::string& file, std::string* errors) {
     auto graph = runtime::Graph::build(loaded.graph, blocks_, methods_);
     stop_graph();
     graph_ = std::move(graph);
-    recorder_ = std::make_unique<runtime::Recorder>(*graph_);
+    // Memory stays fixed for months: the rings, and the latest sample per
+    // signal for the status preview.
+    recorder_ = std::make_unique<runtime::Recorder>(*graph_, runtime::Recorder::Options{.keep = 1});
+    if (record_file_) {
+      // The same file goes on; time_s starts again at 0 after the marker.
+      runtime::Recorder::write_reload_marker(*record_file_, ++reloads_recorded_);
+      drain_recorder();
+    }
     config_file_ = file;
     return true;
   } catch (const std::exception& e) {
@@ -116,20 +124,25 @@ void Daemon::stop_graph() {
 
 void Daemon::drain_recorder() {
   if (!recorder_) return;
-  if (record_file_) {
-    recorder_->drain(*record_file_);
-    record_file_->flush();
-  } else {
-    std::ostringstream discard;
-    recorder_->drain(discard);
+  recorder_->drain(record_file_.get());
+  if (record_file_ && record_file_->failed()) {
+    // A write error ends the recording; status and `record stop` report it.
+    record_error_ = record_file_->error();
+    std::cerr << "rtcosimd: " << record_error_ << '\n';
+    record_file_.reset();
+    record_path_.clear();
   }
 }
 
 std::string Daemon::status_json() {
-  std::string summary = graph_ ? tools::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other") : "null\n";
+  const tools::RecordingState recording{recorder_.get(), record_file_.get(), nullptr, record_error_};
+  std::string summary = graph_ ? tools::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other",
+                                                     tools::recording_json(*graph_, recording))
+                               : "null\n";
   if (!summary.empty() && summary.back() == '\n') summary.pop_back();
   return "\"running\":" + std::string(running_ ? "true" : "false") + ",\"config\":" + base::json_string(config_file_) +
          ",\"recording\":" + (record_file_ ? base::json_string(record_path_) : std::string("null")) +
+         ",\"recording_error\":" + (record_error_.empty() ? std::string("null") : base::json_string(record_error_)) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + ",\"status\":" + summary;
 }
 
@@ -169,17 +182,25 @@ std::string Daemon::handle(const std::string& line) {
       if (file.empty()) return reply_error("record start needs \"file\"");
       if (!recorder_ || recorder_->empty()) return reply_error("the graph records no signals (add a 'record:' section)");
       drain_recorder();
-      auto out = std::make_unique<std::ofstream>(file, std::ios::trunc);
-      if (!*out) return reply_error("cannot write '" + file + "': " + std::strerror(errno));
-      recorder_->write_header(*out);
-      record_file_ = std::move(out);
+      const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+      if (fd < 0) return reply_error("cannot write '" + file + "': " + std::strerror(errno));
+      record_file_ = runtime::RecordFile::adopt(fd, file);
+      recorder_->write_header(*record_file_);
       record_path_ = file;
+      record_error_.clear();
+      reloads_recorded_ = 0;
       return reply_ok();
     }
     if (action == "stop") {
       drain_recorder();
+      if (record_file_ && !record_file_->commit()) record_error_ = record_file_->error();
       record_file_.reset();
       record_path_.clear();
+      if (!record_error_.empty()) {
+        const std::string error = std::move(record_error_);
+        record_error_.clear();
+        return reply_error(error);
+      }
       return reply_ok();
     }
     return reply_error("record needs \"action\": \"start\" or \"stop\"");
@@ -350,7 +371,7 @@ int Daemon::run() {
   sd_notify(0, "STOPPING=1");
   stop_graph();
   if (trace_) trace_->session->stop();
-  if (record_file_) record_file_->flush();
+  if (record_file_ && !record_file_->commit()) std::cerr << "rtcosimd: " << record_file_->error() << '\n';
   std::cerr << "rtcosimd: stopped\n" << (graph_ ? tools::run_summary(*graph_) : std::string());
   for (auto& c : clients) close(c.fd);
   close(lfd);
