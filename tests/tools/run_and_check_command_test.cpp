@@ -1,16 +1,19 @@
-#include <gtest/gtest.h>
-
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include "rt_config/loader.hpp"
+#include "runtime/virtual_executor.hpp"
+#include "tests/support/graphs.hpp"
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
 #include "tools/rtcosim/run_summary.hpp"
-#include "runtime/virtual_executor.hpp"
-#include "tests/support/graphs.hpp"
 
 namespace rtcosim::tools {
 namespace {
@@ -60,8 +63,8 @@ TEST(CheckCommand, SummaryShowsLoadAndResponseTimesOfDeclaredExecutionTimes) {
   const std::string summary = graph_summary(loaded.graph);
   // The rate group's cycle: 8 actuator frames of 1 ms and one airframe
   // frame of 10 ms, 20 ms at its spike: 28 ms against an 18 ms period.
-  for (const char* line : {"  CPU 0: 100.0 %\n",
-                           "  single_processor    0    90    18 ms     28 ms      28 ms     overruns\n"}) {
+  for (const char* line :
+       {"  CPU 0: 100.0 %\n", "  single_processor    0    90    18 ms     28 ms      28 ms     overruns\n"}) {
     EXPECT_NE(summary.find(line), std::string::npos) << line << "\n" << summary;
   }
   EXPECT_EQ(graph_summary(config::load_graph_file(kExamples + "/flight_control.yaml").graph).find("response"),
@@ -96,14 +99,14 @@ TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {
   const auto dir = std::filesystem::temp_directory_path() / "rtcosim_run_test";
   std::filesystem::create_directories(dir);
   const auto json = dir / "summary.json", frames = dir / "frames.csv", record = dir / "record.csv";
-  ASSERT_EQ(run_run_command({"--virtual", "--duration", "0.2s", "--compare-reference", "--json", json.string(),
-                             "--frames", frames.string(), "--record", record.string(),
-                             kExamples + "/overrun_virtual.yaml"}),
-            0);
+  ASSERT_EQ(
+      run_run_command({"--virtual", "--duration", "0.2s", "--compare-reference", "--json", json.string(), "--frames",
+                       frames.string(), "--record", record.string(), kExamples + "/overrun_virtual.yaml"}),
+      0);
   const std::string summary = slurp(json);
-  for (const char* key : {"\"tasks\":[", "\"name\":\"actuator\"", "\"policy\":\"virtual\"", "\"latency_ns\":{\"p50\":",
-                          "\"exec_ns\":", "\"step_s\":{\"min\":", "\"links\":[", "\"method\":\"predictor\"",
-                          "\"signals\":[", "\"rms_error\":"}) {
+  for (const char* key : {"\"tasks\":[", "\"name\":\"actuator\"", "\"policy\":\"virtual\"",
+                          "\"latency_ns\":{\"p50\":", "\"exec_ns\":", "\"step_s\":{\"min\":", "\"links\":[",
+                          "\"method\":\"predictor\"", "\"signals\":[", "\"rms_error\":"}) {
     EXPECT_NE(summary.find(key), std::string::npos) << key << "\n" << summary;
   }
   std::ifstream f(frames);
@@ -132,7 +135,7 @@ TEST(RunCommand, UsageAndFileErrorsHaveTheirExitCodes) {
     std::cerr.rdbuf(old);
     EXPECT_EQ(rc, 2) << option;
     EXPECT_NE(err.str().find(std::string(option) + ": cannot write '/nonexistent/out': directory '/nonexistent' does "
-                             "not exist"),
+                                                   "not exist"),
               std::string::npos)
         << err.str();
   }
@@ -143,12 +146,102 @@ TEST(RunCommand, TraceInVirtualTimeIsRefusedBeforeAnythingRuns) {
   std::filesystem::remove_all(dir);
   std::stringstream err;
   auto* old = std::cerr.rdbuf(err.rdbuf());
-  const int rc = run_run_command({"--virtual", "--duration", "0.1s", "--trace", dir.string(),
-                                  kExamples + "/two_task_sine.yaml"});
+  const int rc =
+      run_run_command({"--virtual", "--duration", "0.1s", "--trace", dir.string(), kExamples + "/two_task_sine.yaml"});
   std::cerr.rdbuf(old);
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.str().find("cannot be combined with --virtual"), std::string::npos) << err.str();
   EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+// --period-scale 1e-11 made 1 ms periods 10 fs and crashed with SIGFPE;
+// scaled periods meet the loader's floor.
+TEST(RunCommand, APeriodScaleBelowTheFloorIsAUsageError) {
+  std::stringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  const int rc = run_run_command(
+      {"--virtual", "--duration", "0.1s", "--period-scale", "1e-11", kExamples + "/two_task_sine.yaml"});
+  std::cerr.rdbuf(old);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.str().find("--period-scale 1e-11 makes task 'slow' run every 0.0004 ns, below the floor of 1 us"),
+            std::string::npos)
+      << err.str();
+}
+
+// Per-task recording counts in --json and in the summary: the fast task
+// (1 ms, the one that records) has one sample per frame, none dropped.
+TEST(RunCommand, TheSummaryAndJsonCountRecordedAndDroppedSamplesPerTask) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_run_counts_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::stringstream out;
+  auto* old = std::cout.rdbuf(out.rdbuf());
+  const int rc = run_run_command({"--virtual", "--duration", "0.2s", "--record", (dir / "r.csv").string(), "--frames",
+                                  (dir / "f.csv").string(), "--json", (dir / "s.json").string(),
+                                  kExamples + "/two_task_sine.yaml"});
+  std::cout.rdbuf(old);
+  ASSERT_EQ(rc, 0) << out.str();
+  EXPECT_NE(out.str().find("recording:\n  name               samples     dropped   frame log dropped\n"
+                           "  slow                     0           0                   0\n"
+                           "  fast                   200           0                   0\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(slurp(dir / "s.json")
+                .find(",\"recording\":{\"file\":\"" + (dir / "r.csv").string() +
+                      "\",\"error\":null,\"samples_written\":200,\"samples_lost\":0,"
+                      "\"time_reached_s\":0.2,\"tasks\":[{\"name\":\"slow\",\"samples\":0,"
+                      "\"dropped\":0,\"frame_log_dropped\":0},{\"name\":\"fast\",\"samples\":200,"
+                      "\"dropped\":0,\"frame_log_dropped\":0}],\"latest\":[]}}"),
+            std::string::npos)
+      << slurp(dir / "s.json");
+  std::filesystem::remove_all(dir);
+}
+
+// A disk that fills during the run (a 1 MB tmpfs; a batch is ~0.4 MB): the run exits 1 with
+// the file, the time reached and the samples lost; the old file is as it
+// was, the rows written are whole, and written + lost is every sample.
+TEST(RunCommand, ADiskThatFillsEndsTheRecordingWithAnErrorAndKeepsTheOldFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_small_fs_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  if (std::system(("mount -t tmpfs -o size=1m tmpfs " + dir.string() + " 2>/dev/null").c_str()) != 0) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)";
+  }
+  const auto target = dir / "out.csv";
+  std::ofstream(target) << "old\n";
+  const auto json = std::filesystem::temp_directory_path() / ("rtcosim_small_fs_" + std::to_string(getpid()) + ".json");
+  std::stringstream err, out;
+  auto* old_err = std::cerr.rdbuf(err.rdbuf());
+  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  const int rc = run_run_command({"--virtual", "--duration", "20s", "--record", target.string(), "--json",
+                                  json.string(), kExamples + "/two_task_sine.yaml"});
+  std::cerr.rdbuf(old_err);
+  std::cout.rdbuf(old_out);
+  const std::string old_content = slurp(target);
+  std::string part;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".part") part = slurp(e.path());
+  }
+  const std::string summary = slurp(json);
+  (void)std::system(("umount " + dir.string()).c_str());
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(json);
+
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(old_content, "old\n");
+  EXPECT_NE(err.str().find("rtcosim run: recording to '" + target.string() + "' failed at t = "), std::string::npos)
+      << err.str();
+  EXPECT_NE(err.str().find(" s: write failed: No space left on device; "), std::string::npos) << err.str();
+  ASSERT_FALSE(part.empty()) << err.str();
+  EXPECT_EQ(part.back(), '\n');
+  const auto number_after = [&](const std::string& key) {
+    const auto at = summary.find("\"" + key + "\":");
+    return at == std::string::npos ? -1.0 : std::stod(summary.substr(at + key.size() + 3));
+  };
+  EXPECT_EQ(number_after("samples_written") + number_after("samples_lost"), 20000.0) << summary;
+  // The last row on disk is at the time the error names.
+  const auto last_row = part.substr(part.rfind('\n', part.size() - 2) + 1);
+  EXPECT_DOUBLE_EQ(std::stod(last_row), number_after("time_reached_s")) << last_row;
+  EXPECT_EQ(std::count(part.begin(), part.end(), '\n'), 1 + 3 * static_cast<long>(number_after("samples_written")));
 }
 
 }  // namespace

@@ -178,7 +178,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       for (auto& t : spec.tasks) {
         t.period *= scale;
         t.max_step *= scale;
-        if (t.period < config::kMinPeriod) {
+        if (t.period < config::kMinPeriod * (1.0 - 1e-9)) {
           throw UsageError("--period-scale " + *scale_text + " makes task '" + t.name + "' run every " +
                            base::format_duration(t.period) + ", below the floor of " +
                            base::format_duration(config::kMinPeriod) + " — expected a scale that keeps every period at "
