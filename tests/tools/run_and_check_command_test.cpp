@@ -1,19 +1,19 @@
-#include <algorithm>
-#include <cstdlib>
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <unistd.h>
+#include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
-#include <gtest/gtest.h>
-#include <unistd.h>
-
 #include "rt_config/loader.hpp"
-#include "runtime/virtual_executor.hpp"
-#include "tests/support/graphs.hpp"
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
 #include "tools/rtcosim/run_summary.hpp"
+#include "runtime/virtual_executor.hpp"
+#include "tests/support/graphs.hpp"
 
 namespace rtcosim::tools {
 namespace {
@@ -63,8 +63,8 @@ TEST(CheckCommand, SummaryShowsLoadAndResponseTimesOfDeclaredExecutionTimes) {
   const std::string summary = graph_summary(loaded.graph);
   // The rate group's cycle: 8 actuator frames of 1 ms and one airframe
   // frame of 10 ms, 20 ms at its spike: 28 ms against an 18 ms period.
-  for (const char* line :
-       {"  CPU 0: 100.0 %\n", "  single_processor    0    90    18 ms     28 ms      28 ms     overruns\n"}) {
+  for (const char* line : {"  CPU 0: 100.0 %\n",
+                           "  single_processor    0    90    18 ms     28 ms      28 ms     overruns\n"}) {
     EXPECT_NE(summary.find(line), std::string::npos) << line << "\n" << summary;
   }
   EXPECT_EQ(graph_summary(config::load_graph_file(kExamples + "/flight_control.yaml").graph).find("response"),
@@ -99,14 +99,14 @@ TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {
   const auto dir = std::filesystem::temp_directory_path() / "rtcosim_run_test";
   std::filesystem::create_directories(dir);
   const auto json = dir / "summary.json", frames = dir / "frames.csv", record = dir / "record.csv";
-  ASSERT_EQ(
-      run_run_command({"--virtual", "--duration", "0.2s", "--compare-reference", "--json", json.string(), "--frames",
-                       frames.string(), "--record", record.string(), kExamples + "/overrun_virtual.yaml"}),
-      0);
+  ASSERT_EQ(run_run_command({"--virtual", "--duration", "0.2s", "--compare-reference", "--json", json.string(),
+                             "--frames", frames.string(), "--record", record.string(),
+                             kExamples + "/overrun_virtual.yaml"}),
+            0);
   const std::string summary = slurp(json);
-  for (const char* key : {"\"tasks\":[", "\"name\":\"actuator\"", "\"policy\":\"virtual\"",
-                          "\"latency_ns\":{\"p50\":", "\"exec_ns\":", "\"step_s\":{\"min\":", "\"links\":[",
-                          "\"method\":\"predictor\"", "\"signals\":[", "\"rms_error\":"}) {
+  for (const char* key : {"\"tasks\":[", "\"name\":\"actuator\"", "\"policy\":\"virtual\"", "\"latency_ns\":{\"p50\":",
+                          "\"exec_ns\":", "\"step_s\":{\"min\":", "\"links\":[", "\"method\":\"predictor\"",
+                          "\"signals\":[", "\"rms_error\":"}) {
     EXPECT_NE(summary.find(key), std::string::npos) << key << "\n" << summary;
   }
   std::ifstream f(frames);
@@ -135,7 +135,7 @@ TEST(RunCommand, UsageAndFileErrorsHaveTheirExitCodes) {
     std::cerr.rdbuf(old);
     EXPECT_EQ(rc, 2) << option;
     EXPECT_NE(err.str().find(std::string(option) + ": cannot write '/nonexistent/out': directory '/nonexistent' does "
-                                                   "not exist"),
+                             "not exist"),
               std::string::npos)
         << err.str();
   }
@@ -146,8 +146,8 @@ TEST(RunCommand, TraceInVirtualTimeIsRefusedBeforeAnythingRuns) {
   std::filesystem::remove_all(dir);
   std::stringstream err;
   auto* old = std::cerr.rdbuf(err.rdbuf());
-  const int rc =
-      run_run_command({"--virtual", "--duration", "0.1s", "--trace", dir.string(), kExamples + "/two_task_sine.yaml"});
+  const int rc = run_run_command({"--virtual", "--duration", "0.1s", "--trace", dir.string(),
+                                  kExamples + "/two_task_sine.yaml"});
   std::cerr.rdbuf(old);
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.str().find("cannot be combined with --virtual"), std::string::npos) << err.str();
