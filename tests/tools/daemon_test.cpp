@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -250,6 +251,80 @@ TEST_F(Daemon, SigtermWhileRecordingKeepsEverySampleProduced) {
   ASSERT_GT(times.size(), 10u);
   for (std::size_t k = 1; k < times.size(); ++k) EXPECT_NEAR(times[k] - times[k - 1], 0.002, 1e-9) << k;
   EXPECT_NEAR(times.back(), 0.002 * static_cast<double>(fast_frames), 1e-9);
+}
+
+// /dev/full fails every write with ENOSPC: the recording ends, the status
+// says why (file, time reached, samples lost), and `record stop` is an error
+// instead of "ok"; the tasks go on.
+TEST_F(Daemon, AWriteErrorEndsTheRecordingAndStatusAndStopReportIt) {
+  start(write_graph("graph.yaml", "1e9"));
+  ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"/dev/full\"}"), "{\"ok\":true}");
+  std::this_thread::sleep_for(500ms);
+  const auto status = request("{\"cmd\":\"status\"}");
+  EXPECT_NE(status.find("\"running\":true"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"recording\":null,\"recording_error\":\"recording to '/dev/full' failed at t = 0 s: write "
+                        "failed: No space left on device; "),
+            std::string::npos)
+      << status;
+  const auto stop = request("{\"cmd\":\"record\",\"action\":\"stop\"}");
+  EXPECT_EQ(stop.rfind("{\"ok\":false,\"error\":\"recording to '/dev/full' failed", 0), 0u) << stop;
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"recording_error\":null"), std::string::npos);
+}
+
+// A reload while recording goes on in the same file after a "#reload" marker
+// row (time_s starts again at 0); the status counts samples and drops per
+// task and previews each signal's latest sample; a SIGKILL leaves whole rows.
+TEST_F(Daemon, AReloadWhileRecordingWritesAMarkerAndStatusCountsPerTask) {
+  const auto config = write_graph("graph.yaml", "1e9");
+  start(config);
+  ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
+  const auto csv = dir_ / "record.csv";
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"" + csv.string() + "\"}"),
+            "{\"ok\":true}");
+  std::this_thread::sleep_for(400ms);
+  EXPECT_EQ(request("{\"cmd\":\"reload\"}").rfind("{\"ok\":true", 0), 0u);
+  std::this_thread::sleep_for(400ms);
+  const auto status = request("{\"cmd\":\"status\"}");
+  EXPECT_NE(status.find(",\"recording\":{\"file\":\"" + csv.string() + "\",\"error\":null,"), std::string::npos)
+      << status;
+  EXPECT_NE(status.find("\"tasks\":[{\"name\":\"slow\",\"samples\":"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"dropped\":0,\"frame_log_dropped\":null}"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"latest\":[{\"signal\":\"follow.y\",\"task\":\"fast\",\"time_s\":"), std::string::npos)
+      << status;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+
+  const std::string text = [&] {
+    std::ifstream in(csv);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }();
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "time_s,task,signal,value");
+  std::vector<double> before, after;
+  bool reloaded = false;
+  while (std::getline(in, line)) {
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 3) << line;
+    if (line == "0,,#reload,1") {
+      EXPECT_FALSE(reloaded);
+      reloaded = true;
+      continue;
+    }
+    if (line.find(",fast,follow.y,") == std::string::npos) continue;
+    (reloaded ? after : before).push_back(std::stod(line.substr(0, line.find(','))));
+  }
+  EXPECT_TRUE(reloaded);
+  ASSERT_GT(before.size(), 10u);
+  ASSERT_GT(after.size(), 10u);
+  EXPECT_NEAR(after.front(), 0.002, 1e-9);  // the new graph's first fast frame
+  for (std::size_t k = 1; k < after.size(); ++k) EXPECT_NEAR(after[k] - after[k - 1], 0.002, 1e-9) << k;
 }
 
 }  // namespace
