@@ -168,6 +168,29 @@ TEST(RunCommand, APeriodScaleBelowTheFloorIsAUsageError) {
       << err.str();
 }
 
+// Plots and reference errors keep every sample in memory: only for a run
+// that ends. An open-ended run is refused before it starts.
+TEST(RunCommand, PlotAndCompareReferenceNeedAFiniteRun) {
+  const auto file = std::filesystem::temp_directory_path() / ("rtcosim_open_ended_" + std::to_string(getpid()) + ".yaml");
+  std::string text = slurp(kExamples + "/two_task_sine.yaml");
+  text.replace(text.find("duration: 5s"), 12, "duration: 0s");
+  std::ofstream(file) << text;
+  for (const char* option : {"--plot", "--compare-reference"}) {
+    std::vector<std::string> args = {option};
+    if (std::string(option) == "--plot") args.push_back((std::filesystem::temp_directory_path() / "x.svg").string());
+    args.push_back(file.string());
+    std::stringstream err;
+    auto* old = std::cerr.rdbuf(err.rdbuf());
+    const int rc = run_run_command(args);
+    std::cerr.rdbuf(old);
+    EXPECT_EQ(rc, 2) << option;
+    EXPECT_NE(err.str().find("runs until stopped; --plot and --compare-reference need a finite run: give --duration"),
+              std::string::npos)
+        << err.str();
+  }
+  std::filesystem::remove(file);
+}
+
 // Per-task recording counts in --json and in the summary: the fast task
 // (1 ms, the one that records) has one sample per frame, none dropped.
 TEST(RunCommand, TheSummaryAndJsonCountRecordedAndDroppedSamplesPerTask) {

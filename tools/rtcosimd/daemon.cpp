@@ -372,7 +372,10 @@ int Daemon::run() {
   stop_graph();
   if (trace_) trace_->session->stop();
   if (record_file_ && !record_file_->commit()) std::cerr << "rtcosimd: " << record_file_->error() << '\n';
-  std::cerr << "rtcosimd: stopped\n" << (graph_ ? tools::run_summary(*graph_) : std::string());
+  std::cerr << "rtcosimd: stopped\n"
+            << (graph_ ? tools::run_summary(*graph_) +
+                             tools::recording_summary(*graph_, {recorder_.get(), nullptr, nullptr, record_error_})
+                       : std::string());
   for (auto& c : clients) close(c.fd);
   close(lfd);
   ::unlink(options_.socket_path.c_str());
