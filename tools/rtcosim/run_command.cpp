@@ -44,21 +44,26 @@ real-time PC would see with those execution times.
 
 Prints per-task statistics (frames, step min/mean/max, overruns, missed
 periods, lag, lost real time, latency and execution-time percentiles, AB-2
-truncation-error estimate) and per-link statistics (published, dropped,
-data age, extrapolation interval).
+truncation-error estimate), per-link statistics (published, dropped,
+data age, extrapolation interval) and per task what was recorded (samples,
+samples dropped by a full ring, frame-log rows dropped). A write error (a
+full disk) ends the recording and the run exits 1.
 
 options:
   --virtual               run in virtual time
   --duration DURATION     how long to run (default: the file's `duration`)
-  --record FILE.csv       where to write the recorded signals (default: the file's `record.file`)
+  --record FILE.csv       where to write the recorded signals (default: the file's `record.file`);
+                          written under a temporary name, FILE.csv is replaced when the run is over
+                          (docs/recording.md: format, #dropped markers, write errors)
   --compare-reference     RMS and max error of every recorded signal against the reference
-                          solution (the whole diagram merged, RK4)
+                          solution (the whole diagram merged, RK4); needs a finite run
   --reference-step D      step of the RK4 reference (default 0.5ms)
-  --plot FILE.svg         draw every recorded signal beside the reference solution
+  --plot FILE.svg         draw every recorded signal beside the reference solution; needs a finite run
   --json FILE.json        write the summary as JSON
   --frames FILE.csv       one row per frame: task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns
   --trace DIR             record an LTTng trace of the run into DIR (real time only; see 'rtcosim trace report')
-  --period-scale F        multiply every task period by F (benchmarks: the shortest periods a PC sustains)
+  --period-scale F        multiply every task period by F (benchmarks: the shortest periods a PC
+                          sustains); every scaled period must stay at 1us or more
   -h, --help              this text
 )";
 
