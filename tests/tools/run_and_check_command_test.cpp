@@ -3,7 +3,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <thread>
 #include <algorithm>
 #include <cstdlib>
 #include <sstream>
@@ -189,6 +194,38 @@ TEST(RunCommand, PlotAndCompareReferenceNeedAFiniteRun) {
         << err.str();
   }
   std::filesystem::remove(file);
+}
+
+// A run killed with SIGKILL (nothing of it runs after the signal) leaves
+// the target as it was: the rows go to a temporary name until the run ends.
+// The old code truncated the file first and left a partial last line.
+TEST(RunCommand, ARunKilledWithSigkillLeavesTheTargetAsItWas) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_sigkill_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto target = dir / "out.csv";
+  std::ofstream(target) << "old\n";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::cout.setstate(std::ios::badbit);
+    _exit(run_run_command({"--virtual", "--duration", "100000s", "--record", target.string(),
+                           kExamples + "/two_task_sine.yaml"}));
+  }
+  // Wait until rows are being written, then kill.
+  std::uintmax_t written = 0;
+  for (int i = 0; i < 200 && written < (1u << 20); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() == ".part") written = e.file_size();
+    }
+  }
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_GE(written, 1u << 20);
+  EXPECT_EQ(slurp(target), "old\n");
+  std::filesystem::remove_all(dir);
 }
 
 // Per-task recording counts in --json and in the summary: the fast task
