@@ -21,8 +21,14 @@ std::unique_ptr<RecordFile> RecordFile::create(const std::string& path, std::str
     }
     return std::unique_ptr<RecordFile>(new RecordFile(fd, path, {}));
   }
-  const std::string temp = path + "." + std::to_string(::getpid()) + ".part";
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  // O_EXCL: never write into a file that is not ours (a second output of
+  // this run with the same target, a leftover of a killed run).
+  std::string temp = path + "." + std::to_string(::getpid()) + ".part";
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  for (int n = 1; fd < 0 && errno == EEXIST && n < 100; ++n) {
+    temp = path + "." + std::to_string(::getpid()) + "-" + std::to_string(n) + ".part";
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+  }
   if (fd < 0) {
     *error = "cannot write '" + temp + "' (the temporary name of '" + path + "'): " + std::strerror(errno);
     return nullptr;

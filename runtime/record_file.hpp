@@ -15,11 +15,11 @@ namespace rtcosim::runtime {
  * written, and `error()` names the file, the simulation time reached and
  * the samples lost (docs/recording.md).
  *
- * `create` writes to a temporary name beside the target ("<path>.<pid>.part")
- * and `commit` renames it over the target, so an existing file is neither
- * truncated before the run nor touched by a run that fails (the destructor of
- * an uncommitted file removes the temporary), and a run killed with SIGKILL
- * leaves the target as it was. A target that exists and is not a regular
+ * `create` writes to a temporary name beside the target ("<path>.<pid>.part",
+ * created exclusively) and `commit` renames it over the target, so an
+ * existing file is neither truncated before the run nor touched by a run
+ * that fails (the destructor of an uncommitted file removes the temporary),
+ * and a run killed with SIGKILL leaves the target as it was. A target that exists and is not a regular
  * file (a FIFO, /dev/stdout) is written directly. `adopt` takes an open
  * descriptor and writes to it directly (the daemon's open-ended recording).
  *

@@ -266,6 +266,25 @@ TEST(RecordFile, ReplacesItsTargetOnlyWhenCommitted) {
   fs::remove_all(dir);
 }
 
+// Two files of one run with the same target (--record x --frames x) get
+// temporaries of their own instead of writing into one another.
+TEST(RecordFile, TwoFilesWithOneTargetGetTheirOwnTemporaries) {
+  const auto dir = scratch_dir();
+  const auto target = (dir / "x.csv").string();
+  std::string why;
+  auto a = RecordFile::create(target, &why);
+  auto b = RecordFile::create(target, &why);
+  ASSERT_TRUE(a && b) << why;
+  a->rows() += "a\n";
+  b->rows() += "b\n";
+  ASSERT_TRUE(a->flush() && b->flush());
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 2);
+  ASSERT_TRUE(a->commit() && b->commit());
+  EXPECT_EQ(slurp(target), "b\n");  // the last one committed, whole
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 1);
+  fs::remove_all(dir);
+}
+
 // Names with a comma, a quote and a line break are written as RFC 4180
 // quoted fields, so that a CSV reader gets them back.
 TEST(Recorder, NamesWithCommaQuoteOrNewlineAreQuoted) {
