@@ -97,7 +97,12 @@ TEST(Recorder, MemoryStaysBoundedOverAMillionFrames) {
   EXPECT_DOUBLE_EQ(s.time.back(), 1000.0);
   EXPECT_DOUBLE_EQ(s.value.back(), last_value);
   EXPECT_DOUBLE_EQ(s.time.front(), 1000.0 - 0.001 * static_cast<double>(s.time.size() - 1));
+#ifndef __SANITIZE_ADDRESS__  // ASan's quarantine holds every freed block: RSS grows by design there
   EXPECT_LT(after - before, 4096) << "VmRSS grew from " << before << " kB to " << after << " kB";
+#else
+  (void)before;
+  (void)after;
+#endif
   EXPECT_THROW((void)executor.frames(), std::logic_error);
 }
 
