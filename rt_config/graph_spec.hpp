@@ -35,6 +35,14 @@ struct ExecutionTimes {
   std::vector<ExecutionSpike> spikes;
 };
 
+// The shortest task period accepted at all: below it a frame's own
+// bookkeeping (clock read, sleep, statistics) outlasts the period, and
+// nanosecond arithmetic on the period loses its meaning.
+inline constexpr double kMinPeriod = 1e-6;
+// Below this a period is accepted with a warning: wake-up latency alone
+// (tens of microseconds on PREEMPT_RT) is a whole period or more.
+inline constexpr double kPracticalMinPeriod = 20e-6;
+
 struct TaskSpec {
   std::string name;
   double period = 0.0;          // seconds

@@ -358,6 +358,13 @@ class GraphLoader {
         if (!(*p > 0.0)) {
           in_.error(node["period"], what + ": 'period' = " + node["period"].Scalar() +
                                         " is not positive — expected a duration > 0, e.g. \"5ms\"");
+        } else if (*p < kMinPeriod * (1.0 - 1e-9)) {  // "1us" parses a hair below 1e-6
+          in_.error(node["period"], what + ": 'period' = " + node["period"].Scalar() + " is below the floor of " +
+                                        base::format_duration(kMinPeriod) + " — expected at least \"1us\"");
+        } else if (*p < kPracticalMinPeriod * (1.0 - 1e-9)) {
+          in_.warning(location_of(node["period"]), what + ": 'period' = " + node["period"].Scalar() + " is below " +
+                                          base::format_duration(kPracticalMinPeriod) +
+                                          ", the practical floor: wake-up latency alone can take a whole period");
         }
         t.period = *p;
       }

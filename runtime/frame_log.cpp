@@ -4,29 +4,68 @@
 
 namespace rtcosim::runtime {
 
-FrameLog::FrameLog(const std::vector<std::string>& task_names, std::size_t rows_per_task) {
+namespace {
+
+void write_marker(RecordFile& file, const std::string& csv_task, std::uint64_t n) {
+  file.rows() += csv_task + ",#dropped," + std::to_string(n) + ",,,,,\n";
+}
+
+}  // namespace
+
+FrameLog::FrameLog(const std::vector<std::string>& task_names, std::size_t rows_per_task) : names_(task_names) {
   for (const auto& name : task_names) {
     channels_.push_back(std::make_unique<Channel>(rows_per_task));
-    channels_.back()->task = name;
+    append_csv_field(channels_.back()->csv_task, name);
   }
 }
 
-void FrameLog::write_row(std::ostream& out, const std::string& task, const FrameRow& row) {
+void FrameLog::write_row(std::string& rows, const std::string& task, const FrameRow& row) {
   // A figure a frame does not have (latency without a sleep, lateness on
   // a cycle's later frames) is an empty cell, never a made-up 0.
   auto optional = [](std::int64_t v) { return v < 0 ? std::string() : std::to_string(v); };
   char buf[128];
   std::snprintf(buf, sizeof buf, ",%llu,%.9f,%.9f,%.9g,", static_cast<unsigned long long>(row.frame), row.wall,
                 row.sim, row.step);
-  out << task << buf << optional(row.latency_ns) << ',' << row.exec_ns << ',' << optional(row.start_lateness_ns)
-      << '\n';
+  rows += task;
+  rows += buf;
+  rows += optional(row.latency_ns) + ',' + std::to_string(row.exec_ns) + ',' + optional(row.start_lateness_ns) + '\n';
 }
 
-void FrameLog::drain(std::ostream& out) {
+void FrameLog::drain(RecordFile& file) {
   for (auto& c : channels_) {
-    FrameRow row;
-    while (c->ring.pop(row)) write_row(out, c->task, row);
+    Entry entry;
+    while (c->ring.pop(entry)) {
+      const FrameRow& row = entry.row;
+      if (file.failed()) {
+        file.sample(row.sim);
+        continue;
+      }
+      if (entry.dropped_before != c->reported) {
+        write_marker(file, c->csv_task, entry.dropped_before - c->reported);
+        c->reported = entry.dropped_before;
+      }
+      write_row(file.rows(), c->csv_task, row);
+      file.sample(row.sim);
+    }
   }
+  (void)file.flush();
+}
+
+void FrameLog::finish(RecordFile& file) {
+  drain(file);
+  if (file.failed()) return;
+  for (auto& c : channels_) {
+    const std::uint64_t dropped = c->dropped.load(std::memory_order_relaxed);
+    if (dropped != c->reported) write_marker(file, c->csv_task, dropped - c->reported);
+    c->reported = dropped;
+  }
+  (void)file.flush();
+}
+
+std::vector<std::uint64_t> FrameLog::dropped_per_task() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& c : channels_) out.push_back(c->dropped.load(std::memory_order_relaxed));
+  return out;
 }
 
 std::uint64_t FrameLog::dropped() const noexcept {

@@ -1,11 +1,13 @@
 #pragma once
 
-#include <boost/lockfree/spsc_queue.hpp>
 #include <cstdint>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <vector>
+
+#include <boost/lockfree/spsc_queue.hpp>
+
+#include "runtime/record_file.hpp"
 
 namespace rtcosim::runtime {
 
@@ -24,28 +26,49 @@ struct FrameRow {
  * FrameLog: every frame of every task, each task writing into its own
  * lock-free ring, a non-RT thread draining them to CSV
  * (task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns,start_lateness_ns;
- * docs/figures.md defines the columns). A full ring drops
- * the row and counts it. RT-safe: `add` is noexcept and wait-free.
+ * docs/figures.md defines the columns). A full ring drops the row and
+ * counts it per task; the drain writes a marker row "task,#dropped,N,,,,,"
+ * where rows are missing (docs/recording.md).
+ * RT-safe: `add` is noexcept and wait-free.
  */
 class FrameLog {
  public:
   FrameLog(const std::vector<std::string>& task_names, std::size_t rows_per_task = 1u << 15);
   void add(std::size_t task, const FrameRow& row) noexcept {
     Channel& c = *channels_[task];
-    if (!c.ring.push(row)) c.dropped.fetch_add(1, std::memory_order_relaxed);
+    if (!c.ring.push(Entry{row, c.dropped.load(std::memory_order_relaxed)})) {
+      c.dropped.fetch_add(1, std::memory_order_relaxed);
+    }
   }
-  static void write_header(std::ostream& out) { out << "task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns,start_lateness_ns\n"; }
-  void drain(std::ostream& out);
-  static void write_row(std::ostream& out, const std::string& task, const FrameRow& row);
+  static void write_header(RecordFile& file) {
+    file.rows() += "task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns,start_lateness_ns\n";
+  }
+  // One row as the drain writes it (virtual runs write their frame list
+  // through it too).
+  static void write_row(std::string& rows, const std::string& task, const FrameRow& row);
+  // Any one non-RT thread; `finish` once the tasks stopped also marks the
+  // rows dropped after each task's last one.
+  void drain(RecordFile& file);
+  void finish(RecordFile& file);
+
+  // Per task, in the order of the names given: rows dropped by its full ring.
+  [[nodiscard]] std::vector<std::uint64_t> dropped_per_task() const;
+  [[nodiscard]] const std::vector<std::string>& task_names() const noexcept { return names_; }
   [[nodiscard]] std::uint64_t dropped() const noexcept;
 
  private:
+  struct Entry {
+    FrameRow row;
+    std::uint64_t dropped_before = 0;  // the task's drop count when it was added
+  };
   struct Channel {
     explicit Channel(std::size_t n) : ring(n) {}
-    std::string task;
-    boost::lockfree::spsc_queue<FrameRow> ring;
+    std::string csv_task;
+    boost::lockfree::spsc_queue<Entry> ring;
     std::atomic<std::uint64_t> dropped{0};
+    std::uint64_t reported = 0;  // the draining thread's
   };
+  std::vector<std::string> names_;
   std::vector<std::unique_ptr<Channel>> channels_;
 };
 

@@ -1,30 +1,46 @@
 #pragma once
 
-#include <boost/lockfree/spsc_queue.hpp>
 #include <cstdint>
+#include <limits>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <vector>
 
+#include <boost/lockfree/spsc_queue.hpp>
+
 #include "runtime/graph.hpp"
+#include "runtime/record_file.hpp"
 
 namespace rtcosim::runtime {
 
 /*
  * Recorder: the signals a graph's `record:` names, sampled by the task that
  * computes them after each of its frames. Each task writes into its own
- * lock-free ring (time, then the values of its recorded signals); a
- * non-real-time thread drains the rings into a CSV file. A full ring drops
- * the sample and counts it, so a slow disk never stalls a task; `flush`
- * after the tasks stop writes everything that was produced.
+ * lock-free ring (time, the task's drop count so far, then the values of its
+ * recorded signals); one non-real-time thread drains the rings into a
+ * RecordFile and into the in-memory series. A full ring drops the sample and
+ * counts it per task, so a slow disk never stalls a task; the drain writes a
+ * `#dropped` marker row where samples are missing (docs/recording.md).
+ *
+ * Memory is fixed when the graph is built, whatever the run's length: the
+ * rings, and in the series only what `Options::keep` asks for (none by
+ * default; every sample only for callers that plot or compare a finite run).
  *
  * RT-safe: `sample` is noexcept, wait-free, allocation-free.
  * CSV: "time_s,task,signal,value", one row per signal and sample.
  */
 class Recorder {
  public:
-  Recorder(Graph& graph, std::size_t samples_per_task = 1u << 16);
+  static constexpr std::size_t kKeepAll = std::numeric_limits<std::size_t>::max();
+  struct Options {
+    std::size_t samples_per_task = 1u << 16;  // ring capacity, in samples
+    // Samples each series keeps in memory: 0 none, kKeepAll every one, N the
+    // latest N (at least N and fewer than 2N once N were drained).
+    std::size_t keep = 0;
+  };
+
+  explicit Recorder(Graph& graph) : Recorder(graph, Options{}) {}
+  Recorder(Graph& graph, Options options);
 
   [[nodiscard]] bool empty() const noexcept { return channels_.empty(); }
   [[nodiscard]] std::size_t signal_count() const noexcept;
@@ -32,10 +48,15 @@ class Recorder {
   // Task thread: records the task's signals at its current time.
   void sample(const TaskRuntime& task) noexcept;
 
-  // Any one non-RT thread: moves what the rings hold into `out` (CSV rows)
-  // and into the in-memory series (for plots and error reports).
-  void drain(std::ostream& out);
-  void write_header(std::ostream& out) const;
+  // Any one non-RT thread: moves what the rings hold into the series (as
+  // far as `keep` says) and, with a file, into CSV rows written as one batch.
+  void drain(RecordFile* file = nullptr);
+  // After the tasks stopped: drains, then marks the samples dropped after
+  // each task's last one.
+  void finish(RecordFile* file);
+  void write_header(RecordFile& file) const;
+  // "0,,#reload,N": the graph was replaced; time_s starts again at 0.
+  static void write_reload_marker(RecordFile& file, std::uint64_t reloads);
 
   struct Series {
     std::string signal;  // "block.port" or "block.port[i]" for vectors
@@ -45,20 +66,40 @@ class Recorder {
     std::vector<double> time, value;
   };
   [[nodiscard]] const std::vector<Series>& series() const noexcept { return series_; }
+  // Samples held in memory by all series together.
+  [[nodiscard]] std::size_t retained_samples() const noexcept;
+
+  // Per task: samples drained from its ring and samples its full ring dropped.
+  struct TaskCounts {
+    std::string task;
+    std::uint64_t samples = 0;
+    std::uint64_t dropped = 0;
+  };
+  [[nodiscard]] std::vector<TaskCounts> counts() const;
   [[nodiscard]] std::uint64_t dropped() const noexcept;
 
  private:
   struct Channel {
     const TaskRuntime* task;
+    std::string csv_task;  // the task name as a CSV field
     std::vector<tasks::OutputRef> refs;
     std::vector<std::size_t> series;  // index into series_ per recorded scalar
     std::size_t width = 0;            // scalars per sample
     std::unique_ptr<boost::lockfree::spsc_queue<double>> ring;
-    std::atomic<std::uint64_t> dropped{0};
-    std::vector<double> scratch;
+    std::atomic<std::uint64_t> dropped{0};  // written by the task only
+    std::vector<double> scratch;            // the task's
+    // The draining thread's.
+    std::vector<double> row;
+    std::uint64_t samples = 0, reported = 0;
+    double last_time = 0.0;
   };
+  void keep(Series& s, double time, double value);
+  static void write_drop_marker(RecordFile& file, const Channel& c, std::uint64_t n);
+
+  std::size_t keep_ = 0;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<Series> series_;
+  std::vector<std::string> csv_names_;  // ",task,signal," per series
 };
 
 }  // namespace rtcosim::runtime

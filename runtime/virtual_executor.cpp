@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <stdexcept>
 
 #include "runtime/thread_unit.hpp"
 
@@ -41,7 +42,12 @@ struct Unit {
 
 }  // namespace
 
-VirtualExecutor::VirtualExecutor(Graph& graph) : graph_(graph) {}
+VirtualExecutor::VirtualExecutor(Graph& graph, bool keep_frames) : graph_(graph), keep_frames_(keep_frames) {}
+
+const std::vector<FrameRecord>& VirtualExecutor::frames() const {
+  if (!keep_frames_) throw std::logic_error("VirtualExecutor::frames(): construct the executor with keep_frames = true");
+  return frames_;
+}
 
 void VirtualExecutor::run(double duration, const Observer& observer) {
   frames_.clear();
@@ -103,7 +109,7 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
     FrameRecord record{t.spec().name, u.frame, static_cast<double>(u.frame_start_ns) * 1e-9, wall, h,
                        t.partition().time(), u.latency_ns, u.lateness_ns};
     u.latency_ns = u.lateness_ns = -1;
-    frames_.push_back(record);
+    if (keep_frames_) frames_.push_back(record);
     if (observer) observer(t, record);
     t.publish();
     u.frame_started = false;

@@ -47,15 +47,21 @@ class VirtualExecutor {
  public:
   using Observer = std::function<void(TaskRuntime& task, const FrameRecord& frame)>;
 
-  explicit VirtualExecutor(Graph& graph);
+  // `keep_frames`: frames() lists every frame of the run (memory grows with
+  // the run; for tests and short analyses). Otherwise the observer sees each
+  // frame and the executor's memory stays fixed however long the run.
+  explicit VirtualExecutor(Graph& graph, bool keep_frames = false);
 
   // Resets the graph and runs frames that start before `duration`.
   void run(double duration, const Observer& observer = {});
 
-  [[nodiscard]] const std::vector<FrameRecord>& frames() const noexcept { return frames_; }
+  // Every frame of the last run; throws std::logic_error unless the executor
+  // was made with keep_frames (an empty list would pass for "no frames").
+  [[nodiscard]] const std::vector<FrameRecord>& frames() const;
 
  private:
   Graph& graph_;
+  bool keep_frames_;
   std::vector<FrameRecord> frames_;
 };
 

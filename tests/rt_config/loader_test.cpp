@@ -209,6 +209,28 @@ TEST(Loader, TheSmallGraphIsValid) {
   EXPECT_TRUE(r.diagnostics.empty()) << all_of(r);
 }
 
+// A period below 1 us is an error (nanosecond periods ran for minutes and
+// took gigabytes); below 20 us a warning. Both say where and which floor.
+TEST(Loader, PeriodsBelowTheFloorsAreAnErrorOrAWarning) {
+  const auto with_period = [](const std::string& period) {
+    return "tasks:\n  - {name: t, period: " + period +
+           "}\nblocks:\n  - {name: k, type: constant, task: t, params: {value: [1]}}\nwires: []\n";
+  };
+  const LoadResult tiny = load_graph_text(with_period("1ns"), "tiny.yaml");
+  EXPECT_FALSE(tiny.ok());
+  ASSERT_EQ(tiny.diagnostics.size(), 1u) << all_of(tiny);
+  EXPECT_EQ(tiny.diagnostics[0].str(),
+            "tiny.yaml:2:23: error: task 't': 'period' = 1ns is below the floor of 1 us — expected at least \"1us\"");
+  const LoadResult fast = load_graph_text(with_period("10us"), "fast.yaml");
+  EXPECT_TRUE(fast.ok()) << all_of(fast);
+  ASSERT_EQ(fast.diagnostics.size(), 1u) << all_of(fast);
+  EXPECT_EQ(fast.diagnostics[0].str(),
+            "fast.yaml:2:23: warning: task 't': 'period' = 10us is below 20 us, the practical floor: wake-up latency "
+            "alone can take a whole period");
+  const LoadResult ok = load_graph_text(with_period("20us"), "ok.yaml");
+  EXPECT_TRUE(ok.ok() && ok.diagnostics.empty()) << all_of(ok);
+}
+
 // -------------------------------------------------------------- bad input
 
 TEST(BadInput, BinaryJunk) {

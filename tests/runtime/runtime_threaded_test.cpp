@@ -24,16 +24,15 @@ config::GraphSpec load(const std::string& name) {
 TEST(RealtimeExecutor, RunsEveryTaskAndRecordsWhatItProduces) {
   const auto spec = load("two_task_sine.yaml");
   auto graph = rtcosim::testing::build_graph(spec);
-  Recorder recorder(*graph);
+  Recorder recorder(*graph, {.keep = Recorder::kKeepAll});
   RealtimeExecutor executor(*graph, &recorder, RealtimeReport{});
-  std::ostringstream csv;
   executor.start(0.3);
   while (!executor.finished()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    recorder.drain(csv);  // concurrently with the task threads
+    recorder.drain();  // concurrently with the task threads
   }
   executor.join();
-  recorder.drain(csv);
+  recorder.drain();
 
   for (auto& t : graph->tasks()) {
     const auto& s = t->stats();

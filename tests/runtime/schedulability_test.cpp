@@ -65,7 +65,7 @@ TEST(Schedulability, AgreesWithTheVirtualSchedule) {
   const auto spec = checked(load_graph_text(kGraph, "rta.yaml"));
   const auto s = analyse_schedulability(spec);
   auto graph = build_graph(spec);
-  runtime::VirtualExecutor executor(*graph);
+  runtime::VirtualExecutor executor(*graph, true);
   executor.run(0.04);
   // The end of each thread's first cycle: its first frame, or for the
   // group the first frame of its slowest task.
@@ -110,7 +110,7 @@ wires: []
   EXPECT_TRUE(warned) << (loaded.diagnostics.empty() ? "no diagnostics" : loaded.diagnostics.front().str());
 
   auto graph = build_graph(loaded.graph);
-  runtime::VirtualExecutor executor(*graph);
+  runtime::VirtualExecutor executor(*graph, true);
   executor.run(0.0016);
   for (const auto& f : executor.frames()) {
     if (f.task == "b") {

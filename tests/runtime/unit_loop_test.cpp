@@ -5,7 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "runtime/virtual_executor.hpp"
@@ -65,16 +69,26 @@ std::string run_with_fake_clock(Graph& graph, double duration, std::int64_t wake
     clock.wake_latency_ns = wake_latency_ns;
     run_unit(u, clock, 0, seconds_to_ns(duration), running, UnitSinks{nullptr, &log});
   }
-  std::ostringstream rows;
-  log.drain(rows);
+  // Through a real record file, as --frames writes them.
+  const auto path = std::filesystem::temp_directory_path() / ("rtcosim_unit_loop_" + std::to_string(getpid()) + ".csv");
+  std::string why;
+  auto file = RecordFile::create(path.string(), &why);
+  EXPECT_TRUE(file) << why;
+  if (!file) return {};
+  log.finish(*file);
+  EXPECT_TRUE(file->commit()) << file->error();
+  std::ifstream in(path);
+  std::stringstream rows;
+  rows << in.rdbuf();
+  std::filesystem::remove(path);
   return rows.str();
 }
 
 std::string run_virtual(Graph& graph, double duration) {
-  VirtualExecutor executor(graph);
+  VirtualExecutor executor(graph, true);
   executor.run(duration);
   // The frame log writes task by task; so does this.
-  std::ostringstream rows;
+  std::string rows;
   for (const auto& t : graph.tasks()) {
     for (const auto& f : executor.frames()) {
       if (f.task != t->spec().name) continue;
@@ -83,7 +97,7 @@ std::string run_virtual(Graph& graph, double duration) {
                                    std::llround((f.end - f.start) * 1e9), f.start_lateness_ns});
     }
   }
-  return rows.str();
+  return rows;
 }
 
 struct Counts {

@@ -29,7 +29,7 @@ std::vector<FrameRecord> frames_of(const VirtualExecutor& e, const std::string& 
 TEST(VirtualExecutor, Table10_1MeasuredStepsAbsorbTheDoubledAirframeFrame) {
   const auto spec = load_example("overrun_virtual.yaml");
   auto graph = build_graph(spec);
-  VirtualExecutor executor(*graph);
+  VirtualExecutor executor(*graph, true);
   executor.run(0.2);
 
   const auto airframe = frames_of(executor, "airframe");
@@ -62,7 +62,7 @@ TEST(VirtualExecutor, ARunIsDeterministic) {
   const auto spec = load_example("overrun_virtual.yaml");
   auto a = build_graph(spec);
   auto b = build_graph(spec);
-  VirtualExecutor ea(*a), eb(*b);
+  VirtualExecutor ea(*a, true), eb(*b, true);
   ea.run(0.3);
   eb.run(0.3);
   ASSERT_EQ(ea.frames().size(), eb.frames().size());
@@ -79,7 +79,7 @@ TEST(VirtualExecutor, ARunIsDeterministic) {
 // sum, and measured steps start nominal again.
 TEST(VirtualExecutor, ASecondRunStartsFromScratch) {
   auto graph = build_graph(load_example("overrun_virtual.yaml"));
-  VirtualExecutor executor(*graph);
+  VirtualExecutor executor(*graph, true);
   executor.run(0.2);
   const auto& airframe = graph->find_task("airframe")->stats();
   const auto frames = airframe.frames.load(), overruns = airframe.overruns.load();
@@ -96,7 +96,7 @@ TEST(VirtualExecutor, ASecondRunStartsFromScratch) {
 TEST(VirtualExecutor, FixedStepsKeepThePeriodAndCountLag) {
   const auto spec = load_example("two_task_sine.yaml");
   auto graph = build_graph(spec);
-  VirtualExecutor executor(*graph);
+  VirtualExecutor executor(*graph, true);
   executor.run(1.0);
   const auto fast = frames_of(executor, "fast");
   const auto slow = frames_of(executor, "slow");
@@ -114,7 +114,7 @@ TEST(VirtualExecutor, FixedStepsKeepThePeriodAndCountLag) {
 struct Pair {
   std::unique_ptr<Graph> graph;
   VirtualExecutor executor;
-  explicit Pair(std::unique_ptr<Graph> g) : graph(std::move(g)), executor(*graph) {}
+  explicit Pair(std::unique_ptr<Graph> g) : graph(std::move(g)), executor(*graph, true) {}
 };
 
 std::unique_ptr<Graph> two_tasks(int cpu_b, int prio_b, const std::string& exec_b = "2ms",
@@ -258,7 +258,7 @@ TEST(VirtualExecutor, AnOverloadedCpuMakesOnlyTheLowerPriorityOverrun) {
 TEST(VirtualExecutor, ARateGroupsSlowFrameSeesItsFastFramesOutputs) {
   const auto spec = load_example("overrun_virtual.yaml");
   auto graph = build_graph(spec);
-  VirtualExecutor executor(*graph);
+  VirtualExecutor executor(*graph, true);
   executor.run(0.1);
   ASSERT_EQ(graph->links().size(), 1u);
   // Each airframe frame consumed data the actuator had produced 8 frames

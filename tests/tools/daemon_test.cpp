@@ -1,6 +1,11 @@
 // rtcosimd as a process: systemd's notification protocol on a socket the
 // test listens on, the control socket, SIGTERM while recording. Timing is
 // never asserted beyond "within a few seconds".
+#include <sys/mount.h>
+
+#include <algorithm>
+#include <cerrno>
+
 #include "tests/tools/daemon_fixture.hpp"
 
 namespace rtcosim::tools {
@@ -141,6 +146,92 @@ TEST_F(Daemon, SigtermWhileRecordingKeepsEverySampleProduced) {
   ASSERT_GT(times.size(), 10u);
   for (std::size_t k = 1; k < times.size(); ++k) EXPECT_NEAR(times[k] - times[k - 1], 0.002, 1e-9) << k;
   EXPECT_NEAR(times.back(), 0.002 * static_cast<double>(fast_frames), 1e-9);
+}
+
+// A full disk (a one-page tmpfs mounted in the recording directory) fails
+// the writes with ENOSPC: the recording ends, the status says why (file,
+// time reached, samples lost), and `record stop` is an error instead of
+// "ok"; the tasks go on.
+TEST_F(Daemon, AWriteErrorEndsTheRecordingAndStatusAndStopReportIt) {
+  const auto small = recordings_ / "small";
+  fs::create_directories(small);
+  if (mount("tmpfs", small.c_str(), "tmpfs", 0, "size=4k") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root): " << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{small.string()};
+  start(write_graph("graph.yaml", "1e9"));
+  ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
+  const std::string target = (small / "out.csv").string();
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"small/out.csv\"}"),
+            "{\"ok\":true,\"file\":\"" + target + "\"}");
+  std::this_thread::sleep_for(1500ms);
+  const auto status = request("{\"cmd\":\"status\"}");
+  EXPECT_NE(status.find("\"running\":true"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"recording\":null,\"recording_error\":\"recording to '" + target + "' failed at t = "),
+            std::string::npos)
+      << status;
+  EXPECT_NE(status.find("No space left on device"), std::string::npos) << status;
+  const auto stop = request("{\"cmd\":\"record\",\"action\":\"stop\"}");
+  EXPECT_EQ(stop.rfind("{\"ok\":false,\"error\":\"recording to '" + target + "' failed", 0), 0u) << stop;
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"recording_error\":null"), std::string::npos);
+}
+
+// A reload while recording goes on in the same file after a "#reload" marker
+// row (time_s starts again at 0); the status counts samples and drops per
+// task and previews each signal's latest sample; a SIGKILL leaves whole rows.
+TEST_F(Daemon, AReloadWhileRecordingWritesAMarkerAndStatusCountsPerTask) {
+  const auto config = write_graph("graph.yaml", "1e9");
+  start(config);
+  ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
+  const auto csv = recordings_ / "record.csv";
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"record.csv\"}"),
+            "{\"ok\":true,\"file\":\"" + csv.string() + "\"}");
+  std::this_thread::sleep_for(400ms);
+  EXPECT_EQ(request("{\"cmd\":\"reload\"}").rfind("{\"ok\":true", 0), 0u);
+  std::this_thread::sleep_for(400ms);
+  const auto status = request("{\"cmd\":\"status\"}");
+  EXPECT_NE(status.find(",\"recording\":{\"file\":\"" + csv.string() + "\",\"error\":null,"), std::string::npos)
+      << status;
+  EXPECT_NE(status.find("\"tasks\":[{\"name\":\"slow\",\"samples\":"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"dropped\":0,\"frame_log_dropped\":null}"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"latest\":[{\"signal\":\"follow.y\",\"task\":\"fast\",\"time_s\":"), std::string::npos)
+      << status;
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+
+  const std::string text = [&] {
+    std::ifstream in(csv);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }();
+  ASSERT_FALSE(text.empty());
+  EXPECT_EQ(text.back(), '\n');
+  std::istringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "time_s,task,signal,value");
+  std::vector<double> before, after;
+  bool reloaded = false;
+  while (std::getline(in, line)) {
+    EXPECT_EQ(std::count(line.begin(), line.end(), ','), 3) << line;
+    if (line == "0,,#reload,1") {
+      EXPECT_FALSE(reloaded);
+      reloaded = true;
+      continue;
+    }
+    if (line.find(",fast,follow.y,") == std::string::npos) continue;
+    (reloaded ? after : before).push_back(std::stod(line.substr(0, line.find(','))));
+  }
+  EXPECT_TRUE(reloaded);
+  ASSERT_GT(before.size(), 10u);
+  ASSERT_GT(after.size(), 10u);
+  EXPECT_NEAR(after.front(), 0.002, 1e-9);  // the new graph's first fast frame
+  for (std::size_t k = 1; k < after.size(); ++k) EXPECT_NEAR(after[k] - after[k - 1], 0.002, 1e-9) << k;
 }
 
 }  // namespace

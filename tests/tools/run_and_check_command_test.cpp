@@ -2,7 +2,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <map>
+#include <thread>
 #include <sstream>
 
 #include <gtest/gtest.h>
@@ -248,6 +256,151 @@ TEST(RunCommand, TraceInVirtualTimeIsRefusedBeforeAnythingRuns) {
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.str().find("cannot be combined with --virtual"), std::string::npos) << err.str();
   EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+// --period-scale 1e-11 made 1 ms periods 10 fs and crashed with SIGFPE;
+// scaled periods meet the loader's floor.
+TEST(RunCommand, APeriodScaleBelowTheFloorIsAUsageError) {
+  std::stringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  const int rc = run_run_command(
+      {"--virtual", "--duration", "0.1s", "--period-scale", "1e-11", kExamples + "/two_task_sine.yaml"});
+  std::cerr.rdbuf(old);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.str().find("--period-scale 1e-11 makes task 'slow' run every 0.0004 ns, below the floor of 1 us"),
+            std::string::npos)
+      << err.str();
+}
+
+// Plots and reference errors keep every sample in memory: only for a run
+// that ends. An open-ended run is refused before it starts.
+TEST(RunCommand, PlotAndCompareReferenceNeedAFiniteRun) {
+  const auto file = std::filesystem::temp_directory_path() / ("rtcosim_open_ended_" + std::to_string(getpid()) + ".yaml");
+  std::string text = slurp(kExamples + "/two_task_sine.yaml");
+  text.replace(text.find("duration: 5s"), 12, "duration: 0s");
+  std::ofstream(file) << text;
+  for (const char* option : {"--plot", "--compare-reference"}) {
+    std::vector<std::string> args = {option};
+    if (std::string(option) == "--plot") args.push_back((std::filesystem::temp_directory_path() / "x.svg").string());
+    args.push_back(file.string());
+    std::stringstream err;
+    auto* old = std::cerr.rdbuf(err.rdbuf());
+    const int rc = run_run_command(args);
+    std::cerr.rdbuf(old);
+    EXPECT_EQ(rc, 2) << option;
+    EXPECT_NE(err.str().find("runs until stopped; --plot and --compare-reference need a finite run: give --duration"),
+              std::string::npos)
+        << err.str();
+  }
+  std::filesystem::remove(file);
+}
+
+// A run killed with SIGKILL (nothing of it runs after the signal) leaves
+// the target as it was: the rows go to a temporary name until the run ends.
+// The old code truncated the file first and left a partial last line.
+TEST(RunCommand, ARunKilledWithSigkillLeavesTheTargetAsItWas) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_sigkill_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto target = dir / "out.csv";
+  std::ofstream(target) << "old\n";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::cout.setstate(std::ios::badbit);
+    _exit(run_run_command({"--virtual", "--duration", "100000s", "--record", target.string(),
+                           kExamples + "/two_task_sine.yaml"}));
+  }
+  // Wait until rows are being written, then kill.
+  std::uintmax_t written = 0;
+  for (int i = 0; i < 200 && written < (1u << 20); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      if (e.path().extension() == ".part") written = e.file_size();
+    }
+  }
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_GE(written, 1u << 20);
+  EXPECT_EQ(slurp(target), "old\n");
+  std::filesystem::remove_all(dir);
+}
+
+// Per-task recording counts in --json and in the summary: the fast task
+// (1 ms, the one that records) has one sample per frame, none dropped.
+TEST(RunCommand, TheSummaryAndJsonCountRecordedAndDroppedSamplesPerTask) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_run_counts_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  std::stringstream out;
+  auto* old = std::cout.rdbuf(out.rdbuf());
+  const int rc = run_run_command({"--virtual", "--duration", "0.2s", "--record", (dir / "r.csv").string(), "--frames",
+                                  (dir / "f.csv").string(), "--json", (dir / "s.json").string(),
+                                  kExamples + "/two_task_sine.yaml"});
+  std::cout.rdbuf(old);
+  ASSERT_EQ(rc, 0) << out.str();
+  EXPECT_NE(out.str().find("recording:\n  name               samples     dropped   frame log dropped\n"
+                           "  slow                     0           0                   0\n"
+                           "  fast                   200           0                   0\n"),
+            std::string::npos)
+      << out.str();
+  EXPECT_NE(slurp(dir / "s.json")
+                .find(",\"recording\":{\"file\":\"" + (dir / "r.csv").string() +
+                      "\",\"error\":null,\"samples_written\":200,\"samples_lost\":0,"
+                      "\"time_reached_s\":0.2,\"tasks\":[{\"name\":\"slow\",\"samples\":0,"
+                      "\"dropped\":0,\"frame_log_dropped\":0},{\"name\":\"fast\",\"samples\":200,"
+                      "\"dropped\":0,\"frame_log_dropped\":0}],\"latest\":[]}}"),
+            std::string::npos)
+      << slurp(dir / "s.json");
+  std::filesystem::remove_all(dir);
+}
+
+// A disk that fills during the run (a 1 MB tmpfs; a batch is ~0.4 MB): the run exits 1 with
+// the file, the time reached and the samples lost; the old file is as it
+// was, the rows written are whole, and written + lost is every sample.
+TEST(RunCommand, ADiskThatFillsEndsTheRecordingWithAnErrorAndKeepsTheOldFile) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_small_fs_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  if (std::system(("mount -t tmpfs -o size=1m tmpfs " + dir.string() + " 2>/dev/null").c_str()) != 0) {
+    std::filesystem::remove_all(dir);
+    GTEST_SKIP() << "cannot mount a small tmpfs here (needs root and CAP_SYS_ADMIN)";
+  }
+  const auto target = dir / "out.csv";
+  std::ofstream(target) << "old\n";
+  const auto json = std::filesystem::temp_directory_path() / ("rtcosim_small_fs_" + std::to_string(getpid()) + ".json");
+  std::stringstream err, out;
+  auto* old_err = std::cerr.rdbuf(err.rdbuf());
+  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  const int rc = run_run_command({"--virtual", "--duration", "20s", "--record", target.string(), "--json",
+                                  json.string(), kExamples + "/two_task_sine.yaml"});
+  std::cerr.rdbuf(old_err);
+  std::cout.rdbuf(old_out);
+  const std::string old_content = slurp(target);
+  std::string part;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".part") part = slurp(e.path());
+  }
+  const std::string summary = slurp(json);
+  (void)std::system(("umount " + dir.string()).c_str());
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(json);
+
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(old_content, "old\n");
+  EXPECT_NE(err.str().find("rtcosim run: recording to '" + target.string() + "' failed at t = "), std::string::npos)
+      << err.str();
+  EXPECT_NE(err.str().find(" s: write failed: No space left on device; "), std::string::npos) << err.str();
+  ASSERT_FALSE(part.empty()) << err.str();
+  EXPECT_EQ(part.back(), '\n');
+  const auto number_after = [&](const std::string& key) {
+    const auto at = summary.find("\"" + key + "\":");
+    return at == std::string::npos ? -1.0 : std::stod(summary.substr(at + key.size() + 3));
+  };
+  EXPECT_EQ(number_after("samples_written") + number_after("samples_lost"), 20000.0) << summary;
+  // The last row on disk is at the time the error names.
+  const auto last_row = part.substr(part.rfind('\n', part.size() - 2) + 1);
+  EXPECT_DOUBLE_EQ(std::stod(last_row), number_after("time_reached_s")) << last_row;
+  EXPECT_EQ(std::count(part.begin(), part.end(), '\n'), 1 + 3 * static_cast<long>(number_after("samples_written")));
 }
 
 }  // namespace

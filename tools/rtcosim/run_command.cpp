@@ -6,6 +6,7 @@
 #include <thread>
 #include <sstream>
 #include <iostream>
+#include <unordered_map>
 
 #include "base/duration.hpp"
 #include "rt_config/loader.hpp"
@@ -13,12 +14,14 @@
 #include "runtime/frame_log.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/realtime.hpp"
+#include "runtime/record_file.hpp"
 #include "runtime/recorder.hpp"
 #include "runtime/rt_executor.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
+#include "tools/rtcosim/recording_summary.hpp"
 #include "tools/rtcosim/run_summary.hpp"
 #include "tools/rtcosim/trace_session.hpp"
 
@@ -41,21 +44,26 @@ real-time PC would see with those execution times.
 
 Prints per-task statistics (frames, step min/mean/max, overruns, missed
 periods, lag, lost real time, latency and execution-time percentiles, AB-2
-truncation-error estimate) and per-link statistics (published, dropped,
-data age, extrapolation interval).
+truncation-error estimate), per-link statistics (published, dropped,
+data age, extrapolation interval) and per task what was recorded (samples,
+samples dropped by a full ring, frame-log rows dropped). A write error (a
+full disk) ends the recording and the run exits 1.
 
 options:
   --virtual               run in virtual time
   --duration DURATION     how long to run (default: the file's `duration`)
-  --record FILE.csv       where to write the recorded signals (default: the file's `record.file`)
+  --record FILE.csv       where to write the recorded signals (default: the file's `record.file`);
+                          written under a temporary name, FILE.csv is replaced when the run is over
+                          (docs/recording.md: format, #dropped markers, write errors)
   --compare-reference     RMS and max error of every recorded signal against the reference
-                          solution (the whole diagram merged, RK4)
+                          solution (the whole diagram merged, RK4); needs a finite run
   --reference-step D      step of the RK4 reference (default 0.5ms)
-  --plot FILE.svg         draw every recorded signal beside the reference solution
+  --plot FILE.svg         draw every recorded signal beside the reference solution; needs a finite run
   --json FILE.json        write the summary as JSON
   --frames FILE.csv       one row per frame: task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns
   --trace DIR             record an LTTng trace of the run into DIR (real time only; see 'rtcosim trace report')
-  --period-scale F        multiply every task period by F (benchmarks: the shortest periods a PC sustains)
+  --period-scale F        multiply every task period by F (benchmarks: the shortest periods a PC
+                          sustains); every scaled period must stay at 1us or more
   --plugin-dir DIR        where the file's 'plugins:' ids may be loaded from; repeatable (docs/plugins.md)
   -h, --help              this text
 )";
@@ -112,8 +120,8 @@ std::string thread_placements(runtime::Graph& graph) {
   return out + "\n";
 }
 
-void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostream* sink, double duration,
-                  runtime::FrameLog* frame_log, std::ostream* frames_out, bool* fifo) {
+void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, runtime::RecordFile* record_file, double duration,
+                  runtime::FrameLog* frame_log, runtime::RecordFile* frames_file, bool* fifo) {
   auto report = runtime::prepare_process(graph.spec().realtime, highest_priority(graph));
   for (const auto& w : report.warnings) std::cerr << "warning: " << w << '\n';
   for (const auto& e : report.errors) std::cerr << "error: " << e << '\n';
@@ -134,12 +142,11 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
   executor.start(duration);
   // Set-up problems are known before the epoch: say them before the run.
   for (const auto& e : executor.thread_errors()) std::cerr << "warning: " << e << '\n';
-  std::ostringstream discard;
   double next_progress = 1.0;
   while (!executor.finished()) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    recorder.drain(sink ? *sink : discard);
-    if (frame_log && frames_out) frame_log->drain(*frames_out);
+    recorder.drain(record_file);
+    if (frame_log) frame_log->drain(*frames_file);
     if (executor.elapsed() >= next_progress) {
       next_progress += 1.0;
       std::uint64_t frames = 0, overruns = 0;
@@ -157,7 +164,6 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, std::ostre
     }
   }
   executor.join();
-  if (frame_log && frames_out) frame_log->drain(*frames_out);
   g_running.store(nullptr);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
@@ -200,6 +206,12 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       for (auto& t : spec.tasks) {
         t.period *= scale;
         t.max_step *= scale;
+        if (t.period < config::kMinPeriod * (1.0 - 1e-9)) {
+          throw UsageError("--period-scale " + *scale_text + " makes task '" + t.name + "' run every " +
+                           base::format_duration(t.period) + ", below the floor of " +
+                           base::format_duration(config::kMinPeriod) + " — expected a scale that keeps every period at "
+                           "1us or more");
+        }
       }
     }
     const double duration = args.positive_duration("duration", spec.duration);
@@ -208,6 +220,12 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     for (const char* output : {"record", "frames", "json", "plot"}) (void)args.output_path(output);
     if (args.value("plot") && spec.record.signals.empty()) {
       throw UsageError("--plot needs recorded signals: add a 'record:' section to " + file);
+    }
+    // Plots and reference errors need every sample in memory, which only a
+    // finite run can afford; otherwise the recorder keeps none.
+    const bool keep_series = args.value("plot") || args.flag("compare-reference");
+    if (keep_series && !(duration > 0.0)) {
+      throw UsageError(file + " runs until stopped; --plot and --compare-reference need a finite run: give --duration");
     }
     if (virtual_time && args.value("trace")) {
       // A trace records the frames of real threads on real CPUs; a virtual
@@ -218,42 +236,52 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     const auto blocks = tasks::BlockRegistry::with_builtins();
     const auto methods = config::plugin_registry(spec, load_options.plugins.directories);
     auto graph = runtime::Graph::build(spec, blocks, methods);
-    runtime::Recorder recorder(*graph);
+    runtime::Recorder::Options keep;
+    keep.keep = keep_series ? runtime::Recorder::kKeepAll : 0;
+    runtime::Recorder recorder(*graph, keep);
     const std::string record_path = args.value("record").value_or(spec.record.file);
-    std::ofstream csv;
+    // Both files go to temporary names and replace their targets only when
+    // the run is over (runtime/record_file.hpp).
+    std::unique_ptr<runtime::RecordFile> record_file;
+    std::string why;
     if (!recorder.empty() && !record_path.empty()) {
-      csv.open(record_path, std::ios::trunc);
-      if (!csv) throw std::runtime_error("cannot write '" + record_path + "'");
-      recorder.write_header(csv);
+      record_file = runtime::RecordFile::create(record_path, &why);
+      if (!record_file) throw std::runtime_error(why);
+      recorder.write_header(*record_file);
     }
-    std::ostream& sink = csv.is_open() ? static_cast<std::ostream&>(csv) : static_cast<std::ostream&>(std::cout);
-    std::ofstream discard;
 
     std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
               << " task(s), " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time")
               << ", " << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
     for (const auto& w : graph->link_warnings()) std::cerr << "warning: " << w << '\n';
-    std::ofstream frames_csv;
+    std::unique_ptr<runtime::RecordFile> frames_file;
+    std::unique_ptr<runtime::FrameLog> frame_log;
     if (const auto path = args.value("frames")) {
-      frames_csv.open(*path, std::ios::trunc);
-      if (!frames_csv) throw std::runtime_error("cannot write '" + *path + "'");
-      runtime::FrameLog::write_header(frames_csv);
+      frames_file = runtime::RecordFile::create(*path, &why);
+      if (!frames_file) throw std::runtime_error(why);
+      runtime::FrameLog::write_header(*frames_file);
+      std::vector<std::string> names;
+      for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
+      frame_log = std::make_unique<runtime::FrameLog>(names);
     }
     bool fifo = false;
     if (virtual_time) {
       runtime::VirtualExecutor executor(*graph);
+      std::unordered_map<const runtime::TaskRuntime*, std::size_t> task_index;
+      for (std::size_t i = 0; i < graph->tasks().size(); ++i) task_index[graph->tasks()[i].get()] = i;
       std::size_t frames = 0;
-      executor.run(duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord&) {
+      executor.run(duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord& f) {
         recorder.sample(task);
-        if (++frames % 4096 == 0 && csv.is_open()) recorder.drain(sink);
-      });
-      if (frames_csv.is_open()) {
-        for (const auto& f : executor.frames()) {
-          runtime::FrameLog::write_row(frames_csv, f.task,
-                                       runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
-                                                         std::llround((f.end - f.start) * 1e9), f.start_lateness_ns});
+        if (frame_log) {
+          frame_log->add(task_index[&task], runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
+                                                              std::llround((f.end - f.start) * 1e9),
+                                                              f.start_lateness_ns});
         }
-      }
+        if (++frames % 4096 == 0) {
+          recorder.drain(record_file.get());
+          if (frame_log) frame_log->drain(*frames_file);
+        }
+      });
     } else {
       std::unique_ptr<TraceSession> trace;
       const auto trace_dir = args.value("trace");
@@ -264,17 +292,12 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         }
         double rate = 0.0;
         for (const auto& t : graph->tasks()) rate += (2.0 + 2.0 * static_cast<double>(t->outputs().size())) / t->spec().period;
-        std::string why;
         trace = TraceSession::start(*trace_dir, rate, &why);
         if (!trace) throw std::runtime_error("cannot trace: " + why);
         std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
                   << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000 << " ms)\n";
       }
-      std::vector<std::string> names;
-      for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
-      runtime::FrameLog frame_log(names);
-      run_realtime(*graph, recorder, csv.is_open() ? &sink : nullptr, duration,
-                   frames_csv.is_open() ? &frame_log : nullptr, &frames_csv, &fifo);
+      run_realtime(*graph, recorder, record_file.get(), duration, frame_log.get(), frames_file.get(), &fifo);
       if (trace) {
         graph->trace_link_health();
         const std::uint64_t discarded = trace->stop();
@@ -283,14 +306,15 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         if (!stop_sessiond_started_here()) std::cerr << "warning: the LTTng session daemon this run started did not stop\n";
       }
     }
-    if (csv.is_open()) {
-      recorder.drain(sink);
-      csv.flush();
-    } else {
-      std::ostringstream ignored;
-      recorder.drain(ignored);
+    recorder.finish(record_file.get());
+    if (frame_log) frame_log->finish(*frames_file);
+    // A file that failed keeps its target as it was; its error says where
+    // the rows written until then are.
+    RecordingState recording{&recorder, record_file.get(), frame_log.get(), {}};
+    for (auto* f : {record_file.get(), frames_file.get()}) {
+      if (f && !f->commit()) recording.error += (recording.error.empty() ? "" : "; ") + f->error();
     }
-    std::cout << run_summary(*graph);
+    std::cout << run_summary(*graph) << recording_summary(*graph, recording);
 
     std::unique_ptr<tasks::ReferenceSolver> reference;
     std::vector<ReferenceError> errors;
@@ -305,22 +329,27 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       std::cout << "error against the reference (merged diagram, RK4 at " << base::format_duration(step) << "):\n";
       std::cout << render_table(reference_error_columns(), errors);
     }
-    if (csv.is_open()) {
+    if (record_file && !record_file->failed()) {
       std::cout << "recorded " << recorder.signal_count() << " signal(s) to " << record_path;
       if (recorder.dropped() > 0) std::cout << " (" << recorder.dropped() << " samples dropped: ring full)";
       std::cout << '\n';
     }
     if (const auto path = args.value("json")) {
       std::ofstream json(*path, std::ios::trunc);
-      json << summary_json(*graph, errors, virtual_time ? "virtual" : fifo ? "fifo" : "other");
+      json << summary_json(*graph, errors, virtual_time ? "virtual" : fifo ? "fifo" : "other",
+                           recording_json(*graph, recording));
       if (!json) throw std::runtime_error("cannot write '" + *path + "'");
       std::cout << "summary written to " << *path << '\n';
     }
-    if (frames_csv.is_open()) std::cout << "frames written to " << *args.value("frames") << '\n';
+    if (frames_file && !frames_file->failed()) std::cout << "frames written to " << *args.value("frames") << '\n';
     if (const auto plot_path = args.value("plot")) {
       write_plot(recorder, reference.get(),
                  (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"), *plot_path);
       std::cout << "plot written to " << *plot_path << '\n';
+    }
+    if (!recording.error.empty()) {
+      std::cerr << "rtcosim run: " << recording.error << '\n';
+      return 1;
     }
     return 0;
   } catch (const UsageError& e) {

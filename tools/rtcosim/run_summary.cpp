@@ -177,7 +177,8 @@ std::string range(const runtime::RunningRange& r) {
 
 }  // namespace
 
-std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy) {
+std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy,
+                         const std::string& recording) {
   std::string out = "{\"tasks\":[";
   bool first = true;
   for (auto& t : graph.tasks()) {
@@ -221,7 +222,7 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     out += "{\"name\":" + base::json_string(e.signal) + ",\"rms_error\":" + json_number(e.rms) +
            ",\"max_error\":" + json_number(e.max) + "}";
   }
-  return out + "]}\n";
+  return out + "]" + (recording.empty() ? "" : ",\"recording\":" + recording) + "}\n";
 }
 
 }  // namespace rtcosim::tools

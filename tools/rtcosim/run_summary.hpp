@@ -38,7 +38,9 @@ std::vector<ReferenceError> reference_errors(const runtime::Graph& graph, const 
 // The summary as JSON: {"tasks":[...],"links":[...],"signals":[...]}
 // (docs/figures.md defines each field). A task's policy, priority and CPU
 // are what its thread got; `policy` stands in for a task whose thread never
-// started.
-std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy);
+// started. `recording`, a JSON object, is added as "recording" when given
+// (recording_summary.hpp).
+std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy,
+                         const std::string& recording = {});
 
 }  // namespace rtcosim::tools

@@ -23,6 +23,7 @@
 #include "base/safe_path.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/realtime.hpp"
+#include "tools/rtcosim/recording_summary.hpp"
 #include "tools/rtcosim/run_summary.hpp"
 #include "tools/rtcosim/trace_session.hpp"
 #include "tools/rtcosimd/control_client.hpp"
@@ -117,7 +118,14 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     stop_graph();
     methods_ = std::move(methods);
     graph_ = std::move(graph);
-    recorder_ = std::make_unique<runtime::Recorder>(*graph_);
+    // Memory stays fixed for months: the rings, and the latest sample per
+    // signal for the status preview.
+    recorder_ = std::make_unique<runtime::Recorder>(*graph_, runtime::Recorder::Options{.keep = 1});
+    if (record_file_) {
+      // The same file goes on; time_s starts again at 0 after the marker.
+      runtime::Recorder::write_reload_marker(*record_file_, ++reloads_recorded_);
+      drain_recorder();
+    }
     config_file_ = label;
     config_text_ = text_in;
     return true;
@@ -168,20 +176,25 @@ void Daemon::stop_graph() {
 
 void Daemon::drain_recorder() {
   if (!recorder_) return;
-  if (record_file_) {
-    recorder_->drain(*record_file_);
-    record_file_->flush();
-  } else {
-    std::ostringstream discard;
-    recorder_->drain(discard);
+  recorder_->drain(record_file_.get());
+  if (record_file_ && record_file_->failed()) {
+    // A write error ends the recording; status and `record stop` report it.
+    record_error_ = record_file_->error();
+    std::cerr << "rtcosimd: " << record_error_ << '\n';
+    record_file_.reset();
+    record_path_.clear();
   }
 }
 
 std::string Daemon::status_json() {
-  std::string summary = graph_ ? tools::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other") : "null\n";
+  const tools::RecordingState recording{recorder_.get(), record_file_.get(), nullptr, record_error_};
+  std::string summary = graph_ ? tools::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other",
+                                                     tools::recording_json(*graph_, recording))
+                               : "null\n";
   if (!summary.empty() && summary.back() == '\n') summary.pop_back();
   return "\"running\":" + std::string(running_ ? "true" : "false") + ",\"config\":" + base::json_string(config_file_) +
          ",\"recording\":" + (record_file_ ? base::json_string(record_path_) : std::string("null")) +
+         ",\"recording_error\":" + (record_error_.empty() ? std::string("null") : base::json_string(record_error_)) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + ",\"status\":" + summary;
 }
 
@@ -213,8 +226,14 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
     if (action == "start") return record_start(get("file"), get("overwrite") == "true");
     if (action == "stop") {
       drain_recorder();
+      if (record_file_ && !record_file_->commit()) record_error_ = record_file_->error();
       record_file_.reset();
       record_path_.clear();
+      if (!record_error_.empty()) {
+        const std::string error = std::move(record_error_);
+        record_error_.clear();
+        return reply_error(error);
+      }
       return reply_ok();
     }
     return reply_error("record needs \"action\": \"start\" or \"stop\"");
@@ -298,10 +317,13 @@ std::string Daemon::record_start(const std::string& file, bool overwrite) {
   const int fd = base::open_beneath(options_.recording_dir, file, flags, 0640, &why);
   if (fd < 0) return reply_error("record: " + why);
   drain_recorder();
-  auto out = std::make_unique<base::FdOstream>(fd);
-  recorder_->write_header(*out);
-  record_file_ = std::move(out);
   record_path_ = std::filesystem::path(file).is_absolute() ? file : options_.recording_dir + "/" + file;
+  // Whole-row batches, one write(2) each; a write error ends the recording
+  // with a count of what was lost (docs/recording.md).
+  record_file_ = runtime::RecordFile::adopt(fd, record_path_);
+  recorder_->write_header(*record_file_);
+  record_error_.clear();
+  reloads_recorded_ = 0;
   return reply_ok("\"file\":" + base::json_string(record_path_));
 }
 
@@ -510,8 +532,11 @@ int Daemon::run() {
   trace_.reset();
   // A per-user session daemon that `trace start` started goes with us.
   if (!tools::stop_sessiond_started_here()) std::cerr << "rtcosimd: the LTTng session daemon it started did not stop\n";
-  if (record_file_) record_file_->flush();
-  std::cerr << "rtcosimd: stopped\n" << (graph_ ? tools::run_summary(*graph_) : std::string());
+  if (record_file_ && !record_file_->commit()) std::cerr << "rtcosimd: " << record_file_->error() << '\n';
+  std::cerr << "rtcosimd: stopped\n"
+            << (graph_ ? tools::run_summary(*graph_) +
+                             tools::recording_summary(*graph_, {recorder_.get(), nullptr, nullptr, record_error_})
+                       : std::string());
   clients.clear();
   close(lfd);
   ::unlink(options_.socket_path.c_str());

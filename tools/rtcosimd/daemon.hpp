@@ -13,6 +13,7 @@
 #include "coupling/registry.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/graph.hpp"
+#include "runtime/record_file.hpp"
 #include "runtime/recorder.hpp"
 #include "runtime/rt_executor.hpp"
 #include "tasks/block_registry.hpp"
@@ -85,8 +86,10 @@ class Daemon {
   std::unique_ptr<runtime::RealtimeExecutor> executor_;
   runtime::RealtimeReport report_;
   bool running_ = false;
-  std::unique_ptr<std::ostream> record_file_;
+  std::unique_ptr<runtime::RecordFile> record_file_;
   std::string record_path_;
+  std::string record_error_;  // why the last recording ended early
+  std::uint64_t reloads_recorded_ = 0;
   struct TraceState;
   std::unique_ptr<TraceState> trace_;
   struct PendingTrace;
