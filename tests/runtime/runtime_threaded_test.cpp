@@ -117,3 +117,41 @@ TEST(RealtimeExecutor, OverloadKeepsEachPolicysInvariantsOnTheWallClock) {
 
 }  // namespace
 }  // namespace rtcosim::runtime
+
+namespace rtcosim::runtime {
+namespace {
+
+// A thread that cannot be pinned (CPU 4000 does not exist): with `required`
+// the run fails before any frame and says which task and why; with
+// `preferred` it runs, and the task reports where it really ran.
+TEST(RealtimeExecutor, AFailedSetUpFailsARequiredRunBeforeAnyFrame) {
+  for (auto mode : {config::RealtimeMode::kRequired, config::RealtimeMode::kPreferred}) {
+    const std::string yaml =
+        "name: pin\nrealtime: off\ntasks:\n  - {name: t, period: 10ms, cpu: 4000}\nblocks:\n"
+        "  - {name: k, type: constant, task: t, params: {value: 1}}\nwires: []\n";
+    auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "pin.yaml"));
+    spec.realtime = mode;
+    auto graph = rtcosim::testing::build_graph(spec);
+    RealtimeExecutor executor(*graph, nullptr, RealtimeReport{});
+    const auto& t = *graph->tasks()[0];
+    if (mode == config::RealtimeMode::kRequired) {
+      try {
+        executor.start(0.1);
+        ADD_FAILURE() << "a required run started with an unpinnable task";
+      } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("task 't': cannot pin to CPU 4000"), std::string::npos) << e.what();
+      }
+      EXPECT_EQ(t.stats().frames.load(), 0u);
+    } else {
+      executor.start(0.1);
+      executor.join();
+      EXPECT_EQ(t.stats().frames.load() + t.stats().missed_periods.load(), 10u);
+      EXPECT_NE(t.placement().cpu, 4000);
+      EXPECT_NE(t.placement().problem.find("cannot pin to CPU 4000"), std::string::npos);
+      EXPECT_EQ(executor.thread_errors().size(), 1u);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rtcosim::runtime
