@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -126,15 +125,24 @@ struct SvgShapes {
   std::vector<double> markers;
 };
 
+// The number in name="..." of one SVG element (std::regex is avoided:
+// GCC 12 warns falsely inside <regex> under ASan, and warnings are errors).
+double attribute(const std::string& element, const std::string& name) {
+  const std::string key = " " + name + "=\"";
+  const auto at = element.find(key);
+  return at == std::string::npos ? std::nan("") : std::stod(element.substr(at + key.size()));
+}
+
 SvgShapes shapes_of(const std::string& svg) {
   SvgShapes out;
-  const std::regex bar(R"re(<rect class="bar" x="([-\d.]+)" y="([-\d.]+)" width="([-\d.]+)" height="([-\d.]+)")re");
-  for (std::sregex_iterator m(svg.begin(), svg.end(), bar), end; m != end; ++m) {
-    out.bars.push_back({std::stod((*m)[1]), std::stod((*m)[2]), std::stod((*m)[3]), std::stod((*m)[4])});
+  for (auto at = svg.find("<rect class=\"bar\""); at != std::string::npos; at = svg.find("<rect class=\"bar\"", at + 1)) {
+    const std::string element = svg.substr(at, svg.find('>', at) - at);
+    out.bars.push_back({attribute(element, "x"), attribute(element, "y"), attribute(element, "width"),
+                        attribute(element, "height")});
   }
-  const std::regex marker(R"re(<line class="marker" x1="([-\d.]+)")re");
-  for (std::sregex_iterator m(svg.begin(), svg.end(), marker), end; m != end; ++m) {
-    out.markers.push_back(std::stod((*m)[1]));
+  for (auto at = svg.find("<line class=\"marker\""); at != std::string::npos;
+       at = svg.find("<line class=\"marker\"", at + 1)) {
+    out.markers.push_back(attribute(svg.substr(at, svg.find('>', at) - at), "x1"));
   }
   return out;
 }
