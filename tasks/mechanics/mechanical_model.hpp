@@ -31,8 +31,9 @@ struct MechanicalTerms {
  * (v = q' for every built-in model), nc bilateral constraints and an
  * ni-dimensional interface. Construction allocates; evaluate() writes into
  * terms from make_terms(), allocates nothing, and is noexcept, so it may
- * run in a frame. Not thread-safe per object (no state, but the caller
- * owns the terms).
+ * run in a frame. q and v must have dofs() entries and the terms must come
+ * from this model's make_terms() (not checked on the real-time path). The
+ * model holds no mutable state; the caller owns the terms.
  */
 class MechanicalModel {
  public:

@@ -164,6 +164,38 @@ TEST(PlanarArmRim, StretchedArmIsReportedSingular) {
   EXPECT_NEAR(r.rim.m_eff(1, 1), 1.5, 1e-9);
 }
 
+// Near-stretched, q = (0, e): J_2 = [-0.8 sin e, -0.8 sin e; 1 + 0.8 cos e,
+// 0.8 cos e] is invertible, so e_x^T M_eff e_x is twice the kinetic energy
+// of the joint motion giving a unit tip velocity along x: v1 = cot e moves
+// m1 at cot e, the tip carries m2 at 1, M_eff_xx = 2 cot^2 e + 1.5; along y
+// v1 = 1 = -v2 moves both masses at 1, M_eff_yy = 3.5; the cross term is
+// m1 cot e * 1 = 2 cot e. The condition is that of this 2 x 2 matrix
+// (eigenvalues tr/2 -+ sqrt(tr^2/4 - det)), about (4/3) / e^2: ok at
+// e = 1e-3 (1.3e6), singular_interface beyond 1e10 (e = 1e-6, 1.3e12).
+TEST(PlanarArmRim, NearStretchedArmReportsItsCondition) {
+  const PlanarArm arm({.lengths = {1.0, 0.8}, .masses = {2.0, 1.5}});
+  const double e = 1e-3;
+  const double cot = std::cos(e) / std::sin(e);
+  const double xx = 2.0 * cot * cot + 1.5;
+  const double xy = 2.0 * cot;
+  const double yy = 3.5;
+  const double half_tr = 0.5 * (xx + yy);
+  const double root = std::sqrt(half_tr * half_tr - (xx * yy - xy * xy));
+  const double condition = (half_tr + root) / (half_tr - root);
+  const auto r = reduce(arm, vec({0.0, e}), vec({0.0, 0.0}));
+  EXPECT_EQ(r.rim.status, RimStatus::kOk);
+  EXPECT_NEAR(r.rim.m_eff(0, 0), xx, 1e-8 * xx);
+  EXPECT_NEAR(r.rim.m_eff(0, 1), xy, 1e-8 * xx);
+  EXPECT_NEAR(r.rim.m_eff(1, 1), yy, 1e-8 * xx);
+  EXPECT_NEAR(r.rim.condition, condition, 1e-6 * condition);
+  EXPECT_NEAR(r.rim.condition * e * e, 4.0 / 3.0, 1e-3);
+  const auto s = reduce(arm, vec({0.0, 1e-6}), vec({0.0, 0.0}));
+  EXPECT_EQ(s.rim.status, RimStatus::kSingularInterface);
+  EXPECT_GT(s.rim.condition, 1e10);
+  EXPECT_EQ(s.rim.rank, 1);
+  expect_finite(s.rim);
+}
+
 // Shoulder locked (A_c = [1 0]) at q = (0, pi/2): only joint 2 moves, the
 // tip moves along x only, carrying m2: rank 1, M_eff = diag(1.5, 0).
 // Gravity (along y) has no component the interface can feel: lambda~ = 0.
@@ -221,8 +253,7 @@ TEST(PlanarArmRim, EvaluateAndComputeAllocateNothing) {
   auto rim = reducer.make_quantities();
   const Eigen::VectorXd q = vec({0.1, 0.2, 0.3});
   const Eigen::VectorXd v = vec({0.4, 0.0, 0.6});
-  arm.evaluate(q, v, 0.0, terms);
-  reducer.compute(terms, rim);  // warm-up (first factorisation)
+  // The first call counts too: every workspace was sized by the constructors.
   testing::AllocationScope scope;
   arm.evaluate(q, v, 0.0, terms);
   reducer.compute(terms, rim);
