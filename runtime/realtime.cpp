@@ -139,6 +139,10 @@ std::string prepare_thread(int cpu, int priority, bool fifo, std::size_t stack_b
   return problems;
 }
 
+std::string policy_text(const ThreadPlacement& p) {
+  return p.policy == "fifo" || p.policy == "rr" ? p.policy + " " + std::to_string(p.priority) : p.policy;
+}
+
 ThreadPlacement current_placement() {
   ThreadPlacement p;
   int policy = 0;

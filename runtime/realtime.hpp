@@ -51,6 +51,10 @@ struct ThreadPlacement {
 // The calling thread's scheduling policy, priority and CPU.
 ThreadPlacement current_placement();
 
+// "fifo 90", "rr 10", "other", "virtual": the policy, with its priority
+// where it has one.
+std::string policy_text(const ThreadPlacement& p);
+
 // Per task thread, called by the thread itself: pins it to `cpu` (if >= 0),
 // sets SCHED_FIFO at `priority` when `fifo`, and touches `stack_bytes` of
 // stack so that the frames never fault on it. Returns an error text or "".

@@ -113,7 +113,6 @@ class Deadlines {
   [[nodiscard]] std::int64_t start_at(std::int64_t now_ns) const noexcept {
     return release_ns_ > now_ns ? release_ns_ : now_ns;
   }
-  [[nodiscard]] std::int64_t period() const noexcept { return period_ns_; }
   // The end of the run (0: none): instants at or after it are not missed,
   // they are simply not part of the run.
   void set_horizon(std::int64_t end_ns) noexcept { horizon_ns_ = end_ns; }

@@ -110,8 +110,7 @@ std::string thread_placements(runtime::Graph& graph) {
   for (const auto& t : graph.tasks()) {
     const auto& p = t->placement();
     const auto& s = t->spec();
-    std::string got = p.policy == "fifo" || p.policy == "rr" ? p.policy + " " + std::to_string(p.priority) : p.policy;
-    got += p.cpu >= 0 ? " on CPU " + std::to_string(p.cpu) : " unpinned";
+    std::string got = runtime::policy_text(p) + (p.cpu >= 0 ? " on CPU " + std::to_string(p.cpu) : " unpinned");
     const bool fifo_wanted = s.priority > 0 && graph.spec().realtime != config::RealtimeMode::kOff;
     std::string asked = (fifo_wanted ? "fifo " + std::to_string(s.priority) : std::string("other")) +
                         (s.cpu >= 0 ? " on CPU " + std::to_string(s.cpu) : " unpinned");

@@ -25,8 +25,7 @@ std::string max_of(const runtime::LogHistogram& h) {
 // How the task's thread ran: "fifo 90 cpu 1", "other", "virtual".
 std::string placement_of(const TaskRuntime& t) {
   const auto& p = t.placement();
-  std::string s = p.policy == "fifo" || p.policy == "rr" ? p.policy + " " + std::to_string(p.priority) : p.policy;
-  return p.cpu >= 0 ? s + " cpu " + std::to_string(p.cpu) : s;
+  return runtime::policy_text(p) + (p.cpu >= 0 ? " cpu " + std::to_string(p.cpu) : std::string());
 }
 
 }  // namespace
