@@ -656,12 +656,13 @@ class GraphLoader {
     std::vector<std::string> block_names;
     for (const auto& b : graph_.diagram.blocks) block_names.push_back(b.name);
     std::vector<std::string> task_names;
+    std::set<std::string_view> task_set;  // a scan per block made 10^4 tasks a quadratic load
     for (const auto& t : graph_.tasks) {
-      if (std::find(task_names.begin(), task_names.end(), t.name) == task_names.end()) task_names.push_back(t.name);
+      if (task_set.insert(t.name).second) task_names.push_back(t.name);
     }
     for (std::size_t i = 0; i < graph_.diagram.blocks.size(); ++i) {
       const auto& b = graph_.diagram.blocks[i];
-      if (b.task.empty() || graph_.find_task(b.task) || graph_.tasks.empty()) continue;
+      if (b.task.empty() || task_set.count(b.task) || graph_.tasks.empty()) continue;
       std::string message = "block '" + b.name + "' runs in task '" + b.task + "', which is not defined";
       if (const auto guess = base::closest_match(b.task, task_names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
       in_.error(graph_.block_locations[i], message + " — expected one of: " + join(task_names));
@@ -766,6 +767,8 @@ class GraphLoader {
     std::map<std::string, const TaskSpec*> group_leader;
     std::map<std::string, std::vector<const TaskSpec*>> groups;
     std::map<int, Location> first_on_cpu;
+    std::set<std::string_view> tasks_with_blocks;
+    for (const auto& b : graph_.diagram.blocks) tasks_with_blocks.insert(b.task);
     for (const auto& t : graph_.tasks) {
       const std::string what = "task '" + t.name + "'";
       if (t.cpu >= cpus) {
@@ -795,9 +798,7 @@ class GraphLoader {
         groups[t.rate_group].push_back(&t);
       }
       if (t.cpu >= 0) first_on_cpu.emplace(t.cpu, t.where);
-      bool has_block = false;
-      for (const auto& b : graph_.diagram.blocks) has_block = has_block || b.task == t.name;
-      if (!has_block && !t.name.empty()) in_.warning(t.where, what + " runs no block");
+      if (!tasks_with_blocks.count(t.name) && !t.name.empty()) in_.warning(t.where, what + " runs no block");
     }
     // A rate group runs period_slowest / period_member frames of each member
     // per cycle: every member's period must divide the slowest one.
@@ -922,10 +923,15 @@ LoadResult load_graph_file(const std::string& path, const LoadOptions& options) 
   }
   // Read at most one byte past the limit: a huge file is refused without
   // being loaded whole.
+  // In chunks: a buffer of the whole limit, zero-filled, cost every load
+  // the limit's size in memory (64 MiB with --max-file-size 64).
   std::string text;
-  text.resize(options.max_file_bytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  char chunk[1 << 16];
+  while (in && text.size() <= options.max_file_bytes) {
+    const auto room = static_cast<std::streamsize>(options.max_file_bytes + 1 - text.size());
+    in.read(chunk, std::min<std::streamsize>(sizeof chunk, room));
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+  }
   if (in.bad()) {
     LoadResult result;
     result.graph.file = path;

@@ -33,7 +33,7 @@ struct LinkHealth {
 // A link of the graph: one producer partition's output port into one
 // consumer task, with its coupling method.
 struct GraphLink {
-  std::uint16_t id = 0;  // index in the graph, the link's id in traces
+  std::uint32_t id = 0;  // index in the graph, the link's id in traces
   std::string source;    // "block.port"
   std::string producer;  // task
   std::string consumer;  // task
@@ -96,8 +96,8 @@ class TaskRuntime {
 
   [[nodiscard]] const config::TaskSpec& spec() const noexcept { return spec_; }
   // Index in the graph, the task's id in traces.
-  [[nodiscard]] std::uint16_t id() const noexcept { return id_; }
-  void set_id(std::uint16_t id) noexcept { id_ = id; }
+  [[nodiscard]] std::uint32_t id() const noexcept { return id_; }
+  void set_id(std::uint32_t id) noexcept { id_ = id; }
   [[nodiscard]] tasks::Partition& partition() noexcept { return *partition_; }
   [[nodiscard]] const tasks::Partition& partition() const noexcept { return *partition_; }
   [[nodiscard]] StepPolicy& policy() noexcept { return policy_; }
@@ -135,7 +135,7 @@ class TaskRuntime {
   ThreadPlacement placement_;
   std::uint64_t sequence_ = 0;
   bool staged_ = false;  // outputs staged since the last publish
-  std::uint16_t id_ = 0;
+  std::uint32_t id_ = 0;
 };
 
 /*

@@ -22,40 +22,40 @@ bool available() noexcept {
 #endif
 }
 
-void task_info(std::uint16_t task, const char* name, int cpu, int priority, double period_s) noexcept {
+void task_info(std::uint32_t task, const char* name, int cpu, int priority, double period_s) noexcept {
   RTCOSIM_TP(task_info, task, name, cpu, priority, period_s);
   (void)task, (void)name, (void)cpu, (void)priority, (void)period_s;
 }
-void link_info(std::uint16_t link, const char* source, const char* consumer, const char* method) noexcept {
+void link_info(std::uint32_t link, const char* source, const char* consumer, const char* method) noexcept {
   RTCOSIM_TP(link_info, link, source, consumer, method);
   (void)link, (void)source, (void)consumer, (void)method;
 }
-void frame_start(std::uint16_t task, std::uint64_t frame, std::int64_t latency_ns) noexcept {
+void frame_start(std::uint32_t task, std::uint64_t frame, std::int64_t latency_ns) noexcept {
   RTCOSIM_TP(frame_start, task, frame, latency_ns);
   (void)task, (void)frame, (void)latency_ns;
 }
-void frame_end(std::uint16_t task, std::uint64_t frame, std::int64_t exec_ns, double step_s, double sim_s) noexcept {
+void frame_end(std::uint32_t task, std::uint64_t frame, std::int64_t exec_ns, double step_s, double sim_s) noexcept {
   RTCOSIM_TP(frame_end, task, frame, exec_ns, step_s, sim_s);
   (void)task, (void)frame, (void)exec_ns, (void)step_s, (void)sim_s;
 }
-void overrun(std::uint16_t task, std::uint64_t frame, std::uint64_t missed_periods) noexcept {
+void overrun(std::uint32_t task, std::uint64_t frame, std::uint64_t missed_periods) noexcept {
   RTCOSIM_TP(overrun, task, frame, missed_periods);
   (void)task, (void)frame, (void)missed_periods;
 }
-void link_publish(std::uint16_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept {
+void link_publish(std::uint32_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept {
   RTCOSIM_TP(link_publish, link, sequence, tag_s, static_cast<std::uint8_t>(dropped ? 1 : 0));
   (void)link, (void)sequence, (void)tag_s, (void)dropped;
 }
-void link_drain(std::uint16_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept {
+void link_drain(std::uint32_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept {
   RTCOSIM_TP(link_drain, link, blocks, newest_tag_s, age_s);
   (void)link, (void)blocks, (void)newest_tag_s, (void)age_s;
 }
-void task_state(std::uint16_t task, std::uint8_t state) noexcept {
+void task_state(std::uint32_t task, std::uint8_t state) noexcept {
   RTCOSIM_TP(task_state, task, state);
   (void)task, (void)state;
 }
 
-void link_health(std::uint16_t link, std::uint64_t stale, std::uint64_t rejected_tags, std::uint64_t rejected_values,
+void link_health(std::uint32_t link, std::uint64_t stale, std::uint64_t rejected_tags, std::uint64_t rejected_values,
                  std::uint64_t fallback_frames, std::uint64_t beyond_horizon_frames, double longest_gap_s) noexcept {
   RTCOSIM_TP(link_health, link, stale, rejected_tags, rejected_values, fallback_frames, beyond_horizon_frames,
              longest_gap_s);

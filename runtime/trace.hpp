@@ -15,16 +15,16 @@ namespace rtcosim::runtime::trace {
  */
 [[nodiscard]] bool available() noexcept;
 
-void task_info(std::uint16_t task, const char* name, int cpu, int priority, double period_s) noexcept;
-void link_info(std::uint16_t link, const char* source, const char* consumer, const char* method) noexcept;
-void frame_start(std::uint16_t task, std::uint64_t frame, std::int64_t latency_ns) noexcept;
-void frame_end(std::uint16_t task, std::uint64_t frame, std::int64_t exec_ns, double step_s, double sim_s) noexcept;
-void overrun(std::uint16_t task, std::uint64_t frame, std::uint64_t missed_periods) noexcept;
-void link_publish(std::uint16_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept;
-void link_drain(std::uint16_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept;
-void task_state(std::uint16_t task, std::uint8_t state) noexcept;
+void task_info(std::uint32_t task, const char* name, int cpu, int priority, double period_s) noexcept;
+void link_info(std::uint32_t link, const char* source, const char* consumer, const char* method) noexcept;
+void frame_start(std::uint32_t task, std::uint64_t frame, std::int64_t latency_ns) noexcept;
+void frame_end(std::uint32_t task, std::uint64_t frame, std::int64_t exec_ns, double step_s, double sim_s) noexcept;
+void overrun(std::uint32_t task, std::uint64_t frame, std::uint64_t missed_periods) noexcept;
+void link_publish(std::uint32_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept;
+void link_drain(std::uint32_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept;
+void task_state(std::uint32_t task, std::uint8_t state) noexcept;
 // A link's degradation counters (runtime/graph.hpp LinkHealth), at the end of a run.
-void link_health(std::uint16_t link, std::uint64_t stale, std::uint64_t rejected_tags, std::uint64_t rejected_values,
+void link_health(std::uint32_t link, std::uint64_t stale, std::uint64_t rejected_tags, std::uint64_t rejected_values,
                  std::uint64_t fallback_frames, std::uint64_t beyond_horizon_frames, double longest_gap_s) noexcept;
 
 }  // namespace rtcosim::runtime::trace

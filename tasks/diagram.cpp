@@ -19,12 +19,11 @@ std::vector<TaskPartitionSpec> split_by_task(const BlockRegistry& registry, cons
   std::vector<TaskPartitionSpec> tasks;
   std::map<std::string, std::size_t> task_of_block;
   std::map<std::string, std::unique_ptr<Block>> probes;  // to learn port widths
+  std::map<std::string, std::size_t> index_of_task;
   auto task_index = [&](const std::string& name) {
-    for (std::size_t i = 0; i < tasks.size(); ++i) {
-      if (tasks[i].task == name) return i;
-    }
-    tasks.push_back({name, {}, {}, {}, {}});
-    return tasks.size() - 1;
+    const auto [it, added] = index_of_task.emplace(name, tasks.size());
+    if (added) tasks.push_back({name, {}, {}, {}, {}});
+    return it->second;
   };
   for (const auto& b : diagram.blocks) {
     if (b.task.empty()) throw BlockError("block '" + b.name + "' is not assigned to a task", b.name);

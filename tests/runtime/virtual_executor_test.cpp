@@ -253,6 +253,46 @@ TEST(VirtualExecutor, AnOverloadedCpuMakesOnlyTheLowerPriorityOverrun) {
   for (const auto& f : b) EXPECT_NEAR(f.sim_time - f.end, b[0].sim_time - b[0].end, 1e-12);
 }
 
+// The executor's event queues at scale: 60 tasks pinned to one CPU, all
+// released together every 10 ms with 100 us of work, run strictly by
+// priority, so the k-th highest waits k x 100 us for each of its frames;
+// 2000 unpinned tasks beside them each keep their own processor. Exact
+// counts and times: the order of 2060 threads at each instant is the whole
+// test.
+TEST(VirtualExecutor, SixtyTasksOnOneCpuRunInPriorityOrderBesideTwoThousandUnpinned) {
+  std::string tasks = "name: crowd\nrealtime: off\ntasks:\n", blocks = "blocks:\n", wires = "wires:\n";
+  auto add = [&](const std::string& name, const std::string& placement, const std::string& period,
+                 const std::string& exec) {
+    tasks += "  - {name: " + name + ", period: " + period + placement + ", execution: {nominal: " + exec + "}}\n";
+    blocks += "  - {name: k" + name + ", type: constant, task: " + name + ", params: {value: 1}}\n";
+    blocks += "  - {name: i" + name + ", type: integrator, task: " + name + "}\n";
+    wires += "  - {from: k" + name + ".y, to: i" + name + ".u}\n";
+  };
+  // The file lists the lowest priority first: file order and priority
+  // order disagree.
+  for (int k = 59; k >= 0; --k) {
+    add("p" + std::to_string(k), ", cpu: 0, priority: " + std::to_string(90 - k), "10ms", "100us");
+  }
+  for (int k = 0; k < 2000; ++k) add("u" + std::to_string(k), "", k % 2 ? "1ms" : "2ms", "300us");
+  auto graph = build_graph(rtcosim::testing::checked(config::load_graph_text(tasks + blocks + wires, "crowd.yaml")));
+  VirtualExecutor executor(*graph);
+  executor.run(0.1);
+  for (int k = 0; k < 60; ++k) {
+    const auto& t = task(*graph, "p" + std::to_string(k)).stats();
+    EXPECT_EQ(t.frames.load(), 10u) << k;
+    EXPECT_EQ(t.overruns.load(), 0u) << k;
+    EXPECT_EQ(t.start_lateness_ns.min(), 100'000 * k) << k;
+    EXPECT_EQ(t.start_lateness_ns.max(), 100'000 * k) << k;
+    EXPECT_EQ(t.execution_ns.max(), 100'000) << k;
+  }
+  for (int k = 0; k < 2000; ++k) {
+    const auto& t = task(*graph, "u" + std::to_string(k)).stats();
+    ASSERT_EQ(t.frames.load(), k % 2 ? 100u : 50u) << k;
+    ASSERT_EQ(t.start_lateness_ns.max(), 0) << k;
+    ASSERT_EQ(t.overruns.load(), 0u) << k;
+  }
+}
+
 // In a rate group the slow frame runs after the fast frames of its cycle
 // on the same thread, so it reads what they published.
 TEST(VirtualExecutor, ARateGroupsSlowFrameSeesItsFastFramesOutputs) {

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <sstream>
+#include <string_view>
 
 #include "base/duration.hpp"
 #include "coupling/link.hpp"
@@ -16,7 +18,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim check [--dot] [--load-plugins --plugin-dir DIR] FILE
+constexpr const char* kHelp = R"(usage: rtcosim check [--dot] [--load-plugins --plugin-dir DIR] [--max-file-size MIB] FILE
 
 Loads a task-graph file and validates everything that can be known before
 running: keys, types and units, block types and parameters, coupling methods
@@ -35,23 +37,13 @@ options:
                default no plugin is loaded: checking a file runs no code)
   --plugin-dir DIR
                where those plugins may be loaded from; repeatable
+  --max-file-size MIB
+               refuse files larger than this (default 4; generated graphs of
+               10^5 tasks need about 20)
   -h, --help   this text
 )";
 
 std::string or_dash(int v, bool set) { return set ? std::to_string(v) : "-"; }
-
-std::size_t blocks_in(const config::GraphSpec& g, const std::string& task) {
-  std::size_t n = 0;
-  for (const auto& b : g.diagram.blocks) n += b.task == task ? 1 : 0;
-  return n;
-}
-
-std::string task_of(const config::GraphSpec& g, const std::string& block) {
-  for (const auto& b : g.diagram.blocks) {
-    if (b.name == block) return b.task;
-  }
-  return {};
-}
 
 std::string describe_coupling(const config::CouplingSpec& c) {
   std::string out = c.method;
@@ -78,6 +70,23 @@ std::string graph_summary(const config::GraphSpec& g) {
       << g.diagram.blocks.size() << " block(s), " << g.wires.size() << " wire(s) of which " << links
       << " link(s); realtime " << config::to_string(g.realtime) << ", "
       << (g.duration > 0.0 ? "runs " + base::format_duration(g.duration) : std::string("runs until stopped")) << "\n\n";
+  // Indexed once: scans per task and per wire made a 10^4-task summary quadratic.
+  std::map<std::string_view, std::size_t> blocks_in;
+  std::map<std::string_view, std::string_view> task_of;
+  for (const auto& b : g.diagram.blocks) {
+    ++blocks_in[b.task];
+    task_of.emplace(b.name, b.task);
+  }
+  std::map<std::string_view, const config::TaskSpec*> task_named;
+  for (const auto& t : g.tasks) task_named.emplace(t.name, &t);
+  auto task_of_block = [&](const std::string& block) -> std::string {
+    const auto it = task_of.find(block);
+    return it == task_of.end() ? std::string() : std::string(it->second);
+  };
+  auto find_task = [&](const std::string& name) -> const config::TaskSpec* {
+    const auto it = task_named.find(name);
+    return it == task_named.end() ? nullptr : it->second;
+  };
   using config::TaskSpec;
   using config::ThreadTiming;
   // Values as the file gave them (format_duration: exact, "2.5 ms"), not
@@ -92,7 +101,7 @@ std::string graph_summary(const config::GraphSpec& g) {
       {"overrun", Align::kLeft, [](const TaskSpec& t) { return std::string(config::to_string(t.overrun)); }},
       {"max step", Align::kRight,
        [](const TaskSpec& t) { return base::format_duration(t.max_step > 0.0 ? t.max_step : 4.0 * t.period); }},
-      {"blocks", Align::kRight, [&g](const TaskSpec& t) { return format_count(blocks_in(g, t.name)); }},
+      {"blocks", Align::kRight, [&blocks_in](const TaskSpec& t) { return format_count(blocks_in[t.name]); }},
       {"rate group", Align::kLeft, [](const TaskSpec& t) { return t.rate_group.empty() ? "-" : t.rate_group; }},
   };
   out << "tasks:\n" << render_table(task_columns, g.tasks);
@@ -101,16 +110,16 @@ std::string graph_summary(const config::GraphSpec& g) {
         {{"from", Align::kLeft}, {"to", Align::kLeft}, {"coupling", Align::kLeft}, {"ring", Align::kRight}});
     for (const auto& w : g.wires) {
       if (!w.crosses_tasks) continue;
-      const auto* producer = g.find_task(task_of(g, w.wire.from.block));
-      const auto* consumer = g.find_task(task_of(g, w.wire.to.block));
+      const auto* producer = find_task(task_of_block(w.wire.from.block));
+      const auto* consumer = find_task(task_of_block(w.wire.to.block));
       std::string ring = "?";
       if (producer && consumer && producer->period > 0.0 && consumer->period > 0.0) {
         const double longest = consumer->max_step > 0.0 ? consumer->max_step : 4.0 * consumer->period;
         ring = std::to_string(coupling::ring_capacity_blocks({producer->period, consumer->period, longest, 2})) +
                " blocks";
       }
-      table.add_row({w.wire.from.str() + " (" + task_of(g, w.wire.from.block) + ")",
-                     w.wire.to.str() + " (" + task_of(g, w.wire.to.block) + ")", describe_coupling(g.coupling_of(w)),
+      table.add_row({w.wire.from.str() + " (" + task_of_block(w.wire.from.block) + ")",
+                     w.wire.to.str() + " (" + task_of_block(w.wire.to.block) + ")", describe_coupling(g.coupling_of(w)),
                      ring});
     }
     out << "\nlinks:\n" << table.render();
@@ -175,7 +184,7 @@ std::string graph_dot(const config::GraphSpec& g) {
 
 int run_check_command(const std::vector<std::string>& raw_args) {
   try {
-    CliArgs args("check", {"plugin-dir"}, {"dot", "load-plugins", "help"}, {"plugin-dir"});
+    CliArgs args("check", {"plugin-dir", "max-file-size"}, {"dot", "load-plugins", "help"}, {"plugin-dir"});
     args.parse(raw_args);
     if (args.flag("help")) {
       std::cout << kHelp;
@@ -188,6 +197,7 @@ int run_check_command(const std::vector<std::string>& raw_args) {
     }
     config::LoadOptions options;
     options.plugins = {args.values("plugin-dir"), args.flag("load-plugins")};
+    options.max_file_bytes = args.max_file_bytes(options.max_file_bytes);
     const auto result = config::load_graph_file(args.positionals().front(), options);
     for (const auto& d : result.diagnostics) std::cerr << d.str() << '\n';
     if (!result.ok()) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <filesystem>
 
 #include "base/duration.hpp"
@@ -62,6 +63,17 @@ double CliArgs::positive_duration(const std::string& name, double fallback) cons
   if (!seconds) throw UsageError("--" + name + ": " + why);
   if (!(*seconds > 0.0)) throw UsageError("--" + name + " must be positive, got '" + *text + "'");
   return *seconds;
+}
+
+std::size_t CliArgs::max_file_bytes(std::size_t fallback) const {
+  const auto text = value("max-file-size");
+  if (!text) return fallback;
+  std::size_t mib = 0;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), mib);
+  if (ec != std::errc() || end != text->data() + text->size() || mib < 1 || mib > 1024) {
+    throw UsageError("--max-file-size: expected a whole number of MiB from 1 to 1024, got '" + *text + "'");
+  }
+  return mib << 20;
 }
 
 std::optional<std::string> CliArgs::output_path(const std::string& name) const {

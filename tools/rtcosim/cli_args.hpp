@@ -33,6 +33,9 @@ class CliArgs {
   // A positive duration with a unit ("40ms"), or `fallback` when absent;
   // UsageError naming the option otherwise.
   [[nodiscard]] double positive_duration(const std::string& name, double fallback) const;
+  // `--max-file-size MIB` as bytes, or `fallback` when absent: a task graph
+  // file larger than this is refused before it is parsed.
+  [[nodiscard]] std::size_t max_file_bytes(std::size_t fallback) const;
   // The path given to an output option, checked before any work is done:
   // its directory exists and is writable and the path is not a directory
   // (a long run must not end in "cannot write"). UsageError naming the

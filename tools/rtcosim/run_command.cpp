@@ -65,6 +65,7 @@ options:
   --period-scale F        multiply every task period by F (benchmarks: the shortest periods a PC
                           sustains); every scaled period must stay at 1us or more
   --plugin-dir DIR        where the file's 'plugins:' ids may be loaded from; repeatable (docs/plugins.md)
+  --max-file-size MIB     refuse task-graph files larger than this (default 4)
   -h, --help              this text
 )";
 
@@ -175,7 +176,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
   try {
     CliArgs args("run",
                  {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale",
-                  "plugin-dir"},
+                  "plugin-dir", "max-file-size"},
                  {"virtual", "compare-reference", "help"}, {"plugin-dir"});
     args.parse(raw_args);
     if (args.flag("help")) {
@@ -186,6 +187,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     const std::string file = args.positionals().front();
     config::LoadOptions load_options;
     load_options.plugins = {args.values("plugin-dir"), true};
+    load_options.max_file_bytes = args.max_file_bytes(load_options.max_file_bytes);
     const auto loaded = config::load_graph_file(file, load_options);
     for (const auto& d : loaded.diagnostics) std::cerr << d.str() << '\n';
     if (!loaded.ok()) {

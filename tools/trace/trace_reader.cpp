@@ -45,21 +45,21 @@ void take_event(const bt_message* msg, TraceData& d) {
   }
   if (d.events++ == 0) d.first_ns = ns;
   if (std::strcmp(name, "task_info") == 0) {
-    TracedTask& t = d.tasks[static_cast<std::uint16_t>(u(p, "task"))];
+    TracedTask& t = d.tasks[static_cast<std::uint32_t>(u(p, "task"))];
     t.name = text(p, "name");
     t.cpu = static_cast<int>(i64(p, "cpu"));
     t.priority = static_cast<int>(i64(p, "priority"));
     t.period_s = real(p, "period_s");
   } else if (std::strcmp(name, "link_info") == 0) {
-    TracedLink& l = d.links[static_cast<std::uint16_t>(u(p, "link"))];
+    TracedLink& l = d.links[static_cast<std::uint32_t>(u(p, "link"))];
     l.source = text(p, "source");
     l.consumer = text(p, "consumer");
     l.method = text(p, "method");
   } else if (std::strcmp(name, "frame_start") == 0) {
-    TracedTask& t = d.tasks[static_cast<std::uint16_t>(u(p, "task"))];
+    TracedTask& t = d.tasks[static_cast<std::uint32_t>(u(p, "task"))];
     t.frames.push_back({u(p, "frame"), ns, i64(p, "latency_ns"), 0, 0.0, 0.0, false});
   } else if (std::strcmp(name, "frame_end") == 0) {
-    TracedTask& t = d.tasks[static_cast<std::uint16_t>(u(p, "task"))];
+    TracedTask& t = d.tasks[static_cast<std::uint32_t>(u(p, "task"))];
     const std::uint64_t k = u(p, "frame");
     if (!t.frames.empty() && t.frames.back().frame == k) {
       TracedFrame& f = t.frames.back();
@@ -69,12 +69,12 @@ void take_event(const bt_message* msg, TraceData& d) {
       f.ended = true;
     }
   } else if (std::strcmp(name, "overrun") == 0) {
-    d.tasks[static_cast<std::uint16_t>(u(p, "task"))].overruns.push_back({ns, u(p, "frame"), u(p, "missed_periods")});
+    d.tasks[static_cast<std::uint32_t>(u(p, "task"))].overruns.push_back({ns, u(p, "frame"), u(p, "missed_periods")});
   } else if (std::strcmp(name, "link_publish") == 0) {
-    TracedLink& l = d.links[static_cast<std::uint16_t>(u(p, "link"))];
+    TracedLink& l = d.links[static_cast<std::uint32_t>(u(p, "link"))];
     (u(p, "dropped") ? l.dropped : l.published)++;
   } else if (std::strcmp(name, "link_drain") == 0) {
-    TracedLink& l = d.links[static_cast<std::uint16_t>(u(p, "link"))];
+    TracedLink& l = d.links[static_cast<std::uint32_t>(u(p, "link"))];
     ++l.drains;
     if (u(p, "blocks") > 0) l.age_s.push_back(real(p, "age_s"));
   }

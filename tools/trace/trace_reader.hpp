@@ -41,8 +41,8 @@ struct TracedLink {
 
 // What `rtcosim trace report` needs from an rtcosim trace.
 struct TraceData {
-  std::map<std::uint16_t, TracedTask> tasks;
-  std::map<std::uint16_t, TracedLink> links;
+  std::map<std::uint32_t, TracedTask> tasks;
+  std::map<std::uint32_t, TracedLink> links;
   std::uint64_t events = 0;
   std::uint64_t discarded_events = 0;
   std::int64_t first_ns = 0;

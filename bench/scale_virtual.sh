@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Scale of the loader and the virtual executor (issue 13, goals 6 and 7):
+# graphs of T unpinned tasks x 1 first_order_lag signal, periods 1/2/5/10 ms,
+# each linked to the previous task (bench/scale_graph.py). For each T:
+#   parse     the bare yaml-cpp parse of the file (bench/yaml_load): the baseline
+#   check     `rtcosim check` of the same file: time, peak RSS, ratio to the parse
+#   virtual   `rtcosim run --virtual` of 0.1 s of virtual time: time, peak RSS,
+#             frames run, wall time per frame, peak RSS per task
+# Times are wall seconds of one run on this machine (not a test: no thresholds).
+#   bench/scale_virtual.sh [T ...]        (default 1000 10000 100000)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${BIN:-build/bin}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(1000 10000 100000)
+measure() {  # prints "seconds kB" of the command
+  /usr/bin/time -f "%e %M" -o "$work/time" "$@" >"$work/out" 2>"$work/err" || { cat "$work/err" >&2; return 1; }
+  cat "$work/time"
+}
+printf "%8s  %9s  %9s %9s %7s  %9s %9s %10s %9s %9s\n" tasks "parse s" "check s" "check MB" "ratio" \
+  "virtual s" "virt MB" frames "us/frame" "kB/task"
+for n in "${sizes[@]}"; do
+  graph="$work/g$n.yaml"
+  bench/scale_graph.py --tasks "$n" --signals 1 --cpus 0 --duration 0.1s >"$graph"
+  mib=$(( $(stat -c %s "$graph") / 1048576 + 1 ))
+  read -r parse _ < <(measure "$bin/yaml_load" "$graph")
+  read -r check check_kb < <(measure "$bin/rtcosim" check --max-file-size "$mib" "$graph")
+  read -r virt virt_kb < <(measure "$bin/rtcosim" run --virtual --max-file-size "$mib" --duration 0.1 --json "$work/s.json" "$graph")
+  frames=$(python3 -c "import json; print(sum(t['frames'] for t in json.load(open('$work/s.json'))['tasks']))")
+  python3 - "$n" "$parse" "$check" "$check_kb" "$virt" "$virt_kb" "$frames" <<'PY'
+import sys
+n, parse, check, check_kb, virt, virt_kb, frames = sys.argv[1:]
+n, parse, check, virt = int(n), float(parse), float(check), float(virt)
+check_kb, virt_kb, frames = int(check_kb), int(virt_kb), int(frames)
+ratio = f"{check / parse:.1f}x" if parse > 0 else "-"
+print(f"{n:8d}  {parse:9.2f}  {check:9.2f} {check_kb / 1024:9.0f} {ratio:>7}  {virt:9.2f} {virt_kb / 1024:9.0f} "
+      f"{frames:10d} {virt / frames * 1e6:9.2f} {virt_kb / n:9.1f}")
+PY
+done
+
+# Memory per signal (goal 7): 16 tasks (1/2/5/10 ms on 2 CPUs) x S first_order_lag signals.
+echo
+printf "%8s  %9s %9s %12s  %9s %9s %12s\n" signals "check s" "check MB" "check kB/sig" "virtual s" "virt MB" "virt kB/sig"
+for s in 64 640; do
+  graph="$work/s$s.yaml"
+  bench/scale_graph.py --tasks 16 --signals "$s" --cpus 2 --duration 0.1s >"$graph"
+  read -r check check_kb < <(measure "$bin/rtcosim" check --max-file-size 64 "$graph")
+  read -r virt virt_kb < <(measure "$bin/rtcosim" run --virtual --max-file-size 64 --duration 0.1 "$graph")
+  n=$((16 * s))
+  python3 -c "print(f'{$n:8d}  {$check:9.2f} {$check_kb/1024:9.0f} {$check_kb/$n:12.1f}  {$virt:9.2f} {$virt_kb/1024:9.0f} {$virt_kb/$n:12.1f}')"
+done
