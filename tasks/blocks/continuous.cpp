@@ -142,6 +142,8 @@ StateSpace::StateSpace(const std::string& name, const std::string& type, Eigen::
                        Eigen::MatrixXd c, Eigen::MatrixXd d, Eigen::VectorXd x0)
     : Block(name, type), a_(std::move(a)), b_(std::move(b)), c_(std::move(c)), d_(std::move(d)), x0_(std::move(x0)) {
   has_d_ = !d_.isZero(0.0);
+  scalar_ = a_.rows() == 1 && b_.cols() == 1 && c_.rows() == 1;
+  if (scalar_) abcd_ = {a_(0, 0), b_(0, 0), c_(0, 0), d_(0, 0)};
   add_input("u", static_cast<std::size_t>(b_.cols()), has_d_);
   add_output("y", static_cast<std::size_t>(c_.rows()));
   set_continuous_states(static_cast<std::size_t>(a_.rows()));
@@ -151,31 +153,69 @@ void StateSpace::initialize(std::span<double> x, std::span<double>) const noexce
   for (Eigen::Index i = 0; i < x0_.size(); ++i) x[static_cast<std::size_t>(i)] = x0_(i);
 }
 
+namespace {
+
+// out (+)= m v. Small systems (the scalar lags and second-order blocks a
+// large graph is made of) in plain loops: Eigen's dynamic-size product costs
+// tens of nanoseconds of dispatch for a 1x1 matrix. Larger ones go to
+// Eigen's vectorised kernel.
+constexpr Eigen::Index kSmall = 8;
+
+void multiply(const Eigen::MatrixXd& m, const double* v, double* out, bool accumulate) noexcept {
+  const Eigen::Index rows = m.rows(), cols = m.cols();
+  if (rows <= kSmall && cols <= kSmall) {
+    const double* col = m.data();  // column-major
+    if (!accumulate) std::fill(out, out + rows, 0.0);
+    for (Eigen::Index j = 0; j < cols; ++j, col += rows) {
+      const double vj = v[j];
+      for (Eigen::Index i = 0; i < rows; ++i) out[i] += col[i] * vj;
+    }
+    return;
+  }
+  Eigen::Map<const Eigen::VectorXd> in(v, cols);
+  Eigen::Map<Eigen::VectorXd> result(out, rows);
+  if (accumulate) {
+    result.noalias() += m * in;
+  } else {
+    result.noalias() = m * in;
+  }
+}
+
+}  // namespace
+
 void StateSpace::output(const BlockContext& c) const noexcept {
-  Eigen::Map<const Eigen::VectorXd> x(c.x.data(), a_.rows());
-  Eigen::Map<const Eigen::VectorXd> u(c.u[0].data(), b_.cols());
-  Eigen::Map<Eigen::VectorXd> y(c.y[0].data(), c_.rows());
-  y.noalias() = c_ * x;
-  if (has_d_) y.noalias() += d_ * u;
+  if (scalar_) {
+    c.y[0][0] = abcd_[2] * c.x[0];
+    if (has_d_) c.y[0][0] += abcd_[3] * c.u[0][0];
+    return;
+  }
+  multiply(c_, c.x.data(), c.y[0].data(), false);
+  if (has_d_) multiply(d_, c.u[0].data(), c.y[0].data(), true);
 }
 
 void StateSpace::derivatives(const BlockContext& c, std::span<double> dx) const noexcept {
-  Eigen::Map<const Eigen::VectorXd> x(c.x.data(), a_.rows());
-  Eigen::Map<const Eigen::VectorXd> u(c.u[0].data(), b_.cols());
-  Eigen::Map<Eigen::VectorXd> out(dx.data(), a_.rows());
-  out.noalias() = a_ * x;
-  out.noalias() += b_ * u;
+  if (scalar_) {
+    dx[0] = abcd_[0] * c.x[0] + abcd_[1] * c.u[0][0];
+    return;
+  }
+  multiply(a_, c.x.data(), dx.data(), false);
+  multiply(b_, c.u[0].data(), dx.data(), true);
 }
 
 void StateSpace::output_derivatives(const BlockContext& c, std::span<const double> dx) const noexcept {
-  Eigen::Map<const Eigen::VectorXd> xdot(dx.data(), a_.rows());
-  Eigen::Map<Eigen::VectorXd> dy(c.dy[0].data(), c_.rows());
-  dy.noalias() = c_ * xdot;
   bool known = true;
-  if (has_d_) {
-    known = c.in_derivative_known(0);
-    Eigen::Map<const Eigen::VectorXd> du(c.du[0].data(), b_.cols());
-    dy.noalias() += d_ * du;
+  if (scalar_) {
+    c.dy[0][0] = abcd_[2] * dx[0];
+    if (has_d_) {
+      known = c.in_derivative_known(0);
+      c.dy[0][0] += abcd_[3] * c.du[0][0];
+    }
+  } else {
+    multiply(c_, dx.data(), c.dy[0].data(), false);
+    if (has_d_) {
+      known = c.in_derivative_known(0);
+      multiply(d_, c.du[0].data(), c.dy[0].data(), true);
+    }
   }
   for (auto& v : c.dy_valid[0]) v = known ? 1 : 0;
 }

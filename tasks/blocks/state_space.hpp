@@ -1,6 +1,7 @@
 #pragma once
 
 #include <Eigen/Dense>
+#include <array>
 
 #include "tasks/block.hpp"
 #include "tasks/params.hpp"
@@ -34,6 +35,10 @@ class StateSpace : public Block {
   Eigen::MatrixXd a_, b_, c_, d_;
   Eigen::VectorXd x0_;
   bool has_d_ = false;
+  // A single-state, single-input, single-output system (first_order_lag):
+  // its coefficients in the block itself, no matrix to chase.
+  bool scalar_ = false;
+  std::array<double, 4> abcd_{};  // a, b, c, d
 };
 
 // Controllable canonical form of num(s)/den(s), coefficients in descending
