@@ -6,8 +6,7 @@
 // the blocks, statistics.
 #include <benchmark/benchmark.h>
 
-#include "rt_config/loader.hpp"
-#include "runtime/graph.hpp"
+#include "bench/frames.hpp"
 
 namespace {
 
@@ -33,15 +32,7 @@ wires:
   - {from: s4.y, to: g4.u, coupling: {method: predictor}}
 )";
 
-std::unique_ptr<runtime::Graph> make_graph() {
-  static const auto blocks = tasks::BlockRegistry::with_builtins();
-  static const auto methods = coupling::MethodRegistry::with_builtins();
-  const auto loaded = config::load_graph_text(kGraph, "bench");
-  if (!loaded.ok()) throw std::runtime_error(loaded.diagnostics.front().str());
-  auto g = runtime::Graph::build(loaded.graph, blocks, methods);
-  g->reset();
-  return g;
-}
+std::unique_ptr<runtime::Graph> make_graph() { return bench::make_graph(kGraph); }
 
 class Frozen final : public tasks::InputSource {
  public:
@@ -55,14 +46,7 @@ void BM_Frame_4Links16Signals(benchmark::State& state) {
   auto g = make_graph();
   auto& producer = *g->find_task("producer");
   auto& consumer = *g->find_task("consumer");
-  for (auto _ : state) {
-    producer.drain();
-    producer.step(1e-3);
-    producer.publish();
-    consumer.drain();
-    consumer.step(1e-3);
-    consumer.publish();
-  }
+  for (auto _ : state) bench::frame_pair(producer, consumer, 1e-3);
 }
 BENCHMARK(BM_Frame_4Links16Signals);
 

@@ -14,8 +14,7 @@
 
 #include <benchmark/benchmark.h>
 
-#include "rt_config/loader.hpp"
-#include "runtime/graph.hpp"
+#include "bench/frames.hpp"
 
 namespace {
 
@@ -44,28 +43,17 @@ std::string graph_text(int signals) {
 }
 
 void BM_Runtime(benchmark::State& state) {
-  static const auto blocks = tasks::BlockRegistry::with_builtins();
-  static const auto methods = coupling::MethodRegistry::with_builtins();
-  config::LoadOptions options;
-  options.max_file_bytes = 64u << 20;
-  const auto loaded = config::load_graph_text(graph_text(static_cast<int>(state.range(0))), "bench", options);
-  if (!loaded.ok()) {
-    state.SkipWithError(loaded.diagnostics.front().str().c_str());
+  std::unique_ptr<runtime::Graph> g;
+  try {
+    g = bench::make_graph(graph_text(static_cast<int>(state.range(0))));
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
     return;
   }
-  auto g = runtime::Graph::build(loaded.graph, blocks, methods);
-  g->reset();
   auto& producer = *g->find_task("producer");
   auto& consumer = *g->find_task("consumer");
   const auto start = Clock::now();
-  for (auto _ : state) {
-    producer.drain();
-    producer.step(1e-3);
-    producer.publish();
-    consumer.drain();
-    consumer.step(1e-3);
-    consumer.publish();
-  }
+  for (auto _ : state) bench::frame_pair(producer, consumer, 1e-3);
   per_signal(state, start, static_cast<double>(state.range(0)));
 }
 BENCHMARK(BM_Runtime)->Arg(16)->Arg(640)->Arg(10000);
