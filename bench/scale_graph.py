@@ -28,6 +28,7 @@ def main():
     ap.add_argument("--signals", type=positive, default=16, help="signals per task S (default 16)")
     ap.add_argument("--periods", default="1,2,5,10", help="task periods in ms, cycled over the tasks (default 1,2,5,10)")
     ap.add_argument("--cpus", type=int, default=1, help="pin tasks round-robin over this many CPUs; 0 leaves them unpinned")
+    ap.add_argument("--first-cpu", type=int, default=0, help="the lowest CPU number pinned to (default 0)")
     ap.add_argument("--block", default="first_order_lag", choices=["first_order_lag", "gain", "integrator"],
                     help="block type of every signal (default first_order_lag)")
     ap.add_argument("--coupling", default="predictor", help="coupling method of every link (default predictor)")
@@ -51,7 +52,7 @@ def main():
     out.write(f"coupling: {{method: {args.coupling}}}\n\ntasks:\n")
     for i in range(args.tasks):
         period = periods[i % len(periods)]
-        cpu = f", cpu: {i % args.cpus}" if args.cpus > 0 else ""
+        cpu = f", cpu: {args.first_cpu + i % args.cpus}" if args.cpus > 0 else ""
         # Pinned tasks need distinct priorities per CPU (rtcosim check refuses
         # ties); the file order stands for the rate order.
         prio = 98 - i // args.cpus if args.cpus > 0 else 50
