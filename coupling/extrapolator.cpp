@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "base/counter.hpp"
 #include "coupling/quadrature.hpp"
 
 namespace rtcosim::coupling {
@@ -43,20 +44,20 @@ bool Extrapolator::tag_within_limits(const DataBlock& block) const noexcept {
 
 void Extrapolator::push(const DataBlock& block) noexcept {
   if (!tag_within_limits(block)) {
-    rejected_tags_.fetch_add(1, std::memory_order_relaxed);
+    base::add_single_writer(rejected_tags_);
     return;
   }
   if (!finite_payload(block)) {
-    rejected_values_.fetch_add(1, std::memory_order_relaxed);
+    base::add_single_writer(rejected_values_);
     return;
   }
   if (block.discontinuity) {
     reset();
   } else if (!(block.tag > newest_tag())) {
-    stale_blocks_.fetch_add(1, std::memory_order_relaxed);
+    base::add_single_writer(stale_blocks_);
     return;
   }
-  blocks_taken_.fetch_add(1, std::memory_order_relaxed);
+  base::add_single_writer(blocks_taken_);
   newest_sequence_ = block.sequence;
   fallback_now_ = false;
   do_push(block);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/counter.hpp"
 #include "coupling/registry.hpp"
 
 namespace rtcosim::coupling {
@@ -34,7 +35,7 @@ Link::Link(std::size_t signal_count, std::size_t capacity_blocks, std::unique_pt
 bool Link::publish(const DataBlock& block) noexcept {
   const auto payload = block.payload();
   if (ring_.write_available() < kHeaderWords + payload.size()) {
-    dropped_.fetch_add(1, std::memory_order_relaxed);
+    base::add_single_writer(dropped_);
     return false;
   }
   // The sequence travels as a double: exact below 2^53 frames (centuries at
@@ -44,7 +45,7 @@ bool Link::publish(const DataBlock& block) noexcept {
                                                    block.discontinuity ? 1.0 : 0.0};
   (void)ring_.push(header.data(), kHeaderWords);
   (void)ring_.push(payload.data(), payload.size());
-  published_.fetch_add(1, std::memory_order_relaxed);
+  base::add_single_writer(published_);
   return true;
 }
 

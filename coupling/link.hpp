@@ -8,6 +8,7 @@
 
 #include <boost/lockfree/spsc_queue.hpp>
 
+#include "base/counter.hpp"
 #include "coupling/data_block.hpp"
 #include "coupling/extrapolator.hpp"
 
@@ -71,7 +72,7 @@ class Link {
       sink(static_cast<const DataBlock&>(staging_));
       ++taken;
     }
-    consumed_.fetch_add(taken, std::memory_order_relaxed);
+    base::add_single_writer(consumed_, static_cast<std::uint64_t>(taken));
     return taken;
   }
 

@@ -6,6 +6,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "base/counter.hpp"
 #include "runtime/trace.hpp"
 
 namespace rtcosim::runtime {
@@ -50,8 +51,8 @@ void LinkInputs::sample(std::size_t input, double t, std::span<double> out) noex
   l.stats.extrapolation_interval.add(gap);
   // The output pass comes once per frame: the frame's counters.
   if (pass_ == tasks::InputPass::kOutput) {
-    if (gap > l.max_extrapolation) l.stats.beyond_horizon_frames.fetch_add(1, std::memory_order_relaxed);
-    if (e.in_derivative_fallback()) l.stats.fallback_frames.fetch_add(1, std::memory_order_relaxed);
+    if (gap > l.max_extrapolation) base::add_single_writer(l.stats.beyond_horizon_frames);
+    if (e.in_derivative_fallback()) base::add_single_writer(l.stats.fallback_frames);
   }
 }
 

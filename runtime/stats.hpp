@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "base/counter.hpp"
+
 namespace rtcosim::runtime {
 
 /*
@@ -34,8 +36,8 @@ class LogHistogram {
 
   void add(std::int64_t value_ns) noexcept {
     const std::int64_t v = value_ns < 0 ? 0 : value_ns;
-    buckets_[static_cast<std::size_t>(bucket_of(v))].fetch_add(1, std::memory_order_relaxed);
-    count_.fetch_add(1, std::memory_order_relaxed);
+    base::add_single_writer(buckets_[static_cast<std::size_t>(bucket_of(v))], std::uint64_t{1});
+    base::add_single_writer(count_, std::uint64_t{1});
     sum_.store(sum_.load(std::memory_order_relaxed) + static_cast<double>(v), std::memory_order_relaxed);
     if (v > max_.load(std::memory_order_relaxed)) max_.store(v, std::memory_order_relaxed);
     if (v < min_.load(std::memory_order_relaxed)) min_.store(v, std::memory_order_relaxed);

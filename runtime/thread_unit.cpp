@@ -4,6 +4,8 @@
 #include <cmath>
 #include <map>
 
+#include "base/counter.hpp"
+
 namespace rtcosim::runtime {
 
 Deadlines::Overrun overrun_policy(const config::TaskSpec& spec) noexcept {
@@ -85,7 +87,7 @@ double ThreadUnit::step_of(std::size_t member, double wall) noexcept {
 void ThreadUnit::frame_done(std::size_t member, std::int64_t start_ns, std::int64_t end_ns, double wall) noexcept {
   TaskRuntime& t = *members[member];
   TaskStats& s = t.stats();
-  s.frames.fetch_add(1, std::memory_order_relaxed);
+  base::add_single_writer(s.frames);
   s.execution_ns.add(end_ns - start_ns);
   // Zero when the integration formulas run exactly one period before the
   // simulation time the step reaches, as a fixed step released on its grid
@@ -103,7 +105,7 @@ void ThreadUnit::cycle_started(std::int64_t start_ns, bool slept, std::int64_t w
 bool ThreadUnit::cycle_done(std::int64_t start_ns, std::int64_t end_ns) noexcept {
   TaskStats& s = owner().stats();
   s.cycle_ns.add(end_ns - start_ns);
-  s.cycles.fetch_add(1, std::memory_order_relaxed);
+  base::add_single_writer(s.cycles);
   const bool overran = deadlines.advance(end_ns, start_ns);
   s.overruns.store(deadlines.overruns(), std::memory_order_relaxed);
   s.missed_periods.store(deadlines.missed_periods(), std::memory_order_relaxed);
