@@ -6,16 +6,16 @@
 // comes from the clock calls or from the work a frame does between
 // wake-ups. Prints one latency (ns) per wake-up.
 //   wake_probe PERIOD_US LOOPS CPU PRIORITY
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
 
 #include "runtime/unit_loop.hpp"
 
