@@ -224,6 +224,8 @@ EXPORT fmi2Status fmi2GetRealOutputDerivatives(fmi2Component c, const fmi2ValueR
     switch (vr[i]) {
       case VR_X: v[i] = m->r[VR_V]; break;
       case VR_V: v[i] = m->r[VR_DV]; break;
+      /* d/dt (F - k x - c v) / m with the input held over the step */
+      case VR_A: v[i] = (-m->r[VR_K] * m->r[VR_V] - m->r[VR_C] * m->r[VR_DV]) / m->r[VR_M]; break;
       default: return fail(m, "no derivative for this output");
     }
   }
