@@ -456,7 +456,7 @@ class GraphLoader {
           in_.unique_keys(params, what + ": 'params'");
           for (auto it = params.begin(); it != params.end(); ++it) {
             const std::string key = it->first.Scalar();
-            if (it->second.IsMap()) {
+            if (it->second.IsMap() && type && takes_mapping(*type, key)) {
               // A mapping parameter (an FMU's start values) becomes one
               // parameter per entry, "key.entry", each with its location.
               in_.unique_keys(it->second, what + ": parameter '" + key + "'");
@@ -506,6 +506,15 @@ class GraphLoader {
       graph_.block_locations.push_back(info.where);
       infos_.push_back(std::move(info));
     }
+  }
+
+  // True when the block type documents `param` as a mapping (an FMU's
+  // start values); any other parameter given as a mapping is an error.
+  bool takes_mapping(const std::string& type, const std::string& param) const {
+    const tasks::BlockTypeInfo* info = blocks_.find(type);
+    if (!info) return false;
+    return std::any_of(info->params.begin(), info->params.end(),
+                       [&](const tasks::BlockParamDoc& d) { return d.name == param && d.type == "mapping"; });
   }
 
   // A parameter documented as a "path" names a file relative to the
@@ -804,7 +813,12 @@ class GraphLoader {
     }
     std::string message = "block '" + e.block + "' (" + block->type() + ") has no " + (output ? "output" : "input") +
                           " port '" + e.port + "'";
-    if (const auto guess = base::closest_match(e.port, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+    const auto& other = output ? block->inputs() : block->outputs();
+    if (std::any_of(other.begin(), other.end(), [&](const tasks::PortInfo& p) { return p.name == e.port; })) {
+      message += " ('" + e.port + "' is one of its " + (output ? "inputs" : "outputs") + ")";
+    } else if (const auto guess = base::closest_match(e.port, names); !guess.empty()) {
+      message += " (did you mean '" + guess + "'?)";
+    }
     in_.error(at, message + " — its " + (output ? "outputs" : "inputs") + ": " + (names.empty() ? "none" : join(names)));
     return std::nullopt;
   }

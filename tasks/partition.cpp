@@ -583,6 +583,10 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     }
   }
 
+  // A block that failed inside the step (an FMU) leaves time where the
+  // step began: the task stops at the frame that did not complete.
+  if (!m.fallible.empty() && failed()) return;
+
   // Outputs at the end of the step, with their time derivatives.
   const double y = h - s.time_error;
   const double end = t + y;
