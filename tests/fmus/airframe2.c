@@ -5,9 +5,7 @@
  * q = 25 x1 + 12.5 x2; states x1, x2, theta; outputs q and theta. */
 #include <string.h>
 
-#include "tasks/fmu/fmi_api.h"
-
-#define EXPORT __attribute__((visibility("default")))
+#include "tests/fmus/fmi2_common.h"
 
 enum { VR_X1, VR_X2, VR_THETA, VR_DX1, VR_DX2, VR_Q, VR_DELTA, NVR };
 
@@ -22,8 +20,6 @@ static void calc(Airframe* a) {
   a->r[VR_Q] = 25.0 * a->r[VR_X1] + 12.5 * a->r[VR_X2];
 }
 
-EXPORT const char* fmi2GetTypesPlatform(void) { return "default"; }
-EXPORT const char* fmi2GetVersion(void) { return "2.0"; }
 EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid, fmi2String res,
                                      const fmi2CallbackFunctions* cb, fmi2Boolean vis, fmi2Boolean log) {
   (void)res, (void)vis, (void)log;
@@ -41,9 +37,7 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean a, fmi2Real b
   (void)c, (void)a, (void)b, (void)t0, (void)d, (void)e;
   return fmi2OK;
 }
-EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; return fmi2OK; }
 EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) { (void)c; return fmi2OK; }
-EXPORT fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return fmi2OK; }
 EXPORT fmi2Status fmi2Reset(fmi2Component c) {
   memset(((Airframe*)c)->r, 0, sizeof(double) * NVR);
   return fmi2OK;
@@ -65,27 +59,6 @@ EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], si
   }
   return fmi2OK;
 }
-EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Integer v[]) {
-  (void)c, (void)vr, (void)v;
-  return n ? fmi2Error : fmi2OK;
-}
-EXPORT fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Boolean v[]) {
-  (void)c, (void)vr, (void)v;
-  return n ? fmi2Error : fmi2OK;
-}
-EXPORT fmi2Status fmi2EnterEventMode(fmi2Component c) { (void)c; return fmi2OK; }
-EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo* e) {
-  (void)c;
-  memset(e, 0, sizeof *e);
-  return fmi2OK;
-}
-EXPORT fmi2Status fmi2EnterContinuousTimeMode(fmi2Component c) { (void)c; return fmi2OK; }
-EXPORT fmi2Status fmi2CompletedIntegratorStep(fmi2Component c, fmi2Boolean no, fmi2Boolean* enter, fmi2Boolean* term) {
-  (void)c, (void)no;
-  *enter = 0;
-  *term = 0;
-  return fmi2OK;
-}
 EXPORT fmi2Status fmi2SetTime(fmi2Component c, fmi2Real t) { (void)c, (void)t; return fmi2OK; }
 EXPORT fmi2Status fmi2SetContinuousStates(fmi2Component c, const fmi2Real x[], size_t n) {
   if (n != 3) return fmi2Error;
@@ -105,8 +78,4 @@ EXPORT fmi2Status fmi2GetDerivatives(fmi2Component c, fmi2Real dx[], size_t n) {
   dx[1] = a->r[VR_DX2];
   dx[2] = a->r[VR_Q];
   return fmi2OK;
-}
-EXPORT fmi2Status fmi2GetEventIndicators(fmi2Component c, fmi2Real z[], size_t n) {
-  (void)c, (void)z;
-  return n ? fmi2Error : fmi2OK;
 }

@@ -6,9 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tasks/fmu/fmi_api.h"
-
-#define EXPORT __attribute__((visibility("default")))
+#define FMI2_OWN_EVENTS
+#include "tests/fmus/fmi2_common.h"
 
 enum { VR_H, VR_V, VR_DH, VR_DV, VR_G, VR_E, VR_H0, NVR };
 
@@ -27,8 +26,6 @@ static void defaults(Ball* b) {
   b->time = 0.0;
 }
 
-EXPORT const char* fmi2GetTypesPlatform(void) { return "default"; }
-EXPORT const char* fmi2GetVersion(void) { return "2.0"; }
 EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid, fmi2String res,
                                      const fmi2CallbackFunctions* cb, fmi2Boolean vis, fmi2Boolean log) {
   (void)res, (void)vis, (void)log;
@@ -49,14 +46,12 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean a, fmi2Real b
   ((Ball*)c)->time = t0;
   return fmi2OK;
 }
-EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; return fmi2OK; }
 EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
   Ball* b = (Ball*)c;
   b->r[VR_H] = b->r[VR_H0];
   b->r[VR_V] = 0.0;
   return fmi2OK;
 }
-EXPORT fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return fmi2OK; }
 EXPORT fmi2Status fmi2Reset(fmi2Component c) { defaults((Ball*)c); return fmi2OK; }
 EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Real v[]) {
   Ball* b = (Ball*)c;
@@ -76,15 +71,6 @@ EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], si
   }
   return fmi2OK;
 }
-EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Integer v[]) {
-  (void)c, (void)vr, (void)v;
-  return n ? fmi2Error : fmi2OK;
-}
-EXPORT fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Boolean v[]) {
-  (void)c, (void)vr, (void)v;
-  return n ? fmi2Error : fmi2OK;
-}
-EXPORT fmi2Status fmi2EnterEventMode(fmi2Component c) { (void)c; return fmi2OK; }
 EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo* e) {
   Ball* b = (Ball*)c;
   memset(e, 0, sizeof *e);
@@ -93,13 +79,6 @@ EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo* e) {
     b->r[VR_V] = -b->r[VR_E] * b->r[VR_V];
     e->valuesOfContinuousStatesChanged = 1;
   }
-  return fmi2OK;
-}
-EXPORT fmi2Status fmi2EnterContinuousTimeMode(fmi2Component c) { (void)c; return fmi2OK; }
-EXPORT fmi2Status fmi2CompletedIntegratorStep(fmi2Component c, fmi2Boolean no, fmi2Boolean* enter, fmi2Boolean* term) {
-  (void)c, (void)no;
-  *enter = 0;
-  *term = 0;
   return fmi2OK;
 }
 EXPORT fmi2Status fmi2SetTime(fmi2Component c, fmi2Real t) { ((Ball*)c)->time = t; return fmi2OK; }

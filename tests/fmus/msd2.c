@@ -13,10 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tasks/fmu/fmi_api.h"
+#include "tests/fmus/fmi2_common.h"
 #include "tests/fmus/msd_model.h"
-
-#define EXPORT __attribute__((visibility("default")))
 
 enum { VR_X, VR_V, VR_DX, VR_DV, VR_M, VR_K, VR_C, VR_F, VR_X0, VR_V0, VR_A, NVR };
 
@@ -52,8 +50,6 @@ static fmi2Status fail(Model* m, const char* what) {
   return fmi2Error;
 }
 
-EXPORT const char* fmi2GetTypesPlatform(void) { return "default"; }
-EXPORT const char* fmi2GetVersion(void) { return "2.0"; }
 
 EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String guid, fmi2String resources,
                                      const fmi2CallbackFunctions* cb, fmi2Boolean visible, fmi2Boolean logging) {
@@ -83,7 +79,6 @@ EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean td, fmi2Real 
   ((Model*)c)->time = t0;
   return fmi2OK;
 }
-EXPORT fmi2Status fmi2EnterInitializationMode(fmi2Component c) { (void)c; return fmi2OK; }
 EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
   Model* m = (Model*)c;
   m->r[VR_X] = m->r[VR_X0];
@@ -91,7 +86,6 @@ EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
   calc(m);
   return fmi2OK;
 }
-EXPORT fmi2Status fmi2Terminate(fmi2Component c) { (void)c; return fmi2OK; }
 EXPORT fmi2Status fmi2Reset(fmi2Component c) {
   defaults((Model*)c);
   return fmi2OK;
@@ -114,22 +108,6 @@ EXPORT fmi2Status fmi2SetReal(fmi2Component c, const fmi2ValueReference vr[], si
   }
   return fmi2OK;
 }
-EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Integer v[]) {
-  (void)c, (void)vr, (void)v;
-  return n == 0 ? fmi2OK : fmi2Error;
-}
-EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Integer v[]) {
-  (void)c, (void)vr, (void)v;
-  return n == 0 ? fmi2OK : fmi2Error;
-}
-EXPORT fmi2Status fmi2GetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n, fmi2Boolean v[]) {
-  (void)c, (void)vr, (void)v;
-  return n == 0 ? fmi2OK : fmi2Error;
-}
-EXPORT fmi2Status fmi2SetBoolean(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Boolean v[]) {
-  (void)c, (void)vr, (void)v;
-  return n == 0 ? fmi2OK : fmi2Error;
-}
 EXPORT fmi2Status fmi2GetFMUstate(fmi2Component c, fmi2FMUstate* s) {
   Model* m = (Model*)c;
   if (!*s) *s = m->cb.allocateMemory(1, sizeof(Model));
@@ -147,19 +125,6 @@ EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate* s) {
 }
 
 /* Model exchange */
-EXPORT fmi2Status fmi2EnterEventMode(fmi2Component c) { (void)c; return fmi2OK; }
-EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo* e) {
-  (void)c;
-  memset(e, 0, sizeof *e);
-  return fmi2OK;
-}
-EXPORT fmi2Status fmi2EnterContinuousTimeMode(fmi2Component c) { (void)c; return fmi2OK; }
-EXPORT fmi2Status fmi2CompletedIntegratorStep(fmi2Component c, fmi2Boolean no, fmi2Boolean* enter, fmi2Boolean* term) {
-  (void)c, (void)no;
-  *enter = 0;
-  *term = 0;
-  return fmi2OK;
-}
 EXPORT fmi2Status fmi2SetTime(fmi2Component c, fmi2Real t) {
   ((Model*)c)->time = t;
   return fmi2OK;
@@ -186,10 +151,6 @@ EXPORT fmi2Status fmi2GetDerivatives(fmi2Component c, fmi2Real dx[], size_t n) {
 #endif
   derivs(m, m->r[VR_X], m->r[VR_V], &dx[0], &dx[1]);
   return fmi2OK;
-}
-EXPORT fmi2Status fmi2GetEventIndicators(fmi2Component c, fmi2Real z[], size_t n) {
-  (void)c, (void)z;
-  return n == 0 ? fmi2OK : fmi2Error;
 }
 EXPORT fmi2Status fmi2GetNominalsOfContinuousStates(fmi2Component c, fmi2Real x[], size_t n) {
   (void)c;
