@@ -331,6 +331,7 @@ class GraphLoader {
     read_trace(root["trace"]);
     check_diagram();
     check_tasks();
+    check_fixed_steps();
   }
 
  private:
@@ -455,6 +456,21 @@ class GraphLoader {
           in_.unique_keys(params, what + ": 'params'");
           for (auto it = params.begin(); it != params.end(); ++it) {
             const std::string key = it->first.Scalar();
+            if (it->second.IsMap() && type && takes_mapping(*type, key)) {
+              // A mapping parameter (an FMU's start values) becomes one
+              // parameter per entry, "key.entry", each with its location.
+              in_.unique_keys(it->second, what + ": parameter '" + key + "'");
+              for (auto sub = it->second.begin(); sub != it->second.end(); ++sub) {
+                const std::string flat = key + "." + sub->first.Scalar();
+                info.param_locations[flat] = location_of(sub->first);
+                if (auto v = in_.param_value(sub->second, what + ": parameter '" + flat + "'")) {
+                  spec.params.set(flat, std::move(*v));
+                } else {
+                  params_ok = false;
+                }
+              }
+              continue;
+            }
             info.param_locations[key] = location_of(it->first);
             if (auto v = in_.param_value(it->second, what + ": parameter '" + key + "'")) {
               spec.params.set(key, std::move(*v));
@@ -462,6 +478,7 @@ class GraphLoader {
               params_ok = false;
             }
           }
+          if (type) resolve_paths(*type, spec.params);
         } else if (!params.IsNull()) {
           in_.error(params, what + ": 'params' is " + Reader::kind(params) + " — expected a mapping of parameter names to values");
           params_ok = false;
@@ -488,6 +505,47 @@ class GraphLoader {
       graph_.diagram.blocks.push_back(std::move(spec));
       graph_.block_locations.push_back(info.where);
       infos_.push_back(std::move(info));
+    }
+  }
+
+  // True when the block type documents `param` as a mapping (an FMU's
+  // start values); any other parameter given as a mapping is an error.
+  bool takes_mapping(const std::string& type, const std::string& param) const {
+    const tasks::BlockTypeInfo* info = blocks_.find(type);
+    if (!info) return false;
+    return std::any_of(info->params.begin(), info->params.end(),
+                       [&](const tasks::BlockParamDoc& d) { return d.name == param && d.type == "mapping"; });
+  }
+
+  // A parameter documented as a "path" names a file relative to the
+  // task-graph file's directory, wherever rtcosim is started from.
+  void resolve_paths(const std::string& type, tasks::BlockParams& params) const {
+    const tasks::BlockTypeInfo* info = blocks_.find(type);
+    if (!info) return;
+    const auto slash = graph_.file.rfind('/');
+    if (slash == std::string::npos) return;
+    for (const auto& doc : info->params) {
+      if (doc.type != "path" || !params.has(doc.name)) continue;
+      const auto* text = std::get_if<std::string>(&params.all().at(doc.name));
+      if (text && !text->empty() && (*text)[0] != '/') params.set(doc.name, graph_.file.substr(0, slash + 1) + *text);
+    }
+  }
+
+  // A block that can only take equal steps (a co-simulated FMU without
+  // variable communication steps) in a task with `step: measured`.
+  void check_fixed_steps() {
+    for (std::size_t i = 0; i < infos_.size() && i < graph_.diagram.blocks.size(); ++i) {
+      if (!infos_[i].block) continue;
+      const std::string why = infos_[i].block->fixed_step_reason();
+      if (why.empty()) continue;
+      const auto& b = graph_.diagram.blocks[i];
+      for (const auto& t : graph_.tasks) {
+        if (t.name == b.task && t.step == StepPolicy::kMeasured) {
+          in_.error(infos_[i].where, "block '" + b.name + "' (" + infos_[i].block->type() + ") runs in task '" + t.name +
+                                         "' with step: measured, but " + why +
+                                         " — give the task step: fixed, or use an FMU that can vary its step");
+        }
+      }
     }
   }
 
@@ -756,7 +814,12 @@ class GraphLoader {
     }
     std::string message = "block '" + e.block + "' (" + block->type() + ") has no " + (output ? "output" : "input") +
                           " port '" + e.port + "'";
-    if (const auto guess = base::closest_match(e.port, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+    const auto& other = output ? block->inputs() : block->outputs();
+    if (std::any_of(other.begin(), other.end(), [&](const tasks::PortInfo& p) { return p.name == e.port; })) {
+      message += " ('" + e.port + "' is one of its " + (output ? "inputs" : "outputs") + ")";
+    } else if (const auto guess = base::closest_match(e.port, names); !guess.empty()) {
+      message += " (did you mean '" + guess + "'?)";
+    }
     in_.error(at, message + " — its " + (output ? "outputs" : "inputs") + ": " + (names.empty() ? "none" : join(names)));
     return std::nullopt;
   }

@@ -77,6 +77,12 @@ TaskRuntime::TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Pa
 void TaskRuntime::reset_run() noexcept {
   stats_.reset();
   policy_.reset();
+  failed_frame_ = kNotFailed;
+}
+
+std::string TaskRuntime::failure() const {
+  if (!failed()) return {};
+  return "task '" + spec_.name + "' stopped in frame " + std::to_string(failed_frame_) + ": " + partition_->failure();
 }
 
 void TaskRuntime::drain() noexcept {
@@ -97,7 +103,13 @@ void TaskRuntime::step(double h) noexcept {
     stats_.step.add(h);
     return;
   }
+  if (failed()) return;
   partition_->step(partition_->time(), h, inputs_);
+  if (partition_->failed()) {
+    // The step did not complete: nothing of it is published.
+    failed_frame_ = stats_.frames.load(std::memory_order_relaxed);
+    return;
+  }
   stats_.step.add(h);
   if (partition_->integrator() == tasks::IntegratorKind::kAb2)
     stats_.truncation_error.add(partition_->truncation_error());

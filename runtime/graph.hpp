@@ -123,6 +123,12 @@ class TaskRuntime {
   // that consumers have a first block at t = 0.
   void publish_initial() noexcept;
 
+  // True once a block of the partition (an FMU) failed: the task steps no
+  // more and its unit's loop ends. `failure` (not RT) says what failed and
+  // in which frame.
+  [[nodiscard]] bool failed() const noexcept { return failed_frame_ != kNotFailed; }
+  [[nodiscard]] std::string failure() const;
+
  private:
   void stage_outputs() noexcept;
 
@@ -136,6 +142,8 @@ class TaskRuntime {
   std::uint64_t sequence_ = 0;
   bool staged_ = false;  // outputs staged since the last publish
   std::uint32_t id_ = 0;
+  static constexpr std::uint64_t kNotFailed = ~std::uint64_t{0};
+  std::uint64_t failed_frame_ = kNotFailed;  // written by the task's thread, read after it ended
 };
 
 /*

@@ -90,12 +90,17 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
     first_lateness = now - release;
     for (const std::size_t member : u.plan) frame(member);
     now = clock.now();
+    // A task whose FMU failed stops here, cleanly: the frame is accounted,
+    // its thread leaves the loop, the other units run on.
+    bool failed = false;
+    for (const TaskRuntime* m : u.members) failed = failed || m->failed();
     TaskRuntime& owner = u.owner();
     const std::uint64_t missed_before = u.deadlines.missed_periods();
     if (u.cycle_done(cycle_start, now)) {
       trace::overrun(owner.id(), owner.stats().frames.load(std::memory_order_relaxed) - 1,
                      u.deadlines.missed_periods() - missed_before);
     }
+    if (failed) break;
   }
   u.finish(end_ns != 0 && end_ns < now ? end_ns : now);
   for (const TaskRuntime* m : u.members) trace::task_state(m->id(), 1);

@@ -17,6 +17,7 @@ packages=(
   rt-tests                                       # cyclictest, the baseline of bench/latency_vs_cyclictest.sh
   clang libclang-rt-14-dev                       # libFuzzer target of the config loader
   python3-yaml python3-jsonschema                # JSON Schema check of the examples
+  libzip-dev libpugixml-dev                      # FMUs: unzip the archive, read modelDescription.xml
 )
 
 missing=()

@@ -23,6 +23,9 @@ struct PortInfo {
  */
 struct BlockContext {
   double t = 0.0;
+  // In `update` at a sample hit: the step about to be taken from t (a
+  // co-simulated FMU advances by it); 0 elsewhere.
+  double h = 0.0;
   bool sample_hit = false;
   std::span<const std::span<const double>> u;        // per input port
   std::span<const std::span<const double>> du;       // per input port
@@ -121,6 +124,30 @@ class Block {
   }
   [[nodiscard]] bool jumps() const noexcept { return jumps_; }
 
+  // For a block that declared `set_events` (an FMU with state or time
+  // events): called once at the end of each step, after the outputs at
+  // that instant, with write access to the block's continuous states. It
+  // locates and handles the events of the step just taken (at the step's
+  // resolution) and returns true when one was handled, so that the
+  // partition drops its integrator history there.
+  virtual bool event(const BlockContext& c, std::span<double> x) const noexcept {
+    (void)c, (void)x;
+    return false;
+  }
+  [[nodiscard]] bool has_events() const noexcept { return events_; }
+
+  // For a block that declared `set_can_fail` (an FMU): true once a call
+  // into it failed; the partition's task then stops. `failure` (not RT)
+  // says what failed, where and when.
+  [[nodiscard]] virtual bool failed() const noexcept { return false; }
+  [[nodiscard]] virtual std::string failure() const { return {}; }
+  [[nodiscard]] bool can_fail() const noexcept { return can_fail_; }
+
+  // Non-empty when the block can only take equal steps (a co-simulated
+  // FMU without canHandleVariableCommunicationStepSize): why, for the
+  // configuration check of a task with `step: measured`.
+  [[nodiscard]] virtual std::string fixed_step_reason() const { return {}; }
+
  protected:
   std::size_t add_input(std::string name, std::size_t width, bool feedthrough = true) {
     inputs_.push_back({std::move(name), width});
@@ -136,6 +163,8 @@ class Block {
   void set_sample_time(double period) noexcept { sample_time_ = period; }
   void set_time_dependent(bool v = true) noexcept { time_dependent_ = v; }
   void set_jumps(bool v = true) noexcept { jumps_ = v; }
+  void set_events(bool v = true) noexcept { events_ = v; }
+  void set_can_fail(bool v = true) noexcept { can_fail_ = v; }
 
  private:
   std::string name_;
@@ -148,6 +177,8 @@ class Block {
   double sample_time_ = 0.0;
   bool time_dependent_ = false;
   bool jumps_ = false;
+  bool events_ = false;
+  bool can_fail_ = false;
 };
 
 }  // namespace rtcosim::tasks

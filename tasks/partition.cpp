@@ -62,6 +62,9 @@ struct Partition::Impl {
   std::vector<std::size_t> stateful;  // slots with continuous states
   std::vector<std::size_t> discrete;  // slots with discrete updates
   std::vector<std::size_t> jumpers;   // slots whose output can jump (Block::jumps)
+  std::vector<std::size_t> eventful;  // slots with events (Block::has_events)
+  std::vector<std::size_t> fallible;  // slots that can fail (Block::can_fail)
+  std::uint64_t events = 0;
   std::vector<std::vector<std::size_t>> downstream;  // every wire, feedthrough or not: from -> to
   std::vector<std::size_t> walk;                     // work stack of mark_jumps
   std::vector<unsigned char> reached;                // per slot, work memory of mark_jumps
@@ -102,15 +105,19 @@ struct Partition::Impl {
 
   // The major evaluation at the start of a step: discrete blocks whose
   // sample is due see sample_hit, then update their states.
-  void major_pass(double t) noexcept {
+  void major_pass(double t, double h) noexcept {
     std::copy(s.x.begin(), s.x.end(), xe.begin());
-    for (std::size_t i : discrete) slots[i].context.sample_hit = due(i, t);
+    for (std::size_t i : discrete) {
+      slots[i].context.sample_hit = due(i, t);
+      slots[i].context.h = h;
+    }
     outputs(t);
     for (std::size_t i : discrete) {
       Slot& slot = slots[i];
       if (!slot.context.sample_hit) continue;
       slot.block->update(slot.context);
       slot.context.sample_hit = false;
+      slot.context.h = 0.0;
       const double ts = slot.block->sample_time();
       if (ts > 0.0) {
         // The next multiple of ts, computed rather than summed, so that
@@ -340,6 +347,8 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
   m.reached.assign(m.slots.size(), 0);
   for (std::size_t i = 0; i < m.slots.size(); ++i) {
     if (m.slots[i].block->jumps()) m.jumpers.push_back(i);
+    if (m.slots[i].block->has_events()) m.eventful.push_back(i);
+    if (m.slots[i].block->can_fail()) m.fallible.push_back(i);
   }
   m.saved = s;
   m.ext.assign(ext_size, 0.0);
@@ -460,6 +469,7 @@ void Partition::reset(double t0) noexcept {
     s.next_hit[i] = ts > 0.0 ? std::ceil(t0 / ts - 1e-9) * ts : t0;
   }
   s.history = 0;
+  m.events = 0;
   s.truncation_error = 0.0;
   std::fill(s.branch.begin(), s.branch.end(), std::numeric_limits<double>::quiet_NaN());
   std::fill(s.jumped.begin(), s.jumped.end(), 0);
@@ -470,6 +480,7 @@ void Partition::reset(double t0) noexcept {
 
 void Partition::step(double t, double h, InputSource& inputs) noexcept {
   if (!(h > 0.0)) return;
+  if (!impl_->fallible.empty() && failed()) return;  // a failed FMU is asked nothing more
   Impl& m = *impl_;
   Impl::State& s = m.s;
   const std::size_t n_ext = externals_.size();
@@ -486,7 +497,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   s.time = t;
   if (!m.discrete.empty()) {
     sample(t, InputPass::kDiscrete);
-    m.major_pass(t);
+    m.major_pass(t, h);
   }
   std::vector<double>& x = s.x;
   const std::size_t nx = m.nx;
@@ -572,16 +583,53 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     }
   }
 
+  // A block that failed inside the step (an FMU) leaves time where the
+  // step began: the task stops at the frame that did not complete.
+  if (!m.fallible.empty() && failed()) return;
+
   // Outputs at the end of the step, with their time derivatives.
   const double y = h - s.time_error;
   const double end = t + y;
   s.time_error = (end - t) - y;
   s.time = end;
   sample(end, InputPass::kOutput);
+  if (!m.eventful.empty()) {
+    // Events of the step just taken: the blocks see their inputs and
+    // states at its end, may reset their states; the outputs below then
+    // follow the reset.
+    std::copy(x.begin(), x.end(), m.xe.begin());
+    m.outputs(end);
+    bool any = false;
+    for (std::size_t i : m.eventful) {
+      Impl::Slot& slot = m.slots[i];
+      if (slot.block->event(slot.context, std::span<double>(x.data() + slot.x_offset, slot.block->continuous_states()))) {
+        any = true;
+        ++m.events;
+      }
+    }
+    // Multistep history across an event would extrapolate over the jump.
+    if (any) s.history = 0;
+  }
   m.evaluate(end, x, m.k4);
   m.output_derivatives(m.k4);
   m.mark_jumps(true);
 }
+
+bool Partition::failed() const noexcept {
+  for (std::size_t i : impl_->fallible) {
+    if (impl_->slots[i].block->failed()) return true;
+  }
+  return false;
+}
+
+std::string Partition::failure() const {
+  for (std::size_t i : impl_->fallible) {
+    if (impl_->slots[i].block->failed()) return impl_->slots[i].block->failure();
+  }
+  return {};
+}
+
+std::uint64_t Partition::events() const noexcept { return impl_->events; }
 
 void Partition::refresh_outputs(InputSource& inputs) noexcept {
   Impl& m = *impl_;

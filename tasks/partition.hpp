@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -124,6 +125,13 @@ class Partition {
   [[nodiscard]] bool output_jumped(const OutputRef& ref) const noexcept;
   // Per signal of the port, nonzero where its derivative is known.
   [[nodiscard]] std::span<const unsigned char> output_derivative_flags(const OutputRef& ref) const noexcept;
+
+  // True once a block that can fail (an FMU) has failed: the task stops
+  // stepping. `failure` (not RT) is its message.
+  [[nodiscard]] bool failed() const noexcept;
+  [[nodiscard]] std::string failure() const;
+  // Events handled by blocks with events (FMUs) since reset.
+  [[nodiscard]] std::uint64_t events() const noexcept;
 
   // ab2 only: the on-line local truncation-error estimate of the last step,
   // max over states of h_n^2 (h_n/6 + h_{n-1}/4) |x'''| (the variable-step

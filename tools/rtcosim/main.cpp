@@ -9,6 +9,7 @@
 #include "tools/rtcosim/ctl_command.hpp"
 #include "tools/rtcosim/preflight_command.hpp"
 #include "tools/rtcosim/eval_command.hpp"
+#include "tools/rtcosim/fmu_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
 #ifdef RTCOSIM_HAVE_BABELTRACE2
 #include "tools/trace/trace_report.hpp"
@@ -29,6 +30,7 @@ commands:
   preflight check the real-time set-up of this PC for a graph's CPUs
   ctl       talk to a running rtcosimd (status, stop, start, reload, record, trace)
   trace     'trace report DIR': latency, execution time and deadline misses from an LTTng trace
+  fmu       'fmu info FILE': what an FMU declares and whether it loads here
   eval      evaluate the coupling methods on the paper's test signals (MSE, table, SVG plot)
 
   rtcosim <command> --help    options of one command
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
   if (verb == "check") return rtcosim::tools::run_check_command(args);
   if (verb == "run") return rtcosim::tools::run_run_command(args);
   if (verb == "ctl") return rtcosim::tools::run_ctl_command(args);
+  if (verb == "fmu") return rtcosim::tools::run_fmu_command(args);
   if (verb == "preflight") return rtcosim::tools::run_preflight_command(args);
   if (verb == "trace") {
 #ifdef RTCOSIM_HAVE_BABELTRACE2

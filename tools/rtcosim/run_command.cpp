@@ -348,11 +348,17 @@ int run_run_command(const std::vector<std::string>& raw_args) {
                  (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"), *plot_path);
       std::cout << "plot written to " << *plot_path << '\n';
     }
+    bool task_failed = false;
+    for (const auto& t : graph->tasks()) {
+      if (!t->failed()) continue;
+      std::cerr << "rtcosim run: " << t->failure() << '\n';
+      task_failed = true;
+    }
     if (!recording.error.empty()) {
       std::cerr << "rtcosim run: " << recording.error << '\n';
       return 1;
     }
-    return 0;
+    return task_failed ? 1 : 0;
   } catch (const UsageError& e) {
     std::cerr << "rtcosim run: " << e.what() << "\nsee 'rtcosim run --help'\n";
     return 2;

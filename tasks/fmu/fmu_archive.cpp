@@ -1,0 +1,161 @@
+#include "tasks/fmu/fmu_archive.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zip.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "tasks/fmu/model_description.hpp"
+
+namespace rtcosim::tasks::fmu {
+
+namespace {
+
+struct ZipCloser {
+  void operator()(zip_t* z) const noexcept { zip_discard(z); }
+};
+struct ZipFileCloser {
+  void operator()(zip_file_t* f) const noexcept { zip_fclose(f); }
+};
+struct FdCloser {
+  int fd = -1;
+  ~FdCloser() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The relative path components of an entry name, or an empty list when the
+// name could leave the directory (absolute, '..', backslash, NUL, empty).
+std::vector<std::string> safe_components(const std::string& name, bool* is_dir) {
+  std::vector<std::string> out;
+  if (name.empty() || name.size() > 4096 || name[0] == '/' || name.find('\\') != std::string::npos ||
+      name.find('\0') != std::string::npos) {
+    return {};
+  }
+  *is_dir = name.back() == '/';
+  std::size_t pos = 0;
+  while (pos < name.size()) {
+    const std::size_t end = std::min(name.find('/', pos), name.size());
+    const std::string part = name.substr(pos, end - pos);
+    if (part == "..") return {};
+    if (!part.empty() && part != ".") out.push_back(part);
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+ExtractedArchive::ExtractedArchive(const std::string& zip_path, const ArchiveLimits& limits) {
+  int error = 0;
+  std::unique_ptr<zip_t, ZipCloser> z(zip_open(zip_path.c_str(), ZIP_RDONLY, &error));
+  if (!z) {
+    zip_error_t e;
+    zip_error_init_with_code(&e, error);
+    std::string why = zip_error_strerror(&e);
+    zip_error_fini(&e);
+    throw FmuError(zip_path + ": cannot open as an FMU (a zip archive): " + why);
+  }
+  const zip_int64_t entries = zip_get_num_entries(z.get(), 0);
+  if (entries < 0 || static_cast<std::uint64_t>(entries) > limits.max_entries) {
+    throw FmuError(zip_path + ": " + std::to_string(entries) + " entries — more than the " +
+                   std::to_string(limits.max_entries) + " an FMU may hold");
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/rtcosim-fmu-XXXXXX";
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) throw FmuError(zip_path + ": cannot create a temporary directory: " + std::strerror(errno));
+  dir_ = buf.data();
+  try {
+    std::uint64_t total = 0;
+    std::vector<char> chunk(1 << 16);
+    for (zip_int64_t i = 0; i < entries; ++i) {
+      zip_stat_t st;
+      if (zip_stat_index(z.get(), static_cast<zip_uint64_t>(i), 0, &st) != 0 || !(st.valid & ZIP_STAT_NAME)) {
+        throw FmuError(zip_path + ": entry " + std::to_string(i) + " is unreadable: " + zip_strerror(z.get()));
+      }
+      const std::string name = st.name;
+      bool is_dir = false;
+      const auto parts = safe_components(name, &is_dir);
+      if (parts.empty()) {
+        if (is_dir || name == "./") continue;
+        throw FmuError(zip_path + ": entry '" + name + "' would be written outside the FMU's directory — refused");
+      }
+      zip_uint8_t opsys = 0;
+      zip_uint32_t attributes = 0;
+      if (zip_file_get_external_attributes(z.get(), static_cast<zip_uint64_t>(i), 0, &opsys, &attributes) == 0 &&
+          opsys == ZIP_OPSYS_UNIX && ((attributes >> 16) & S_IFMT) == S_IFLNK) {
+        throw FmuError(zip_path + ": entry '" + name + "' is a symbolic link — refused");
+      }
+      std::string path = dir_;
+      for (std::size_t k = 0; k + (is_dir ? 0 : 1) < parts.size(); ++k) {
+        path += "/" + parts[k];
+        if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
+          throw FmuError(zip_path + ": cannot create '" + path + "': " + std::strerror(errno));
+        }
+        struct stat s;
+        if (::lstat(path.c_str(), &s) != 0 || !S_ISDIR(s.st_mode)) {
+          throw FmuError(zip_path + ": entry '" + name + "' needs '" + parts[k] + "' to be a directory — refused");
+        }
+      }
+      if (is_dir) continue;
+      const std::uint64_t declared = (st.valid & ZIP_STAT_SIZE) ? st.size : 0;
+      if (declared > limits.max_entry_bytes) {
+        throw FmuError(zip_path + ": entry '" + name + "' is " + std::to_string(declared) + " bytes — more than the " +
+                       std::to_string(limits.max_entry_bytes) + " allowed per entry");
+      }
+      path += "/" + parts.back();
+      FdCloser fd{::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
+      if (fd.fd < 0) {
+        throw FmuError(zip_path + ": cannot write entry '" + name + "' (" + std::strerror(errno) +
+                       (errno == EEXIST ? ": the archive names it twice" : "") + ")");
+      }
+      std::unique_ptr<zip_file_t, ZipFileCloser> f(zip_fopen_index(z.get(), static_cast<zip_uint64_t>(i), 0));
+      if (!f) throw FmuError(zip_path + ": cannot read entry '" + name + "': " + zip_strerror(z.get()));
+      std::uint64_t written = 0;
+      for (;;) {
+        const zip_int64_t n = zip_fread(f.get(), chunk.data(), chunk.size());
+        if (n < 0) throw FmuError(zip_path + ": entry '" + name + "' is corrupt: " + zip_file_strerror(f.get()));
+        if (n == 0) break;
+        written += static_cast<std::uint64_t>(n);
+        total += static_cast<std::uint64_t>(n);
+        if (written > declared || written > limits.max_entry_bytes) {
+          throw FmuError(zip_path + ": entry '" + name + "' inflates beyond its declared size — refused");
+        }
+        if (total > limits.max_total_bytes) {
+          throw FmuError(zip_path + ": the archive unpacks to more than " + std::to_string(limits.max_total_bytes) +
+                         " bytes — refused");
+        }
+        for (zip_int64_t off = 0; off < n;) {
+          const ssize_t w = ::write(fd.fd, chunk.data() + off, static_cast<std::size_t>(n - off));
+          if (w < 0) {
+            if (errno == EINTR) continue;
+            throw FmuError(zip_path + ": cannot write entry '" + name + "': " + std::strerror(errno));
+          }
+          off += w;
+        }
+      }
+      ++files_;
+    }
+    bytes_ = total;
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+    throw;
+  }
+}
+
+ExtractedArchive::~ExtractedArchive() {
+  std::error_code ec;  // a directory someone else removed is no reason to fail
+  std::filesystem::remove_all(dir_, ec);
+}
+
+}  // namespace rtcosim::tasks::fmu

@@ -1,0 +1,300 @@
+// The `fmu` block type: an FMU (FMI 2.0 or 3.0, model exchange or
+// co-simulation) as a block of a partition, its inputs and outputs as ports
+// named after its variables.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "base/text.hpp"
+#include "tasks/block_registry.hpp"
+#include "tasks/fmu/fmu_instance.hpp"
+
+namespace rtcosim::tasks {
+
+namespace {
+
+using fmu::Causality;
+using fmu::FmuInstance;
+using fmu::FmuInterface;
+using fmu::VarType;
+
+/*
+ * FmuBlock. Model exchange: the FMU's continuous states are the block's,
+ * integrated by the partition's integrator; `output` sets time, states and
+ * inputs and reads the outputs, `derivatives` reads the state derivatives;
+ * outputs that are states get their exact derivative. State and time events
+ * are located at the end of each step (a sign change of an event indicator,
+ * a time event due, or CompletedIntegratorStep asking) and handled there.
+ * Co-simulation: a block updated at every major step: `update` sets the
+ * inputs at t, calls doStep(t, h) and reads the outputs at t + h, which the
+ * block shows from the end of that step on (until then the values at t);
+ * output derivatives from GetRealOutputDerivatives where the FMU has them.
+ * RT: every per-step function calls the FMU on buffers sized here; a
+ * failed call leaves the outputs as they were and `failed()` true.
+ */
+class FmuBlock final : public Block {
+ public:
+  FmuBlock(const std::string& name, const BlockParams& params) : Block(name, "fmu") {
+    const std::string file = params.text(name, "file", "");
+    if (file.empty()) throw BlockError("block '" + name + "' (fmu): 'file' is required — the path of the .fmu file", name, "file");
+    const std::string iface = params.text(name, "interface", "");
+    if (!iface.empty() && iface != "model_exchange" && iface != "co_simulation") {
+      throw BlockError("block '" + name + "' (fmu): 'interface' = '" + iface + "' — expected model_exchange or co_simulation",
+                       name, "interface");
+    }
+    fmu::FmuOptions options;
+    options.instance_name = name;
+    options.logging = params.flag(name, "logging", false);
+    // The description first, to choose the interface and check the start
+    // values with messages that point at the right parameter.
+    fmu::FmuInfo info;
+    try {
+      info = fmu::inspect(file);
+    } catch (const fmu::FmuError& e) {
+      throw BlockError("block '" + name + "' (fmu): " + e.what(), name, "file");
+    }
+    const auto& md = info.description;
+    if (iface.empty()) {
+      options.interface = md.model_exchange.present ? FmuInterface::kModelExchange : FmuInterface::kCoSimulation;
+    } else {
+      options.interface = iface == "model_exchange" ? FmuInterface::kModelExchange : FmuInterface::kCoSimulation;
+      const bool present = iface == "model_exchange" ? md.model_exchange.present : md.co_simulation.present;
+      if (!present) {
+        throw BlockError("block '" + name + "' (fmu): " + file + " has no " + iface + " interface — it offers " +
+                             (md.model_exchange.present ? "model_exchange" : "co_simulation"),
+                         name, "interface");
+      }
+    }
+    std::vector<std::string> names;
+    for (const auto& v : md.variables) names.push_back(v.name);
+    for (const auto& [key, value] : params.all()) {
+      if (key.rfind("start.", 0) != 0) continue;
+      const std::string var = key.substr(6);
+      const double number = params.number(name, key);
+      const fmu::Variable* v = md.find(var);
+      if (!v) {
+        std::string message = "block '" + name + "' (fmu): 'start' names '" + var + "', which " + file + " does not declare";
+        if (const auto guess = base::closest_match(var, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+        throw BlockError(message, name, key);
+      }
+      const bool settable = v->variability != fmu::Variability::kConstant &&
+                            (v->causality == Causality::kParameter || v->causality == Causality::kInput ||
+                             v->causality == Causality::kStructuralParameter || !v->start.empty()) &&
+                            v->causality != Causality::kCalculatedParameter && v->causality != Causality::kIndependent;
+      if (!settable) {
+        throw BlockError("block '" + name + "' (fmu): '" + var + "' is a " + fmu::variability_name(v->variability) + " " +
+                             fmu::causality_name(v->causality) +
+                             " without a start value — only parameters, inputs and variables with a start value take one",
+                         name, key);
+      }
+      if (v->type != VarType::kReal && v->type != VarType::kInteger && v->type != VarType::kBoolean) {
+        throw BlockError("block '" + name + "' (fmu): '" + var + "' is of type " + v->type_name +
+                             " — start values are for Real/Float64, Integer/Int32 and Boolean variables",
+                         name, key);
+      }
+      options.start.emplace_back(var, number);
+    }
+    try {
+      fmu_ = std::make_unique<FmuInstance>(file, options);
+    } catch (const fmu::FmuError& e) {
+      throw BlockError("block '" + name + "' (fmu): " + e.what(), name, "file");
+    }
+    me_ = options.interface == FmuInterface::kModelExchange;
+
+    // Ports: the Real/Float64 scalar inputs and outputs.
+    std::vector<std::size_t> input_vars;
+    for (std::size_t i = 0; i < md.variables.size(); ++i) {
+      const auto& v = md.variables[i];
+      if (v.causality != Causality::kInput || v.type != VarType::kReal || v.array) continue;
+      input_vars.push_back(i);
+      in_vr_.push_back(v.value_reference);
+    }
+    for (std::size_t k = 0; k < md.outputs.size(); ++k) {
+      const auto& v = md.variables[md.outputs[k]];
+      if (v.type != VarType::kReal || v.array) continue;
+      add_output(v.name, 1);
+      out_vr_.push_back(v.value_reference);
+      // An output that is (an alias of) a state: its derivative is exact.
+      std::ptrdiff_t state = -1;
+      for (std::size_t s = 0; s < md.states.size(); ++s) {
+        if (md.variables[md.states[s]].value_reference == v.value_reference) state = static_cast<std::ptrdiff_t>(s);
+      }
+      out_state_.push_back(state);
+      out_deps_.push_back(md.output_dependencies[k]);
+    }
+    for (std::size_t j = 0; j < input_vars.size(); ++j) {
+      bool through = false;
+      if (me_) {
+        for (const auto& deps : out_deps_) {
+          if (!deps || std::find(deps->begin(), deps->end(), input_vars[j]) != deps->end()) through = true;
+        }
+      }
+      // A co-simulated FMU's outputs at t + h come from its inputs at t.
+      add_input(md.variables[input_vars[j]].name, 1, through);
+    }
+    in_val_.assign(in_vr_.size(), 0.0);
+    out_val_.assign(out_vr_.size(), 0.0);
+    if (me_) {
+      nx_ = md.states.size();
+      set_continuous_states(nx_);
+      z_.assign(md.event_indicators, 0.0);
+      z_prev_.assign(md.event_indicators, 0.0);
+      if (md.event_indicators > 0 || std::isfinite(fmu_->initial_next_event())) {
+        set_events();
+        set_jumps();
+      }
+      initial_indicators();
+    } else {
+      set_sample_time(kEveryMajorStep);
+      y_next_.assign(out_vr_.size(), 0.0);
+      y_cur_.assign(out_vr_.size(), 0.0);
+      dy_next_.assign(out_vr_.size(), 0.0);
+      derivatives_ = fmu_->has_output_derivatives();
+      if (!fmu_->get_real(out_vr_.data(), out_vr_.size(), y_next_.data())) {
+        throw BlockError("block '" + name + "' (fmu): " + fmu_->failure(), name, "file");
+      }
+      y_cur_ = y_next_;
+      if (!md.co_simulation.can_handle_variable_step) {
+        fixed_reason_ = "its FMU declares canHandleVariableCommunicationStepSize=\"false\" (or not at all), so every doStep must take the same step";
+      }
+    }
+    set_can_fail();
+  }
+
+  void initialize(std::span<double> x, std::span<double> xd) const noexcept override {
+    (void)xd;
+    // A second run starts from the FMU's initial state again (set-up
+    // time: Partition::reset runs before the frames).
+    if (dirty_) {
+      dirty_ = false;
+      if (fmu_->reinitialize() && me_) initial_indicators();
+    }
+    if (me_) std::copy(fmu_->initial_states().begin(), fmu_->initial_states().end(), x.begin());
+    next_event_ = fmu_->initial_next_event();
+    t_next_ = 0.0;
+    events_ = 0;
+    if (!me_ && !fmu_->failed()) {
+      (void)fmu_->get_real(out_vr_.data(), out_vr_.size(), y_next_.data());
+      y_cur_ = y_next_;
+      std::fill(dy_next_.begin(), dy_next_.end(), 0.0);
+    }
+  }
+
+  void output(const BlockContext& c) const noexcept override {
+    if (me_) {
+      dirty_ = true;
+      gather_inputs(c);
+      if (fmu_->set_time(c.t) && fmu_->set_states(c.x.data(), nx_) && fmu_->set_real(in_vr_.data(), in_vr_.size(), in_val_.data()) &&
+          fmu_->get_real(out_vr_.data(), out_vr_.size(), out_val_.data())) {
+        for (std::size_t p = 0; p < out_val_.size(); ++p) c.out(p, 0, out_val_[p]);
+      }
+      return;
+    }
+    const auto& y = at_end(c.t) ? y_next_ : y_cur_;
+    for (std::size_t p = 0; p < y.size(); ++p) c.out(p, 0, y[p]);
+  }
+
+  void derivatives(const BlockContext& c, std::span<double> dx) const noexcept override {
+    (void)c;
+    if (!fmu_->get_derivatives(dx.data(), nx_)) std::fill(dx.begin(), dx.end(), 0.0);
+  }
+
+  void output_derivatives(const BlockContext& c, std::span<const double> dx) const noexcept override {
+    for (std::size_t p = 0; p < out_vr_.size(); ++p) {
+      if (me_ && out_state_[p] >= 0) {
+        c.out_derivative(p, 0, dx[static_cast<std::size_t>(out_state_[p])]);
+      } else if (!me_ && derivatives_ && at_end(c.t)) {
+        c.out_derivative(p, 0, dy_next_[p]);
+      } else {
+        c.unknown_derivative(p);
+      }
+    }
+  }
+
+  void update(const BlockContext& c) const noexcept override {
+    if (me_ || !(c.h > 0.0)) return;
+    dirty_ = true;
+    y_cur_ = y_next_;  // same sizes: no allocation
+    gather_inputs(c);
+    if (!fmu_->set_real(in_vr_.data(), in_vr_.size(), in_val_.data()) || !fmu_->do_step(c.t, c.h) ||
+        !fmu_->get_real(out_vr_.data(), out_vr_.size(), y_next_.data())) {
+      return;
+    }
+    if (derivatives_ && !fmu_->get_output_derivatives(out_vr_.data(), out_vr_.size(), dy_next_.data())) return;
+    t_next_ = c.t + c.h;
+  }
+
+  bool event(const BlockContext& c, std::span<double> x) const noexcept override {
+    if (!fmu_->set_time(c.t) || !fmu_->set_states(x.data(), nx_)) return false;
+    gather_inputs(c);
+    bool enter = false;
+    if (!fmu_->set_real(in_vr_.data(), in_vr_.size(), in_val_.data()) || !fmu_->completed_integrator_step(&enter) ||
+        !fmu_->get_event_indicators(z_.data(), z_.size())) {
+      return false;
+    }
+    bool crossed = false;
+    for (std::size_t i = 0; i < z_.size(); ++i) crossed = crossed || ((z_[i] > 0.0) != (z_prev_[i] > 0.0));
+    const bool timed = c.t >= next_event_ - 1e-12 * std::max(1.0, std::fabs(c.t));
+    if (!(enter || crossed || timed)) {
+      std::copy(z_.begin(), z_.end(), z_prev_.begin());
+      return false;
+    }
+    bool changed = false;
+    if (!fmu_->handle_event(c.t, &changed, &next_event_)) return false;
+    ++events_;
+    if (changed && !fmu_->get_states(x.data(), nx_)) return false;
+    if (!fmu_->set_states(x.data(), nx_) || !fmu_->get_event_indicators(z_prev_.data(), z_prev_.size())) return false;
+    return true;
+  }
+
+  [[nodiscard]] double branch(const BlockContext& c) const noexcept override {
+    (void)c;
+    return static_cast<double>(events_);
+  }
+  [[nodiscard]] bool failed() const noexcept override { return fmu_->failed(); }
+  [[nodiscard]] std::string failure() const override { return fmu_->failure(); }
+  [[nodiscard]] std::string fixed_step_reason() const override { return fixed_reason_; }
+
+ private:
+  bool at_end(double t) const noexcept { return t >= t_next_ - 1e-12 * std::max(1.0, std::fabs(t_next_)); }
+  void gather_inputs(const BlockContext& c) const noexcept {
+    for (std::size_t j = 0; j < in_val_.size(); ++j) in_val_[j] = c.u[j][0];
+  }
+  void initial_indicators() const noexcept {
+    if (z_prev_.empty()) return;
+    (void)(fmu_->set_time(0.0) && fmu_->set_states(fmu_->initial_states().data(), nx_) &&
+           fmu_->get_event_indicators(z_prev_.data(), z_prev_.size()));
+  }
+
+  std::unique_ptr<FmuInstance> fmu_;
+  bool me_ = true;
+  bool derivatives_ = false;
+  std::size_t nx_ = 0;
+  std::vector<std::uint32_t> in_vr_, out_vr_;
+  std::vector<std::ptrdiff_t> out_state_;
+  std::vector<std::optional<std::vector<std::size_t>>> out_deps_;
+  std::string fixed_reason_;
+  // Work memory of the const RT functions (the block is the partition's,
+  // one thread calls it).
+  mutable std::vector<double> in_val_, out_val_, z_, z_prev_;
+  mutable std::vector<double> y_cur_, y_next_, dy_next_;
+  mutable double t_next_ = 0.0;
+  mutable double next_event_ = std::numeric_limits<double>::infinity();
+  mutable std::uint64_t events_ = 0;
+  mutable bool dirty_ = false;
+};
+
+}  // namespace
+
+void register_fmu_blocks(BlockRegistry& registry) {
+  registry.add({"fmu",
+                "an FMU (FMI 2.0 or 3.0, model exchange or co-simulation); its Real inputs and outputs are ports named after its variables",
+                {{"file", "path", "", "the .fmu file (relative: to the task-graph file's directory)"},
+                 {"interface", "text", "model_exchange if offered", "model_exchange or co_simulation"},
+                 {"start", "mapping", "", "start values by variable name, e.g. {m: 2.0}"},
+                 {"logging", "boolean", "false", "the FMU's loggingOn; its messages go to stderr"}},
+                make_factory<FmuBlock>()});
+}
+
+}  // namespace rtcosim::tasks

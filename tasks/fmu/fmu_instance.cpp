@@ -1,0 +1,631 @@
+#include "tasks/fmu/fmu_instance.hpp"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+#include <boost/lockfree/spsc_queue.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <mutex>
+#include <sstream>
+
+#include "tasks/fmu/fmi_api.h"
+
+namespace rtcosim::tasks::fmu {
+
+namespace {
+
+constexpr std::uint64_t kMaxDescriptionBytes = 64ull << 20;
+std::atomic<std::uint64_t> g_fmi2_allocations{0};
+
+const char* status_name(int s) noexcept {
+  static const char* const names[] = {"OK", "Warning", "Discard", "Error", "Fatal", "Pending"};
+  return s >= 0 && s <= 5 ? names[s] : "?";
+}
+
+void copy_text(char* to, std::size_t size, const char* from) noexcept {
+  if (!from) from = "";
+  std::size_t n = 0;
+  while (n + 1 < size && from[n] != '\0') {
+    to[n] = from[n];
+    ++n;
+  }
+  to[n] = '\0';
+}
+
+extern "C" void fmi2_logger(fmi2ComponentEnvironment env, fmi2String, fmi2Status status, fmi2String category,
+                            fmi2String message, ...) {
+  if (!env) return;
+  va_list args;
+  va_start(args, message);
+  static_cast<FmuInstance*>(env)->log(static_cast<int>(status), category, message, &args);
+  va_end(args);
+}
+
+extern "C" void fmi3_logger(fmi3InstanceEnvironment env, fmi3Status status, fmi3String category, fmi3String message) {
+  if (env) static_cast<FmuInstance*>(env)->log(static_cast<int>(status), category, message, nullptr);
+}
+
+extern "C" void* fmi2_allocate(size_t nobj, size_t size) {
+  g_fmi2_allocations.fetch_add(1, std::memory_order_relaxed);
+  return std::calloc(nobj, size);
+}
+extern "C" void fmi2_free(void* p) { std::free(p); }
+
+std::string read_file(const std::string& path, std::uint64_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  std::string out;
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    out.append(buf, static_cast<std::size_t>(in.gcount()));
+    if (out.size() > limit) throw FmuError(path + ": larger than " + std::to_string(limit) + " bytes — refused");
+  }
+  return out;
+}
+
+ModelDescription read_description(const ExtractedArchive& archive, const std::string& fmu_path) {
+  const std::string file = archive.directory() + "/modelDescription.xml";
+  struct stat st;
+  if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw FmuError(fmu_path + ": the archive has no modelDescription.xml at its root — not an FMU");
+  }
+  return parse_model_description(read_file(file, kMaxDescriptionBytes), fmu_path);
+}
+
+std::vector<std::string> platforms_in(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/binaries", ec)) {
+    if (e.is_directory(ec)) out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+// The FMU's functions, resolved once; the ones marked optional may be null.
+struct FmuInstance::Api {
+  bool v2 = true;
+  // FMI 2.0
+  fmi2InstantiateTYPE* instantiate2 = nullptr;
+  fmi2FreeInstanceTYPE* free2 = nullptr;
+  fmi2SetupExperimentTYPE* setup2 = nullptr;
+  fmi2ComponentFunctionTYPE *enter_init2 = nullptr, *exit_init2 = nullptr, *terminate2 = nullptr, *reset2 = nullptr;
+  fmi2GetRealTYPE* get_real2 = nullptr;
+  fmi2SetRealTYPE* set_real2 = nullptr;
+  fmi2SetIntegerTYPE* set_int2 = nullptr;
+  fmi2SetBooleanTYPE* set_bool2 = nullptr;
+  fmi2GetFMUstateTYPE* get_state2 = nullptr;  // optional
+  fmi2SetFMUstateTYPE* set_state2 = nullptr;  // optional
+  fmi2FreeFMUstateTYPE* free_state2 = nullptr;  // optional
+  fmi2ComponentFunctionTYPE *enter_event2 = nullptr, *enter_ct2 = nullptr;
+  fmi2NewDiscreteStatesTYPE* new_discrete2 = nullptr;
+  fmi2CompletedIntegratorStepTYPE* completed2 = nullptr;
+  fmi2SetTimeTYPE* set_time2 = nullptr;
+  fmi2SetContinuousStatesTYPE* set_x2 = nullptr;
+  fmi2GetRealVectorTYPE *get_dx2 = nullptr, *get_z2 = nullptr, *get_x2 = nullptr;
+  fmi2DoStepTYPE* do_step2 = nullptr;
+  fmi2GetRealOutputDerivativesTYPE* get_dy2 = nullptr;  // optional
+  fmi2CallbackFunctions callbacks{};
+  // FMI 3.0
+  fmi3InstantiateModelExchangeTYPE* instantiate_me3 = nullptr;
+  fmi3InstantiateCoSimulationTYPE* instantiate_cs3 = nullptr;
+  fmi3FreeInstanceTYPE* free3 = nullptr;
+  fmi3EnterInitializationModeTYPE* enter_init3 = nullptr;
+  fmi3InstanceFunctionTYPE *exit_init3 = nullptr, *terminate3 = nullptr, *reset3 = nullptr;
+  fmi3GetFloat64TYPE* get_real3 = nullptr;
+  fmi3SetFloat64TYPE* set_real3 = nullptr;
+  fmi3SetInt32TYPE* set_int3 = nullptr;
+  fmi3SetBooleanTYPE* set_bool3 = nullptr;
+  fmi3GetFMUStateTYPE* get_state3 = nullptr;  // optional
+  fmi3SetFMUStateTYPE* set_state3 = nullptr;  // optional
+  fmi3FreeFMUStateTYPE* free_state3 = nullptr;  // optional
+  fmi3InstanceFunctionTYPE *enter_event3 = nullptr, *enter_ct3 = nullptr;
+  fmi3UpdateDiscreteStatesTYPE* update_discrete3 = nullptr;
+  fmi3CompletedIntegratorStepTYPE* completed3 = nullptr;
+  fmi3SetTimeTYPE* set_time3 = nullptr;
+  fmi3SetContinuousStatesTYPE* set_x3 = nullptr;
+  fmi3GetFloat64VectorTYPE *get_dx3 = nullptr, *get_z3 = nullptr, *get_x3 = nullptr;
+  fmi3DoStepTYPE* do_step3 = nullptr;
+  fmi3GetOutputDerivativesTYPE* get_dy3 = nullptr;  // optional
+};
+
+struct FmuInstance::Ring {
+  boost::lockfree::spsc_queue<FmuLogEntry, boost::lockfree::capacity<64>> queue;
+  std::mutex consumer;  // the drain thread and flush_log() share the consumer side
+};
+
+const char* interface_name(FmuInterface i) noexcept {
+  return i == FmuInterface::kModelExchange ? "model_exchange" : "co_simulation";
+}
+
+std::string binary_path(const ModelDescription& md, FmuInterface i) {
+  const Interface& in = i == FmuInterface::kModelExchange ? md.model_exchange : md.co_simulation;
+  return std::string("binaries/") + (md.fmi_major == 2 ? "linux64" : "x86_64-linux") + "/" + in.model_identifier + ".so";
+}
+
+namespace {
+
+// dlopen and dlsym with one FmuError per problem. `optional` symbols may be missing.
+class Library {
+ public:
+  Library(const std::string& dir, const std::string& fmu_path, const ModelDescription& md, FmuInterface i)
+      : fmu_path_(fmu_path) {
+    const std::string rel = binary_path(md, i);
+    const std::string file = dir + "/" + rel;
+    struct stat st;
+    if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      std::string have;
+      for (const auto& p : platforms_in(dir)) have += (have.empty() ? "" : ", ") + p;
+      throw FmuError(fmu_path + ": no " + rel + " for " + interface_name(i) + " — the FMU carries binaries for: " +
+                     (have.empty() ? "no platform (a source-only FMU is not supported)" : have));
+    }
+    handle_ = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) throw FmuError(fmu_path + ": cannot load " + rel + ": " + ::dlerror());
+  }
+  ~Library() {
+    if (handle_) ::dlclose(handle_);
+  }
+  void* release() noexcept {
+    void* h = handle_;
+    handle_ = nullptr;
+    return h;
+  }
+  template <class T>
+  void get(T*& fn, const char* name, bool optional = false) {
+    fn = reinterpret_cast<T*>(::dlsym(handle_, name));
+    if (!fn && !optional) throw FmuError(fmu_path_ + ": the binary does not export " + name + " — it is required");
+  }
+
+ private:
+  std::string fmu_path_;
+  void* handle_ = nullptr;
+};
+
+}  // namespace
+
+FmuInfo inspect(const std::string& path) {
+  ExtractedArchive archive(path);
+  FmuInfo info;
+  info.description = read_description(archive, path);
+  info.platforms = platforms_in(archive.directory());
+  auto probe = [&](FmuInterface i, std::string& problem) {
+    const Interface& in = i == FmuInterface::kModelExchange ? info.description.model_exchange : info.description.co_simulation;
+    if (!in.present) return;
+    try {
+      Library lib(archive.directory(), path, info.description, i);
+      void* fn = nullptr;
+      for (const char* name : info.description.fmi_major == 2
+                                  ? std::vector<const char*>{"fmi2Instantiate", i == FmuInterface::kModelExchange ? "fmi2GetDerivatives" : "fmi2DoStep"}
+                                  : std::vector<const char*>{i == FmuInterface::kModelExchange ? "fmi3InstantiateModelExchange" : "fmi3InstantiateCoSimulation",
+                                                             i == FmuInterface::kModelExchange ? "fmi3GetContinuousStateDerivatives" : "fmi3DoStep"}) {
+        lib.get(fn, name);
+      }
+    } catch (const FmuError& e) {
+      problem = e.what();
+    }
+  };
+  probe(FmuInterface::kModelExchange, info.me_binary_problem);
+  probe(FmuInterface::kCoSimulation, info.cs_binary_problem);
+  return info;
+}
+
+FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
+    : path_(path), options_(options), api_(std::make_unique<Api>()), ring_(std::make_unique<Ring>()) {
+  archive_ = std::make_unique<ExtractedArchive>(path);
+  md_ = read_description(*archive_, path);
+  const bool me = options_.interface == FmuInterface::kModelExchange;
+  const Interface& in = me ? md_.model_exchange : md_.co_simulation;
+  if (!in.present) {
+    throw FmuError(path + ": the FMU has no " + interface_name(options_.interface) + " interface — it offers " +
+                   (me ? "co_simulation" : "model_exchange"));
+  }
+  if (in.needs_execution_tool) {
+    throw FmuError(path + ": the FMU needs its execution tool (needsExecutionTool) — a tool-coupling FMU cannot run in real time here");
+  }
+  Library lib(archive_->directory(), path, md_, options_.interface);
+  Api& a = *api_;
+  a.v2 = md_.fmi_major == 2;
+  if (a.v2) {
+    lib.get(a.instantiate2, "fmi2Instantiate");
+    lib.get(a.free2, "fmi2FreeInstance");
+    lib.get(a.setup2, "fmi2SetupExperiment");
+    lib.get(a.enter_init2, "fmi2EnterInitializationMode");
+    lib.get(a.exit_init2, "fmi2ExitInitializationMode");
+    lib.get(a.terminate2, "fmi2Terminate");
+    lib.get(a.reset2, "fmi2Reset");
+    lib.get(a.get_real2, "fmi2GetReal");
+    lib.get(a.set_real2, "fmi2SetReal");
+    lib.get(a.set_int2, "fmi2SetInteger");
+    lib.get(a.set_bool2, "fmi2SetBoolean");
+    lib.get(a.get_state2, "fmi2GetFMUstate", true);
+    lib.get(a.set_state2, "fmi2SetFMUstate", true);
+    lib.get(a.free_state2, "fmi2FreeFMUstate", true);
+    if (me) {
+      lib.get(a.enter_event2, "fmi2EnterEventMode");
+      lib.get(a.enter_ct2, "fmi2EnterContinuousTimeMode");
+      lib.get(a.new_discrete2, "fmi2NewDiscreteStates");
+      lib.get(a.completed2, "fmi2CompletedIntegratorStep");
+      lib.get(a.set_time2, "fmi2SetTime");
+      lib.get(a.set_x2, "fmi2SetContinuousStates");
+      lib.get(a.get_dx2, "fmi2GetDerivatives");
+      lib.get(a.get_z2, "fmi2GetEventIndicators");
+      lib.get(a.get_x2, "fmi2GetContinuousStates");
+    } else {
+      lib.get(a.do_step2, "fmi2DoStep");
+      lib.get(a.get_dy2, "fmi2GetRealOutputDerivatives", true);
+    }
+    a.callbacks = fmi2CallbackFunctions{fmi2_logger, fmi2_allocate, fmi2_free, nullptr, this};
+  } else {
+    if (me) {
+      lib.get(a.instantiate_me3, "fmi3InstantiateModelExchange");
+    } else {
+      lib.get(a.instantiate_cs3, "fmi3InstantiateCoSimulation");
+    }
+    lib.get(a.free3, "fmi3FreeInstance");
+    lib.get(a.enter_init3, "fmi3EnterInitializationMode");
+    lib.get(a.exit_init3, "fmi3ExitInitializationMode");
+    lib.get(a.terminate3, "fmi3Terminate");
+    lib.get(a.reset3, "fmi3Reset");
+    lib.get(a.get_real3, "fmi3GetFloat64");
+    lib.get(a.set_real3, "fmi3SetFloat64");
+    lib.get(a.set_int3, "fmi3SetInt32");
+    lib.get(a.set_bool3, "fmi3SetBoolean");
+    lib.get(a.get_state3, "fmi3GetFMUState", true);
+    lib.get(a.set_state3, "fmi3SetFMUState", true);
+    lib.get(a.free_state3, "fmi3FreeFMUState", true);
+    lib.get(a.enter_event3, "fmi3EnterEventMode");
+    lib.get(a.update_discrete3, "fmi3UpdateDiscreteStates");
+    if (me) {
+      lib.get(a.enter_ct3, "fmi3EnterContinuousTimeMode");
+      lib.get(a.completed3, "fmi3CompletedIntegratorStep");
+      lib.get(a.set_time3, "fmi3SetTime");
+      lib.get(a.set_x3, "fmi3SetContinuousStates");
+      lib.get(a.get_dx3, "fmi3GetContinuousStateDerivatives");
+      lib.get(a.get_z3, "fmi3GetEventIndicators");
+      lib.get(a.get_x3, "fmi3GetContinuousStates");
+    } else {
+      lib.get(a.do_step3, "fmi3DoStep");
+      lib.get(a.get_dy3, "fmi3GetOutputDerivatives", true);
+    }
+  }
+  library_ = lib.release();
+  orders_.assign(md_.outputs.size(), 1);
+  drain_ = std::thread([this] {
+    while (!stop_log_.load(std::memory_order_acquire)) {
+      flush_log();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  try {
+    instantiate();
+    initialize_instance();
+  } catch (...) {
+    cleanup();  // the destructor does not run for an object whose constructor threw
+    throw;
+  }
+}
+
+void FmuInstance::cleanup() noexcept {
+  Api& a = *api_;
+  if (instance_) {
+    if (a.v2) {
+      if (saved_state_ && a.free_state2) a.free_state2(instance_, &saved_state_);
+      if (!failed()) a.terminate2(instance_);
+      a.free2(instance_);
+    } else {
+      if (saved_state_ && a.free_state3) a.free_state3(instance_, &saved_state_);
+      if (!failed()) a.terminate3(instance_);
+      a.free3(instance_);
+    }
+    instance_ = nullptr;
+  }
+  if (drain_.joinable()) {
+    stop_log_.store(true, std::memory_order_release);
+    drain_.join();
+  }
+  try {
+    flush_log();
+  } catch (...) {
+  }
+  if (library_) {
+    ::dlclose(library_);
+    library_ = nullptr;
+  }
+}
+
+FmuInstance::~FmuInstance() { cleanup(); }
+
+void FmuInstance::instantiate() {
+  Api& a = *api_;
+  const bool me = options_.interface == FmuInterface::kModelExchange;
+  const std::string resources = archive_->directory() + "/resources";
+  if (a.v2) {
+    // FMI 2.0 takes a URI; the directory name is ours (no characters to escape).
+    const std::string uri = "file://" + resources;
+    instance_ = a.instantiate2(options_.instance_name.c_str(), me ? fmi2ModelExchange : fmi2CoSimulation,
+                               md_.token.c_str(), uri.c_str(), &a.callbacks, 0, options_.logging ? 1 : 0);
+  } else {
+    const std::string dir = resources + "/";
+    instance_ = me ? a.instantiate_me3(options_.instance_name.c_str(), md_.token.c_str(), dir.c_str(), false,
+                                       options_.logging, this, fmi3_logger)
+                   : a.instantiate_cs3(options_.instance_name.c_str(), md_.token.c_str(), dir.c_str(), false,
+                                       options_.logging, false, false, nullptr, 0, this, fmi3_logger, nullptr);
+  }
+  if (!instance_) {
+    std::string message = path_ + ": " + (a.v2 ? "fmi2Instantiate" : me ? "fmi3InstantiateModelExchange" : "fmi3InstantiateCoSimulation") +
+                          " returned no instance";
+    if (last_error_[0]) message += ": " + std::string(last_error_);
+    message += std::string(" (the ") + (a.v2 ? "GUID" : "instantiationToken") + " in modelDescription.xml is '" + md_.token + "')";
+    throw FmuError(message);
+  }
+}
+
+void FmuInstance::apply_start_values() {
+  Api& a = *api_;
+  for (const auto& [name, value] : options_.start) {
+    const Variable* v = md_.find(name);
+    if (!v) throw FmuError(path_ + ": no variable '" + name + "'");
+    const std::uint32_t vr = v->value_reference;
+    int status = 0;
+    const char* fn = "";
+    switch (v->type) {
+      case VarType::kReal:
+        fn = a.v2 ? "fmi2SetReal" : "fmi3SetFloat64";
+        status = a.v2 ? static_cast<int>(a.set_real2(instance_, &vr, 1, &value))
+                      : static_cast<int>(a.set_real3(instance_, &vr, 1, &value, 1));
+        break;
+      case VarType::kInteger: {
+        const auto i = static_cast<std::int32_t>(std::lround(value));
+        fn = a.v2 ? "fmi2SetInteger" : "fmi3SetInt32";
+        status = a.v2 ? static_cast<int>(a.set_int2(instance_, &vr, 1, &i))
+                      : static_cast<int>(a.set_int3(instance_, &vr, 1, &i, 1));
+        break;
+      }
+      case VarType::kBoolean: {
+        fn = a.v2 ? "fmi2SetBoolean" : "fmi3SetBoolean";
+        const int b2 = value != 0.0;
+        const bool b3 = value != 0.0;
+        status = a.v2 ? static_cast<int>(a.set_bool2(instance_, &vr, 1, &b2))
+                      : static_cast<int>(a.set_bool3(instance_, &vr, 1, &b3, 1));
+        break;
+      }
+      default:
+        throw FmuError(path_ + ": variable '" + name + "' is of type " + v->type_name + " — a start value must be a Real/Float64, Integer/Int32 or Boolean");
+    }
+    if (!check(status, fn)) throw FmuError(failure() + " (setting the start value of '" + name + "')");
+  }
+}
+
+void FmuInstance::initialize_instance() {
+  Api& a = *api_;
+  const bool me = options_.interface == FmuInterface::kModelExchange;
+  if (a.v2) {
+    if (!check(a.setup2(instance_, 0, 0.0, 0.0, 0, 0.0), "fmi2SetupExperiment")) throw FmuError(failure());
+    apply_start_values();
+    if (!check(a.enter_init2(instance_), "fmi2EnterInitializationMode")) throw FmuError(failure());
+    if (!check(a.exit_init2(instance_), "fmi2ExitInitializationMode")) throw FmuError(failure());
+  } else {
+    apply_start_values();
+    if (!check(a.enter_init3(instance_, false, 0.0, 0.0, false, 0.0), "fmi3EnterInitializationMode")) throw FmuError(failure());
+    if (!check(a.exit_init3(instance_), "fmi3ExitInitializationMode")) throw FmuError(failure());
+  }
+  time_ = 0.0;
+  next_event0_ = std::numeric_limits<double>::infinity();
+  if (me) {
+    // The instance is in event mode after initialisation: iterate, then continuous time.
+    bool changed = false;
+    if (!handle_event_iteration(&changed, &next_event0_)) throw FmuError(failure());
+    x0_.assign(md_.states.size(), 0.0);
+    if (!get_states(x0_.data(), x0_.size())) throw FmuError(failure());
+  }
+  allocations_base_ = g_fmi2_allocations.load(std::memory_order_relaxed);
+}
+
+bool FmuInstance::reinitialize() noexcept {
+  Api& a = *api_;
+  failed_function_ = nullptr;
+  last_error_[0] = '\0';
+  const int reset = a.v2 ? static_cast<int>(a.reset2(instance_)) : static_cast<int>(a.reset3(instance_));
+  if (!check(reset, a.v2 ? "fmi2Reset" : "fmi3Reset")) return false;
+  try {
+    initialize_instance();
+  } catch (...) {
+    return false;
+  }
+  return true;
+}
+
+std::uint64_t FmuInstance::allocations() const noexcept {
+  return g_fmi2_allocations.load(std::memory_order_relaxed) - allocations_base_;
+}
+
+bool FmuInstance::check(int status, const char* function) noexcept {
+  if (status == 0 || status == 1) return true;  // OK, Warning
+  failed_function_ = function;
+  failed_status_ = status;
+  failed_time_ = time_;
+  return false;
+}
+
+std::string FmuInstance::failure() const {
+  if (!failed()) return {};
+  std::ostringstream out;
+  out << "FMU '" << options_.instance_name << "' (" << path_ << "): " << failed_function_ << " returned "
+      << status_name(failed_status_) << " at t = " << failed_time_ << " s";
+  if (last_error_[0]) out << ": " << last_error_;
+  return out.str();
+}
+
+// Each RT function: once failed, nothing more is asked of the FMU.
+#define RTCOSIM_FMU_CALL(v2call, v2name, v3call, v3name) \
+  if (failed()) return false;                            \
+  return api_->v2 ? check(v2call, v2name) : check(v3call, v3name)
+
+bool FmuInstance::set_real(const std::uint32_t* vr, std::size_t n, const double* v) noexcept {
+  if (n == 0) return !failed();
+  RTCOSIM_FMU_CALL(api_->set_real2(instance_, vr, n, v), "fmi2SetReal", api_->set_real3(instance_, vr, n, v, n), "fmi3SetFloat64");
+}
+bool FmuInstance::get_real(const std::uint32_t* vr, std::size_t n, double* v) noexcept {
+  if (n == 0) return !failed();
+  RTCOSIM_FMU_CALL(api_->get_real2(instance_, vr, n, v), "fmi2GetReal", api_->get_real3(instance_, vr, n, v, n), "fmi3GetFloat64");
+}
+bool FmuInstance::set_time(double t) noexcept {
+  time_ = t;
+  RTCOSIM_FMU_CALL(api_->set_time2(instance_, t), "fmi2SetTime", api_->set_time3(instance_, t), "fmi3SetTime");
+}
+bool FmuInstance::set_states(const double* x, std::size_t n) noexcept {
+  if (n == 0) return !failed();
+  RTCOSIM_FMU_CALL(api_->set_x2(instance_, x, n), "fmi2SetContinuousStates", api_->set_x3(instance_, x, n), "fmi3SetContinuousStates");
+}
+bool FmuInstance::get_states(double* x, std::size_t n) noexcept {
+  if (n == 0) return !failed();
+  RTCOSIM_FMU_CALL(api_->get_x2(instance_, x, n), "fmi2GetContinuousStates", api_->get_x3(instance_, x, n), "fmi3GetContinuousStates");
+}
+bool FmuInstance::get_derivatives(double* dx, std::size_t n) noexcept {
+  if (n == 0) return !failed();
+  RTCOSIM_FMU_CALL(api_->get_dx2(instance_, dx, n), "fmi2GetDerivatives", api_->get_dx3(instance_, dx, n), "fmi3GetContinuousStateDerivatives");
+}
+bool FmuInstance::get_event_indicators(double* z, std::size_t n) noexcept {
+  if (n == 0) return !failed();
+  RTCOSIM_FMU_CALL(api_->get_z2(instance_, z, n), "fmi2GetEventIndicators", api_->get_z3(instance_, z, n), "fmi3GetEventIndicators");
+}
+#undef RTCOSIM_FMU_CALL
+
+bool FmuInstance::completed_integrator_step(bool* enter_event_mode) noexcept {
+  if (failed()) return false;
+  Api& a = *api_;
+  if (a.v2) {
+    fmi2Boolean enter = 0, terminate = 0;
+    if (!check(a.completed2(instance_, 1, &enter, &terminate), "fmi2CompletedIntegratorStep")) return false;
+    *enter_event_mode = enter != 0;
+  } else {
+    fmi3Boolean enter = false, terminate = false;
+    if (!check(a.completed3(instance_, true, &enter, &terminate), "fmi3CompletedIntegratorStep")) return false;
+    *enter_event_mode = enter;
+  }
+  return true;
+}
+
+bool FmuInstance::handle_event_iteration(bool* states_changed, double* next_event) noexcept {
+  Api& a = *api_;
+  *states_changed = false;
+  *next_event = std::numeric_limits<double>::infinity();
+  for (int round = 0; round < kMaxEventIterations; ++round) {
+    bool again = false;
+    if (a.v2) {
+      fmi2EventInfo info{};
+      if (!check(a.new_discrete2(instance_, &info), "fmi2NewDiscreteStates")) return false;
+      again = info.newDiscreteStatesNeeded != 0;
+      *states_changed = *states_changed || info.valuesOfContinuousStatesChanged != 0;
+      *next_event = info.nextEventTimeDefined ? info.nextEventTime : std::numeric_limits<double>::infinity();
+    } else {
+      fmi3Boolean need = false, terminate = false, nominals = false, values = false, defined = false;
+      double t_next = 0.0;
+      if (!check(a.update_discrete3(instance_, &need, &terminate, &nominals, &values, &defined, &t_next),
+                 "fmi3UpdateDiscreteStates")) {
+        return false;
+      }
+      again = need;
+      *states_changed = *states_changed || values;
+      *next_event = defined ? t_next : std::numeric_limits<double>::infinity();
+    }
+    if (!again) {
+      return a.v2 ? check(a.enter_ct2(instance_), "fmi2EnterContinuousTimeMode")
+                  : check(a.enter_ct3(instance_), "fmi3EnterContinuousTimeMode");
+    }
+  }
+  // An FMU that never settles: stop it rather than loop in the frame.
+  failed_function_ = a.v2 ? "fmi2NewDiscreteStates (no fixed point after 100 iterations)"
+                          : "fmi3UpdateDiscreteStates (no fixed point after 100 iterations)";
+  failed_status_ = 3;
+  failed_time_ = time_;
+  return false;
+}
+
+bool FmuInstance::handle_event(double t, bool* states_changed, double* next_event) noexcept {
+  if (failed()) return false;
+  time_ = t;
+  Api& a = *api_;
+  if (!(a.v2 ? check(a.enter_event2(instance_), "fmi2EnterEventMode") : check(a.enter_event3(instance_), "fmi3EnterEventMode"))) {
+    return false;
+  }
+  return handle_event_iteration(states_changed, next_event);
+}
+
+bool FmuInstance::do_step(double t, double h) noexcept {
+  if (failed()) return false;
+  time_ = t;
+  Api& a = *api_;
+  if (a.v2) return check(a.do_step2(instance_, t, h, 1), "fmi2DoStep");
+  fmi3Boolean event = false, terminate = false, early = false;
+  double last = 0.0;
+  return check(a.do_step3(instance_, t, h, true, &event, &terminate, &early, &last), "fmi3DoStep");
+}
+
+bool FmuInstance::has_output_derivatives() const noexcept {
+  return md_.co_simulation.max_output_derivative_order >= 1 && (api_->v2 ? api_->get_dy2 != nullptr : api_->get_dy3 != nullptr);
+}
+
+bool FmuInstance::get_output_derivatives(const std::uint32_t* vr, std::size_t n, double* dy) noexcept {
+  if (failed()) return false;
+  if (n == 0) return true;
+  Api& a = *api_;
+  if (a.v2) return check(a.get_dy2(instance_, vr, n, orders_.data(), dy), "fmi2GetRealOutputDerivatives");
+  return check(a.get_dy3(instance_, vr, n, orders_.data(), dy, n), "fmi3GetOutputDerivatives");
+}
+
+bool FmuInstance::save_state() noexcept {
+  Api& a = *api_;
+  const Interface& in = options_.interface == FmuInterface::kModelExchange ? md_.model_exchange : md_.co_simulation;
+  if (failed() || !in.can_get_set_state) return false;
+  if (a.v2) return a.get_state2 && check(a.get_state2(instance_, &saved_state_), "fmi2GetFMUstate");
+  return a.get_state3 && check(a.get_state3(instance_, &saved_state_), "fmi3GetFMUState");
+}
+
+bool FmuInstance::restore_state() noexcept {
+  Api& a = *api_;
+  if (failed() || !saved_state_) return false;
+  if (a.v2) return a.set_state2 && check(a.set_state2(instance_, saved_state_), "fmi2SetFMUstate");
+  return a.set_state3 && check(a.set_state3(instance_, saved_state_), "fmi3SetFMUState");
+}
+
+void FmuInstance::log(int status, const char* category, const char* format, va_list* args) noexcept {
+  FmuLogEntry e;
+  e.status = status;
+  copy_text(e.category, sizeof e.category, category);
+  if (args) {
+    // FMI 2.0 hands a printf format and its arguments, which only live
+    // during the call: formatted here into the fixed entry.
+    std::vsnprintf(e.message, sizeof e.message, format ? format : "", *args);
+  } else {
+    copy_text(e.message, sizeof e.message, format);
+  }
+  if (status >= 2) copy_text(last_error_, sizeof last_error_, e.message);
+  if (!ring_->queue.push(e)) log_dropped_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void FmuInstance::flush_log() {
+  std::lock_guard<std::mutex> lock(ring_->consumer);
+  FmuLogEntry e;
+  while (ring_->queue.pop(e)) {
+    std::string line = "fmu '" + options_.instance_name + "' [" + status_name(e.status) + "]" +
+                       (e.category[0] ? " " + std::string(e.category) : std::string()) + ": " + e.message;
+    if (options_.log_sink) {
+      options_.log_sink(line);
+    } else {
+      std::cerr << line << '\n';
+    }
+  }
+}
+
+}  // namespace rtcosim::tasks::fmu

@@ -1,0 +1,165 @@
+#pragma once
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "tasks/fmu/fmu_archive.hpp"
+#include "tasks/fmu/model_description.hpp"
+
+namespace rtcosim::tasks::fmu {
+
+enum class FmuInterface { kModelExchange, kCoSimulation };
+const char* interface_name(FmuInterface i) noexcept;
+
+// The binary an FMU needs on this platform, relative to the archive root.
+std::string binary_path(const ModelDescription& md, FmuInterface i);
+
+// What `rtcosim fmu info` prints: the description, the platform binaries
+// the archive carries, and whether this platform's binary loads and
+// exports the interface's functions (an error message when not).
+struct FmuInfo {
+  ModelDescription description;
+  std::vector<std::string> platforms;  // directories under binaries/
+  std::string me_binary_problem, cs_binary_problem;  // empty: loads
+};
+FmuInfo inspect(const std::string& path);
+
+// One message from an FMU's logger, formatted into fixed storage so that
+// the callback, which runs on whatever thread called the FMU, allocates
+// nothing.
+struct FmuLogEntry {
+  int status = 0;  // 0 OK .. 4 Fatal
+  char category[48] = {};
+  char message[464] = {};
+};
+
+struct FmuOptions {
+  FmuInterface interface = FmuInterface::kModelExchange;
+  std::string instance_name = "fmu";
+  bool logging = false;  // the FMU's loggingOn
+  std::vector<std::pair<std::string, double>> start;  // variable name, value (checked by the caller)
+  // Where the drain thread writes log lines; stderr when empty.
+  std::function<void(const std::string&)> log_sink;
+};
+
+/*
+ * FmuInstance: one instantiated FMU (FMI 2.0 or 3.0, model exchange or
+ * co-simulation). The constructor unpacks the archive into a private
+ * directory, parses modelDescription.xml, dlopens this platform's binary,
+ * resolves the functions, instantiates, applies the start values and
+ * initialises at t = 0 (a model-exchange FMU is left in continuous-time
+ * mode, a co-simulation FMU in step mode); every failure is one FmuError.
+ * The destructor terminates and frees the instance and removes the files.
+ *
+ * RT-safe: the functions marked noexcept below call exactly one FMU
+ * function each (handle_event: the event iteration, bounded) on buffers
+ * the caller owns; they return false on a status other than OK or
+ * Warning, after which `failed()` is true and every further call returns
+ * false at once; `failure()` (not RT) then says which function, at what
+ * time, with the FMU's last error message.
+ *
+ * Logging: the FMU's logger callback formats into a fixed-size lock-free
+ * ring; a thread started here drains it every 20 ms to the sink. A full
+ * ring drops (counted), never waits. One thread owns the instance's RT
+ * functions at a time.
+ */
+class FmuInstance {
+ public:
+  FmuInstance(const std::string& path, const FmuOptions& options);
+  ~FmuInstance();
+  FmuInstance(const FmuInstance&) = delete;
+  FmuInstance& operator=(const FmuInstance&) = delete;
+
+  [[nodiscard]] const ModelDescription& description() const noexcept { return md_; }
+  [[nodiscard]] FmuInterface interface() const noexcept { return options_.interface; }
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  // Continuous states after initialisation (model exchange).
+  [[nodiscard]] const std::vector<double>& initial_states() const noexcept { return x0_; }
+  // The first time event after initialisation; +inf when none.
+  [[nodiscard]] double initial_next_event() const noexcept { return next_event0_; }
+
+  // Back to the state after construction (fmiReset, start values,
+  // initialisation). Not RT; false with failure() set when the FMU fails.
+  bool reinitialize() noexcept;
+
+  // RT-safe (see above).
+  bool set_real(const std::uint32_t* vr, std::size_t n, const double* v) noexcept;
+  bool get_real(const std::uint32_t* vr, std::size_t n, double* v) noexcept;
+  bool set_time(double t) noexcept;
+  bool set_states(const double* x, std::size_t n) noexcept;
+  bool get_states(double* x, std::size_t n) noexcept;
+  bool get_derivatives(double* dx, std::size_t n) noexcept;
+  bool get_event_indicators(double* z, std::size_t n) noexcept;
+  bool completed_integrator_step(bool* enter_event_mode) noexcept;
+  // Event mode, discrete-state iteration (at most kMaxEventIterations
+  // rounds), back to continuous-time mode. `states_changed` tells the
+  // caller to re-read the continuous states; `next_event` is the next time
+  // event (+inf: none).
+  bool handle_event(double t, bool* states_changed, double* next_event) noexcept;
+  bool do_step(double t, double h) noexcept;
+  [[nodiscard]] bool has_output_derivatives() const noexcept;
+  bool get_output_derivatives(const std::uint32_t* vr, std::size_t n, double* dy) noexcept;
+  static constexpr int kMaxEventIterations = 100;
+
+  // Serialised-state snapshots for rollback, outside the frame path
+  // (canGetAndSetFMUstate). False when the FMU cannot.
+  bool save_state() noexcept;
+  bool restore_state() noexcept;
+
+  [[nodiscard]] bool failed() const noexcept { return failed_function_ != nullptr; }
+  [[nodiscard]] std::string failure() const;
+  // Heap blocks FMUs requested through the FMI 2.0 allocateMemory callback
+  // since this instance finished initialising (the callback carries no
+  // instance, so this counts every FMI 2.0 FMU of the process): an FMU
+  // that allocates while stepping shows here.
+  [[nodiscard]] std::uint64_t allocations() const noexcept;
+  [[nodiscard]] std::uint64_t log_dropped() const noexcept { return log_dropped_.load(std::memory_order_relaxed); }
+  // Drains the log ring now (tests; the drain thread does it otherwise).
+  void flush_log();
+
+  // Called by the logger trampolines.
+  void log(int status, const char* category, const char* format, va_list* args) noexcept;
+
+ private:
+  struct Api;
+  struct Ring;
+  bool check(int status, const char* function) noexcept;
+  void initialize_instance();  // start values, initialisation mode, first event iteration
+  void instantiate();
+  void apply_start_values();
+  bool handle_event_iteration(bool* states_changed, double* next_event) noexcept;
+  void cleanup() noexcept;
+
+  std::string path_;
+  FmuOptions options_;
+  std::unique_ptr<ExtractedArchive> archive_;
+  ModelDescription md_;
+  void* library_ = nullptr;
+  std::unique_ptr<Api> api_;
+  void* instance_ = nullptr;
+  std::vector<double> x0_;
+  double next_event0_ = 0.0;
+  double time_ = 0.0;
+  void* saved_state_ = nullptr;
+  std::vector<std::int32_t> orders_;  // all 1, sized for the outputs
+
+  const char* failed_function_ = nullptr;
+  int failed_status_ = 0;
+  double failed_time_ = 0.0;
+  char last_error_[464] = {};
+  std::uint64_t allocations_base_ = 0;
+  std::atomic<std::uint64_t> log_dropped_{0};
+
+  std::unique_ptr<Ring> ring_;
+  std::atomic<bool> stop_log_{false};
+  std::thread drain_;
+};
+
+}  // namespace rtcosim::tasks::fmu

@@ -1,0 +1,283 @@
+#include "tasks/fmu/model_description.hpp"
+
+#include <pugixml.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstring>
+#include <map>
+
+namespace rtcosim::tasks::fmu {
+
+namespace {
+
+// An FMU is hostile input: a description with more than this many variables
+// is refused rather than sized from.
+constexpr std::size_t kMaxVariables = 100000;
+
+bool attr_flag(const pugi::xml_node& n, const char* name) {
+  const char* v = n.attribute(name).value();
+  return std::strcmp(v, "true") == 0 || std::strcmp(v, "1") == 0;
+}
+
+std::optional<std::uint64_t> parse_unsigned(const char* text) {
+  std::uint64_t v = 0;
+  const char* end = text + std::strlen(text);
+  const auto [p, ec] = std::from_chars(text, end, v);
+  if (ec != std::errc() || p != end || p == text) return std::nullopt;
+  return v;
+}
+
+std::optional<Causality> parse_causality(const std::string& s) {
+  if (s.empty() || s == "local") return Causality::kLocal;
+  if (s == "parameter") return Causality::kParameter;
+  if (s == "calculatedParameter") return Causality::kCalculatedParameter;
+  if (s == "input") return Causality::kInput;
+  if (s == "output") return Causality::kOutput;
+  if (s == "independent") return Causality::kIndependent;
+  if (s == "structuralParameter") return Causality::kStructuralParameter;
+  return std::nullopt;
+}
+
+std::optional<Variability> parse_variability(const std::string& s, bool real) {
+  if (s.empty()) return real ? Variability::kContinuous : Variability::kDiscrete;
+  if (s == "constant") return Variability::kConstant;
+  if (s == "fixed") return Variability::kFixed;
+  if (s == "tunable") return Variability::kTunable;
+  if (s == "discrete") return Variability::kDiscrete;
+  if (s == "continuous") return Variability::kContinuous;
+  return std::nullopt;
+}
+
+VarType type_of(const std::string& element) {
+  if (element == "Real" || element == "Float64") return VarType::kReal;
+  if (element == "Integer" || element == "Int32") return VarType::kInteger;
+  if (element == "Boolean") return VarType::kBoolean;
+  if (element == "String") return VarType::kString;
+  return VarType::kOther;
+}
+
+Interface read_interface(const pugi::xml_node& n, int major) {
+  Interface i;
+  if (!n) return i;
+  i.present = true;
+  i.model_identifier = n.attribute("modelIdentifier").value();
+  i.can_handle_variable_step = attr_flag(n, "canHandleVariableCommunicationStepSize");
+  i.can_get_set_state = attr_flag(n, major == 2 ? "canGetAndSetFMUstate" : "canGetAndSetFMUState");
+  i.provides_directional_derivatives =
+      attr_flag(n, major == 2 ? "providesDirectionalDerivative" : "providesDirectionalDerivatives");
+  i.needs_execution_tool = attr_flag(n, "needsExecutionTool");
+  i.can_be_instantiated_only_once = attr_flag(n, major == 2 ? "canBeInstantiatedOnlyOncePerProcess"
+                                                            : "canBeInstantiatedOnlyOncePerProcess");
+  if (const auto v = parse_unsigned(n.attribute("maxOutputDerivativeOrder").value())) {
+    i.max_output_derivative_order = static_cast<int>(std::min<std::uint64_t>(*v, 16));
+  }
+  return i;
+}
+
+// A model identifier names a file in binaries/: a C identifier, nothing
+// that could climb out of the directory.
+bool valid_identifier(const std::string& id) {
+  if (id.empty() || id.size() > 200) return false;
+  for (char c : id) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return !std::isdigit(static_cast<unsigned char>(id[0]));
+}
+
+}  // namespace
+
+const Variable* ModelDescription::find(const std::string& name) const noexcept {
+  for (const auto& v : variables) {
+    if (v.name == name) return &v;
+  }
+  return nullptr;
+}
+
+const char* causality_name(Causality c) noexcept {
+  switch (c) {
+    case Causality::kParameter: return "parameter";
+    case Causality::kCalculatedParameter: return "calculatedParameter";
+    case Causality::kInput: return "input";
+    case Causality::kOutput: return "output";
+    case Causality::kLocal: return "local";
+    case Causality::kIndependent: return "independent";
+    case Causality::kStructuralParameter: return "structuralParameter";
+  }
+  return "?";
+}
+
+const char* variability_name(Variability v) noexcept {
+  switch (v) {
+    case Variability::kConstant: return "constant";
+    case Variability::kFixed: return "fixed";
+    case Variability::kTunable: return "tunable";
+    case Variability::kDiscrete: return "discrete";
+    case Variability::kContinuous: return "continuous";
+  }
+  return "?";
+}
+
+ModelDescription parse_model_description(const std::string& xml, const std::string& where) {
+  pugi::xml_document doc;
+  const pugi::xml_parse_result parsed = doc.load_buffer(xml.data(), xml.size());
+  if (!parsed) {
+    int line = 1;
+    for (std::ptrdiff_t i = 0; i < parsed.offset && i < static_cast<std::ptrdiff_t>(xml.size()); ++i) {
+      if (xml[static_cast<std::size_t>(i)] == '\n') ++line;
+    }
+    throw FmuError(where + ": modelDescription.xml line " + std::to_string(line) + ": " + parsed.description() +
+                   " — expected well-formed XML");
+  }
+  const pugi::xml_node root = doc.child("fmiModelDescription");
+  if (!root) throw FmuError(where + ": modelDescription.xml has no <fmiModelDescription> root element");
+  ModelDescription md;
+  md.fmi_version = root.attribute("fmiVersion").value();
+  if (md.fmi_version == "2.0") {
+    md.fmi_major = 2;
+  } else if (md.fmi_version.rfind("3.", 0) == 0) {
+    md.fmi_major = 3;
+  } else {
+    throw FmuError(where + ": fmiVersion '" + md.fmi_version + "' is not supported — expected \"2.0\" or \"3.x\"");
+  }
+  const int major = md.fmi_major;
+  md.model_name = root.attribute("modelName").value();
+  md.token = root.attribute(major == 2 ? "guid" : "instantiationToken").value();
+  if (md.token.empty()) {
+    throw FmuError(where + ": <fmiModelDescription> has no " +
+                   std::string(major == 2 ? "guid" : "instantiationToken") + " — it is required");
+  }
+  md.description = root.attribute("description").value();
+  md.generation_tool = root.attribute("generationTool").value();
+  md.model_exchange = read_interface(root.child("ModelExchange"), major);
+  md.co_simulation = read_interface(root.child("CoSimulation"), major);
+  if (root.child("ScheduledExecution")) md.unsupported.push_back("ScheduledExecution interface");
+  if (!md.model_exchange.present && !md.co_simulation.present) {
+    throw FmuError(where + ": the FMU declares neither <ModelExchange> nor <CoSimulation> — rtcosim runs one of them");
+  }
+  for (const Interface* i : {&md.model_exchange, &md.co_simulation}) {
+    if (i->present && !valid_identifier(i->model_identifier)) {
+      throw FmuError(where + ": modelIdentifier '" + i->model_identifier +
+                     "' is not a C identifier — it names the binary, so only letters, digits and '_' are allowed");
+    }
+  }
+  if (const auto de = root.child("DefaultExperiment")) md.default_step = de.attribute("stepSize").as_double(0.0);
+
+  const pugi::xml_node vars = root.child("ModelVariables");
+  if (!vars) throw FmuError(where + ": modelDescription.xml has no <ModelVariables>");
+  std::map<std::uint32_t, std::size_t> by_vr;  // FMI 3.0 refers to variables by value reference
+  std::vector<std::string> derivative_refs;  // the 'derivative' attribute per variable, resolved below
+  for (const pugi::xml_node n : vars.children()) {
+    if (n.type() != pugi::node_element) continue;
+    if (md.variables.size() >= kMaxVariables) {
+      throw FmuError(where + ": more than " + std::to_string(kMaxVariables) + " variables — refused");
+    }
+    Variable v;
+    pugi::xml_node typed = n;
+    if (major == 2) {
+      if (std::strcmp(n.name(), "ScalarVariable") != 0) continue;
+      typed = n.first_child();
+      while (typed && typed.type() != pugi::node_element) typed = typed.next_sibling();
+      if (!typed) throw FmuError(where + ": variable '" + std::string(n.attribute("name").value()) + "' has no type element");
+    }
+    v.name = n.attribute("name").value();
+    if (v.name.empty()) throw FmuError(where + ": a variable has no name");
+    v.type_name = typed.name();
+    v.type = type_of(v.type_name);
+    const auto vr = parse_unsigned(n.attribute("valueReference").value());
+    if (!vr || *vr > 0xffffffffu) {
+      throw FmuError(where + ": variable '" + v.name + "' has no valid valueReference — expected an unsigned integer");
+    }
+    v.value_reference = static_cast<std::uint32_t>(*vr);
+    const auto c = parse_causality(n.attribute("causality").value());
+    if (!c) throw FmuError(where + ": variable '" + v.name + "': unknown causality '" + n.attribute("causality").value() + "'");
+    v.causality = *c;
+    const auto va = parse_variability(n.attribute("variability").value(), v.type == VarType::kReal);
+    if (!va) throw FmuError(where + ": variable '" + v.name + "': unknown variability '" + n.attribute("variability").value() + "'");
+    v.variability = *va;
+    v.unit = typed.attribute("unit").value();
+    if (v.unit.empty() && major == 2) v.unit = typed.attribute("declaredType").value();
+    v.start = typed.attribute("start").value();
+    v.description = n.attribute("description").value();
+    if (major == 3 && n.child("Dimension")) {
+      v.array = true;
+      md.unsupported.push_back("array variable '" + v.name + "'");
+    }
+    if (major == 3 && (v.type_name == "Clock" || n.attribute("clocks"))) {
+      md.unsupported.push_back("clock or clocked variable '" + v.name + "'");
+    }
+    derivative_refs.emplace_back(typed.attribute("derivative").value());
+    by_vr.emplace(v.value_reference, md.variables.size());
+    md.variables.push_back(std::move(v));
+  }
+  // Resolves a reference to a variable: FMI 2.0 by 1-based index, 3.0 by value reference.
+  auto resolve = [&](const char* text, const std::string& context) -> std::size_t {
+    const auto r = parse_unsigned(text);
+    if (major == 2) {
+      if (!r || *r == 0 || *r > md.variables.size()) {
+        throw FmuError(where + ": " + context + " refers to variable index '" + text + "' — expected 1.." +
+                       std::to_string(md.variables.size()));
+      }
+      return static_cast<std::size_t>(*r - 1);
+    }
+    const auto it = r ? by_vr.find(static_cast<std::uint32_t>(*r)) : by_vr.end();
+    if (it == by_vr.end()) throw FmuError(where + ": " + context + " refers to unknown valueReference '" + text + "'");
+    return it->second;
+  };
+  for (std::size_t i = 0; i < md.variables.size(); ++i) {
+    if (!derivative_refs[i].empty()) md.variables[i].derivative_of = resolve(derivative_refs[i].c_str(), "variable '" + md.variables[i].name + "' derivative");
+  }
+
+  const pugi::xml_node ms = root.child("ModelStructure");
+  auto read_dependencies = [&](const pugi::xml_node& n, const std::string& context) {
+    const pugi::xml_attribute deps = n.attribute("dependencies");
+    if (!deps) return std::optional<std::vector<std::size_t>>{};
+    std::vector<std::size_t> out;
+    std::string list = deps.value();
+    std::size_t pos = 0;
+    while (pos < list.size()) {
+      while (pos < list.size() && std::isspace(static_cast<unsigned char>(list[pos]))) ++pos;
+      std::size_t end = pos;
+      while (end < list.size() && !std::isspace(static_cast<unsigned char>(list[end]))) ++end;
+      if (end > pos) out.push_back(resolve(list.substr(pos, end - pos).c_str(), context));
+      pos = end;
+    }
+    return std::optional<std::vector<std::size_t>>{std::move(out)};
+  };
+  const char* output_tag = major == 2 ? "Unknown" : "Output";
+  const char* attr = major == 2 ? "index" : "valueReference";
+  const pugi::xml_node outs = major == 2 ? ms.child("Outputs") : ms;
+  for (const pugi::xml_node n : outs.children(output_tag)) {
+    const std::size_t i = resolve(n.attribute(attr).value(), "ModelStructure output");
+    md.outputs.push_back(i);
+    md.output_dependencies.push_back(read_dependencies(n, "the dependencies of output '" + md.variables[i].name + "'"));
+  }
+  const pugi::xml_node ders = major == 2 ? ms.child("Derivatives") : ms;
+  for (const pugi::xml_node n : ders.children(major == 2 ? "Unknown" : "ContinuousStateDerivative")) {
+    const std::size_t d = resolve(n.attribute(attr).value(), "ModelStructure derivative");
+    const auto& of = md.variables[d].derivative_of;
+    if (!of) {
+      throw FmuError(where + ": '" + md.variables[d].name + "' is listed as a state derivative but has no 'derivative' attribute");
+    }
+    md.derivatives.push_back(d);
+    md.states.push_back(*of);
+  }
+  if (major == 2) {
+    md.event_indicators = root.attribute("numberOfEventIndicators").as_uint(0);
+  } else {
+    for ([[maybe_unused]] const pugi::xml_node n : ms.children("EventIndicator")) ++md.event_indicators;
+  }
+  if (md.event_indicators > kMaxVariables) throw FmuError(where + ": numberOfEventIndicators is implausible — refused");
+  // Outputs declared by causality but missing from ModelStructure still are outputs.
+  for (std::size_t i = 0; i < md.variables.size(); ++i) {
+    if (md.variables[i].causality != Causality::kOutput) continue;
+    if (std::find(md.outputs.begin(), md.outputs.end(), i) == md.outputs.end()) {
+      md.outputs.push_back(i);
+      md.output_dependencies.emplace_back();
+    }
+  }
+  return md;
+}
+
+}  // namespace rtcosim::tasks::fmu

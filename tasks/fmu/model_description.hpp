@@ -1,0 +1,86 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rtcosim::tasks::fmu {
+
+// A set-up error about an FMU: what was wrong (one message per problem),
+// naming the file and, where it helps, what a valid FMU has instead.
+class FmuError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class Causality { kParameter, kCalculatedParameter, kInput, kOutput, kLocal, kIndependent, kStructuralParameter };
+enum class Variability { kConstant, kFixed, kTunable, kDiscrete, kContinuous };
+// Scalar types rtcosim reads and writes; anything else is kOther (listed,
+// never used as a port).
+enum class VarType { kReal, kInteger, kBoolean, kString, kOther };
+
+struct Variable {
+  std::string name;
+  std::uint32_t value_reference = 0;
+  Causality causality = Causality::kLocal;
+  Variability variability = Variability::kContinuous;
+  VarType type = VarType::kReal;
+  std::string type_name;  // as written: Real, Integer, Float64, Int32, Boolean, ...
+  std::string unit;
+  std::string start;  // as written; empty when none
+  std::string description;
+  // The variable this one is the derivative of (index into variables), if any.
+  std::optional<std::size_t> derivative_of;
+  bool array = false;  // FMI 3.0 <Dimension>: refused as a port
+};
+
+struct Interface {
+  bool present = false;
+  std::string model_identifier;
+  bool can_handle_variable_step = false;  // CoSimulation only
+  bool can_get_set_state = false;
+  bool provides_directional_derivatives = false;
+  bool needs_execution_tool = false;
+  bool can_be_instantiated_only_once = false;
+  int max_output_derivative_order = 0;  // CoSimulation only
+};
+
+/*
+ * ModelDescription: what an FMU's modelDescription.xml declares, for FMI
+ * 2.0 and 3.0 alike. `states` lists the continuous states in the order of
+ * the FMU's state vector (FMI 2.0: the <Derivatives> list, FMI 3.0: the
+ * <ContinuousStateDerivative> list), as indices into `variables`;
+ * `output_dependencies[i]` are the input variables output i depends on
+ * (nullopt: not declared, so every input). Plain data, set-up only.
+ */
+struct ModelDescription {
+  int fmi_major = 0;  // 2 or 3
+  std::string fmi_version;
+  std::string model_name;
+  std::string token;  // GUID (2.0) or instantiationToken (3.0)
+  std::string description;
+  std::string generation_tool;
+  Interface model_exchange;
+  Interface co_simulation;
+  std::vector<Variable> variables;
+  std::vector<std::size_t> states;
+  std::vector<std::size_t> derivatives;  // derivatives[i] is d states[i] / dt
+  std::vector<std::size_t> outputs;
+  std::vector<std::optional<std::vector<std::size_t>>> output_dependencies;
+  std::size_t event_indicators = 0;
+  std::vector<std::string> unsupported;  // clocks, arrays, ...: named in `fmu info`, refused as ports
+  double default_step = 0.0;             // DefaultExperiment stepSize, 0 when absent
+
+  [[nodiscard]] const Variable* find(const std::string& name) const noexcept;
+};
+
+// Parses the text of a modelDescription.xml; FmuError naming `where` (the
+// file) and the offending element on anything malformed.
+ModelDescription parse_model_description(const std::string& xml, const std::string& where);
+
+const char* causality_name(Causality c) noexcept;
+const char* variability_name(Variability v) noexcept;
+
+}  // namespace rtcosim::tasks::fmu

@@ -1,0 +1,156 @@
+/* The mass-spring-damper of msd2.c as an FMI 3.0 FMU (model exchange and
+ * co-simulation): m x'' + c x' + k x = F. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/fmu/fmi_api.h"
+#include "tests/fmus/msd_model.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum { VR_X = 1, VR_V, VR_DX, VR_DV, VR_M, VR_K, VR_C, VR_F, VR_X0, VR_V0, NVR };
+
+typedef struct {
+  double r[NVR];
+  double time;
+  fmi3InstanceEnvironment env;
+  fmi3LogMessageCallback log;
+} Model;
+
+static void defaults(Model* m) {
+  memset(m->r, 0, sizeof m->r);
+  m->r[VR_M] = 1.0;
+  m->r[VR_K] = 4.0;
+  m->r[VR_C] = 0.4;
+  m->r[VR_X0] = 1.0;
+  m->time = 0.0;
+}
+
+static void derivs(const Model* m, double x, double v, double* dx, double* dv) {
+  const MsdParams p = {m->r[VR_M], m->r[VR_K], m->r[VR_C], m->r[VR_F]};
+  msd_derivs(&p, x, v, dx, dv);
+}
+
+static fmi3Instance instantiate(fmi3String token, fmi3InstanceEnvironment env, fmi3LogMessageCallback log) {
+  if (!token || strcmp(token, "{msd-3}") != 0) {
+    if (log) log(env, fmi3Error, "logStatusError", "instantiationToken does not match this binary's {msd-3}");
+    return NULL;
+  }
+  Model* m = (Model*)calloc(1, sizeof(Model));
+  if (!m) return NULL;
+  m->env = env;
+  m->log = log;
+  defaults(m);
+  return m;
+}
+
+EXPORT const char* fmi3GetVersion(void) { return "3.0"; }
+EXPORT fmi3Instance fmi3InstantiateModelExchange(fmi3String name, fmi3String token, fmi3String res, fmi3Boolean vis,
+                                                 fmi3Boolean logging, fmi3InstanceEnvironment env,
+                                                 fmi3LogMessageCallback log) {
+  (void)name, (void)res, (void)vis, (void)logging;
+  return instantiate(token, env, log);
+}
+EXPORT fmi3Instance fmi3InstantiateCoSimulation(fmi3String name, fmi3String token, fmi3String res, fmi3Boolean vis,
+                                                fmi3Boolean logging, fmi3Boolean eventMode, fmi3Boolean early,
+                                                const fmi3ValueReference req[], size_t nreq,
+                                                fmi3InstanceEnvironment env, fmi3LogMessageCallback log,
+                                                fmi3IntermediateUpdateCallback upd) {
+  (void)name, (void)res, (void)vis, (void)logging, (void)eventMode, (void)early, (void)req, (void)nreq, (void)upd;
+  return instantiate(token, env, log);
+}
+EXPORT void fmi3FreeInstance(fmi3Instance i) { free(i); }
+EXPORT fmi3Status fmi3EnterInitializationMode(fmi3Instance i, fmi3Boolean td, fmi3Float64 tol, fmi3Float64 t0,
+                                              fmi3Boolean sd, fmi3Float64 stop) {
+  (void)td, (void)tol, (void)sd, (void)stop;
+  ((Model*)i)->time = t0;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance i) {
+  Model* m = (Model*)i;
+  m->r[VR_X] = m->r[VR_X0];
+  m->r[VR_V] = m->r[VR_V0];
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3Terminate(fmi3Instance i) { (void)i; return fmi3OK; }
+EXPORT fmi3Status fmi3Reset(fmi3Instance i) { defaults((Model*)i); return fmi3OK; }
+EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) { (void)i; return fmi3OK; }
+EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance i) { (void)i; return fmi3OK; }
+EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean* need, fmi3Boolean* term, fmi3Boolean* nom,
+                                           fmi3Boolean* values, fmi3Boolean* defined, fmi3Float64* next) {
+  (void)i;
+  *need = *term = *nom = *values = *defined = false;
+  *next = 0.0;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3GetFloat64(fmi3Instance i, const fmi3ValueReference vr[], size_t n, fmi3Float64 v[], size_t nv) {
+  Model* m = (Model*)i;
+  if (nv != n) return fmi3Error;
+  derivs(m, m->r[VR_X], m->r[VR_V], &m->r[VR_DX], &m->r[VR_DV]);
+  for (size_t k = 0; k < n; ++k) {
+    if (vr[k] == 0 || vr[k] >= NVR) {
+      if (m->log) m->log(m->env, fmi3Error, "logStatusError", "unknown value reference");
+      return fmi3Error;
+    }
+    v[k] = m->r[vr[k]];
+  }
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Float64 v[], size_t nv) {
+  Model* m = (Model*)i;
+  if (nv != n) return fmi3Error;
+  for (size_t k = 0; k < n; ++k) {
+    if (vr[k] == 0 || vr[k] >= NVR) return fmi3Error;
+    m->r[vr[k]] = v[k];
+  }
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3SetInt32(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Int32 v[], size_t nv) {
+  (void)i, (void)vr, (void)v, (void)nv;
+  return n ? fmi3Error : fmi3OK;
+}
+EXPORT fmi3Status fmi3SetBoolean(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Boolean v[], size_t nv) {
+  (void)i, (void)vr, (void)v, (void)nv;
+  return n ? fmi3Error : fmi3OK;
+}
+EXPORT fmi3Status fmi3CompletedIntegratorStep(fmi3Instance i, fmi3Boolean no, fmi3Boolean* enter, fmi3Boolean* term) {
+  (void)i, (void)no;
+  *enter = *term = false;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3SetTime(fmi3Instance i, fmi3Float64 t) { ((Model*)i)->time = t; return fmi3OK; }
+EXPORT fmi3Status fmi3SetContinuousStates(fmi3Instance i, const fmi3Float64 x[], size_t n) {
+  Model* m = (Model*)i;
+  if (n != 2) return fmi3Error;
+  m->r[VR_X] = x[0];
+  m->r[VR_V] = x[1];
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3GetContinuousStates(fmi3Instance i, fmi3Float64 x[], size_t n) {
+  Model* m = (Model*)i;
+  if (n != 2) return fmi3Error;
+  x[0] = m->r[VR_X];
+  x[1] = m->r[VR_V];
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3GetContinuousStateDerivatives(fmi3Instance i, fmi3Float64 dx[], size_t n) {
+  Model* m = (Model*)i;
+  if (n != 2) return fmi3Error;
+  derivs(m, m->r[VR_X], m->r[VR_V], &dx[0], &dx[1]);
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3GetEventIndicators(fmi3Instance i, fmi3Float64 z[], size_t n) {
+  (void)i, (void)z;
+  return n ? fmi3Error : fmi3OK;
+}
+EXPORT fmi3Status fmi3DoStep(fmi3Instance i, fmi3Float64 t, fmi3Float64 h, fmi3Boolean no, fmi3Boolean* event,
+                             fmi3Boolean* term, fmi3Boolean* early, fmi3Float64* last) {
+  Model* m = (Model*)i;
+  (void)no;
+  const MsdParams p = {m->r[VR_M], m->r[VR_K], m->r[VR_C], m->r[VR_F]};
+  msd_advance(&p, &m->r[VR_X], &m->r[VR_V], h);
+  m->time = t + h;
+  *event = *term = *early = false;
+  *last = t + h;
+  return fmi3OK;
+}

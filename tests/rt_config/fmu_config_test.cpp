@@ -1,0 +1,112 @@
+// An FMU in a task-graph file: its variables are ports, checked against
+// modelDescription.xml with file:line:column diagnostics.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "rt_config/loader.hpp"
+
+namespace rtcosim::config {
+namespace {
+
+const std::string kDir = RTCOSIM_FMU_DIR;
+
+std::vector<std::string> errors_of(const std::string& yaml) {
+  const auto r = load_graph_text(yaml, "plant.yaml");
+  std::vector<std::string> out;
+  for (const auto& d : r.diagnostics) {
+    if (d.severity == Diagnostic::Severity::kError) out.push_back(d.str());
+  }
+  return out;
+}
+
+std::string graph(const std::string& params, const std::string& wire = "{from: f.y, to: plant.F}",
+                  const std::string& step = "fixed") {
+  return "tasks:\n  - {name: t, period: 10ms, integrator: rk4, step: " + step + "}\n"
+         "blocks:\n"
+         "  - {name: f, type: constant, task: t, params: {value: 0}}\n"
+         "  - {name: plant, type: fmu, task: t, params: {" + params + "}}\n"
+         "wires:\n  - " + wire + "\n";
+}
+
+TEST(FmuConfig, AnFmusVariablesArePortsAndStartValuesAreAMapping) {
+  const auto r = load_graph_text(graph("file: " + kDir + "/msd2.fmu, interface: model_exchange, start: {m: 2.0, x0: 0.5}") +
+                                     "record: {file: out.csv, signals: [plant.x, plant.v]}\n",
+                                 "plant.yaml");
+  for (const auto& d : r.diagnostics) ADD_FAILURE() << d.str();
+  ASSERT_TRUE(r.ok());
+  const auto& params = r.graph.diagram.blocks[1].params;
+  EXPECT_TRUE(params.has("start.m"));
+  EXPECT_TRUE(params.has("start.x0"));
+}
+
+TEST(FmuConfig, MisspeltNamesGetDidYouMeanAtTheirLineAndColumn) {
+  auto e = errors_of(graph("file: " + kDir + "/msd2.fmu", "{from: f.y, to: plant.f}"));
+  ASSERT_EQ(e.size(), 2u);  // and plant.F is not connected
+  EXPECT_EQ(e[1], "plant.yaml:7:21: error: block 'plant' (fmu) has no input port 'f' (did you mean 'F'?) — its inputs: F");
+  const std::string text = graph("file: " + kDir + "/msd2.fmu, start: {mm: 2}");
+  e = errors_of(text);
+  ASSERT_EQ(e.size(), 1u);
+  // At the misspelt key itself, on line 5.
+  const auto line5 = text.find("  - {name: plant");
+  const auto column = text.find("mm:") - line5 + 1;
+  EXPECT_NE(e[0].find("plant.yaml:5:" + std::to_string(column) + ": error: block 'plant' (fmu): 'start' names 'mm', which"),
+            std::string::npos)
+      << e[0];
+  EXPECT_NE(e[0].find("does not declare (did you mean 'm'?)"), std::string::npos) << e[0];
+}
+
+TEST(FmuConfig, CausalityIsChecked) {
+  // An input used as an output, an output given a start value.
+  auto e = errors_of(graph("file: " + kDir + "/msd2.fmu", "{from: plant.F, to: plant.F}"));
+  ASSERT_FALSE(e.empty());
+  EXPECT_NE(e[0].find("block 'plant' (fmu) has no output port 'F' ('F' is one of its inputs)"), std::string::npos) << e[0];
+  e = errors_of(graph("file: " + kDir + "/msd2.fmu, start: {a: 1}"));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("'a' is a continuous output without a start value — only parameters, inputs and variables with a "
+                      "start value take one"),
+            std::string::npos)
+      << e[0];
+}
+
+TEST(FmuConfig, AMeasuredStepNeedsAVariableStepFmu) {
+  auto e = errors_of(graph("file: " + kDir + "/msd2_fixed.fmu, interface: co_simulation", "{from: f.y, to: plant.F}", "measured"));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("plant.yaml:5:5: error: block 'plant' (fmu) runs in task 't' with step: measured, but its FMU declares "
+                      "canHandleVariableCommunicationStepSize=\"false\""),
+            std::string::npos)
+      << e[0];
+  EXPECT_TRUE(errors_of(graph("file: " + kDir + "/msd2_fixed.fmu, interface: co_simulation")).empty());
+  EXPECT_TRUE(errors_of(graph("file: " + kDir + "/msd2.fmu, interface: co_simulation", "{from: f.y, to: plant.F}", "measured")).empty());
+}
+
+TEST(FmuConfig, BadFmusAreOneErrorAtTheFileParameter) {
+  auto e = errors_of(graph("file: " + kDir + "/msd2_wrong_guid.fmu"));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("plant.yaml:5:48: error: block 'plant' (fmu): "), std::string::npos) << e[0];
+  EXPECT_NE(e[0].find("fmi2Instantiate returned no instance"), std::string::npos) << e[0];
+  e = errors_of(graph("file: " + kDir + "/bad_xml.fmu"));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("Start-end tags mismatch"), std::string::npos) << e[0];
+  e = errors_of(graph("file: " + kDir + "/bball2.fmu, interface: co_simulation"));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("has no co_simulation interface — it offers model_exchange"), std::string::npos) << e[0];
+}
+
+TEST(FmuConfig, ARelativeFileIsFoundBesideTheTaskGraph) {
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "fmu_relative";
+  std::filesystem::create_directories(dir / "models");
+  std::filesystem::copy_file(kDir + "/msd2.fmu", dir / "models" / "plant.fmu",
+                             std::filesystem::copy_options::overwrite_existing);
+  {
+    std::ofstream f(dir / "graph.yaml");
+    f << graph("file: models/plant.fmu");
+  }
+  const auto r = load_graph_file((dir / "graph.yaml").string());
+  for (const auto& d : r.diagnostics) ADD_FAILURE() << d.str();
+  EXPECT_TRUE(r.ok());
+}
+
+}  // namespace
+}  // namespace rtcosim::config
