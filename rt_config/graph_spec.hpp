@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -81,6 +82,8 @@ struct WireEntry {
 struct RecordSpec {
   std::vector<tasks::Endpoint> signals;
   std::string file;
+  std::string format;                        // "csv", "hdf5", "mat73", "mat5"; "": by the file's extension
+  std::map<std::string, std::string> units;  // "block.port" -> unit text, stored with HDF5 and MAT recordings
 };
 
 struct TraceSpec {

@@ -637,7 +637,7 @@ class GraphLoader {
 
   void read_record(const YAML::Node& node) {
     if (!node) return;
-    if (!in_.mapping(node, "'record'", {"signals", "file"})) return;
+    if (!in_.mapping(node, "'record'", {"signals", "file", "format", "units"})) return;
     const auto signals = node["signals"];
     if (signals) {
       if (!signals.IsSequence()) {
@@ -652,6 +652,24 @@ class GraphLoader {
       }
     }
     if (auto f = in_.text(node, "file", "'record'", !graph_.record.signals.empty())) graph_.record.file = *f;
+    if (auto f = in_.choice(node, "format", "'record'", {"csv", "hdf5", "mat73", "mat5"})) graph_.record.format = *f;
+    const auto units = node["units"];
+    if (!units) return;
+    if (!units.IsMap()) {
+      in_.error(units, "'record.units' is " + Reader::kind(units) + " — expected a mapping of \"block.port\": unit");
+      return;
+    }
+    for (const auto& u : units) {
+      const std::string key = u.first.IsScalar() ? u.first.Scalar() : std::string();
+      const bool recorded = std::any_of(graph_.record.signals.begin(), graph_.record.signals.end(),
+                                        [&](const tasks::Endpoint& e) { return e.str() == key; });
+      if (!recorded) {
+        in_.error(u.first, "'record.units' names '" + key + "', which 'record.signals' does not list — expected one "
+                           "of the recorded signals");
+      } else if (auto unit = in_.text(units, key, "'record.units'", true)) {
+        graph_.record.units[key] = *unit;
+      }
+    }
   }
 
   void read_trace(const YAML::Node& node) {

@@ -31,35 +31,34 @@ void FrameLog::write_row(std::string& rows, const std::string& task, const Frame
   rows += optional(row.latency_ns) + ',' + std::to_string(row.exec_ns) + ',' + optional(row.start_lateness_ns) + '\n';
 }
 
-void FrameLog::drain(RecordFile& file) {
-  for (auto& c : channels_) {
+void FrameLog::drain(RecordFile* csv, ColumnFile* columns) {
+  for (std::size_t task = 0; task < channels_.size(); ++task) {
+    auto& c = *channels_[task];
     Entry entry;
-    while (c->ring.pop(entry)) {
+    while (c.ring.pop(entry)) {
       const FrameRow& row = entry.row;
-      if (file.failed()) {
-        file.sample(row.sim);
-        continue;
+      if (columns) columns->frame(task, row);
+      if (!csv) continue;
+      if (!csv->failed()) {
+        if (entry.dropped_before != c.reported) write_marker(*csv, c.csv_task, entry.dropped_before - c.reported);
+        write_row(csv->rows(), c.csv_task, row);
       }
-      if (entry.dropped_before != c->reported) {
-        write_marker(file, c->csv_task, entry.dropped_before - c->reported);
-        c->reported = entry.dropped_before;
-      }
-      write_row(file.rows(), c->csv_task, row);
-      file.sample(row.sim);
+      csv->sample(row.sim);
+      c.reported = entry.dropped_before;
     }
   }
-  (void)file.flush();
+  if (csv) (void)csv->flush();
 }
 
-void FrameLog::finish(RecordFile& file) {
-  drain(file);
-  if (file.failed()) return;
+void FrameLog::finish(RecordFile* csv, ColumnFile* columns) {
+  drain(csv, columns);
+  if (!csv || csv->failed()) return;
   for (auto& c : channels_) {
     const std::uint64_t dropped = c->dropped.load(std::memory_order_relaxed);
-    if (dropped != c->reported) write_marker(file, c->csv_task, dropped - c->reported);
+    if (dropped != c->reported) write_marker(*csv, c->csv_task, dropped - c->reported);
     c->reported = dropped;
   }
-  (void)file.flush();
+  (void)csv->flush();
 }
 
 std::vector<std::uint64_t> FrameLog::dropped_per_task() const {

@@ -7,20 +7,10 @@
 
 #include <boost/lockfree/spsc_queue.hpp>
 
+#include "runtime/column_file.hpp"
 #include "runtime/record_file.hpp"
 
 namespace rtcosim::runtime {
-
-// One frame of one task, for `rtcosim run --frames`.
-struct FrameRow {
-  std::uint64_t frame = 0;
-  double wall = 0.0;  // seconds since the epoch, at the integration point
-  double sim = 0.0;   // simulation time after the step
-  double step = 0.0;
-  std::int64_t latency_ns = -1;        // first frame of a cycle whose thread slept: wake-up - release; else -1
-  std::int64_t exec_ns = 0;
-  std::int64_t start_lateness_ns = -1;  // first frame of a cycle: its start - release; else -1
-};
 
 /*
  * FrameLog: every frame of every task, each task writing into its own
@@ -48,8 +38,12 @@ class FrameLog {
   static void write_row(std::string& rows, const std::string& task, const FrameRow& row);
   // Any one non-RT thread; `finish` once the tasks stopped also marks the
   // rows dropped after each task's last one.
-  void drain(RecordFile& file);
-  void finish(RecordFile& file);
+  void drain(RecordFile& file) { drain(&file, nullptr); }
+  void finish(RecordFile& file) { finish(&file, nullptr); }
+  // Into a CSV file, a column file's frame tables (HDF5, MAT), or both;
+  // either may be null.
+  void drain(RecordFile* csv, ColumnFile* columns);
+  void finish(RecordFile* csv, ColumnFile* columns);
 
   // Per task, in the order of the names given: rows dropped by its full ring.
   [[nodiscard]] std::vector<std::uint64_t> dropped_per_task() const;

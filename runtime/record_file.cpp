@@ -21,18 +21,9 @@ std::unique_ptr<RecordFile> RecordFile::create(const std::string& path, std::str
     }
     return std::unique_ptr<RecordFile>(new RecordFile(fd, path, {}));
   }
-  // O_EXCL: never write into a file that is not ours (a second output of
-  // this run with the same target, a leftover of a killed run).
-  std::string temp = path + "." + std::to_string(::getpid()) + ".part";
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  for (int n = 1; fd < 0 && errno == EEXIST && n < 100; ++n) {
-    temp = path + "." + std::to_string(::getpid()) + "-" + std::to_string(n) + ".part";
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  }
-  if (fd < 0) {
-    *error = "cannot write '" + temp + "' (the temporary name of '" + path + "'): " + std::strerror(errno);
-    return nullptr;
-  }
+  std::string temp;
+  const int fd = open_temporary(path, &temp, error);
+  if (fd < 0) return nullptr;
   return std::unique_ptr<RecordFile>(new RecordFile(fd, path, temp));
 }
 
@@ -116,16 +107,7 @@ bool RecordFile::commit() {
 
 std::string RecordFile::error() const {
   if (!failed()) return {};
-  char reached[48];
-  std::snprintf(reached, sizeof reached, "%.9g", reached_);
-  std::string text = "recording to '" + path_ + "' failed at t = " + reached + " s: " + failure_ + ": " +
-                     std::strerror(errno_) + "; " + std::to_string(lost_) + " sample(s) lost";
-  if (!temp_.empty()) {
-    text += written_ > 0 ? "; the " + std::to_string(written_) + " sample(s) written until then are in '" + temp_ +
-                               "', '" + path_ + "' is as it was"
-                         : "; '" + path_ + "' is as it was";
-  }
-  return text;
+  return failure_text(*this, temp_, failure_ + ": " + std::strerror(errno_));
 }
 
 void append_csv_field(std::string& out, const std::string& field) {

@@ -4,6 +4,8 @@
 #include <memory>
 #include <string>
 
+#include "runtime/record_target.hpp"
+
 namespace rtcosim::runtime {
 
 /*
@@ -25,11 +27,11 @@ namespace rtcosim::runtime {
  *
  * Not real-time: only the thread that drains the rings uses it.
  */
-class RecordFile {
+class RecordFile final : public RecordTarget {
  public:
   static std::unique_ptr<RecordFile> create(const std::string& path, std::string* error);
   static std::unique_ptr<RecordFile> adopt(int fd, const std::string& path);
-  ~RecordFile();
+  ~RecordFile() override;
   RecordFile(const RecordFile&) = delete;
   RecordFile& operator=(const RecordFile&) = delete;
 
@@ -41,16 +43,15 @@ class RecordFile {
   bool flush();
   // flush, then (for `create`) renames the temporary over the target; the
   // file is then complete. False with `error()` when anything failed.
-  bool commit();
+  bool commit() override;
 
-  [[nodiscard]] bool failed() const noexcept { return errno_ != 0; }
+  [[nodiscard]] bool failed() const noexcept override { return errno_ != 0; }
   // "recording to 'out.csv' failed at t = 0.561 s: No space left on device; 1234 sample(s) lost"
-  [[nodiscard]] std::string error() const;
-  [[nodiscard]] const std::string& path() const noexcept { return path_; }
-  [[nodiscard]] std::uint64_t samples_written() const noexcept { return written_; }
-  [[nodiscard]] std::uint64_t samples_lost() const noexcept { return lost_; }
-  // The latest simulation time of a sample wholly on disk.
-  [[nodiscard]] double time_reached() const noexcept { return reached_; }
+  [[nodiscard]] std::string error() const override;
+  [[nodiscard]] const std::string& path() const noexcept override { return path_; }
+  [[nodiscard]] std::uint64_t samples_written() const noexcept override { return written_; }
+  [[nodiscard]] std::uint64_t samples_lost() const noexcept override { return lost_; }
+  [[nodiscard]] double time_reached() const noexcept override { return reached_; }
 
  private:
   RecordFile(int fd, std::string path, std::string temp);

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "base/sha256.hpp"
+
 namespace rtcosim::runtime {
 
 namespace {
@@ -12,31 +14,46 @@ constexpr std::size_t kHeader = 2;
 }  // namespace
 
 Recorder::Recorder(Graph& graph, Options options) : keep_(options.keep) {
-  const auto& signals = graph.spec().record.signals;
+  const auto& spec = graph.spec();
+  const auto& signals = spec.record.signals;
   for (std::size_t probe = 0; probe < signals.size(); ++probe) {
     const auto& signal = signals[probe];
     std::string task_name;
-    for (const auto& b : graph.spec().diagram.blocks) {
+    for (const auto& b : spec.diagram.blocks) {
       if (b.name == signal.block) task_name = b.task;
     }
     TaskRuntime* task = graph.find_task(task_name);
     if (!task) continue;
-    Channel* channel = nullptr;
-    for (auto& c : channels_) {
-      if (c->task == task) channel = c.get();
-    }
-    if (!channel) {
+    std::size_t index = 0;
+    while (index < channels_.size() && channels_[index]->task != task) ++index;
+    if (index == channels_.size()) {
       channels_.push_back(std::make_unique<Channel>());
-      channel = channels_.back().get();
-      channel->task = task;
-      append_csv_field(channel->csv_task, task_name);
+      channels_.back()->task = task;
+      append_csv_field(channels_.back()->csv_task, task_name);
+      const auto& ts = task->spec();
+      layout_.push_back(
+          {task_name, ts.period, std::string(tasks::integrator_name(ts.integrator)), config::to_string(ts.step), {}});
     }
+    Channel* channel = channels_[index].get();
+    // What a column file says of the signal: its unit as the file gives it,
+    // and the couplings of the links that carry it to other tasks.
+    std::string coupling;
+    for (const auto& w : spec.wires) {
+      if (!w.crosses_tasks || w.wire.from.block != signal.block || w.wire.from.port != signal.port) continue;
+      const std::string& method = spec.coupling_of(w).method;
+      if (("," + coupling + ",").find("," + method + ",") == std::string::npos) {
+        coupling += (coupling.empty() ? "" : ",") + method;
+      }
+    }
+    const auto unit = spec.record.units.find(signal.str());
     const auto ref = task->partition().find_output(signal);
     channel->refs.push_back(ref);
     for (std::size_t i = 0; i < ref.width; ++i) {
       channel->series.push_back(series_.size());
       series_.push_back(
           {ref.width == 1 ? signal.str() : signal.str() + "[" + std::to_string(i) + "]", task_name, probe, i, {}, {}});
+      layout_[index].signals.push_back({series_.back().signal, signal.block, signal.port, i,
+                                        unit == spec.record.units.end() ? std::string() : unit->second, coupling});
       std::string name = ",";
       append_csv_field(name, task_name);
       name += ',';
@@ -120,37 +137,62 @@ void Recorder::keep(Series& s, double time, double value) {
   s.value.push_back(value);
 }
 
-void Recorder::drain(RecordFile* file) {
-  char buf[64];
-  for (auto& c : channels_) {
-    auto& row = c->row;
-    while (c->ring->read_available() >= row.size()) {
-      (void)c->ring->pop(row.data(), row.size());
+template <class OnSample>
+void Recorder::pop_all(OnSample&& on_sample) {
+  for (std::size_t index = 0; index < channels_.size(); ++index) {
+    auto& c = *channels_[index];
+    auto& row = c.row;
+    while (c.ring->read_available() >= row.size()) {
+      (void)c.ring->pop(row.data(), row.size());
       const double time = row[0];
       const auto dropped = static_cast<std::uint64_t>(row[1]);
-      const bool write = file && !file->failed();
-      if (dropped != c->reported) {
-        if (write) write_drop_marker(*file, *c, dropped - c->reported);
-        c->reported = dropped;
-      }
-      ++c->samples;
-      c->last_time = time;
-      std::string* rows = write ? &file->rows() : nullptr;
-      if (rows) std::snprintf(buf, sizeof buf, "%.9g", time);
-      for (std::size_t i = 0; i < c->width; ++i) {
-        const std::size_t k = c->series[i];
-        keep(series_[k], time, row[i + kHeader]);
-        if (!rows) continue;
-        *rows += buf;
-        *rows += csv_names_[k];
-        char value[32];
-        std::snprintf(value, sizeof value, "%.17g\n", row[i + kHeader]);
-        *rows += value;
-      }
-      if (file) file->sample(time);
+      const std::uint64_t missing = dropped - c.reported;
+      c.reported = dropped;
+      ++c.samples;
+      for (std::size_t i = 0; i < c.width; ++i) keep(series_[c.series[i]], time, row[i + kHeader]);
+      on_sample(index, c, missing, time, row.data() + kHeader);
+      c.last_time = time;
     }
   }
+}
+
+void Recorder::drain(RecordFile* file) {
+  char buf[64];
+  pop_all([&](std::size_t, const Channel& c, std::uint64_t missing, double time, const double* values) {
+    if (!file) return;
+    if (!file->failed()) {
+      if (missing > 0) write_drop_marker(*file, c, missing);
+      std::string& rows = file->rows();
+      std::snprintf(buf, sizeof buf, "%.9g", time);
+      for (std::size_t i = 0; i < c.width; ++i) {
+        rows += buf;
+        rows += csv_names_[c.series[i]];
+        char value[32];
+        std::snprintf(value, sizeof value, "%.17g\n", values[i]);
+        rows += value;
+      }
+    }
+    file->sample(time);
+  });
   if (file) (void)file->flush();
+}
+
+void Recorder::drain(ColumnFile& file) {
+  pop_all([&](std::size_t index, const Channel& c, std::uint64_t missing, double time, const double* values) {
+    if (missing > 0) file.dropped(index, c.last_time, missing);
+    file.sample(index, time, values);
+  });
+  file.end_batch();
+}
+
+void Recorder::finish(ColumnFile& file) {
+  drain(file);
+  for (std::size_t index = 0; index < channels_.size(); ++index) {
+    auto& c = *channels_[index];
+    const std::uint64_t dropped = c.dropped.load(std::memory_order_relaxed);
+    if (dropped != c.reported) file.dropped(index, c.last_time, dropped - c.reported);
+    c.reported = dropped;
+  }
 }
 
 void Recorder::finish(RecordFile* file) {
@@ -162,6 +204,19 @@ void Recorder::finish(RecordFile* file) {
     c->reported = dropped;
   }
   (void)file->flush();
+}
+
+RecordLayout record_layout(Graph& graph, const Recorder& recorder, const std::string& graph_text, bool frames) {
+  RecordLayout layout;
+  layout.tasks = recorder.layout();
+  if (frames) {
+    for (const auto& t : graph.tasks()) layout.frame_tasks.push_back(t->spec().name);
+  }
+  layout.graph_name = graph.spec().name;
+  layout.graph_file = graph.spec().file;
+  layout.graph_text = graph_text;
+  layout.graph_sha256 = base::sha256_hex(graph_text);
+  return layout;
 }
 
 }  // namespace rtcosim::runtime

@@ -8,6 +8,7 @@
 
 #include <boost/lockfree/spsc_queue.hpp>
 
+#include "runtime/column_file.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/record_file.hpp"
 
@@ -27,7 +28,8 @@ namespace rtcosim::runtime {
  * default; every sample only for callers that plot or compare a finite run).
  *
  * RT-safe: `sample` is noexcept, wait-free, allocation-free.
- * CSV: "time_s,task,signal,value", one row per signal and sample.
+ * CSV: "time_s,task,signal,value", one row per signal and sample; a
+ * ColumnFile (HDF5, MAT) gets per task its times and one column per signal.
  */
 class Recorder {
  public:
@@ -54,6 +56,13 @@ class Recorder {
   // After the tasks stopped: drains, then marks the samples dropped after
   // each task's last one.
   void finish(RecordFile* file);
+  // The same into a column file (HDF5, MAT): samples, and gaps where a ring
+  // dropped some.
+  void drain(ColumnFile& file);
+  void finish(ColumnFile& file);
+  // The recorded tasks and their signals in the order `drain` hands them to
+  // a column file, with the attributes a column file stores.
+  [[nodiscard]] const std::vector<RecordedTask>& layout() const noexcept { return layout_; }
   void write_header(RecordFile& file) const;
   // "0,,#reload,N": the graph was replaced; time_s starts again at 0.
   static void write_reload_marker(RecordFile& file, std::uint64_t reloads);
@@ -94,12 +103,22 @@ class Recorder {
     double last_time = 0.0;
   };
   void keep(Series& s, double time, double value);
+  // Pops every whole sample, keeps it in the series and calls
+  // on_sample(channel index, channel, samples missing before it, time, values).
+  template <class OnSample>
+  void pop_all(OnSample&& on_sample);
   static void write_drop_marker(RecordFile& file, const Channel& c, std::uint64_t n);
 
   std::size_t keep_ = 0;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<Series> series_;
   std::vector<std::string> csv_names_;  // ",task,signal," per series
+  std::vector<RecordedTask> layout_;    // per channel
 };
+
+// The layout of a column file recording `recorder`'s signals of `graph`,
+// with the graph file's text (and its SHA-256) and, with `frames`, a frame
+// table per task of the graph (the FrameLog's order: the graph's tasks).
+RecordLayout record_layout(Graph& graph, const Recorder& recorder, const std::string& graph_text, bool frames);
 
 }  // namespace rtcosim::runtime

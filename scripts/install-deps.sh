@@ -18,6 +18,9 @@ packages=(
   clang libclang-rt-14-dev                       # libFuzzer target of the config loader
   python3-yaml python3-jsonschema                # JSON Schema check of the examples
   libzip-dev libpugixml-dev                      # FMUs: unzip the archive, read modelDescription.xml
+  libhdf5-dev hdf5-tools                         # HDF5 recordings (record: {file: run.h5}); h5dump, h5clear
+  libmatio-dev                                   # MAT-file recordings (v7.3 and v5)
+  python3-h5py python3-scipy                     # tests read recordings back with h5py and scipy.io
 )
 
 missing=()

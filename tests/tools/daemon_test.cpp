@@ -234,5 +234,67 @@ TEST_F(Daemon, AReloadWhileRecordingWritesAMarkerAndStatusCountsPerTask) {
   for (std::size_t k = 1; k < after.size(); ++k) EXPECT_NEAR(after[k] - after[k - 1], 0.002, 1e-9) << k;
 }
 
+// An HDF5 recording through the confined path: SIGTERM completes it; h5py
+// reads every sample of the fast task at its own 2 ms times, the graph text
+// and the summary, whose samples_written is the file's (both tasks).
+TEST_F(Daemon, SigtermCompletesAnHdf5RecordingThatH5pyReads) {
+  const auto config = write_graph("graph.yaml", "1e9");
+  start(config);
+  ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
+  const auto h5 = recordings_ / "record.h5";
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"record.h5\"}"),
+            "{\"ok\":true,\"file\":\"" + h5.string() + "\"}");
+  std::this_thread::sleep_for(700ms);
+  kill(pid_, SIGTERM);
+  ASSERT_EQ(wait_exit(), 0);
+  const std::string script =
+      std::string(RTCOSIM_PYTHON) + " -c \"import h5py,json,sys,numpy as np\n"
+      "f = h5py.File(sys.argv[1], 'r')\n"
+      "t = f['signals/fast/time'][()]; y = f['signals/fast/follow.y'][()]\n"
+      "s = json.loads(f['summary'].asstr()[()])\n"
+      "n = s['recording']['samples_written'] - len(f['signals/slow/time'])\n"
+      "ok = len(t) == len(y) == n > 100 and np.allclose(np.diff(t), 0.002, atol=1e-9, rtol=0)\n"
+      "ok = ok and f.attrs['graph_text'] == open(sys.argv[2]).read() and f['signals/fast/follow.y'].attrs['coupling'] == ''\n"
+      "ok = ok and f['signals/slow/wave.y'].attrs['coupling'] == 'predictor'\n"
+      "print(len(t), n); sys.exit(0 if ok else 1)\" " +
+      h5.string() + " " + config;
+  EXPECT_EQ(std::system(script.c_str()), 0);
+}
+
+// The one-page tmpfs again, for HDF5 and MAT v7.3: the recording ends with
+// an error naming the file and the full disk (at `record start`, or at the
+// first flush), and the tasks keep running their frames.
+TEST_F(Daemon, AFullDiskEndsAnHdf5OrMatRecordingAndTheTasksGoOn) {
+  const auto small = recordings_ / "small";
+  fs::create_directories(small);
+  if (mount("tmpfs", small.c_str(), "tmpfs", 0, "size=4k") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs (needs root): " << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{small.string()};
+  start(write_graph("graph.yaml", "1e9"));
+  ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
+  for (const std::string name : {"out.h5", "out.mat"}) {
+    const std::string target = (small / name).string();
+    const auto reply = request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"small/" + name + "\"}");
+    std::string error = reply;
+    if (reply == "{\"ok\":true,\"file\":\"" + target + "\"}") {
+      // Written at the first flush (HDF5, 1 s) or the stop (MAT).
+      std::this_thread::sleep_for(1500ms);
+      error = request("{\"cmd\":\"record\",\"action\":\"stop\"}");
+    }
+    EXPECT_EQ(error.rfind("{\"ok\":false,\"error\":\"", 0), 0u) << error;
+    EXPECT_NE(error.find("'" + target + "'"), std::string::npos) << error;
+    EXPECT_NE(error.find("No space left on device"), std::string::npos) << error;
+    const std::uint64_t before = frames_of(request("{\"cmd\":\"status\"}"), "fast");
+    std::this_thread::sleep_for(300ms);
+    const std::uint64_t after = frames_of(request("{\"cmd\":\"status\"}"), "fast");
+    EXPECT_GT(after, before + 50) << name;  // 2 ms frames
+    for (const auto& e : fs::directory_iterator(small)) fs::remove(e.path());
+  }
+}
+
 }  // namespace
 }  // namespace rtcosim::tools

@@ -26,8 +26,9 @@ commands:
   stop | start            stop the tasks at a frame boundary / start them again
   reload [FILE]           validate FILE (default: the current one) and switch to it;
                           a file with errors is refused and the running graph keeps running
-  record start FILE.csv   record the graph's 'record:' signals into the new FILE in
-                          the daemon's recording directory (/var/lib/rtcosim/recordings)
+  record start FILE       record the graph's 'record:' signals into the new FILE in
+                          the daemon's recording directory (/var/lib/rtcosim/recordings);
+                          .csv, .h5 (HDF5) or .mat (MAT v7.3) by its extension
   record stop
   trace start DIR         record an LTTng trace into the new directory DIR there
   trace stop

@@ -14,7 +14,7 @@ namespace rtcosim::tools {
 // file's state. Any pointer may be null (nothing of that kind in this run).
 struct RecordingState {
   const runtime::Recorder* recorder = nullptr;
-  const runtime::RecordFile* file = nullptr;
+  const runtime::RecordTarget* file = nullptr;
   const runtime::FrameLog* frame_log = nullptr;
   std::string error;  // why the recording ended early, or empty
 };

@@ -11,6 +11,7 @@
 #include "base/duration.hpp"
 #include "rt_config/loader.hpp"
 #include "coupling/plugin_loader.hpp"
+#include "runtime/column_file.hpp"
 #include "runtime/frame_log.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/realtime.hpp"
@@ -92,6 +93,36 @@ void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver*
   if (!plot::write_svg(figure, path, &why)) throw std::runtime_error(why);
 }
 
+// Where a run's recording goes: its signals as CSV or as a column file
+// (HDF5, MAT; then with the frame tables), and the --frames CSV.
+struct Outputs {
+  runtime::Recorder& recorder;
+  std::unique_ptr<runtime::RecordFile> csv;
+  std::unique_ptr<runtime::ColumnFile> columns;
+  std::unique_ptr<runtime::FrameLog> frame_log;
+  std::unique_ptr<runtime::RecordFile> frames_csv;
+
+  void drain() {
+    if (columns) {
+      recorder.drain(*columns);
+    } else {
+      recorder.drain(csv.get());
+    }
+    if (frame_log) frame_log->drain(frames_csv.get(), columns.get());
+  }
+  void finish() {
+    if (columns) {
+      recorder.finish(*columns);
+    } else {
+      recorder.finish(csv.get());
+    }
+    if (frame_log) frame_log->finish(frames_csv.get(), columns.get());
+  }
+  [[nodiscard]] runtime::RecordTarget* signals() const {
+    return columns ? static_cast<runtime::RecordTarget*>(columns.get()) : csv.get();
+  }
+};
+
 std::atomic<runtime::RealtimeExecutor*> g_running{nullptr};
 
 extern "C" void stop_on_signal(int) {
@@ -120,8 +151,7 @@ std::string thread_placements(runtime::Graph& graph) {
   return out + "\n";
 }
 
-void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, runtime::RecordFile* record_file, double duration,
-                  runtime::FrameLog* frame_log, runtime::RecordFile* frames_file, bool* fifo) {
+void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool* fifo) {
   auto report = runtime::prepare_process(graph.spec().realtime, highest_priority(graph));
   for (const auto& w : report.warnings) std::cerr << "warning: " << w << '\n';
   for (const auto& e : report.errors) std::cerr << "error: " << e << '\n';
@@ -132,7 +162,7 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, runtime::R
     if (t->spec().cpu >= 0) task_cpus.push_back(t->spec().cpu);
   }
   (void)runtime::pin_housekeeping(task_cpus);
-  runtime::RealtimeExecutor executor(graph, &recorder, report, frame_log);
+  runtime::RealtimeExecutor executor(graph, &outputs.recorder, report, outputs.frame_log.get());
   g_running.store(&executor);
   struct sigaction action {};
   action.sa_handler = stop_on_signal;
@@ -144,9 +174,10 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, runtime::R
   for (const auto& e : executor.thread_errors()) std::cerr << "warning: " << e << '\n';
   double next_progress = 1.0;
   while (!executor.finished()) {
+    // This thread is the recording's writer: it never runs a frame, and the
+    // tasks never wait for it (full rings drop and count).
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    recorder.drain(record_file);
-    if (frame_log) frame_log->drain(*frames_file);
+    outputs.drain();
     if (executor.elapsed() >= next_progress) {
       next_progress += 1.0;
       std::uint64_t frames = 0, overruns = 0;
@@ -241,29 +272,48 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     keep.keep = keep_series ? runtime::Recorder::kKeepAll : 0;
     runtime::Recorder recorder(*graph, keep);
     const std::string record_path = args.value("record").value_or(spec.record.file);
-    // Both files go to temporary names and replace their targets only when
-    // the run is over (runtime/record_file.hpp).
-    std::unique_ptr<runtime::RecordFile> record_file;
+    // The format: --record's extension, or the file's `format:` where it
+    // fits (mat5 for a .mat file); docs/recording.md.
+    std::string declared = spec.record.format;
     std::string why;
-    if (!recorder.empty() && !record_path.empty()) {
-      record_file = runtime::RecordFile::create(record_path, &why);
-      if (!record_file) throw std::runtime_error(why);
-      recorder.write_header(*record_file);
+    if (args.value("record") && !runtime::record_format_for(record_path, declared, &why)) declared.clear();
+    const auto format = runtime::record_format_for(record_path, declared, &why);
+    if (!format) throw UsageError(why);
+    const bool columns = *format != runtime::RecordFormat::kCsv && !recorder.empty() && !record_path.empty();
+    std::string graph_text;
+    if (columns) {
+      std::ifstream in(file, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      graph_text = text.str();
+    }
+    // Every file goes to a temporary name and replaces its target only when
+    // the run is over (runtime/record_file.hpp, runtime/column_file.hpp).
+    Outputs outputs{recorder, {}, {}, {}, {}};
+    const auto frames_path = args.value("frames");
+    if (frames_path || columns) {
+      std::vector<std::string> names;
+      for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
+      outputs.frame_log = std::make_unique<runtime::FrameLog>(names);
+    }
+    if (columns) {
+      outputs.columns = runtime::ColumnFile::create(*format, record_path,
+                                                    runtime::record_layout(*graph, recorder, graph_text, true), &why);
+      if (!outputs.columns) throw std::runtime_error(why);
+    } else if (!recorder.empty() && !record_path.empty()) {
+      outputs.csv = runtime::RecordFile::create(record_path, &why);
+      if (!outputs.csv) throw std::runtime_error(why);
+      recorder.write_header(*outputs.csv);
     }
 
     std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
               << " task(s), " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time")
               << ", " << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
     for (const auto& w : graph->link_warnings()) std::cerr << "warning: " << w << '\n';
-    std::unique_ptr<runtime::RecordFile> frames_file;
-    std::unique_ptr<runtime::FrameLog> frame_log;
-    if (const auto path = args.value("frames")) {
-      frames_file = runtime::RecordFile::create(*path, &why);
-      if (!frames_file) throw std::runtime_error(why);
-      runtime::FrameLog::write_header(*frames_file);
-      std::vector<std::string> names;
-      for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
-      frame_log = std::make_unique<runtime::FrameLog>(names);
+    if (frames_path) {
+      outputs.frames_csv = runtime::RecordFile::create(*frames_path, &why);
+      if (!outputs.frames_csv) throw std::runtime_error(why);
+      runtime::FrameLog::write_header(*outputs.frames_csv);
     }
     bool fifo = false;
     if (virtual_time) {
@@ -273,15 +323,12 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       std::size_t frames = 0;
       executor.run(duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord& f) {
         recorder.sample(task);
-        if (frame_log) {
-          frame_log->add(task_index[&task], runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
+        if (outputs.frame_log) {
+          outputs.frame_log->add(task_index[&task], runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
                                                               std::llround((f.end - f.start) * 1e9),
                                                               f.start_lateness_ns});
         }
-        if (++frames % 4096 == 0) {
-          recorder.drain(record_file.get());
-          if (frame_log) frame_log->drain(*frames_file);
-        }
+        if (++frames % 4096 == 0) outputs.drain();
       });
     } else {
       std::unique_ptr<TraceSession> trace;
@@ -298,7 +345,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
                   << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000 << " ms)\n";
       }
-      run_realtime(*graph, recorder, record_file.get(), duration, frame_log.get(), frames_file.get(), &fifo);
+      run_realtime(*graph, outputs, duration, &fifo);
       if (trace) {
         graph->trace_link_health();
         const std::uint64_t discarded = trace->stop();
@@ -307,16 +354,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         if (!stop_sessiond_started_here()) std::cerr << "warning: the LTTng session daemon this run started did not stop\n";
       }
     }
-    recorder.finish(record_file.get());
-    if (frame_log) frame_log->finish(*frames_file);
-    // A file that failed keeps its target as it was; its error says where
-    // the rows written until then are.
-    RecordingState recording{&recorder, record_file.get(), frame_log.get(), {}};
-    for (auto* f : {record_file.get(), frames_file.get()}) {
-      if (f && !f->commit()) recording.error += (recording.error.empty() ? "" : "; ") + f->error();
-    }
-    std::cout << run_summary(*graph) << recording_summary(*graph, recording);
-
+    outputs.finish();
     std::unique_ptr<tasks::ReferenceSolver> reference;
     std::vector<ReferenceError> errors;
     if (args.flag("compare-reference") && recorder.empty()) {
@@ -327,22 +365,38 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       reference = std::make_unique<tasks::ReferenceSolver>(blocks, spec.diagram, step);
       reference->run(duration, spec.record.signals);
       errors = reference_errors(*graph, recorder, *reference);
-      std::cout << "error against the reference (merged diagram, RK4 at " << base::format_duration(step) << "):\n";
+    }
+    const std::string mode = virtual_time ? "virtual" : fifo ? "fifo" : "other";
+    RecordingState recording{&recorder, outputs.signals(), outputs.frame_log.get(), {}};
+    if (outputs.columns && outputs.columns->flush()) {
+      // The summary goes into the file too, with the counts of a file that
+      // closes.
+      outputs.columns->set_summary(summary_json(*graph, errors, mode, recording_json(*graph, recording)));
+    }
+    // A file that failed keeps its target as it was; its error says where
+    // the samples written until then are.
+    for (runtime::RecordTarget* f : {outputs.signals(), static_cast<runtime::RecordTarget*>(outputs.frames_csv.get())}) {
+      if (f && !f->commit()) recording.error += (recording.error.empty() ? "" : "; ") + f->error();
+    }
+    std::cout << run_summary(*graph) << recording_summary(*graph, recording);
+    if (reference) {
+      std::cout << "error against the reference (merged diagram, RK4 at "
+                << base::format_duration(args.positive_duration("reference-step", 0.0005)) << "):\n";
       std::cout << render_table(reference_error_columns(), errors);
     }
-    if (record_file && !record_file->failed()) {
-      std::cout << "recorded " << recorder.signal_count() << " signal(s) to " << record_path;
+    if (outputs.signals() && !outputs.signals()->failed()) {
+      std::cout << "recorded " << recorder.signal_count() << " signal(s) to " << record_path << " ("
+                << runtime::to_string(*format) << ")";
       if (recorder.dropped() > 0) std::cout << " (" << recorder.dropped() << " samples dropped: ring full)";
       std::cout << '\n';
     }
     if (const auto path = args.value("json")) {
       std::ofstream json(*path, std::ios::trunc);
-      json << summary_json(*graph, errors, virtual_time ? "virtual" : fifo ? "fifo" : "other",
-                           recording_json(*graph, recording));
+      json << summary_json(*graph, errors, mode, recording_json(*graph, recording));
       if (!json) throw std::runtime_error("cannot write '" + *path + "'");
       std::cout << "summary written to " << *path << '\n';
     }
-    if (frames_file && !frames_file->failed()) std::cout << "frames written to " << *args.value("frames") << '\n';
+    if (outputs.frames_csv && !outputs.frames_csv->failed()) std::cout << "frames written to " << *frames_path << '\n';
     if (const auto plot_path = args.value("plot")) {
       write_plot(recorder, reference.get(),
                  (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"), *plot_path);

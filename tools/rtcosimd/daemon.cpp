@@ -116,6 +116,12 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     auto methods = config::plugin_registry(loaded.graph, options_.plugin_dirs);
     auto graph = runtime::Graph::build(loaded.graph, blocks_, methods);
     stop_graph();
+    if (record_columns_) {
+      // A column file holds one graph's tasks and signals: the reload ends
+      // it, complete (docs/daemon.md).
+      std::cerr << "rtcosimd: the reload ends the recording to " << record_path_ << '\n';
+      record_error_ = end_recording();
+    }
     methods_ = std::move(methods);
     graph_ = std::move(graph);
     // Memory stays fixed for months: the rings, and the latest sample per
@@ -176,24 +182,44 @@ void Daemon::stop_graph() {
 
 void Daemon::drain_recorder() {
   if (!recorder_) return;
-  recorder_->drain(record_file_.get());
-  if (record_file_ && record_file_->failed()) {
+  if (record_columns_) {
+    recorder_->drain(*record_columns_);
+  } else {
+    recorder_->drain(record_file_.get());
+  }
+  if (recording() && recording()->failed()) {
     // A write error ends the recording; status and `record stop` report it.
-    record_error_ = record_file_->error();
+    record_error_ = recording()->error();
     std::cerr << "rtcosimd: " << record_error_ << '\n';
     record_file_.reset();
+    record_columns_.reset();
     record_path_.clear();
   }
 }
 
+std::string Daemon::end_recording() {
+  drain_recorder();
+  std::string error;
+  if (record_columns_ && graph_ && record_columns_->flush()) {
+    const tools::RecordingState state{recorder_.get(), record_columns_.get(), nullptr, {}};
+    record_columns_->set_summary(
+        tools::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other", tools::recording_json(*graph_, state)));
+  }
+  if (recording() && !recording()->commit()) error = recording()->error();
+  record_file_.reset();
+  record_columns_.reset();
+  record_path_.clear();
+  return error;
+}
+
 std::string Daemon::status_json() {
-  const tools::RecordingState recording{recorder_.get(), record_file_.get(), nullptr, record_error_};
+  const tools::RecordingState recording{recorder_.get(), this->recording(), nullptr, record_error_};
   std::string summary = graph_ ? tools::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other",
                                                      tools::recording_json(*graph_, recording))
                                : "null\n";
   if (!summary.empty() && summary.back() == '\n') summary.pop_back();
   return "\"running\":" + std::string(running_ ? "true" : "false") + ",\"config\":" + base::json_string(config_file_) +
-         ",\"recording\":" + (record_file_ ? base::json_string(record_path_) : std::string("null")) +
+         ",\"recording\":" + (this->recording() ? base::json_string(record_path_) : std::string("null")) +
          ",\"recording_error\":" + (record_error_.empty() ? std::string("null") : base::json_string(record_error_)) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + ",\"status\":" + summary;
 }
@@ -223,12 +249,9 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
   if (cmd == "reload") return reload(get("file"));
   if (cmd == "record") {
     const std::string action = get("action");
-    if (action == "start") return record_start(get("file"), get("overwrite") == "true");
+    if (action == "start") return record_start(get("file"), get("format"), get("overwrite") == "true");
     if (action == "stop") {
-      drain_recorder();
-      if (record_file_ && !record_file_->commit()) record_error_ = record_file_->error();
-      record_file_.reset();
-      record_path_.clear();
+      if (const std::string error = end_recording(); !error.empty()) record_error_ = error;
       if (!record_error_.empty()) {
         const std::string error = std::move(record_error_);
         record_error_.clear();
@@ -309,19 +332,34 @@ std::string Daemon::reload(const std::string& file) {
   return reply_ok("\"config\":" + base::json_string(label));
 }
 
-std::string Daemon::record_start(const std::string& file, bool overwrite) {
+std::string Daemon::record_start(const std::string& file, const std::string& format_name, bool overwrite) {
   if (file.empty()) return reply_error("record start needs \"file\"");
   if (!recorder_ || recorder_->empty()) return reply_error("the graph records no signals (add a 'record:' section)");
   std::string why;
+  const auto format = runtime::record_format_for(file, format_name, &why);
+  if (!format) return reply_error("record: " + why);
   const int flags = O_WRONLY | O_CREAT | (overwrite ? O_TRUNC : O_EXCL);
   const int fd = base::open_beneath(options_.recording_dir, file, flags, 0640, &why);
   if (fd < 0) return reply_error("record: " + why);
+  // A recording running until now is completed first, as `record stop`.
+  if (recording()) (void)end_recording();
   drain_recorder();
   record_path_ = std::filesystem::path(file).is_absolute() ? file : options_.recording_dir + "/" + file;
   // Whole-row batches, one write(2) each; a write error ends the recording
   // with a count of what was lost (docs/recording.md).
-  record_file_ = runtime::RecordFile::adopt(fd, record_path_);
-  recorder_->write_header(*record_file_);
+  if (*format == runtime::RecordFormat::kCsv) {
+    record_file_ = runtime::RecordFile::adopt(fd, record_path_);
+    recorder_->write_header(*record_file_);
+  } else {
+    // The daemon keeps no frame log: the file holds the signals, the graph
+    // text and, at the end, the summary.
+    record_columns_ = runtime::ColumnFile::adopt(*format, fd, record_path_,
+                                                 runtime::record_layout(*graph_, *recorder_, config_text_, false), &why);
+    if (!record_columns_) {
+      record_path_.clear();
+      return reply_error("record: " + why);
+    }
+  }
   record_error_.clear();
   reloads_recorded_ = 0;
   return reply_ok("\"file\":" + base::json_string(record_path_));
@@ -532,7 +570,7 @@ int Daemon::run() {
   trace_.reset();
   // A per-user session daemon that `trace start` started goes with us.
   if (!tools::stop_sessiond_started_here()) std::cerr << "rtcosimd: the LTTng session daemon it started did not stop\n";
-  if (record_file_ && !record_file_->commit()) std::cerr << "rtcosimd: " << record_file_->error() << '\n';
+  if (const std::string error = end_recording(); !error.empty()) std::cerr << "rtcosimd: " << error << '\n';
   std::cerr << "rtcosimd: stopped\n"
             << (graph_ ? tools::run_summary(*graph_) +
                              tools::recording_summary(*graph_, {recorder_.get(), nullptr, nullptr, record_error_})

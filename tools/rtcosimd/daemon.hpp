@@ -64,7 +64,7 @@ class Daemon {
   std::string respond(const std::string& line, std::uint64_t client, bool* deferred);
   std::string reload(const std::string& file);
   [[nodiscard]] config::LoadOptions load_options() const;
-  std::string record_start(const std::string& file, bool overwrite);
+  std::string record_start(const std::string& file, const std::string& format, bool overwrite);
   std::string trace_start(const std::string& dir);
   // Requests that may take seconds (trace session set-up) run on a worker;
   // the poll loop stays responsive and collects the result here.
@@ -86,7 +86,14 @@ class Daemon {
   std::unique_ptr<runtime::RealtimeExecutor> executor_;
   runtime::RealtimeReport report_;
   bool running_ = false;
+  // The recording: CSV, or a column file (HDF5, MAT); at most one is set.
   std::unique_ptr<runtime::RecordFile> record_file_;
+  std::unique_ptr<runtime::ColumnFile> record_columns_;
+  [[nodiscard]] runtime::RecordTarget* recording() const {
+    return record_columns_ ? static_cast<runtime::RecordTarget*>(record_columns_.get()) : record_file_.get();
+  }
+  // Completes the recording (a column file with the summary); its error or "".
+  std::string end_recording();
   std::string record_path_;
   std::string record_error_;  // why the last recording ended early
   std::uint64_t reloads_recorded_ = 0;
