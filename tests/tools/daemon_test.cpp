@@ -354,6 +354,19 @@ TEST_F(Daemon, RotationWritesCompleteFilesThatContinueEachOther) {
   EXPECT_GE(files, 3);
   ASSERT_GT(times.size(), 100u);
   for (std::size_t k = 1; k < times.size(); ++k) EXPECT_NEAR(times[k] - times[k - 1], 0.002, 1e-9) << k;
+  // A reload ends an HDF5 recording (a file holds one graph), complete.
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"reload.h5\"}"),
+            "{\"ok\":true,\"file\":\"" + (recordings_ / "reload.h5").string() + "\"}");
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(request("{\"cmd\":\"reload\"}").rfind("{\"ok\":true", 0), 0u);
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"recording\":null,\"recording_error\":null"), std::string::npos);
+  const std::string reloaded = std::string(RTCOSIM_PYTHON) +
+                               " -c \"import h5py,json,sys; f = h5py.File(sys.argv[1], 'r'); "
+                               "n = len(f['signals/fast/time']); s = json.loads(f['summary'].asstr()[()]); "
+                               "sys.exit(0 if n > 50 and s['recording']['samples_written'] == n + "
+                               "len(f['signals/slow/time']) else 1)\" " +
+                               (recordings_ / "reload.h5").string();
+  EXPECT_EQ(std::system(reloaded.c_str()), 0);
   EXPECT_NE(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"x.csv\",\"max_file_size\":\"12\"}")
                 .find("max_file_size '12' — expected a size of 4kB or more"),
             std::string::npos);
