@@ -268,6 +268,11 @@ bool ColumnFile::commit() {
 
 std::string ColumnFile::error() const { return failed() ? failure_text(*this, temp_, failure_) : std::string(); }
 
+std::uint64_t ColumnFile::file_bytes() const noexcept {
+  struct stat st {};
+  return fd_ >= 0 && ::fstat(fd_, &st) == 0 ? static_cast<std::uint64_t>(st.st_size) : 0;
+}
+
 std::size_t ColumnFile::buffered_values() const noexcept {
   std::size_t n = 0;
   for (const auto& c : columns_) n += c.size();

@@ -120,6 +120,7 @@ class ColumnFile final : public RecordTarget {
   [[nodiscard]] std::uint64_t samples_written() const noexcept override { return written_; }
   [[nodiscard]] std::uint64_t samples_lost() const noexcept override { return lost_; }
   [[nodiscard]] double time_reached() const noexcept override { return reached_; }
+  [[nodiscard]] std::uint64_t file_bytes() const noexcept override;
   [[nodiscard]] RecordFormat format() const noexcept { return format_; }
   // Values held in buffers now (at most kChunk per column).
   [[nodiscard]] std::size_t buffered_values() const noexcept;

@@ -50,9 +50,7 @@ class Hdf5Backend final : public ColumnBackend {
   ~Hdf5Backend() override { abandon(); }
 
   bool open(const RecordLayout& layout, const std::vector<ColumnSpec>& columns, std::string* error) override {
-    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    // SWMR needs the 1.10 file format.
-    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    const hid_t fapl = file_access();
     file_ = H5Fcreate(name_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     if (file_ < 0) return fail(error, "creating the file failed");
@@ -79,10 +77,7 @@ class Hdf5Backend final : public ColumnBackend {
     H5Pset_chunk(dcpl, 1, &chunk);
     H5Pset_shuffle(dcpl);
     H5Pset_deflate(dcpl, 4);
-    // Two chunks of cache per dataset: the one being filled and one being
-    // written; memory stays bounded by the number of columns.
-    const hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
-    H5Pset_chunk_cache(dapl, 17, 2 * ColumnFile::kChunk * sizeof(double), 1.0);
+    const hid_t dapl = dataset_access();
     const hid_t space = H5Screate_simple(1, &zero, &unlimited);
     bool ok = true;
     for (const auto& c : columns) {
@@ -96,7 +91,7 @@ class Hdf5Backend final : public ColumnBackend {
       }
       for (const auto& [k, v] : c.text) ok = ok && text(d, k, v);
       for (const auto& [k, v] : c.numbers) ok = ok && number(d, k, v);
-      datasets_.push_back({d, c.integer, 0});
+      datasets_.push_back({d, c.integer, 0, path});
     }
     H5Sclose(space);
     H5Pclose(dapl);
@@ -109,6 +104,8 @@ class Hdf5Backend final : public ColumnBackend {
   }
 
   bool append(std::size_t column, const void* values, std::size_t n, std::string* error) override {
+    if (appended_ >= kReopenEvery && !reopen(error)) return false;
+    appended_ += n;
     auto& d = datasets_[column];
     const hsize_t start = d.size, count = n, size = d.size + n;
     if (H5Dset_extent(d.id, &size) < 0) return fail(error, "extending a dataset failed");
@@ -138,8 +135,7 @@ class Hdf5Backend final : public ColumnBackend {
     if (summary.empty()) return true;
     // The summary exists only now; SWMR mode allowed no new object, so the
     // file is opened once more, normally.
-    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    const hid_t fapl = file_access();
     file_ = H5Fopen(name_.c_str(), H5F_ACC_RDWR, fapl);
     H5Pclose(fapl);
     if (file_ < 0) return fail(error, "reopening the file for the summary failed");
@@ -173,8 +169,32 @@ class Hdf5Backend final : public ColumnBackend {
     hid_t id;
     bool integer;
     hsize_t size;
+    std::string path;
   };
 
+  static hid_t file_access() {
+    const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    // SWMR needs the 1.10 file format.
+    H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+    // The metadata cache (chunk indices, object headers) adapts its size up
+    // to 32 MiB by default; 2 MiB is plenty for a recording's few objects.
+    H5AC_cache_config_t mdc{};
+    mdc.version = H5AC__CURR_CACHE_CONFIG_VERSION;
+    H5Pget_mdc_config(fapl, &mdc);
+    mdc.set_initial_size = true;
+    mdc.initial_size = 1 << 20;
+    mdc.min_size = 1 << 20;
+    mdc.max_size = 2 << 20;
+    H5Pset_mdc_config(fapl, &mdc);
+    return fapl;
+  }
+  // Two chunks of cache per dataset: the one being filled and one being
+  // written; memory stays bounded by the number of columns.
+  static hid_t dataset_access() {
+    const hid_t dapl = H5Pcreate(H5P_DATASET_ACCESS);
+    H5Pset_chunk_cache(dapl, 17, 2 * ColumnFile::kChunk * sizeof(double), 1.0);
+    return dapl;
+  }
   static bool fail(std::string* error, const std::string& what) {
     *error = hdf5_error(what);
     return false;
@@ -216,7 +236,34 @@ class Hdf5Backend final : public ColumnBackend {
     return ok;
   }
 
+  // In SWMR mode the library's memory grows with every chunk written
+  // (about 2 MB per 5000 chunks with 1.10.8) and is released only when the
+  // file closes: after every 2^21 values (2^9 chunks) the file is closed,
+  // which also flushes it, and opened again for SWMR writing.
+  static constexpr std::size_t kReopenEvery = std::size_t{1} << 21;
+  bool reopen(std::string* error) {
+    for (auto& d : datasets_) H5Dclose(d.id);
+    if (H5Fclose(file_) < 0) {
+      file_ = -1;
+      for (auto& d : datasets_) d.id = -1;
+      return fail(error, "write failed");
+    }
+    const hid_t fapl = file_access();
+    file_ = H5Fopen(name_.c_str(), H5F_ACC_RDWR | H5F_ACC_SWMR_WRITE, fapl);
+    H5Pclose(fapl);
+    if (file_ < 0) return fail(error, "reopening the file failed");
+    const hid_t dapl = dataset_access();
+    for (auto& d : datasets_) d.id = H5Dopen2(file_, d.path.c_str(), dapl);
+    H5Pclose(dapl);
+    for (const auto& d : datasets_) {
+      if (d.id < 0) return fail(error, "reopening dataset '" + d.path + "' failed");
+    }
+    appended_ = 0;
+    return true;
+  }
+
   std::string name_;
+  std::size_t appended_ = 0;  // values since the file was opened
   hid_t file_ = -1;
   std::vector<Dataset> datasets_;
 };
@@ -231,6 +278,9 @@ void prepare_hdf5() noexcept {
   // error says so.
   static const bool done = [] {
     H5dont_atexit();
+    // HDF5 keeps freed blocks on its own free lists, by default up to
+    // tens of MB; 256 kB per kind keeps a long recording's memory flat.
+    H5set_free_list_limits(256 << 10, 64 << 10, 256 << 10, 64 << 10, 256 << 10, 64 << 10);
     return true;
   }();
   (void)done;

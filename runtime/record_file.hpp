@@ -52,6 +52,7 @@ class RecordFile final : public RecordTarget {
   [[nodiscard]] std::uint64_t samples_written() const noexcept override { return written_; }
   [[nodiscard]] std::uint64_t samples_lost() const noexcept override { return lost_; }
   [[nodiscard]] double time_reached() const noexcept override { return reached_; }
+  [[nodiscard]] std::uint64_t file_bytes() const noexcept override { return offset_; }
 
  private:
   RecordFile(int fd, std::string path, std::string temp);

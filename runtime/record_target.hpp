@@ -55,6 +55,8 @@ class RecordTarget {
   [[nodiscard]] virtual std::uint64_t samples_lost() const noexcept = 0;
   // The latest simulation time of a sample wholly in the file.
   [[nodiscard]] virtual double time_reached() const noexcept = 0;
+  // The file's size on disk now (the daemon's rotation by size).
+  [[nodiscard]] virtual std::uint64_t file_bytes() const noexcept = 0;
 };
 
 // The error of a failed recording: "recording to 'out.csv' failed at t =

@@ -298,3 +298,79 @@ TEST_F(Daemon, AFullDiskEndsAnHdf5OrMatRecordingAndTheTasksGoOn) {
 
 }  // namespace
 }  // namespace rtcosim::tools
+
+namespace rtcosim::tools {
+namespace {
+
+// Rotation every 400 ms (HDF5) and at 8 kB (CSV): each file is complete on
+// its own (h5py opens it normally, with its summary; the CSV has its header),
+// and the fast task's samples run on from one file into the next, every
+// 2 ms, none lost or repeated.
+TEST_F(Daemon, RotationWritesCompleteFilesThatContinueEachOther) {
+  start(write_graph("graph.yaml", "1e9"));
+  ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"rot.h5\",\"rotate_every\":\"400ms\"}"),
+            "{\"ok\":true,\"file\":\"" + (recordings_ / "rot.h5").string() + "\"}");
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"stop\"}"), "{\"ok\":true}");
+  const std::string script =
+      std::string(RTCOSIM_PYTHON) + " -c \"import h5py,json,sys,numpy as np\n"
+      "names = [sys.argv[1] + '/rot.h5'] + [sys.argv[1] + '/rot.%d.h5' % k for k in range(1, 10)]\n"
+      "import os\n"
+      "names = [n for n in names if os.path.exists(n)]\n"
+      "ts = []\n"
+      "for n in names:\n"
+      "    f = h5py.File(n, 'r')\n"
+      "    s = json.loads(f['summary'].asstr()[()])\n"
+      "    t = f['signals/fast/time'][()]\n"
+      "    assert s['recording']['samples_written'] == len(t) + len(f['signals/slow/time']), n\n"
+      "    ts.append(t)\n"
+      "t = np.concatenate(ts)\n"
+      "ok = len(names) >= 3 and all(len(x) > 0 for x in ts) and np.allclose(np.diff(t), 0.002, atol=1e-9, rtol=0)\n"
+      "print(len(names), [len(x) for x in ts], np.diff(t).min(), np.diff(t).max(), [(x[0], x[-1]) for x in ts]); sys.exit(0 if ok else 1)\" " +
+      recordings_.string();
+  EXPECT_EQ(std::system(script.c_str()), 0);
+
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"rot.csv\",\"max_file_size\":\"8kB\"}"),
+            "{\"ok\":true,\"file\":\"" + (recordings_ / "rot.csv").string() + "\"}");
+  std::this_thread::sleep_for(1200ms);
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"stop\"}"), "{\"ok\":true}");
+  std::vector<double> times;
+  int files = 0;
+  for (const std::string name : {"rot.csv", "rot.1.csv", "rot.2.csv", "rot.3.csv", "rot.4.csv", "rot.5.csv",
+                                 "rot.6.csv", "rot.7.csv", "rot.8.csv", "rot.9.csv"}) {
+    std::ifstream in(recordings_ / name);
+    if (!in) continue;
+    ++files;
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "time_s,task,signal,value") << name;
+    while (std::getline(in, line)) {
+      if (line.find(",fast,follow.y,") != std::string::npos) times.push_back(std::stod(line));
+    }
+    // A file is cut once it holds 8 kB, at the end of a drain (<= 100 ms).
+    EXPECT_GE(fs::file_size(recordings_ / name), name == "rot.csv" || files < 3 ? 8000u : 0u) << name;
+  }
+  EXPECT_GE(files, 3);
+  ASSERT_GT(times.size(), 100u);
+  for (std::size_t k = 1; k < times.size(); ++k) EXPECT_NEAR(times[k] - times[k - 1], 0.002, 1e-9) << k;
+  // A reload ends an HDF5 recording (a file holds one graph), complete.
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"reload.h5\"}"),
+            "{\"ok\":true,\"file\":\"" + (recordings_ / "reload.h5").string() + "\"}");
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(request("{\"cmd\":\"reload\"}").rfind("{\"ok\":true", 0), 0u);
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"recording\":null,\"recording_error\":null"), std::string::npos);
+  const std::string reloaded = std::string(RTCOSIM_PYTHON) +
+                               " -c \"import h5py,json,sys; f = h5py.File(sys.argv[1], 'r'); "
+                               "n = len(f['signals/fast/time']); s = json.loads(f['summary'].asstr()[()]); "
+                               "sys.exit(0 if n > 50 and s['recording']['samples_written'] == n + "
+                               "len(f['signals/slow/time']) else 1)\" " +
+                               (recordings_ / "reload.h5").string();
+  EXPECT_EQ(std::system(reloaded.c_str()), 0);
+  EXPECT_NE(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"x.csv\",\"max_file_size\":\"12\"}")
+                .find("max_file_size '12' — expected a size of 4kB or more"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace rtcosim::tools

@@ -30,7 +30,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim run [--virtual] [--duration 10s] [--record out.csv] [--compare-reference]
+constexpr const char* kHelp = R"(usage: rtcosim run [--virtual] [--duration 10s] [--record out.csv|.h5|.mat] [--compare-reference]
                    [--plot out.svg] [--json summary.json] [--frames frames.csv] FILE
 
 Runs a task graph. Each task is a thread pinned to its CPU at its
@@ -53,9 +53,10 @@ full disk) ends the recording and the run exits 1.
 options:
   --virtual               run in virtual time
   --duration DURATION     how long to run (default: the file's `duration`)
-  --record FILE.csv       where to write the recorded signals (default: the file's `record.file`);
-                          written under a temporary name, FILE.csv is replaced when the run is over
-                          (docs/recording.md: format, #dropped markers, write errors)
+  --record FILE           where to write the recorded signals (default: the file's `record.file`):
+                          .csv, .h5 (HDF5: signals, frames, summary in one file) or .mat (MAT v7.3;
+                          `record.format: mat5` for v5); written under a temporary name, FILE is
+                          replaced when the run is over (docs/recording.md: layouts, flushes, errors)
   --compare-reference     RMS and max error of every recorded signal against the reference
                           solution (the whole diagram merged, RK4); needs a finite run
   --reference-step D      step of the RK4 reference (default 0.5ms)

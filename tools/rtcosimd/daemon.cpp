@@ -10,6 +10,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "base/duration.hpp"
 #include "base/fd_ostream.hpp"
 #include "base/json.hpp"
 #include "base/safe_path.hpp"
@@ -209,6 +211,7 @@ std::string Daemon::end_recording() {
   record_file_.reset();
   record_columns_.reset();
   record_path_.clear();
+  rotation_ = {};
   return error;
 }
 
@@ -249,7 +252,10 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
   if (cmd == "reload") return reload(get("file"));
   if (cmd == "record") {
     const std::string action = get("action");
-    if (action == "start") return record_start(get("file"), get("format"), get("overwrite") == "true");
+    if (action == "start") {
+      return record_start(get("file"), get("format"), get("overwrite") == "true", get("max_file_size"),
+                          get("rotate_every"));
+    }
     if (action == "stop") {
       if (const std::string error = end_recording(); !error.empty()) record_error_ = error;
       if (!record_error_.empty()) {
@@ -332,7 +338,94 @@ std::string Daemon::reload(const std::string& file) {
   return reply_ok("\"config\":" + base::json_string(label));
 }
 
-std::string Daemon::record_start(const std::string& file, const std::string& format_name, bool overwrite) {
+namespace {
+
+// "64MB", "512k", "1G", "1048576": bytes; 0 with `error` set otherwise.
+std::uint64_t parse_size(const std::string& text, std::string* error) {
+  std::size_t end = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  std::string unit = text.substr(end);
+  for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const double scale = unit.empty() || unit == "b" ? 1.0
+                       : unit == "k" || unit == "kb" ? 1e3
+                       : unit == "m" || unit == "mb" ? 1e6
+                       : unit == "g" || unit == "gb" ? 1e9
+                                                     : 0.0;
+  if (end == 0 || !(value > 0.0) || scale == 0.0 || value * scale < 4096.0 || value * scale > 1e15) {
+    *error = "max_file_size '" + text + "' — expected a size of 4kB or more, e.g. \"64MB\", \"512kB\", \"1GB\"";
+    return 0;
+  }
+  return static_cast<std::uint64_t>(value * scale);
+}
+
+// "run.h5", 2 -> "run.2.h5" (the suffix before the extension, in the same directory).
+std::string rotated_name(const std::string& name, std::uint64_t n) {
+  const auto slash = name.rfind('/');
+  const auto dot = name.rfind('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash) || dot == 0) {
+    return name + "." + std::to_string(n);
+  }
+  return name.substr(0, dot) + "." + std::to_string(n) + name.substr(dot);
+}
+
+}  // namespace
+
+std::string Daemon::record_start(const std::string& file, const std::string& format_name, bool overwrite,
+                                 const std::string& max_file_size, const std::string& rotate_every) {
+  Rotation rotation;
+  std::string why;
+  if (!max_file_size.empty() && (rotation.max_bytes = parse_size(max_file_size, &why)) == 0) {
+    return reply_error("record: " + why);
+  }
+  if (!rotate_every.empty()) {
+    const auto every = base::parse_duration(rotate_every, &why);
+    if (!every || !(*every >= 0.1)) {
+      return reply_error("record: rotate_every '" + rotate_every + "'" + (why.empty() ? "" : ": " + why) +
+                         " — expected a duration of 100ms or more, e.g. \"1h\", \"10min\"");
+    }
+    rotation.every_s = *every;
+  }
+  rotation.name = file;
+  rotation.format = format_name;
+  const std::string reply = open_recording(file, format_name, overwrite, false);
+  if (recording()) {
+    rotation.started = now_s();
+    rotation_ = rotation;
+  }
+  return reply;
+}
+
+void Daemon::rotate_if_due() {
+  if (!recording() || (rotation_.max_bytes == 0 && rotation_.every_s == 0.0)) return;
+  const bool full = rotation_.max_bytes > 0 && recording()->file_bytes() >= rotation_.max_bytes;
+  const bool old = rotation_.every_s > 0.0 && now_s() - rotation_.started >= rotation_.every_s;
+  if (!full && !old) return;
+  // The current file is completed (each file stands on its own), then the
+  // next one starts with the samples that follow.
+  Rotation rotation = rotation_;
+  if (const std::string error = end_recording(); !error.empty()) {
+    record_error_ = error;
+    std::cerr << "rtcosimd: " << error << '\n';
+    return;
+  }
+  const std::string next = rotated_name(rotation.name, rotation.next++);
+  const std::string reply = open_recording(next, rotation.format, false, true);
+  if (!recording()) {
+    record_error_ = "rotating the recording to '" + next + "' failed: " + reply;
+    std::cerr << "rtcosimd: " << record_error_ << '\n';
+    return;
+  }
+  rotation.started = now_s();
+  rotation_ = rotation;
+}
+
+std::string Daemon::open_recording(const std::string& file, const std::string& format_name, bool overwrite,
+                                   bool continued) {
   if (file.empty()) return reply_error("record start needs \"file\"");
   if (!recorder_ || recorder_->empty()) return reply_error("the graph records no signals (add a 'record:' section)");
   std::string why;
@@ -341,9 +434,11 @@ std::string Daemon::record_start(const std::string& file, const std::string& for
   const int flags = O_WRONLY | O_CREAT | (overwrite ? O_TRUNC : O_EXCL);
   const int fd = base::open_beneath(options_.recording_dir, file, flags, 0640, &why);
   if (fd < 0) return reply_error("record: " + why);
-  // A recording running until now is completed first, as `record stop`.
+  // A recording running until now is completed first, as `record stop`;
+  // a new one starts with the samples that follow (a rotated one with the
+  // next sample of the previous file: the rings are not drained in between).
   if (recording()) (void)end_recording();
-  drain_recorder();
+  if (!continued) drain_recorder();
   record_path_ = std::filesystem::path(file).is_absolute() ? file : options_.recording_dir + "/" + file;
   // Whole-row batches, one write(2) each; a write error ends the recording
   // with a count of what was lost (docs/recording.md).
@@ -556,6 +651,7 @@ int Daemon::run() {
     }
 
     drain_recorder();
+    rotate_if_due();
     if (now_s() >= next_status) {
       next_status += options_.status_interval;
       notify_status();

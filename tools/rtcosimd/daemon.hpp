@@ -64,7 +64,20 @@ class Daemon {
   std::string respond(const std::string& line, std::uint64_t client, bool* deferred);
   std::string reload(const std::string& file);
   [[nodiscard]] config::LoadOptions load_options() const;
-  std::string record_start(const std::string& file, const std::string& format, bool overwrite);
+  std::string record_start(const std::string& file, const std::string& format, bool overwrite,
+                           const std::string& max_file_size = {}, const std::string& rotate_every = {});
+  // Rotation of the recording (docs/daemon.md): a new file once the current
+  // one holds max_bytes (0: no limit) or runs for every_s (0: no limit).
+  struct Rotation {
+    std::uint64_t max_bytes = 0;
+    double every_s = 0.0;
+    std::string name, format;  // as the client gave them
+    std::uint64_t next = 1;    // suffix of the next file
+    double started = 0.0;      // steady clock, seconds, of the current file
+  };
+  Rotation rotation_;
+  std::string open_recording(const std::string& file, const std::string& format, bool overwrite, bool continued);
+  void rotate_if_due();
   std::string trace_start(const std::string& dir);
   // Requests that may take seconds (trace session set-up) run on a worker;
   // the poll loop stays responsive and collects the result here.
