@@ -34,4 +34,8 @@ std::string dds_topic_name(const GraphSpec& graph, const std::string& source, co
          topic_part(port) + "__" + topic_part(consumer);
 }
 
+std::string dds_start_topic_name(const GraphSpec& graph) {
+  return "rtcosim_" + topic_part(graph.name.empty() ? "graph" : graph.name) + "__start";
+}
+
 }  // namespace rtcosim::config

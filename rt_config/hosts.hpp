@@ -18,4 +18,8 @@ namespace rtcosim::config {
 [[nodiscard]] std::string dds_topic_name(const GraphSpec& graph, const std::string& source,
                                          const std::string& consumer);
 
+// The topic on which the hosts of a graph agree on their start:
+// "rtcosim_GRAPH__start".
+[[nodiscard]] std::string dds_start_topic_name(const GraphSpec& graph);
+
 }  // namespace rtcosim::config

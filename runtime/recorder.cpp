@@ -20,7 +20,7 @@ Recorder::Recorder(Graph& graph, Options options) : keep_(options.keep) {
       if (b.name == signal.block) task_name = b.task;
     }
     TaskRuntime* task = graph.find_task(task_name);
-    if (!task) continue;
+    if (!task || !task->local()) continue;  // recorded by its own host
     Channel* channel = nullptr;
     for (auto& c : channels_) {
       if (c->task == task) channel = c.get();
