@@ -10,6 +10,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "base/duration.hpp"
 #include "rt_config/hosts.hpp"
 #include "runtime/realtime.hpp"
 #include "rtcosim_dds.h"
@@ -319,6 +320,9 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
   Impl& m = *impl_;
   const bool leader = m.graph.spec().hosts.front().name == m.host;
   const std::int64_t deadline = clock_ns(CLOCK_MONOTONIC) + static_cast<std::int64_t>(timeout * 1e9);
+  // Heard before anything is checked: a host that finds a mismatch still
+  // tells the other who it is.
+  m.announce();
   for (;;) {
     const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
     m.hear_announces();
@@ -351,8 +355,8 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
         if (p.heard_ns == 0) silent += (silent.empty() ? "'" : ", '") + name + "'";
         else if (!p.ready) unready += (unready.empty() ? "'" : ", '") + name + "'";
       }
-      std::string text = "the hosts did not agree on a start within " + std::to_string(timeout) +
-                         " s (dds: discovery_timeout):";
+      std::string text = "the hosts did not agree on a start within " + base::format_duration(timeout) +
+                         " (dds: discovery_timeout):";
       if (!silent.empty()) {
         text += " no answer from host(s) " + silent + " — start `rtcosim run " + m.graph.spec().file +
                 " --host NAME` there, in DDS domain " + std::to_string(m.graph.spec().find_host(m.host)->domain) +

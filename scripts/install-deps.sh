@@ -17,6 +17,8 @@ packages=(
   rt-tests                                       # cyclictest, the baseline of bench/latency_vs_cyclictest.sh
   clang libclang-rt-14-dev                       # libFuzzer target of the config loader
   python3-yaml python3-jsonschema                # JSON Schema check of the examples
+  cyclonedds-dev cyclonedds-tools                # DDS bridge of graphs across hosts (idlc; ddsperf for bench/)
+  iproute2 iptables                              # two-host tests: ip netns, veth, tc netem; loss without netem
 )
 
 missing=()
