@@ -5,19 +5,19 @@
 //   udp ping|pong      a raw UDP datagram of the same payload
 // Prints p50 / p99 / max of the round trips in microseconds, one line:
 //   roundtrip KIND n=N p50_us=.. p99_us=.. max_us=..
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "coupling/registry.hpp"
 #include "io/dds_bridge.hpp"
@@ -44,7 +44,9 @@ void nap(long ns) {
 
 void report(const char* kind, std::vector<double> us) {
   std::sort(us.begin(), us.end());
-  auto at = [&](double p) { return us[std::min(us.size() - 1, static_cast<std::size_t>(p * static_cast<double>(us.size())))]; };
+  auto at = [&](double p) {
+    return us[std::min(us.size() - 1, static_cast<std::size_t>(p * static_cast<double>(us.size())))];
+  };
   std::printf("roundtrip %s n=%zu p50_us=%.1f p99_us=%.1f max_us=%.1f\n", kind, us.size(), at(0.5), at(0.99),
               us.back());
 }
@@ -56,7 +58,9 @@ std::string graph_text(const std::string& domain) {
          "}\n  - {name: b, domain: " + domain +
          "}\ndds: {discovery_timeout: 20s, start_delay: 200ms}\n"
          "tasks:\n  - {name: ping, host: a, period: 1ms}\n  - {name: echo, host: b, period: 1ms}\n"
-         "blocks:\n  - {name: c, type: constant, task: ping, params: {value: [" + values + "]}}\n"
+         "blocks:\n  - {name: c, type: constant, task: ping, params: {value: [" +
+         values +
+         "]}}\n"
          "  - {name: g, type: gain, task: echo, params: {gain: 1.0, width: 16}}\n"
          "  - {name: h, type: gain, task: ping, params: {gain: 1.0, width: 16}}\n"
          "wires:\n  - {from: c.y, to: g.u}\n  - {from: g.y, to: h.u}\n";
@@ -104,7 +108,8 @@ int rtcosim_side(bool ping, int count, const std::string& domain) {
     (void)out->publish(block);
     bool back = false;
     while (!back && now_ns() - t0 < 1'000'000'000) {
-      in->drain_to([&](const rtcosim::coupling::DataBlock& b) noexcept { back = back || b.sequence == block.sequence; });
+      in->drain_to(
+          [&](const rtcosim::coupling::DataBlock& b) noexcept { back = back || b.sequence == block.sequence; });
       if (!back) nap(25'000);
     }
     if (k > 0 && back) us.push_back(static_cast<double>(now_ns() - t0) * 1e-3);  // the first warms up

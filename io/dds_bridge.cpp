@@ -1,9 +1,5 @@
 #include "io/dds_bridge.hpp"
 
-#include <dds/dds.h>
-#include <sys/prctl.h>
-#include <time.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,10 +7,14 @@
 #include <map>
 #include <stdexcept>
 
+#include <dds/dds.h>
+#include <sys/prctl.h>
+#include <time.h>
+
 #include "base/duration.hpp"
 #include "rt_config/hosts.hpp"
-#include "runtime/realtime.hpp"
 #include "rtcosim_dds.h"
+#include "runtime/realtime.hpp"
 
 namespace rtcosim::io {
 
@@ -229,8 +229,10 @@ struct DdsBridge::Impl {
     std::int64_t next_announce = 0;
     while (running.load(std::memory_order_relaxed)) {
       for (auto& e : ends) {
-        if (e->writer) write_out(*e);
-        else read_in(*e);
+        if (e->writer)
+          write_out(*e);
+        else
+          read_in(*e);
       }
       const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
       if (now >= next_announce) {
@@ -315,7 +317,8 @@ DdsBridge::DdsBridge(runtime::Graph& graph) : impl_(std::make_unique<Impl>(graph
       e->block = coupling::DataBlock(n);
       if (e->reader > 0) {
         if (m.waitset == 0) m.waitset = check(dds_create_waitset(m.participant), "creating the waitset");
-        const dds_entity_t cond = check(dds_create_readcondition(e->reader, DDS_ANY_STATE), "creating a read condition");
+        const dds_entity_t cond =
+            check(dds_create_readcondition(e->reader, DDS_ANY_STATE), "creating a read condition");
         if (const dds_return_t rc = dds_waitset_attach(m.waitset, cond, 0); rc < 0) {
           throw std::runtime_error("DDS: " + dds_error("attaching a read condition", rc));
         }
@@ -327,8 +330,9 @@ DdsBridge::DdsBridge(runtime::Graph& graph) : impl_(std::make_unique<Impl>(graph
   }
   // The bridge looks at the producers' rings 20 times per shortest period
   // (50 us .. 1 ms): the delay it adds stays a small part of a period.
-  if (shortest > 0.0) m.poll = std::clamp<dds_duration_t>(static_cast<dds_duration_t>(shortest / 20.0 * 1e9),
-                                                          DDS_USECS(50), DDS_MSECS(1));
+  if (shortest > 0.0)
+    m.poll =
+        std::clamp<dds_duration_t>(static_cast<dds_duration_t>(shortest / 20.0 * 1e9), DDS_USECS(50), DDS_MSECS(1));
 }
 
 DdsBridge::~DdsBridge() { stop(); }
@@ -369,18 +373,21 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
     if (now >= deadline) {
       std::string silent, unready;
       for (const auto& [name, p] : m.peers) {
-        if (p.heard_ns == 0) silent += (silent.empty() ? "'" : ", '") + name + "'";
-        else if (!p.ready) unready += (unready.empty() ? "'" : ", '") + name + "'";
+        if (p.heard_ns == 0)
+          silent += (silent.empty() ? "'" : ", '") + name + "'";
+        else if (!p.ready)
+          unready += (unready.empty() ? "'" : ", '") + name + "'";
       }
-      std::string text = "the hosts did not agree on a start within " + base::format_duration(timeout) +
-                         " (dds: discovery_timeout):";
+      std::string text =
+          "the hosts did not agree on a start within " + base::format_duration(timeout) + " (dds: discovery_timeout):";
       if (!silent.empty()) {
         text += " no answer from host(s) " + silent + " — start `rtcosim run " + m.graph.spec().file +
                 " --host NAME` there, in DDS domain " + std::to_string(m.graph.spec().find_host(m.host)->domain) +
                 ", on a network that carries multicast (or name the peers in CYCLONEDDS_URI)";
       }
-      if (!unready.empty()) text += (silent.empty() ? "" : ";") + std::string(" host(s) ") + unready +
-                                    " answered but did not see every host or match every remote link";
+      if (!unready.empty())
+        text += (silent.empty() ? "" : ";") + std::string(" host(s) ") + unready +
+                " answered but did not see every host or match every remote link";
       if (silent.empty() && unready.empty()) {
         text += m.self.ready ? " the first host never chose a start time"
                              : " this host's remote links found no other end (a firewall?)";

@@ -262,10 +262,10 @@ class Reader {
   std::vector<Diagnostic>& diagnostics_;
 };
 
-const std::vector<std::string> kTopKeys = {"name", "duration", "realtime", "tasks", "blocks",
-                                           "wires", "coupling", "record", "trace", "plugins", "hosts", "dds"};
-const std::vector<std::string> kTaskKeys = {"name",    "period",     "cpu",      "priority", "integrator",
-                                            "step",    "overrun",    "max_step", "rate_group", "execution", "host"};
+const std::vector<std::string> kTopKeys = {"name",     "duration", "realtime", "tasks",   "blocks", "wires",
+                                           "coupling", "record",   "trace",    "plugins", "hosts",  "dds"};
+const std::vector<std::string> kTaskKeys = {"name",    "period",   "cpu",        "priority",  "integrator", "step",
+                                            "overrun", "max_step", "rate_group", "execution", "host"};
 const std::vector<std::string> kBlockKeys = {"name", "type", "task", "params"};
 const std::vector<std::string> kWireKeys = {"from", "to", "coupling"};
 
@@ -420,7 +420,8 @@ class GraphLoader {
       auto name = in_.text(h, "name", "a host", true);
       if (name) {
         host.name = *name;
-        if (graph_.find_host(*name)) in_.error(h["name"], "a second host is named '" + *name + "' — host names must be unique");
+        if (graph_.find_host(*name))
+          in_.error(h["name"], "a second host is named '" + *name + "' — host names must be unique");
       }
       // DDS domain ids above 232 make port numbers overflow (DDSI-RTPS 9.6.1.1).
       if (auto d = in_.integer(h, "domain", "host '" + host.name + "'", 0, 232)) host.domain = static_cast<int>(*d);
@@ -470,10 +471,12 @@ class GraphLoader {
         if (t.host.empty()) continue;
         in_.error(host_locations_[i], "task '" + t.name + "' runs on host '" + t.host +
                                           "', but the file has no 'hosts:' — expected a list "
-                                          "'hosts: [{name: " + t.host + ", domain: 0}, ...]' or no 'host'");
+                                          "'hosts: [{name: " +
+                                          t.host + ", domain: 0}, ...]' or no 'host'");
       }
       if (graph_.dds.where.line > 0) {
-        in_.warning(graph_.dds.where, "'dds' is set, but the file has no 'hosts:' — it applies only to graphs across hosts");
+        in_.warning(graph_.dds.where,
+                    "'dds' is set, but the file has no 'hosts:' — it applies only to graphs across hosts");
       }
       return;
     }
@@ -481,8 +484,10 @@ class GraphLoader {
     for (std::size_t i = 0; i < graph_.tasks.size(); ++i) {
       const TaskSpec& t = graph_.tasks[i];
       if (t.host.empty()) {
-        in_.error(t.where, "task '" + t.name + "' has no 'host' — with 'hosts:' every task names the host it runs on "
-                               "(one of: " + join(host_names) + ")");
+        in_.error(t.where, "task '" + t.name +
+                               "' has no 'host' — with 'hosts:' every task names the host it runs on "
+                               "(one of: " +
+                               join(host_names) + ")");
         continue;
       }
       if (!graph_.find_host(t.host)) {

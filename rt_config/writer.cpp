@@ -172,7 +172,8 @@ bool same_graph(const GraphSpec& a, const GraphSpec& b, std::string* difference)
   if (!same_coupling(a.default_coupling, b.default_coupling)) return differ("default coupling");
   if (a.hosts.size() != b.hosts.size()) return differ("number of hosts");
   for (std::size_t i = 0; i < a.hosts.size(); ++i) {
-    if (a.hosts[i].name != b.hosts[i].name || a.hosts[i].domain != b.hosts[i].domain) return differ("host " + a.hosts[i].name);
+    if (a.hosts[i].name != b.hosts[i].name || a.hosts[i].domain != b.hosts[i].domain)
+      return differ("host " + a.hosts[i].name);
   }
   if (a.dds.discovery_timeout != b.dds.discovery_timeout || a.dds.start_delay != b.dds.start_delay ||
       a.dds.bridge_priority != b.dds.bridge_priority || a.dds.bridge_cpu != b.dds.bridge_cpu) {

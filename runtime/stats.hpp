@@ -216,7 +216,7 @@ struct LinkStats {
  * Written by the bridge thread only; any thread may read.
  */
 struct RemoteLinkStats {
-  std::atomic<std::uint64_t> written{0};    // samples handed to dds_write (producer's host)
+  std::atomic<std::uint64_t> written{0};  // samples handed to dds_write (producer's host)
   std::atomic<std::uint64_t> write_errors{0};
   std::atomic<std::uint64_t> received{0};   // samples taken from DDS into the ring (consumer's host)
   std::atomic<std::uint64_t> lost{0};       // sequence numbers skipped between received samples

@@ -117,7 +117,8 @@ TEST(DdsBridge, AMissingHostIsNamedAfterTheTimeout) {
 TEST(DdsBridge, HostsOfAnotherGraphTextAreRefused) {
   auto plant = rtcosim::testing::build_graph(two_hosts());
   // Same graph name and topics, one comment more: another file.
-  auto hil = rtcosim::testing::build_graph(two_hosts("name: flight_control_two_hosts", "name: flight_control_two_hosts # v2"));
+  auto hil =
+      rtcosim::testing::build_graph(two_hosts("name: flight_control_two_hosts", "name: flight_control_two_hosts # v2"));
   plant->set_host("plant-pc");
   hil->set_host("hil-pc");
   DdsBridge plant_bridge(*plant);

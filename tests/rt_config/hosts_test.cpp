@@ -20,8 +20,12 @@ std::string two_host_graph(const std::string& hosts, const std::string& host_a, 
                            const std::string& extra = "") {
   return "name: pair\n" + hosts + extra +
          "tasks:\n"
-         "  - {name: a, period: 10ms" + host_a + "}\n"
-         "  - {name: b, period: 10ms" + host_b + "}\n"
+         "  - {name: a, period: 10ms" +
+         host_a +
+         "}\n"
+         "  - {name: b, period: 10ms" +
+         host_b +
+         "}\n"
          "blocks:\n"
          "  - {name: src, type: sine, task: a, params: {amplitude: 1.0, frequency: 1.0}}\n"
          "  - {name: g, type: gain, task: b, params: {gain: 2.0}}\n"
@@ -84,8 +88,9 @@ TEST(Hosts, UnknownHostIsReportedWithDidYouMean) {
 
 TEST(Hosts, TaskWithoutHostWhenHostsExist) {
   const auto r = load_graph_text(two_host_graph(kHosts, ", host: plant-pc", ""), "pair.yaml");
-  const Diagnostic* d = find(r, "task 'b' has no 'host' — with 'hosts:' every task names the host it runs on "
-                                "(one of: plant-pc, hil-pc)");
+  const Diagnostic* d = find(r,
+                             "task 'b' has no 'host' — with 'hosts:' every task names the host it runs on "
+                             "(one of: plant-pc, hil-pc)");
   ASSERT_NE(d, nullptr) << all_of(r);
   EXPECT_EQ(d->line, 7);
 }
@@ -98,8 +103,8 @@ TEST(Hosts, HostWithoutHostsList) {
 }
 
 TEST(Hosts, DuplicateHostsDomainsAndRateGroupsAcrossHosts) {
-  const auto dup = load_graph_text(
-      two_host_graph("hosts:\n  - {name: x}\n  - {name: x}\n", ", host: x", ", host: x"), "pair.yaml");
+  const auto dup =
+      load_graph_text(two_host_graph("hosts:\n  - {name: x}\n  - {name: x}\n", ", host: x", ", host: x"), "pair.yaml");
   EXPECT_NE(find(dup, "a second host is named 'x'"), nullptr) << all_of(dup);
   const auto domains = load_graph_text(
       two_host_graph("hosts:\n  - {name: x, domain: 0}\n  - {name: y, domain: 1}\n", ", host: x", ", host: y"),
@@ -107,8 +112,8 @@ TEST(Hosts, DuplicateHostsDomainsAndRateGroupsAcrossHosts) {
   const Diagnostic* d = find(domains, "host 'y' is in DDS domain 1 and host 'x' in domain 0");
   ASSERT_NE(d, nullptr) << all_of(domains);
   EXPECT_EQ(d->line, 4);
-  const auto range = load_graph_text(two_host_graph("hosts:\n  - {name: x, domain: 233}\n", ", host: x", ", host: x"),
-                                     "pair.yaml");
+  const auto range =
+      load_graph_text(two_host_graph("hosts:\n  - {name: x, domain: 233}\n", ", host: x", ", host: x"), "pair.yaml");
   EXPECT_EQ(count(range.diagnostics, Diagnostic::Severity::kError), 1u) << all_of(range);
   const auto group = load_graph_text(
       two_host_graph(kHosts, ", host: plant-pc, rate_group: g", ", host: hil-pc, rate_group: g"), "pair.yaml");

@@ -272,7 +272,8 @@ TEST(RunCommand, HostMustBeOneOfTheFilesHostsAndCheckListsRemoteLinks) {
   auto [rc, err] = run_err({"--host", "hil_pc", two});
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.find("--host hil_pc: " + two + " has no such host — expected one of: plant-pc, hil-pc"),
-            std::string::npos) << err;
+            std::string::npos)
+      << err;
   std::tie(rc, err) = run_err({"--host", "plant-pc", kExamples + "/flight_control.yaml"});
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.find("declares no 'hosts:'"), std::string::npos) << err;

@@ -32,7 +32,8 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim run [--virtual] [--duration 10s] [--record out.csv] [--compare-reference]
+constexpr const char* kHelp =
+    R"(usage: rtcosim run [--virtual] [--duration 10s] [--record out.csv] [--compare-reference]
                    [--plot out.svg] [--json summary.json] [--frames frames.csv] [--host NAME] FILE
 
 Runs a task graph. Each task is a thread pinned to its CPU at its
@@ -152,7 +153,8 @@ void run_realtime(runtime::Graph& graph, runtime::Recorder& recorder, runtime::R
         bridge->coordinate_start(graph.spec().dds.discovery_timeout, graph.spec().dds.start_delay);
     epoch_ns = io::monotonic_from_realtime(start_rt);
     std::cout << "hosts agree; common epoch at CLOCK_REALTIME " << start_rt / 1'000'000'000 << '.'
-              << std::to_string(1'000'000'000 + start_rt % 1'000'000'000).substr(1) << " s\n" << std::flush;
+              << std::to_string(1'000'000'000 + start_rt % 1'000'000'000).substr(1) << " s\n"
+              << std::flush;
   }
 #endif
   runtime::RealtimeExecutor executor(graph, &recorder, report, frame_log);
@@ -277,14 +279,18 @@ int run_run_command(const std::vector<std::string>& raw_args) {
 
     const std::string host = args.value("host").value_or("");
     if (!host.empty()) {
-      if (virtual_time) throw UsageError("--host runs one host's part of a graph in real time; --virtual runs the whole graph — drop one of them");
+      if (virtual_time)
+        throw UsageError(
+            "--host runs one host's part of a graph in real time; --virtual runs the whole graph — drop one of them");
       if (!spec.find_host(host)) {
         std::string known;
         for (const auto& h : spec.hosts) known += (known.empty() ? "" : ", ") + h.name;
-        throw UsageError("--host " + host + ": " + file + (known.empty() ? " declares no 'hosts:'" : " has no such host — expected one of: " + known));
+        throw UsageError("--host " + host + ": " + file +
+                         (known.empty() ? " declares no 'hosts:'" : " has no such host — expected one of: " + known));
       }
 #ifndef RTCOSIM_HAVE_DDS
-      throw std::runtime_error("this rtcosim was built without Cyclone DDS (install cyclonedds-dev and rebuild); --host needs it");
+      throw std::runtime_error(
+          "this rtcosim was built without Cyclone DDS (install cyclonedds-dev and rebuild); --host needs it");
 #endif
     } else if (!spec.hosts.empty()) {
       std::cout << "note: " << file << " spans " << spec.hosts.size()
@@ -309,8 +315,14 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
 
     std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
-              << " task(s)" << (host.empty() ? std::string() : " (host " + host + " runs " + std::to_string(std::count_if(graph->tasks().begin(), graph->tasks().end(), [](const auto& t) { return t->local(); })) + ", " + std::to_string(graph->remote_links().size()) + " remote link(s))") << ", " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time")
-              << ", " << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
+              << " task(s)"
+              << (host.empty() ? std::string()
+                               : " (host " + host + " runs " +
+                                     std::to_string(std::count_if(graph->tasks().begin(), graph->tasks().end(),
+                                                                  [](const auto& t) { return t->local(); })) +
+                                     ", " + std::to_string(graph->remote_links().size()) + " remote link(s))")
+              << ", " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time") << ", "
+              << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
     for (const auto& w : graph->link_warnings()) std::cerr << "warning: " << w << '\n';
     std::unique_ptr<runtime::RecordFile> frames_file;
     std::unique_ptr<runtime::FrameLog> frame_log;

@@ -227,10 +227,11 @@ std::string remote_json(const GraphLink& l) {
   const runtime::RemoteLinkStats& r = l.remote_stats;
   return ",\"remote\":{\"topic\":" + base::json_string(l.topic) +
          ",\"end\":" + base::json_string(l.producer_local ? "producer" : "consumer") +
-         ",\"published\":" + std::to_string(r.written.load()) + ",\"write_errors\":" + std::to_string(r.write_errors.load()) +
+         ",\"published\":" + std::to_string(r.written.load()) +
+         ",\"write_errors\":" + std::to_string(r.write_errors.load()) +
          ",\"received\":" + std::to_string(r.received.load()) + ",\"lost\":" + std::to_string(r.lost.load()) +
-         ",\"malformed\":" + std::to_string(r.malformed.load()) + ",\"ring_full\":" + std::to_string(r.ring_full.load()) +
-         ",\"data_age_s\":" + range(l.stats.data_age) + "}";
+         ",\"malformed\":" + std::to_string(r.malformed.load()) +
+         ",\"ring_full\":" + std::to_string(r.ring_full.load()) + ",\"data_age_s\":" + range(l.stats.data_age) + "}";
 }
 
 }  // namespace
