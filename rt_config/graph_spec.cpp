@@ -11,6 +11,13 @@ const TaskSpec* GraphSpec::find_task(const std::string& task_name) const {
   return nullptr;
 }
 
+const HostSpec* GraphSpec::find_host(const std::string& host_name) const {
+  for (const auto& h : hosts) {
+    if (h.name == host_name) return &h;
+  }
+  return nullptr;
+}
+
 std::string to_string(StepPolicy p) { return p == StepPolicy::kFixed ? "fixed" : "measured"; }
 std::string to_string(OverrunPolicy p) {
   switch (p) {

@@ -54,6 +54,7 @@ struct TaskSpec {
   OverrunPolicy overrun = OverrunPolicy::kCatchUp;  // the loader: rephase for measured steps unless given
   double max_step = 0.0;        // seconds; 0: 4 periods
   std::string rate_group;       // tasks sharing one run in one thread
+  std::string host;             // the host it runs on (GraphSpec::hosts); empty: a one-host graph
   ExecutionTimes execution;
   Location where;
 };
@@ -76,6 +77,24 @@ struct WireEntry {
   tasks::WireSpec wire;
   std::optional<CouplingSpec> coupling;  // as written; the default applies when absent
   bool crosses_tasks = false;
+  bool crosses_hosts = false;  // a remote link: carried over DDS
+  Location where;
+};
+
+// One machine of a graph that spans hosts (docs/dds.md): tasks on different
+// hosts exchange their links as DDS topics in `domain`.
+struct HostSpec {
+  std::string name;
+  int domain = 0;  // DDS domain id, 0..232
+  Location where;
+};
+
+// How a multi-host run starts and how its DDS bridge thread runs.
+struct DdsSpec {
+  double discovery_timeout = 10.0;  // seconds to wait for every host before giving up
+  double start_delay = 1.0;         // seconds between the hosts' agreement and the common epoch
+  int bridge_priority = 0;          // SCHED_FIFO 1..99 below the tasks'; 0: SCHED_OTHER
+  int bridge_cpu = -1;              // -1: not pinned
   Location where;
 };
 
@@ -106,12 +125,17 @@ struct GraphSpec {
   tasks::DiagramSpec diagram;
   std::vector<Location> block_locations;  // parallel to diagram.blocks
   std::vector<WireEntry> wires;           // parallel to diagram.wires
+  std::vector<HostSpec> hosts;            // empty: one process runs every task
+  DdsSpec dds;
+  // FNV-1a 64 of the file's text: hosts agree on the graph by comparing it.
+  std::uint64_t text_hash = 0;
   CouplingSpec default_coupling;
   RecordSpec record;
   TraceSpec trace;
   std::vector<std::string> plugins;  // plugin ids (rt_config/plugins.hpp), not paths
 
   [[nodiscard]] const TaskSpec* find_task(const std::string& name) const;
+  [[nodiscard]] const HostSpec* find_host(const std::string& name) const;
   // The coupling a cross-task wire uses: its own or the default.
   [[nodiscard]] const CouplingSpec& coupling_of(const WireEntry& wire) const {
     return wire.coupling ? *wire.coupling : default_coupling;

@@ -18,10 +18,12 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "base/duration.hpp"
 #include "base/text.hpp"
 #include "coupling/plugin_loader.hpp"
+#include "rt_config/hosts.hpp"
 #include "rt_config/schedulability.hpp"
 #include "tasks/partition.hpp"
 
@@ -260,10 +262,10 @@ class Reader {
   std::vector<Diagnostic>& diagnostics_;
 };
 
-const std::vector<std::string> kTopKeys = {"name", "duration", "realtime", "tasks", "blocks",
-                                           "wires", "coupling", "record", "trace", "plugins"};
-const std::vector<std::string> kTaskKeys = {"name",    "period",     "cpu",      "priority", "integrator",
-                                            "step",    "overrun",    "max_step", "rate_group", "execution"};
+const std::vector<std::string> kTopKeys = {"name",     "duration", "realtime", "tasks",   "blocks", "wires",
+                                           "coupling", "record",   "trace",    "plugins", "hosts",  "dds"};
+const std::vector<std::string> kTaskKeys = {"name",    "period",   "cpu",        "priority",  "integrator", "step",
+                                            "overrun", "max_step", "rate_group", "execution", "host"};
 const std::vector<std::string> kBlockKeys = {"name", "type", "task", "params"};
 const std::vector<std::string> kWireKeys = {"from", "to", "coupling"};
 
@@ -298,6 +300,8 @@ struct BlockInfo {
 };
 
 class GraphLoader {
+  std::map<std::size_t, Location> host_locations_;  // task index -> its 'host' key
+
  public:
   GraphLoader(LoadResult& result, const LoadOptions& options, const tasks::BlockRegistry& blocks,
               const coupling::MethodRegistry& methods)
@@ -324,6 +328,8 @@ class GraphLoader {
     if (root["coupling"]) {
       if (auto c = coupling_spec(root["coupling"], "the default coupling")) graph_.default_coupling = *c;
     }
+    read_hosts(root["hosts"]);
+    read_dds(root["dds"]);
     read_tasks(root["tasks"], root);
     read_blocks(root["blocks"], root);
     read_wires(root["wires"], root);
@@ -332,6 +338,7 @@ class GraphLoader {
     check_diagram();
     check_tasks();
     check_fixed_steps();
+    check_hosts();
   }
 
  private:
@@ -392,8 +399,144 @@ class GraphLoader {
         }
       }
       if (auto g = in_.text(node, "rate_group", what, false)) t.rate_group = *g;
+      if (auto h = in_.text(node, "host", what, false)) {
+        t.host = *h;
+        host_locations_[graph_.tasks.size()] = location_of(node["host"]);
+      }
       if (const auto ex = node["execution"]) read_execution(ex, what, t.execution);
       graph_.tasks.push_back(std::move(t));
+    }
+  }
+
+  void read_hosts(const YAML::Node& node) {
+    if (!node) return;
+    if (!node.IsSequence() || node.size() == 0) {
+      in_.error(node, "'hosts' is " + Reader::kind(node) + " — expected a non-empty list of {name, domain}");
+      return;
+    }
+    for (const auto& h : node) {
+      if (!in_.mapping(h, "a host", {"name", "domain"})) continue;
+      HostSpec host;
+      host.where = location_of(h);
+      auto name = in_.text(h, "name", "a host", true);
+      if (name) {
+        host.name = *name;
+        if (graph_.find_host(*name))
+          in_.error(h["name"], "a second host is named '" + *name + "' — host names must be unique");
+      }
+      // DDS domain ids above 232 make port numbers overflow (DDSI-RTPS 9.6.1.1).
+      if (auto d = in_.integer(h, "domain", "host '" + host.name + "'", 0, 232)) host.domain = static_cast<int>(*d);
+      graph_.hosts.push_back(std::move(host));
+    }
+    for (const auto& h : graph_.hosts) {
+      if (h.domain == graph_.hosts.front().domain) continue;
+      in_.error(h.where, "host '" + h.name + "' is in DDS domain " + std::to_string(h.domain) + " and host '" +
+                             graph_.hosts.front().name + "' in domain " + std::to_string(graph_.hosts.front().domain) +
+                             " — participants see each other's topics only within one domain; give every host the same "
+                             "domain");
+    }
+  }
+
+  void read_dds(const YAML::Node& node) {
+    if (!node) return;
+    const std::string what = "'dds'";
+    if (!in_.mapping(node, what, {"discovery_timeout", "start_delay", "bridge_priority", "bridge_cpu"})) return;
+    graph_.dds.where = location_of(node);
+    if (auto t = in_.duration(node, "discovery_timeout", what, false)) {
+      if (!(*t > 0.0) || *t > 3600.0) {
+        in_.error(node["discovery_timeout"], "'dds': 'discovery_timeout' = " + node["discovery_timeout"].Scalar() +
+                                                 " — expected a duration above 0 and at most 1h");
+      }
+      graph_.dds.discovery_timeout = *t;
+    }
+    if (auto t = in_.duration(node, "start_delay", what, false)) {
+      if (!(*t >= 0.01) || *t > 60.0) {
+        in_.error(node["start_delay"], "'dds': 'start_delay' = " + node["start_delay"].Scalar() +
+                                           " — expected a duration from 10ms to 60s (every host must hear the start "
+                                           "time before it)");
+      }
+      graph_.dds.start_delay = *t;
+    }
+    if (auto p = in_.integer(node, "bridge_priority", what, 1, 99)) graph_.dds.bridge_priority = static_cast<int>(*p);
+    if (auto c = in_.integer(node, "bridge_cpu", what, 0, 4095)) graph_.dds.bridge_cpu = static_cast<int>(*c);
+  }
+
+  // Every task on a declared host when there are hosts; rate groups within
+  // one host; the bridge below every task's priority on its CPU.
+  void check_hosts() {
+    std::vector<std::string> host_names;
+    for (const auto& h : graph_.hosts) host_names.push_back(h.name);
+    if (graph_.hosts.empty()) {
+      for (std::size_t i = 0; i < graph_.tasks.size(); ++i) {
+        const TaskSpec& t = graph_.tasks[i];
+        if (t.host.empty()) continue;
+        in_.error(host_locations_[i], "task '" + t.name + "' runs on host '" + t.host +
+                                          "', but the file has no 'hosts:' — expected a list "
+                                          "'hosts: [{name: " +
+                                          t.host + ", domain: 0}, ...]' or no 'host'");
+      }
+      if (graph_.dds.where.line > 0) {
+        in_.warning(graph_.dds.where,
+                    "'dds' is set, but the file has no 'hosts:' — it applies only to graphs across hosts");
+      }
+      return;
+    }
+    std::map<std::string, std::size_t> tasks_on;
+    for (std::size_t i = 0; i < graph_.tasks.size(); ++i) {
+      const TaskSpec& t = graph_.tasks[i];
+      if (t.host.empty()) {
+        in_.error(t.where, "task '" + t.name +
+                               "' has no 'host' — with 'hosts:' every task names the host it runs on "
+                               "(one of: " +
+                               join(host_names) + ")");
+        continue;
+      }
+      if (!graph_.find_host(t.host)) {
+        std::string message = "task '" + t.name + "' runs on host '" + t.host + "', which is not in 'hosts:'";
+        if (const auto guess = base::closest_match(t.host, host_names); !guess.empty()) {
+          message += " (did you mean '" + guess + "'?)";
+        }
+        in_.error(host_locations_[i], message + " — expected one of: " + join(host_names));
+        continue;
+      }
+      ++tasks_on[t.host];
+    }
+    for (const auto& h : graph_.hosts) {
+      if (!tasks_on.count(h.name)) {
+        in_.warning(h.where, "host '" + h.name + "' runs no task — every host still takes part in the start");
+      }
+    }
+    std::map<std::string, const TaskSpec*> group_host;
+    for (const auto& t : graph_.tasks) {
+      if (t.rate_group.empty()) continue;
+      const auto [it, fresh] = group_host.emplace(t.rate_group, &t);
+      if (!fresh && it->second->host != t.host) {
+        in_.error(t.where, "task '" + t.name + "' on host '" + t.host + "' is in rate group '" + t.rate_group +
+                               "' with task '" + it->second->name + "' on host '" + it->second->host +
+                               "' — a rate group runs in one thread, on one host");
+      }
+    }
+    if (graph_.dds.bridge_priority > 0) {
+      for (const auto& t : graph_.tasks) {
+        if (t.priority <= 0 || t.priority > graph_.dds.bridge_priority) continue;
+        in_.warning(graph_.dds.where, "'dds': 'bridge_priority' " + std::to_string(graph_.dds.bridge_priority) +
+                                          " is not below task '" + t.name + "' (" + std::to_string(t.priority) +
+                                          ") — the bridge may delay that task's frames; expected a priority below "
+                                          "every task's");
+        break;
+      }
+    }
+    // Which links leave their host.
+    std::map<std::string_view, std::string_view> host_of_block;
+    for (const auto& b : graph_.diagram.blocks) {
+      const TaskSpec* t = graph_.find_task(b.task);
+      if (t) host_of_block.emplace(b.name, t->host);
+    }
+    for (auto& w : graph_.wires) {
+      if (!w.crosses_tasks) continue;
+      const auto from = host_of_block.find(w.wire.from.block);
+      const auto to = host_of_block.find(w.wire.to.block);
+      w.crosses_hosts = from != host_of_block.end() && to != host_of_block.end() && from->second != to->second;
     }
   }
 
@@ -844,7 +987,8 @@ class GraphLoader {
 
   void check_tasks() {
     const int cpus = options_.cpu_count > 0 ? options_.cpu_count : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-    std::map<std::pair<int, int>, std::string> cpu_priority;
+    // Per host: tasks on two machines may share a CPU number and priority.
+    std::map<std::tuple<std::string, int, int>, std::string> cpu_priority;
     std::map<std::string, const TaskSpec*> group_leader;
     std::map<std::string, std::vector<const TaskSpec*>> groups;
     std::map<int, Location> first_on_cpu;
@@ -860,7 +1004,7 @@ class GraphLoader {
       // One thread per task, or per rate group (its first task stands for it).
       const bool own_thread = t.rate_group.empty() || !group_leader.count(t.rate_group);
       if (t.cpu >= 0 && t.priority > 0 && own_thread) {
-        const auto [it, fresh] = cpu_priority.emplace(std::make_pair(t.cpu, t.priority), t.name);
+        const auto [it, fresh] = cpu_priority.emplace(std::make_tuple(t.host, t.cpu, t.priority), t.name);
         if (!fresh) {
           in_.error(t.where, what + " and task '" + it->second + "' share CPU " + std::to_string(t.cpu) +
                                  " and priority " + std::to_string(t.priority) +
@@ -952,6 +1096,7 @@ class GraphLoader {
 LoadResult load_graph_text(std::string_view text, const std::string& file_label, const LoadOptions& options) {
   LoadResult result;
   result.graph.file = file_label;
+  result.graph.text_hash = graph_text_hash(text);
   auto fail = [&](Location where, std::string message) {
     result.diagnostics.push_back({Severity::kError, file_label, where.line, where.column, std::move(message)});
     return result;

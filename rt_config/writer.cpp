@@ -62,6 +62,20 @@ std::string write_graph(const GraphSpec& g) {
   out << YAML::Key << "realtime" << YAML::Value << to_string(g.realtime);
   out << YAML::Key << "coupling" << YAML::Value;
   emit_coupling(out, g.default_coupling);
+  if (!g.hosts.empty()) {
+    out << YAML::Key << "hosts" << YAML::Value << YAML::BeginSeq;
+    for (const auto& h : g.hosts) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << h.name << YAML::Key << "domain"
+          << YAML::Value << h.domain << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+    out << YAML::Key << "dds" << YAML::Value << YAML::BeginMap << YAML::Key << "discovery_timeout" << YAML::Value
+        << exact_seconds(g.dds.discovery_timeout) << YAML::Key << "start_delay" << YAML::Value
+        << exact_seconds(g.dds.start_delay);
+    if (g.dds.bridge_priority > 0) out << YAML::Key << "bridge_priority" << YAML::Value << g.dds.bridge_priority;
+    if (g.dds.bridge_cpu >= 0) out << YAML::Key << "bridge_cpu" << YAML::Value << g.dds.bridge_cpu;
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "tasks" << YAML::Value << YAML::BeginSeq;
   for (const auto& t : g.tasks) {
     out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name << YAML::Key << "period" << YAML::Value
@@ -73,6 +87,7 @@ std::string write_graph(const GraphSpec& g) {
     out << YAML::Key << "overrun" << YAML::Value << to_string(t.overrun);
     if (t.max_step > 0.0) out << YAML::Key << "max_step" << YAML::Value << exact_seconds(t.max_step);
     if (!t.rate_group.empty()) out << YAML::Key << "rate_group" << YAML::Value << t.rate_group;
+    if (!t.host.empty()) out << YAML::Key << "host" << YAML::Value << t.host;
     if (t.execution.declared) {
       out << YAML::Key << "execution" << YAML::Value << YAML::BeginMap << YAML::Key << "nominal" << YAML::Value
           << exact_seconds(t.execution.nominal);
@@ -155,6 +170,15 @@ bool same_graph(const GraphSpec& a, const GraphSpec& b, std::string* difference)
   if (a.duration != b.duration) return differ("duration");
   if (a.realtime != b.realtime) return differ("realtime");
   if (!same_coupling(a.default_coupling, b.default_coupling)) return differ("default coupling");
+  if (a.hosts.size() != b.hosts.size()) return differ("number of hosts");
+  for (std::size_t i = 0; i < a.hosts.size(); ++i) {
+    if (a.hosts[i].name != b.hosts[i].name || a.hosts[i].domain != b.hosts[i].domain)
+      return differ("host " + a.hosts[i].name);
+  }
+  if (a.dds.discovery_timeout != b.dds.discovery_timeout || a.dds.start_delay != b.dds.start_delay ||
+      a.dds.bridge_priority != b.dds.bridge_priority || a.dds.bridge_cpu != b.dds.bridge_cpu) {
+    return differ("dds");
+  }
   if (a.tasks.size() != b.tasks.size()) return differ("number of tasks");
   for (std::size_t i = 0; i < a.tasks.size(); ++i) {
     const auto &x = a.tasks[i], &y = b.tasks[i];
@@ -165,6 +189,7 @@ bool same_graph(const GraphSpec& a, const GraphSpec& b, std::string* difference)
     if (x.integrator != y.integrator || x.step != y.step || x.overrun != y.overrun) return differ(t + "policies");
     if (x.max_step != y.max_step) return differ(t + "max_step");
     if (x.rate_group != y.rate_group) return differ(t + "rate_group");
+    if (x.host != y.host) return differ(t + "host");
     if (x.execution.declared != y.execution.declared || x.execution.nominal != y.execution.nominal ||
         x.execution.spikes.size() != y.execution.spikes.size()) {
       return differ(t + "execution");

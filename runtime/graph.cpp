@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 #include <string_view>
 #include <unordered_map>
 
 #include "base/counter.hpp"
+#include "rt_config/hosts.hpp"
 #include "runtime/trace.hpp"
 
 namespace rtcosim::runtime {
@@ -199,6 +201,8 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       link->producer = producer->spec().name;
       link->consumer = consumer->spec().name;
       link->method = coupling->method;
+      link->remote = producer->spec().host != consumer->spec().host;
+      if (link->remote) link->topic = config::dds_topic_name(g->spec_, external.name, consumer->spec().name);
       link->method_uses_derivatives = methods.get(coupling->method).uses_derivatives;
       const double consumer_max = consumer->policy().max_step();
       const double producer_period = producer->spec().period;
@@ -224,6 +228,29 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
     }
   }
   return g;
+}
+
+void Graph::set_host(const std::string& host) {
+  if (!host.empty() && !spec_.find_host(host)) {
+    std::string known;
+    for (const auto& h : spec_.hosts) known += (known.empty() ? "" : ", ") + h.name;
+    throw std::invalid_argument("host '" + host + "' is not in the graph's 'hosts:' — expected one of: " +
+                                (known.empty() ? std::string("(the file declares no hosts)") : known));
+  }
+  host_ = host;
+  for (auto& t : tasks_) t->set_local(host.empty() || t->spec().host == host);
+  for (auto& l : links_) {
+    l->producer_local = find_task(l->producer)->local();
+    l->consumer_local = find_task(l->consumer)->local();
+  }
+}
+
+std::vector<GraphLink*> Graph::remote_links() noexcept {
+  std::vector<GraphLink*> out;
+  for (auto& l : links_) {
+    if (l->remote && l->producer_local != l->consumer_local) out.push_back(l.get());
+  }
+  return out;
 }
 
 void Graph::trace_names() const noexcept {
@@ -273,6 +300,7 @@ void Graph::reset() noexcept {
     l->link->extrapolator().reset();
     l->link->reset_counters();
     l->stats.reset();
+    l->remote_stats.reset();
   }
   for (auto& t : tasks_) t->reset_run();
   for (auto& t : tasks_) t->partition().reset(0.0);

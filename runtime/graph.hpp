@@ -44,6 +44,12 @@ struct GraphLink {
   double max_extrapolation = 0.0;
   std::unique_ptr<coupling::Link> link;
   LinkStats stats;
+  // Ends on different hosts: the link crosses DDS (docs/dds.md) as `topic`.
+  bool remote = false;
+  std::string topic;
+  bool producer_local = true;  // the producer runs in this process
+  bool consumer_local = true;  // the consumer runs in this process
+  RemoteLinkStats remote_stats;
 
   [[nodiscard]] LinkHealth health() const noexcept;
 };
@@ -111,6 +117,10 @@ class TaskRuntime {
   void set_placement(ThreadPlacement p) { placement_ = std::move(p); }
   // A fresh run: statistics cleared, the step policy back to its first step.
   void reset_run() noexcept;
+  // Runs in this process (its host's, with `--host`); others only provide
+  // their initial outputs.
+  [[nodiscard]] bool local() const noexcept { return local_; }
+  void set_local(bool local) noexcept { local_ = local; }
 
   // Drains every input link into its extrapolator.
   void drain() noexcept;
@@ -141,6 +151,7 @@ class TaskRuntime {
   ThreadPlacement placement_;
   std::uint64_t sequence_ = 0;
   bool staged_ = false;  // outputs staged since the last publish
+  bool local_ = true;
   std::uint32_t id_ = 0;
   static constexpr std::uint64_t kNotFailed = ~std::uint64_t{0};
   std::uint64_t failed_frame_ = kNotFailed;  // written by the task's thread, read after it ended
@@ -162,6 +173,14 @@ class Graph {
   [[nodiscard]] std::vector<std::unique_ptr<GraphLink>>& links() noexcept { return links_; }
   [[nodiscard]] TaskRuntime* find_task(const std::string& name) noexcept;
 
+  // This process runs only the tasks of `host` (a name of the spec's
+  // hosts); the others stay built for their initial outputs. Empty: every
+  // task. Set-up code; throws std::invalid_argument for an unknown host.
+  void set_host(const std::string& host);
+  [[nodiscard]] const std::string& host() const noexcept { return host_; }
+  // Links that leave this process: remote, with one end here.
+  [[nodiscard]] std::vector<GraphLink*> remote_links() noexcept;
+
   // Emits task_info and link_info trace events (names for the ids).
   void trace_names() const noexcept;
 
@@ -181,6 +200,7 @@ class Graph {
  private:
   explicit Graph(const config::GraphSpec& spec) : spec_(spec) {}
   config::GraphSpec spec_;
+  std::string host_;
   std::vector<std::unique_ptr<TaskRuntime>> tasks_;
   std::vector<std::unique_ptr<GraphLink>> links_;
 };

@@ -23,7 +23,7 @@ Recorder::Recorder(Graph& graph, Options options) : keep_(options.keep) {
       if (b.name == signal.block) task_name = b.task;
     }
     TaskRuntime* task = graph.find_task(task_name);
-    if (!task) continue;
+    if (!task || !task->local()) continue;  // recorded by its own host
     std::size_t index = 0;
     while (index < channels_.size() && channels_[index]->task != task) ++index;
     if (index == channels_.size()) {

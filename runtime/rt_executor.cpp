@@ -43,7 +43,7 @@ std::vector<std::string> RealtimeExecutor::thread_errors() const {
   return errors_;
 }
 
-void RealtimeExecutor::start(double duration, double start_delay) {
+void RealtimeExecutor::start(double duration, double start_delay, std::int64_t epoch_ns) {
   graph_.reset();
   graph_.trace_names();
   {
@@ -68,7 +68,7 @@ void RealtimeExecutor::start(double duration, double start_delay) {
     throw std::runtime_error(text);
   }
   MonotonicClock clock;
-  epoch_ns_ = clock.now() + seconds_to_ns(start_delay);
+  epoch_ns_ = epoch_ns != 0 ? epoch_ns : clock.now() + seconds_to_ns(start_delay);
   end_ns_ = duration > 0.0 ? epoch_ns_ + seconds_to_ns(duration) : 0;
   for (auto& u : units_) u.reset(epoch_ns_, end_ns_);
   go_.store(kRun);

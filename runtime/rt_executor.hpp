@@ -39,7 +39,9 @@ class RealtimeExecutor {
   // frames run until `duration` (0: until stop()) has passed since the
   // epoch. Throws std::runtime_error, with nothing run, when the graph asks
   // for `realtime: required` and a thread could not be set up.
-  void start(double duration, double start_delay = 0.05);
+  // `epoch_ns` (CLOCK_MONOTONIC), when not 0, is the epoch itself: hosts of
+  // one graph start on the same instant (io/dds_bridge.hpp).
+  void start(double duration, double start_delay = 0.05, std::int64_t epoch_ns = 0);
   void stop() noexcept { running_.store(false, std::memory_order_relaxed); }
   void join();
   [[nodiscard]] bool finished() const noexcept { return active_.load(std::memory_order_acquire) == 0; }

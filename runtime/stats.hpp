@@ -211,4 +211,25 @@ struct LinkStats {
   }
 };
 
+/*
+ * RemoteLinkStats: a link whose ends run on different hosts, as the DDS
+ * bridge of one end saw it (docs/figures.md, "Per remote link"). The
+ * producer's host counts `written`, the consumer's host the rest.
+ * Written by the bridge thread only; any thread may read.
+ */
+struct RemoteLinkStats {
+  std::atomic<std::uint64_t> written{0};  // samples handed to dds_write (producer's host)
+  std::atomic<std::uint64_t> write_errors{0};
+  std::atomic<std::uint64_t> received{0};   // samples taken from DDS into the ring (consumer's host)
+  std::atomic<std::uint64_t> lost{0};       // sequence numbers skipped between received samples
+  std::atomic<std::uint64_t> malformed{0};  // samples of the wrong signal count, dropped
+  std::atomic<std::uint64_t> ring_full{0};  // received samples the consumer's ring had no room for
+  std::atomic<std::uint64_t> last_sequence{0};
+
+  void reset() noexcept {
+    for (auto* c : {&written, &write_errors, &received, &lost, &malformed, &ring_full, &last_sequence})
+      c->store(0, std::memory_order_relaxed);
+  }
+};
+
 }  // namespace rtcosim::runtime

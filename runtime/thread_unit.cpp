@@ -25,6 +25,7 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
   std::map<std::string, std::size_t> group_unit;
   auto& tasks = graph.tasks();
   for (std::size_t i = 0; i < tasks.size(); ++i) {
+    if (!tasks[i]->local()) continue;  // another host's
     const std::string& group = tasks[i]->spec().rate_group;
     if (!group.empty()) {
       const auto [it, fresh] = group_unit.emplace(group, units.size());

@@ -258,6 +258,36 @@ TEST(RunCommand, TraceInVirtualTimeIsRefusedBeforeAnythingRuns) {
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
+// --host names one of the file's hosts, in real time only; check lists the
+// remote links with their topics.
+TEST(RunCommand, HostMustBeOneOfTheFilesHostsAndCheckListsRemoteLinks) {
+  auto run_err = [](const std::vector<std::string>& args) {
+    std::stringstream err;
+    auto* old = std::cerr.rdbuf(err.rdbuf());
+    const int rc = run_run_command(args);
+    std::cerr.rdbuf(old);
+    return std::make_pair(rc, err.str());
+  };
+  const std::string two = kExamples + "/flight_control_two_hosts.yaml";
+  auto [rc, err] = run_err({"--host", "hil_pc", two});
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.find("--host hil_pc: " + two + " has no such host — expected one of: plant-pc, hil-pc"),
+            std::string::npos)
+      << err;
+  std::tie(rc, err) = run_err({"--host", "plant-pc", kExamples + "/flight_control.yaml"});
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.find("declares no 'hosts:'"), std::string::npos) << err;
+  std::tie(rc, err) = run_err({"--virtual", "--duration", "1s", "--host", "plant-pc", two});
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.find("--virtual runs the whole graph"), std::string::npos) << err;
+  const std::string summary = graph_summary(config::load_graph_file(two).graph);
+  for (const char* line :
+       {"  controller  hil-pc ", "rtcosim_flight_control_two_hosts_controller_gain__y__actuator\n",
+        "rtcosim_flight_control_two_hosts_airframe_pitch__y__controller\n", "2 remote link(s), carried over DDS"}) {
+    EXPECT_NE(summary.find(line), std::string::npos) << line << "\n" << summary;
+  }
+}
+
 // --period-scale 1e-11 made 1 ms periods 10 fs and crashed with SIGFPE;
 // scaled periods meet the loader's floor.
 TEST(RunCommand, APeriodScaleBelowTheFloorIsAUsageError) {

@@ -9,6 +9,7 @@
 
 #include "base/duration.hpp"
 #include "coupling/link.hpp"
+#include "rt_config/hosts.hpp"
 #include "rt_config/loader.hpp"
 #include "rt_config/schedulability.hpp"
 #include "tools/rtcosim/cli_args.hpp"
@@ -104,10 +105,20 @@ std::string graph_summary(const config::GraphSpec& g) {
       {"blocks", Align::kRight, [&blocks_in](const TaskSpec& t) { return format_count(blocks_in[t.name]); }},
       {"rate group", Align::kLeft, [](const TaskSpec& t) { return t.rate_group.empty() ? "-" : t.rate_group; }},
   };
-  out << "tasks:\n" << render_table(task_columns, g.tasks);
+  auto task_table = task_columns;
+  if (!g.hosts.empty()) {
+    task_table.insert(task_table.begin() + 1, {"host", Align::kLeft, [](const TaskSpec& t) { return t.host; }});
+    out << "hosts (DDS domain " << g.hosts.front().domain << "):";
+    for (const auto& h : g.hosts) out << ' ' << h.name;
+    out << "\n\n";
+  }
+  out << "tasks:\n" << render_table(task_table, g.tasks);
   if (links > 0) {
-    TextTable table(
-        {{"from", Align::kLeft}, {"to", Align::kLeft}, {"coupling", Align::kLeft}, {"ring", Align::kRight}});
+    std::vector<TextTable::Column> link_columns = {
+        {"from", Align::kLeft}, {"to", Align::kLeft}, {"coupling", Align::kLeft}, {"ring", Align::kRight}};
+    if (!g.hosts.empty()) link_columns.push_back({"remote (DDS topic)", Align::kLeft});
+    TextTable table(link_columns);
+    std::size_t remote = 0;
     for (const auto& w : g.wires) {
       if (!w.crosses_tasks) continue;
       const auto* producer = find_task(task_of_block(w.wire.from.block));
@@ -118,11 +129,18 @@ std::string graph_summary(const config::GraphSpec& g) {
         ring = std::to_string(coupling::ring_capacity_blocks({producer->period, consumer->period, longest, 2})) +
                " blocks";
       }
-      table.add_row({w.wire.from.str() + " (" + task_of_block(w.wire.from.block) + ")",
-                     w.wire.to.str() + " (" + task_of_block(w.wire.to.block) + ")", describe_coupling(g.coupling_of(w)),
-                     ring});
+      std::vector<std::string> row = {w.wire.from.str() + " (" + task_of_block(w.wire.from.block) + ")",
+                                      w.wire.to.str() + " (" + task_of_block(w.wire.to.block) + ")",
+                                      describe_coupling(g.coupling_of(w)), ring};
+      if (!g.hosts.empty()) {
+        remote += w.crosses_hosts ? 1 : 0;
+        row.push_back(w.crosses_hosts ? config::dds_topic_name(g, w.wire.from.str(), task_of_block(w.wire.to.block))
+                                      : std::string("-"));
+      }
+      table.add_row(row);
     }
     out << "\nlinks:\n" << table.render();
+    if (!g.hosts.empty()) out << remote << " remote link(s), carried over DDS (docs/dds.md)\n";
   }
   const config::Schedulability sched = config::analyse_schedulability(g);
   if (!sched.cpu_load.empty()) {

@@ -22,6 +22,7 @@ std::vector<TaskRow> task_rows(runtime::Graph& graph, const RecordingState& stat
   const auto counts = state.recorder ? state.recorder->counts() : std::vector<runtime::Recorder::TaskCounts>{};
   const auto frame_drops = state.frame_log ? state.frame_log->dropped_per_task() : std::vector<std::uint64_t>{};
   for (auto& t : graph.tasks()) {
+    if (!t->local()) continue;  // another host records it
     TaskRow row{t->spec().name, 0, 0, std::nullopt};
     for (const auto& c : counts) {
       if (c.task == row.name) {

@@ -20,6 +20,9 @@
 #include "runtime/rt_executor.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/virtual_executor.hpp"
+#ifdef RTCOSIM_HAVE_DDS
+#include "io/dds_bridge.hpp"
+#endif
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
 #include "tools/rtcosim/recording_summary.hpp"
@@ -30,8 +33,9 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim run [--virtual] [--duration 10s] [--record out.csv|.h5|.mat] [--compare-reference]
-                   [--plot out.svg] [--json summary.json] [--frames frames.csv] FILE
+constexpr const char* kHelp =
+    R"(usage: rtcosim run [--virtual] [--duration 10s] [--record out.csv|.h5|.mat] [--compare-reference]
+                   [--plot out.svg] [--json summary.json] [--frames frames.csv] [--host NAME] FILE
 
 Runs a task graph. Each task is a thread pinned to its CPU at its
 SCHED_FIFO priority (when permitted: see the file's `realtime:`), all on one
@@ -68,6 +72,9 @@ options:
                           sustains); every scaled period must stay at 1us or more
   --plugin-dir DIR        where the file's 'plugins:' ids may be loaded from; repeatable (docs/plugins.md)
   --max-file-size MIB     refuse task-graph files larger than this (default 4)
+  --host NAME             run only the tasks of host NAME of the file's 'hosts:'; links to tasks on
+                          other hosts travel over DDS, and every host starts on one common epoch
+                          once all of them are there (docs/dds.md)
   -h, --help              this text
 )";
 
@@ -163,6 +170,24 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
     if (t->spec().cpu >= 0) task_cpus.push_back(t->spec().cpu);
   }
   (void)runtime::pin_housekeeping(task_cpus);
+  std::int64_t epoch_ns = 0;
+#ifdef RTCOSIM_HAVE_DDS
+  std::unique_ptr<io::DdsBridge> bridge;
+  if (!graph.host().empty()) {
+    bridge = std::make_unique<io::DdsBridge>(graph);
+    std::cout << "host " << graph.host() << ": waiting for ";
+    for (const auto& h : graph.spec().hosts) {
+      if (h.name != graph.host()) std::cout << h.name << ' ';
+    }
+    std::cout << "(at most " << base::format_duration(graph.spec().dds.discovery_timeout) << ")\n" << std::flush;
+    const std::int64_t start_rt =
+        bridge->coordinate_start(graph.spec().dds.discovery_timeout, graph.spec().dds.start_delay);
+    epoch_ns = io::monotonic_from_realtime(start_rt);
+    std::cout << "hosts agree; common epoch at CLOCK_REALTIME " << start_rt / 1'000'000'000 << '.'
+              << std::to_string(1'000'000'000 + start_rt % 1'000'000'000).substr(1) << " s\n"
+              << std::flush;
+  }
+#endif
   runtime::RealtimeExecutor executor(graph, &outputs.recorder, report, outputs.frame_log.get());
   g_running.store(&executor);
   struct sigaction action {};
@@ -170,7 +195,10 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-  executor.start(duration);
+  executor.start(duration, 0.05, epoch_ns);
+#ifdef RTCOSIM_HAVE_DDS
+  if (bridge) bridge->start(report.fifo);
+#endif
   // Set-up problems are known before the epoch: say them before the run.
   for (const auto& e : executor.thread_errors()) std::cerr << "warning: " << e << '\n';
   double next_progress = 1.0;
@@ -179,6 +207,15 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
     // tasks never wait for it (full rings drop and count).
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     outputs.drain();
+#ifdef RTCOSIM_HAVE_DDS
+    if (bridge) {
+      for (const auto& h : bridge->take_lost_hosts()) {
+        std::cerr << "error: host '" << h << "' fell silent at t = " << std::to_string(executor.elapsed())
+                  << " s (no announce for " << io::DdsBridge::kSilence
+                  << " s); the tasks here keep running, their inputs from it held at the horizon\n";
+      }
+    }
+#endif
     if (executor.elapsed() >= next_progress) {
       next_progress += 1.0;
       std::uint64_t frames = 0, overruns = 0;
@@ -196,6 +233,12 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
     }
   }
   executor.join();
+#ifdef RTCOSIM_HAVE_DDS
+  if (bridge) {
+    bridge->stop();
+    std::cout << "DDS bridge thread: " << bridge->placement() << '\n';
+  }
+#endif
   g_running.store(nullptr);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
@@ -208,7 +251,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
   try {
     CliArgs args("run",
                  {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale",
-                  "plugin-dir", "max-file-size"},
+                  "plugin-dir", "max-file-size", "host"},
                  {"virtual", "compare-reference", "help"}, {"plugin-dir"});
     args.parse(raw_args);
     if (args.flag("help")) {
@@ -266,9 +309,29 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       throw UsageError("--trace records real-time frames and cannot be combined with --virtual — drop one of them");
     }
 
+    const std::string host = args.value("host").value_or("");
+    if (!host.empty()) {
+      if (virtual_time)
+        throw UsageError(
+            "--host runs one host's part of a graph in real time; --virtual runs the whole graph — drop one of them");
+      if (!spec.find_host(host)) {
+        std::string known;
+        for (const auto& h : spec.hosts) known += (known.empty() ? "" : ", ") + h.name;
+        throw UsageError("--host " + host + ": " + file +
+                         (known.empty() ? " declares no 'hosts:'" : " has no such host — expected one of: " + known));
+      }
+#ifndef RTCOSIM_HAVE_DDS
+      throw std::runtime_error(
+          "this rtcosim was built without Cyclone DDS (install cyclonedds-dev and rebuild); --host needs it");
+#endif
+    } else if (!spec.hosts.empty()) {
+      std::cout << "note: " << file << " spans " << spec.hosts.size()
+                << " hosts; without --host this process runs every task, with in-process links\n";
+    }
     const auto blocks = tasks::BlockRegistry::with_builtins();
     const auto methods = config::plugin_registry(spec, load_options.plugins.directories);
     auto graph = runtime::Graph::build(spec, blocks, methods);
+    graph->set_host(host);
     runtime::Recorder::Options keep;
     keep.keep = keep_series ? runtime::Recorder::kKeepAll : 0;
     runtime::Recorder recorder(*graph, keep);
@@ -308,8 +371,14 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
 
     std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
-              << " task(s), " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time")
-              << ", " << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
+              << " task(s)"
+              << (host.empty() ? std::string()
+                               : " (host " + host + " runs " +
+                                     std::to_string(std::count_if(graph->tasks().begin(), graph->tasks().end(),
+                                                                  [](const auto& t) { return t->local(); })) +
+                                     ", " + std::to_string(graph->remote_links().size()) + " remote link(s))")
+              << ", " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time") << ", "
+              << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
     for (const auto& w : graph->link_warnings()) std::cerr << "warning: " << w << '\n';
     if (frames_path) {
       outputs.frames_csv = runtime::RecordFile::create(*frames_path, &why);

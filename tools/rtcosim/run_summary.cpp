@@ -28,6 +28,50 @@ std::string placement_of(const TaskRuntime& t) {
   return runtime::policy_text(p) + (p.cpu >= 0 ? " cpu " + std::to_string(p.cpu) : std::string());
 }
 
+// What this process ran: with --host, its host's tasks and the links with
+// an end here.
+std::vector<const TaskRuntime*> local_tasks(runtime::Graph& graph) {
+  std::vector<const TaskRuntime*> out;
+  for (const auto& t : graph.tasks()) {
+    if (t->local()) out.push_back(t.get());
+  }
+  return out;
+}
+std::vector<const GraphLink*> local_links(runtime::Graph& graph) {
+  std::vector<const GraphLink*> out;
+  for (const auto& l : graph.links()) {
+    if (l->producer_local || l->consumer_local) out.push_back(l.get());
+  }
+  return out;
+}
+
+// Remote links as one end saw them: the producer's host counts what it
+// wrote, the consumer's what it received, lost and how old it was.
+std::string remote_link_lines(runtime::Graph& graph) {
+  const auto remote = graph.remote_links();
+  if (remote.empty()) return "";
+  auto here = [](const GraphLink& l) { return l.producer_local; };
+  const std::vector<Field<GraphLink>> columns = {
+      {"from -> to", Align::kLeft,
+       [](const GraphLink& l) { return l.source + " (" + l.producer + ") -> " + l.consumer; }},
+      {"end", Align::kLeft, [&](const GraphLink& l) { return std::string(here(l) ? "producer" : "consumer"); }},
+      {"published", Align::kRight,
+       [&](const GraphLink& l) { return here(l) ? format_count(l.remote_stats.written.load()) : std::string("-"); }},
+      {"received", Align::kRight,
+       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.received.load()); }},
+      {"lost", Align::kRight,
+       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.lost.load()); }},
+      {"malformed", Align::kRight,
+       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.malformed.load()); }},
+      {"data age mean", Align::kRight,
+       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats.data_age.mean()); }},
+      {"data age max", Align::kRight,
+       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats.data_age.max()); }},
+      {"topic", Align::kLeft, [](const GraphLink& l) { return l.topic; }},
+  };
+  return "remote links (DDS):\n" + render_table(columns, remote);
+}
+
 }  // namespace
 
 // Each table is its list of columns: a figure is one line here, and
@@ -86,10 +130,12 @@ std::string run_summary(runtime::Graph& graph) {
       {"extrapolation max", Align::kRight,
        [](const GraphLink& l) { return format_seconds(l.stats.extrapolation_interval.max()); }},
   };
-  std::string out = "tasks:\n" + render_table(task_columns, graph.tasks());
-  out += "timing:\n" + render_table(timing_columns, graph.tasks());
-  if (!graph.links().empty()) out += "links:\n" + render_table(link_columns, graph.links()) + link_health_lines(graph);
-  return out;
+  const auto tasks = local_tasks(graph);
+  const auto links = local_links(graph);
+  std::string out = "tasks:\n" + render_table(task_columns, tasks);
+  out += "timing:\n" + render_table(timing_columns, tasks);
+  if (!links.empty()) out += "links:\n" + render_table(link_columns, links) + link_health_lines(graph);
+  return out + remote_link_lines(graph);
 }
 
 std::vector<Field<ReferenceError>> reference_error_columns() {
@@ -104,7 +150,7 @@ std::vector<Field<ReferenceError>> reference_error_columns() {
 std::string link_health_lines(runtime::Graph& graph) {
   std::vector<const GraphLink*> degraded;
   for (auto& l : graph.links()) {
-    if (l->health().degraded()) degraded.push_back(l.get());
+    if ((l->producer_local || l->consumer_local) && l->health().degraded()) degraded.push_back(l.get());
   }
   if (degraded.empty()) return "link health: no link degraded\n";
   const std::vector<Field<GraphLink>> columns = {
@@ -174,13 +220,27 @@ std::string range(const runtime::RunningRange& r) {
          ",\"last\":" + json_number(r.last()) + "}";
 }
 
+// A remote link's counters (docs/figures.md, "Per remote link"); nothing
+// for a local link.
+std::string remote_json(const GraphLink& l) {
+  if (!l.remote || l.producer_local == l.consumer_local) return "";
+  const runtime::RemoteLinkStats& r = l.remote_stats;
+  return ",\"remote\":{\"topic\":" + base::json_string(l.topic) +
+         ",\"end\":" + base::json_string(l.producer_local ? "producer" : "consumer") +
+         ",\"published\":" + std::to_string(r.written.load()) +
+         ",\"write_errors\":" + std::to_string(r.write_errors.load()) +
+         ",\"received\":" + std::to_string(r.received.load()) + ",\"lost\":" + std::to_string(r.lost.load()) +
+         ",\"malformed\":" + std::to_string(r.malformed.load()) +
+         ",\"ring_full\":" + std::to_string(r.ring_full.load()) + ",\"data_age_s\":" + range(l.stats.data_age) + "}";
+}
+
 }  // namespace
 
 std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy,
                          const std::string& recording) {
   std::string out = "{\"tasks\":[";
   bool first = true;
-  for (auto& t : graph.tasks()) {
+  for (const TaskRuntime* t : local_tasks(graph)) {
     const auto& s = t->stats();
     out += first ? "" : ",";
     first = false;
@@ -206,12 +266,12 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
   }
   out += "],\"links\":[";
   first = true;
-  for (auto& l : graph.links()) {
+  for (const GraphLink* l : local_links(graph)) {
     out += first ? "" : ",";
     first = false;
     out += "{\"from\":" + base::json_string(l->source) + ",\"to\":" + base::json_string(l->consumer) +
            ",\"method\":" + base::json_string(l->method) + ",\"published\":" + std::to_string(l->link->published()) +
-           ",\"dropped\":" + std::to_string(l->link->dropped()) + link_health_json(*l) + "}";
+           ",\"dropped\":" + std::to_string(l->link->dropped()) + link_health_json(*l) + remote_json(*l) + "}";
   }
   out += "],\"signals\":[";
   first = true;

@@ -1,0 +1,177 @@
+// Round trip of one 16-signal data block between two processes, three ways
+// (bench/dds_roundtrip.sh runs them):
+//   rtcosim ping|pong  through rtcosim's remote links: ring -> bridge
+//                      thread -> DDS -> bridge thread -> ring, and back
+//   udp ping|pong      a raw UDP datagram of the same payload
+// Prints p50 / p99 / max of the round trips in microseconds, one line:
+//   roundtrip KIND n=N p50_us=.. p99_us=.. max_us=..
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "coupling/registry.hpp"
+#include "io/dds_bridge.hpp"
+#include "rt_config/loader.hpp"
+#include "runtime/graph.hpp"
+#include "tasks/block_registry.hpp"
+
+namespace {
+
+constexpr std::size_t kSignals = 16;
+// The payload rtcosim's sample carries: header, values, derivatives, flags.
+constexpr std::size_t kUdpBytes = 8 * 4 + 1 + kSignals * (8 + 8 + 1);
+
+std::int64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void nap(long ns) {
+  timespec ts{0, ns};
+  nanosleep(&ts, nullptr);
+}
+
+void report(const char* kind, std::vector<double> us) {
+  std::sort(us.begin(), us.end());
+  auto at = [&](double p) {
+    return us[std::min(us.size() - 1, static_cast<std::size_t>(p * static_cast<double>(us.size())))];
+  };
+  std::printf("roundtrip %s n=%zu p50_us=%.1f p99_us=%.1f max_us=%.1f\n", kind, us.size(), at(0.5), at(0.99),
+              us.back());
+}
+
+std::string graph_text(const std::string& domain) {
+  std::string values;
+  for (std::size_t i = 0; i < kSignals; ++i) values += (i ? ", " : "") + std::to_string(i + 1) + ".0";
+  return "name: dds_roundtrip\nrealtime: off\nhosts:\n  - {name: a, domain: " + domain +
+         "}\n  - {name: b, domain: " + domain +
+         "}\ndds: {discovery_timeout: 20s, start_delay: 200ms}\n"
+         "tasks:\n  - {name: ping, host: a, period: 1ms}\n  - {name: echo, host: b, period: 1ms}\n"
+         "blocks:\n  - {name: c, type: constant, task: ping, params: {value: [" +
+         values +
+         "]}}\n"
+         "  - {name: g, type: gain, task: echo, params: {gain: 1.0, width: 16}}\n"
+         "  - {name: h, type: gain, task: ping, params: {gain: 1.0, width: 16}}\n"
+         "wires:\n  - {from: c.y, to: g.u}\n  - {from: g.y, to: h.u}\n";
+}
+
+int rtcosim_side(bool ping, int count, const std::string& domain) {
+  const auto loaded = rtcosim::config::load_graph_text(graph_text(domain), "dds_roundtrip.yaml");
+  for (const auto& d : loaded.diagnostics) std::cerr << d.str() << '\n';
+  if (!loaded.ok()) return 1;
+  const auto blocks = rtcosim::tasks::BlockRegistry::with_builtins();
+  const auto methods = rtcosim::coupling::MethodRegistry::with_builtins();
+  auto graph = rtcosim::runtime::Graph::build(loaded.graph, blocks, methods);
+  graph->set_host(ping ? "a" : "b");
+  rtcosim::io::DdsBridge bridge(*graph);
+  (void)bridge.coordinate_start(20.0, 0.2);
+  graph->reset();
+  rtcosim::coupling::Link* out = nullptr;
+  rtcosim::coupling::Link* in = nullptr;
+  for (auto* l : graph->remote_links()) (l->producer_local ? out : in) = l->link.get();
+  // The initial blocks of the reset are not ours.
+  in->drain_to([](const rtcosim::coupling::DataBlock&) noexcept {});
+  bridge.start(false);
+  rtcosim::coupling::DataBlock block(kSignals);
+  for (std::size_t i = 0; i < kSignals; ++i) block.set(i, static_cast<double>(i), 0.5, true);
+  if (!ping) {
+    // Echo every block until the pinger's last one.
+    for (std::uint64_t last = 0; last < static_cast<std::uint64_t>(count) + 1;) {
+      in->drain_to([&](const rtcosim::coupling::DataBlock& b) noexcept {
+        block.assign_from(b);
+        last = b.sequence;
+        (void)out->publish(block);
+      });
+      nap(25'000);
+    }
+    nap(200'000'000);  // the last echo on its way
+    bridge.stop();
+    return 0;
+  }
+  std::vector<double> us;
+  nap(300'000'000);  // both bridges running
+  for (int k = 0; k < count + 1; ++k) {
+    block.sequence = static_cast<std::uint64_t>(k) + 2;  // after the initial block's 1
+    block.tag = 0.001 * k;
+    const std::int64_t t0 = now_ns();
+    (void)out->publish(block);
+    bool back = false;
+    while (!back && now_ns() - t0 < 1'000'000'000) {
+      in->drain_to(
+          [&](const rtcosim::coupling::DataBlock& b) noexcept { back = back || b.sequence == block.sequence; });
+      if (!back) nap(25'000);
+    }
+    if (k > 0 && back) us.push_back(static_cast<double>(now_ns() - t0) * 1e-3);  // the first warms up
+    nap(1'000'000);
+  }
+  bridge.stop();
+  report("rtcosim", us);
+  return 0;
+}
+
+int udp_side(bool ping, int count, const std::string& peer, int port) {
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  sockaddr_in self{}, other{};
+  self.sin_family = other.sin_family = AF_INET;
+  self.sin_addr.s_addr = htonl(INADDR_ANY);
+  self.sin_port = htons(static_cast<std::uint16_t>(ping ? port + 1 : port));
+  other.sin_port = htons(static_cast<std::uint16_t>(ping ? port : port + 1));
+  inet_pton(AF_INET, peer.c_str(), &other.sin_addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&self), sizeof self) != 0) {
+    std::perror("udp");
+    return 1;
+  }
+  timeval tv{1, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  char buf[kUdpBytes] = {};
+  auto* to = reinterpret_cast<sockaddr*>(&other);
+  if (!ping) {
+    for (int k = 0; k < count + 1; ++k) {
+      const ssize_t n = recv(fd, buf, sizeof buf, 0);
+      if (n > 0) (void)sendto(fd, buf, static_cast<std::size_t>(n), 0, to, sizeof other);
+    }
+    close(fd);
+    return 0;
+  }
+  nap(300'000'000);  // the ponger is listening
+  std::vector<double> us;
+  for (int k = 0; k < count + 1; ++k) {
+    std::memcpy(buf, &k, sizeof k);
+    const std::int64_t t0 = now_ns();
+    (void)sendto(fd, buf, sizeof buf, 0, to, sizeof other);
+    if (recv(fd, buf, sizeof buf, 0) > 0 && k > 0) us.push_back(static_cast<double>(now_ns() - t0) * 1e-3);
+    nap(1'000'000);
+  }
+  close(fd);
+  report("udp", us);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() < 3 || (args[1] != "ping" && args[1] != "pong")) {
+    std::cerr << "usage: dds_roundtrip rtcosim ping|pong COUNT [DOMAIN]\n"
+                 "       dds_roundtrip udp ping|pong COUNT PEER_ADDRESS [PORT]\n";
+    return 2;
+  }
+  const int count = std::stoi(args[2]);
+  (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // naps as short as asked
+  if (args[0] == "rtcosim") return rtcosim_side(args[1] == "ping", count, args.size() > 3 ? args[3] : "0");
+  if (args[0] == "udp" && args.size() > 3) {
+    return udp_side(args[1] == "ping", count, args[3], args.size() > 4 ? std::stoi(args[4]) : 47300);
+  }
+  return 2;
+}

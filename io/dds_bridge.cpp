@@ -1,0 +1,427 @@
+#include "io/dds_bridge.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <stdexcept>
+
+#include <dds/dds.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include "base/duration.hpp"
+#include "rt_config/hosts.hpp"
+#include "rtcosim_dds.h"
+#include "runtime/realtime.hpp"
+
+namespace rtcosim::io {
+
+namespace {
+
+std::int64_t clock_ns(clockid_t id) noexcept {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+std::string dds_error(const char* what, dds_return_t rc) {
+  return std::string(what) + " failed: " + dds_strretcode(rc);
+}
+
+dds_entity_t check(dds_entity_t e, const char* what) {
+  if (e < 0) throw std::runtime_error(std::string("DDS: ") + dds_error(what, e));
+  return e;
+}
+
+constexpr dds_duration_t kAnnouncePeriod = DDS_MSECS(100);
+// The sequence of a task's initial outputs (TaskRuntime::publish_initial);
+// frames count on from it.
+constexpr std::uint64_t kInitialSequence = 1;
+
+// One remote link as the bridge sees it.
+struct RemoteEnd {
+  runtime::GraphLink* link = nullptr;
+  dds_entity_t topic = 0;
+  dds_entity_t writer = 0;  // producer here
+  dds_entity_t reader = 0;  // consumer here
+  // Producer side: the sample's buffers, sized once.
+  std::vector<double> values, derivatives;
+  std::unique_ptr<bool[]> known;
+  // Consumer side: the block pushed into the ring.
+  coupling::DataBlock block;
+  bool seen_any = false;
+};
+
+struct Peer {
+  std::uint64_t hash = 0;
+  bool ready = false;
+  std::int64_t start_ns = 0;
+  std::int64_t heard_ns = 0;  // CLOCK_MONOTONIC
+  bool lost = false;
+};
+
+}  // namespace
+
+struct DdsBridge::Impl {
+  runtime::Graph& graph;
+  std::string host;
+  std::uint64_t hash;
+  dds_entity_t participant = 0;
+  dds_entity_t announce_topic = 0, announce_writer = 0, announce_reader = 0;
+  dds_entity_t waitset = 0;  // the readers of links consumed here: a sample wakes the bridge
+  std::vector<std::unique_ptr<RemoteEnd>> ends;
+  std::map<std::string, Peer> peers;  // every other host of the graph
+  rtcosim_StartAnnounce self{};
+  std::thread thread;
+  std::atomic<bool> running{false};
+  dds_duration_t poll = DDS_MSECS(1);
+  mutable std::mutex mutex;  // lost_hosts and placement; never on a task's path
+  std::vector<std::string> lost_hosts;
+  std::string placement;
+
+  explicit Impl(runtime::Graph& g) : graph(g), host(g.host()), hash(g.spec().text_hash) {}
+
+  ~Impl() {
+    if (participant > 0) dds_delete(participant);
+  }
+
+  void announce() {
+    if (dds_return_t rc = dds_write(announce_writer, &self); rc < 0) (void)rc;  // the next period retries
+  }
+
+  // Takes every waiting announce; throws on another graph.
+  void hear_announces() {
+    void* samples[16] = {};
+    dds_sample_info_t infos[16];
+    for (;;) {
+      const dds_return_t n = dds_take(announce_reader, samples, infos, 16, 16);
+      if (n <= 0) break;
+      const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
+      std::string other_graph;
+      for (dds_return_t i = 0; i < n; ++i) {
+        if (!infos[i].valid_data) continue;
+        const auto* a = static_cast<const rtcosim_StartAnnounce*>(samples[i]);
+        const std::string name(a->host, strnlen(a->host, sizeof a->host));
+        const auto it = peers.find(name);
+        if (it == peers.end()) continue;  // ourselves, or a host the file does not name
+        if (a->graph_hash != hash) {
+          other_graph = name;
+          continue;
+        }
+        it->second.hash = a->graph_hash;
+        it->second.ready = a->ready;
+        it->second.start_ns = a->start_time_ns;
+        it->second.heard_ns = now;
+      }
+      dds_return_loan(announce_reader, samples, n);
+      if (!other_graph.empty()) {
+        throw std::runtime_error("host '" + other_graph + "' runs another task-graph file than " + graph.spec().file +
+                                 " (its text differs) — expected the same file on every host");
+      }
+    }
+  }
+
+  bool links_matched() const {
+    for (const auto& e : ends) {
+      if (e->writer) {
+        dds_publication_matched_status_t st{};
+        if (dds_get_publication_matched_status(e->writer, &st) < 0 || st.current_count == 0) return false;
+      } else {
+        dds_subscription_matched_status_t st{};
+        if (dds_get_subscription_matched_status(e->reader, &st) < 0 || st.current_count == 0) return false;
+      }
+    }
+    return true;
+  }
+
+  // Producer side: every block the producer left in the ring, as samples.
+  void write_out(RemoteEnd& e) noexcept {
+    e.link->link->drain_to([&](const coupling::DataBlock& b) noexcept {
+      // The initial block: the consumer's host computes its own from the
+      // same file.
+      if (b.sequence <= kInitialSequence) return;
+      const std::size_t n = b.signal_count();
+      rtcosim_LinkBlock s{};
+      s.graph_hash = hash;
+      s.tag = b.tag;
+      s.producer_step = b.producer_step;
+      s.sequence_number = b.sequence;
+      s.discontinuity = b.discontinuity;
+      const auto v = b.values();
+      const auto d = b.derivatives();
+      for (std::size_t i = 0; i < n; ++i) {
+        e.values[i] = v[i];
+        e.derivatives[i] = d[i];
+        e.known[i] = b.derivative_valid(i);
+      }
+      const auto len = static_cast<uint32_t>(n);
+      s.values = {len, len, e.values.data(), false};
+      s.derivatives = {len, len, e.derivatives.data(), false};
+      s.derivative_known = {len, len, e.known.get(), false};
+      if (dds_write(e.writer, &s) < 0) {
+        e.link->remote_stats.write_errors.fetch_add(1, std::memory_order_relaxed);
+      } else {
+        e.link->remote_stats.written.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+
+  // Consumer side: every waiting sample into the consumer's ring. Samples
+  // are foreign input: a wrong signal count or another graph is dropped.
+  void read_in(RemoteEnd& e) noexcept {
+    void* samples[32] = {};
+    dds_sample_info_t infos[32];
+    runtime::RemoteLinkStats& st = e.link->remote_stats;
+    for (;;) {
+      const dds_return_t n = dds_take(e.reader, samples, infos, 32, 32);
+      if (n <= 0) return;
+      for (dds_return_t i = 0; i < n; ++i) {
+        if (!infos[i].valid_data) continue;
+        const auto* s = static_cast<const rtcosim_LinkBlock*>(samples[i]);
+        const std::size_t count = e.block.signal_count();
+        if (s->graph_hash != hash || s->values._length != count || s->derivatives._length != count ||
+            s->derivative_known._length != count) {
+          st.malformed.fetch_add(1, std::memory_order_relaxed);
+          continue;
+        }
+        const std::uint64_t last = st.last_sequence.load(std::memory_order_relaxed);
+        // Gaps from the first frame on: the initial block is not sent.
+        if (s->sequence_number > last + 1) st.lost.fetch_add(s->sequence_number - last - 1, std::memory_order_relaxed);
+        if (s->sequence_number > last) st.last_sequence.store(s->sequence_number, std::memory_order_relaxed);
+        st.received.fetch_add(1, std::memory_order_relaxed);
+        e.block.tag = s->tag;
+        e.block.producer_step = s->producer_step;
+        e.block.sequence = s->sequence_number;
+        e.block.discontinuity = s->discontinuity;
+        for (std::size_t k = 0; k < count; ++k) {
+          e.block.set(k, s->values._buffer[k], s->derivatives._buffer[k], s->derivative_known._buffer[k]);
+        }
+        if (!e.link->link->publish(e.block)) st.ring_full.fetch_add(1, std::memory_order_relaxed);
+      }
+      dds_return_loan(e.reader, samples, n);
+    }
+  }
+
+  void check_peers(std::int64_t now) {
+    for (auto& [name, p] : peers) {
+      if (p.lost || now - p.heard_ns < static_cast<std::int64_t>(kSilence * 1e9)) continue;
+      p.lost = true;
+      std::lock_guard lock(mutex);
+      lost_hosts.push_back(name);
+    }
+  }
+
+  void run(bool fifo) noexcept {
+    const auto& dds = graph.spec().dds;
+    std::string problem;
+    try {
+      problem = runtime::prepare_thread(dds.bridge_cpu, dds.bridge_priority, fifo && dds.bridge_priority > 0);
+      const runtime::ThreadPlacement p = runtime::current_placement();
+      std::lock_guard lock(mutex);
+      placement = runtime::policy_text(p) + (p.cpu >= 0 ? " cpu " + std::to_string(p.cpu) : std::string()) +
+                  (problem.empty() ? "" : " (" + problem + ")");
+    } catch (...) {
+    }
+    // Sleeps end when asked, not up to 50 us later (the default slack).
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    std::int64_t next_announce = 0;
+    while (running.load(std::memory_order_relaxed)) {
+      for (auto& e : ends) {
+        if (e->writer)
+          write_out(*e);
+        else
+          read_in(*e);
+      }
+      const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
+      if (now >= next_announce) {
+        next_announce = now + kAnnouncePeriod;
+        announce();
+        try {
+          hear_announces();
+        } catch (...) {
+          // Another graph mid-run: its samples are already dropped by hash.
+        }
+        check_peers(now);
+      }
+      // Samples arriving wake the wait at once; the producers' rings, which
+      // cannot signal, are looked at every `poll`.
+      if (waitset > 0) {
+        (void)dds_waitset_wait(waitset, nullptr, 0, poll);
+      } else {
+        timespec ts{0, static_cast<long>(poll)};
+        nanosleep(&ts, nullptr);
+      }
+    }
+    for (auto& e : ends) {
+      if (e->writer) write_out(*e);
+    }
+  }
+};
+
+std::int64_t monotonic_from_realtime(std::int64_t realtime_ns) noexcept {
+  return clock_ns(CLOCK_MONOTONIC) + (realtime_ns - clock_ns(CLOCK_REALTIME));
+}
+
+DdsBridge::DdsBridge(runtime::Graph& graph) : impl_(std::make_unique<Impl>(graph)) {
+  Impl& m = *impl_;
+  const config::GraphSpec& spec = graph.spec();
+  const config::HostSpec* me = spec.find_host(m.host);
+  if (!me) throw std::runtime_error("the DDS bridge needs --host: one of the graph's 'hosts:'");
+  for (const auto& h : spec.hosts) {
+    if (h.name != m.host) m.peers.emplace(h.name, Peer{});
+  }
+  m.participant = check(dds_create_participant(static_cast<dds_domainid_t>(me->domain), nullptr, nullptr),
+                        "creating the participant");
+  // Announces: reliable, the latest per host, kept for late joiners.
+  dds_qos_t* qos = dds_create_qos();
+  dds_qset_reliability(qos, DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
+  dds_qset_durability(qos, DDS_DURABILITY_TRANSIENT_LOCAL);
+  dds_qset_history(qos, DDS_HISTORY_KEEP_LAST, 1);
+  const std::string start_topic = config::dds_start_topic_name(spec);
+  m.announce_topic = dds_create_topic(m.participant, &rtcosim_StartAnnounce_desc, start_topic.c_str(), qos, nullptr);
+  if (m.announce_topic >= 0) m.announce_writer = dds_create_writer(m.participant, m.announce_topic, qos, nullptr);
+  if (m.announce_topic >= 0) m.announce_reader = dds_create_reader(m.participant, m.announce_topic, qos, nullptr);
+  dds_delete_qos(qos);
+  check(m.announce_topic, "creating the start topic");
+  check(m.announce_writer, "creating the start writer");
+  check(m.announce_reader, "creating the start reader");
+  std::snprintf(m.self.host, sizeof m.self.host, "%s", m.host.c_str());
+  m.self.graph_hash = m.hash;
+
+  double shortest = 0.0;
+  for (runtime::GraphLink* l : graph.remote_links()) {
+    auto e = std::make_unique<RemoteEnd>();
+    e->link = l;
+    const std::size_t n = l->link->signal_count();
+    // Best effort, the newest blocks as deep as the link's ring: a late
+    // block is worth less than the next one.
+    dds_qos_t* q = dds_create_qos();
+    dds_qset_reliability(q, DDS_RELIABILITY_BEST_EFFORT, 0);
+    dds_qset_history(q, DDS_HISTORY_KEEP_LAST, static_cast<int32_t>(l->link->capacity_blocks()));
+    e->topic = dds_create_topic(m.participant, &rtcosim_LinkBlock_desc, l->topic.c_str(), q, nullptr);
+    if (e->topic < 0) {
+      dds_delete_qos(q);
+      check(e->topic, ("creating topic " + l->topic).c_str());
+    }
+    if (l->producer_local) {
+      e->writer = dds_create_writer(m.participant, e->topic, q, nullptr);
+      e->values.assign(n, 0.0);
+      e->derivatives.assign(n, 0.0);
+      e->known = std::make_unique<bool[]>(n);
+      const config::TaskSpec* producer = spec.find_task(l->producer);
+      if (producer && (shortest == 0.0 || producer->period < shortest)) shortest = producer->period;
+    } else {
+      e->reader = dds_create_reader(m.participant, e->topic, q, nullptr);
+      e->block = coupling::DataBlock(n);
+      if (e->reader > 0) {
+        if (m.waitset == 0) m.waitset = check(dds_create_waitset(m.participant), "creating the waitset");
+        const dds_entity_t cond =
+            check(dds_create_readcondition(e->reader, DDS_ANY_STATE), "creating a read condition");
+        if (const dds_return_t rc = dds_waitset_attach(m.waitset, cond, 0); rc < 0) {
+          throw std::runtime_error("DDS: " + dds_error("attaching a read condition", rc));
+        }
+      }
+    }
+    dds_delete_qos(q);
+    check(e->writer ? e->writer : e->reader, ("creating the endpoint of topic " + l->topic).c_str());
+    m.ends.push_back(std::move(e));
+  }
+  // The bridge looks at the producers' rings 20 times per shortest period
+  // (50 us .. 1 ms): the delay it adds stays a small part of a period.
+  if (shortest > 0.0)
+    m.poll =
+        std::clamp<dds_duration_t>(static_cast<dds_duration_t>(shortest / 20.0 * 1e9), DDS_USECS(50), DDS_MSECS(1));
+}
+
+DdsBridge::~DdsBridge() { stop(); }
+
+std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
+  Impl& m = *impl_;
+  const bool leader = m.graph.spec().hosts.front().name == m.host;
+  const std::int64_t deadline = clock_ns(CLOCK_MONOTONIC) + static_cast<std::int64_t>(timeout * 1e9);
+  // Heard before anything is checked: a host that finds a mismatch still
+  // tells the other who it is.
+  m.announce();
+  for (;;) {
+    const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
+    m.hear_announces();
+    bool all_heard = true, all_ready = true;
+    for (const auto& [name, p] : m.peers) {
+      all_heard = all_heard && p.heard_ns > 0;
+      all_ready = all_ready && p.ready;
+    }
+    m.self.ready = all_heard && m.links_matched();
+    if (leader && m.self.ready && all_ready && m.self.start_time_ns == 0) {
+      m.self.start_time_ns = clock_ns(CLOCK_REALTIME) + static_cast<std::int64_t>(start_delay * 1e9);
+    }
+    m.announce();
+    if (leader && m.self.start_time_ns != 0) return m.self.start_time_ns;
+    if (!leader) {
+      const Peer& lead = m.peers.at(m.graph.spec().hosts.front().name);
+      if (lead.start_ns != 0) {
+        // A start already past (we joined late) would make every frame late.
+        if (lead.start_ns < clock_ns(CLOCK_REALTIME)) {
+          throw std::runtime_error("host '" + m.graph.spec().hosts.front().name +
+                                   "' chose a start time already past — start every host within the discovery "
+                                   "timeout, or raise 'dds: start_delay'");
+        }
+        return lead.start_ns;
+      }
+    }
+    if (now >= deadline) {
+      std::string silent, unready;
+      for (const auto& [name, p] : m.peers) {
+        if (p.heard_ns == 0)
+          silent += (silent.empty() ? "'" : ", '") + name + "'";
+        else if (!p.ready)
+          unready += (unready.empty() ? "'" : ", '") + name + "'";
+      }
+      std::string text =
+          "the hosts did not agree on a start within " + base::format_duration(timeout) + " (dds: discovery_timeout):";
+      if (!silent.empty()) {
+        text += " no answer from host(s) " + silent + " — start `rtcosim run " + m.graph.spec().file +
+                " --host NAME` there, in DDS domain " + std::to_string(m.graph.spec().find_host(m.host)->domain) +
+                ", on a network that carries multicast (or name the peers in CYCLONEDDS_URI)";
+      }
+      if (!unready.empty())
+        text += (silent.empty() ? "" : ";") + std::string(" host(s) ") + unready +
+                " answered but did not see every host or match every remote link";
+      if (silent.empty() && unready.empty()) {
+        text += m.self.ready ? " the first host never chose a start time"
+                             : " this host's remote links found no other end (a firewall?)";
+      }
+      throw std::runtime_error(text);
+    }
+    dds_sleepfor(DDS_MSECS(20));
+  }
+}
+
+void DdsBridge::start(bool fifo) {
+  Impl& m = *impl_;
+  const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
+  for (auto& [name, p] : m.peers) p.heard_ns = std::max(p.heard_ns, now);
+  // After Graph::reset (the executor's start), which cleared the counters.
+  for (auto& e : m.ends) e->link->remote_stats.last_sequence.store(kInitialSequence, std::memory_order_relaxed);
+  m.running.store(true);
+  m.thread = std::thread([this, fifo] { impl_->run(fifo); });
+}
+
+void DdsBridge::stop() {
+  Impl& m = *impl_;
+  m.running.store(false);
+  if (m.thread.joinable()) m.thread.join();
+}
+
+std::vector<std::string> DdsBridge::take_lost_hosts() {
+  std::lock_guard lock(impl_->mutex);
+  return std::exchange(impl_->lost_hosts, {});
+}
+
+std::string DdsBridge::placement() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->placement;
+}
+
+}  // namespace rtcosim::io

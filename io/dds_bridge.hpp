@@ -1,0 +1,69 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/graph.hpp"
+
+namespace rtcosim::io {
+
+/*
+ * DdsBridge: carries the remote links of one host's part of a graph over
+ * Eclipse Cyclone DDS (docs/dds.md). One participant in the hosts' domain,
+ * one best-effort keep-last topic per remote link, and one bridge thread:
+ * it drains the rings of links whose producer runs here and writes each
+ * block as a sample; it takes the samples of links whose consumer runs here
+ * and pushes them into that link's ring. The tasks' frames never meet DDS
+ * (dds_write allocates): they push and drain their ordinary lock-free rings,
+ * of which the bridge thread is the other end.
+ *
+ * Start: `coordinate_start` blocks until every host of the graph announced
+ * the same graph (text hash) and every remote link here has matched its
+ * other end, then returns the common epoch (CLOCK_REALTIME) that the first
+ * host of `hosts:` chose. The bridge thread keeps announcing the host every
+ * 100 ms during the run; a host silent for kSilence is reported by name.
+ *
+ * Ownership: the bridge borrows the graph (which must outlive it) and owns
+ * every DDS entity. Set-up code throws std::runtime_error with what was
+ * wrong; the bridge thread is not a real-time thread (SCHED_OTHER, or
+ * SCHED_FIFO at `dds: bridge_priority`, below the tasks).
+ */
+class DdsBridge {
+ public:
+  static constexpr double kSilence = 0.5;  // seconds without an announce: a host is lost
+
+  explicit DdsBridge(runtime::Graph& graph);
+  ~DdsBridge();
+  DdsBridge(const DdsBridge&) = delete;
+  DdsBridge& operator=(const DdsBridge&) = delete;
+
+  // Blocks until all hosts agree (see above) or `timeout` seconds pass;
+  // returns the epoch in CLOCK_REALTIME nanoseconds. Throws naming the
+  // hosts that did not answer, or the host that runs another graph.
+  std::int64_t coordinate_start(double timeout, double start_delay);
+
+  // The bridge thread: `fifo` when the process may use SCHED_FIFO.
+  void start(bool fifo);
+  void stop();
+
+  // Hosts that fell silent during the run, each reported once (then
+  // cleared). Any thread.
+  [[nodiscard]] std::vector<std::string> take_lost_hosts();
+  // How the bridge thread runs ("fifo 70 cpu 0", "other"), and its set-up
+  // problem if any; after start.
+  [[nodiscard]] std::string placement() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The epoch as CLOCK_MONOTONIC nanoseconds: what the executor sleeps on.
+[[nodiscard]] std::int64_t monotonic_from_realtime(std::int64_t realtime_ns) noexcept;
+
+}  // namespace rtcosim::io

@@ -1,0 +1,142 @@
+// The DDS bridge in one process: two graphs, one per host of
+// flight_control_two_hosts.yaml, each with its own participant, agree on a
+// start and exchange their remote links; the frames of the tasks with
+// remote links allocate nothing (the bridge thread does all DDS calls).
+#include "io/dds_bridge.hpp"
+
+#include <atomic>
+#include <fstream>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "runtime/thread_unit.hpp"
+#include "runtime/unit_loop.hpp"
+#include "tests/support/alloc_counter.hpp"
+#include "tests/support/graphs.hpp"
+
+namespace rtcosim::io {
+namespace {
+
+// The two-host example in its own DDS domain (42), so that a run of the
+// CLI tests at the same time cannot answer it; `tweak` edits the text.
+config::GraphSpec two_hosts(const std::string& from = "", const std::string& to = "") {
+  std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/flight_control_two_hosts.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  for (const std::string domain = "domain: 0"; yaml.find(domain) != std::string::npos;) {
+    yaml.replace(yaml.find(domain), domain.size(), "domain: 42");
+  }
+  if (!from.empty()) yaml.replace(yaml.find(from), from.size(), to);
+  return rtcosim::testing::checked(config::load_graph_text(yaml, "two_hosts.yaml"));
+}
+
+TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
+  const config::GraphSpec spec = two_hosts();
+  auto plant = rtcosim::testing::build_graph(spec);
+  auto hil = rtcosim::testing::build_graph(spec);
+  plant->set_host("plant-pc");
+  hil->set_host("hil-pc");
+  ASSERT_EQ(plant->remote_links().size(), 2u);
+  ASSERT_EQ(hil->remote_links().size(), 2u);
+  DdsBridge plant_bridge(*plant);
+  DdsBridge hil_bridge(*hil);
+  auto hil_start = std::async(std::launch::async, [&] { return hil_bridge.coordinate_start(10.0, 0.2); });
+  const std::int64_t start = plant_bridge.coordinate_start(10.0, 0.2);
+  ASSERT_EQ(hil_start.get(), start);  // one epoch for both
+
+  const std::int64_t epoch = monotonic_from_realtime(start);
+  const std::int64_t warm_end = epoch + runtime::seconds_to_ns(0.3);
+  const std::int64_t end = epoch + runtime::seconds_to_ns(1.3);
+  plant->reset();
+  hil->reset();
+  plant_bridge.start(false);
+  hil_bridge.start(false);
+  std::vector<runtime::ThreadUnit> units = runtime::thread_units(*plant);
+  auto hil_units = runtime::thread_units(*hil);
+  ASSERT_EQ(units.size(), 2u);  // actuator, airframe: the controller runs on hil-pc
+  ASSERT_EQ(hil_units.size(), 1u);
+  for (auto& u : hil_units) units.push_back(std::move(u));
+  const std::atomic<bool> running{true};
+  std::vector<std::uint64_t> allocations(units.size(), 99);
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    threads.emplace_back([&, i] {
+      runtime::ThreadUnit& u = units[i];
+      u.reset(epoch, end);
+      runtime::MonotonicClock clock;
+      runtime::run_unit(u, clock, epoch, warm_end, running, runtime::UnitSinks{});
+      rtcosim::testing::AllocationScope scope;
+      runtime::run_unit(u, clock, epoch, end, running, runtime::UnitSinks{});
+      allocations[i] = scope.count();
+    });
+  }
+  for (auto& t : threads) t.join();
+  plant_bridge.stop();
+  hil_bridge.stop();
+  for (std::size_t i = 0; i < units.size(); ++i) {
+    EXPECT_EQ(allocations[i], 0u) << units[i].owner().spec().name;
+  }
+  // 1.3 s of frames crossed the bridge both ways: the airframe's 65
+  // (20 ms) and the controller's 130 (10 ms), give or take the last ones
+  // still on their way when the bridges stopped.
+  auto stats = [](runtime::Graph& g, const std::string& producer) -> const runtime::RemoteLinkStats& {
+    for (auto* l : g.remote_links()) {
+      if (l->producer == producer) return l->remote_stats;
+    }
+    throw std::logic_error("no remote link from " + producer);
+  };
+  const auto& airframe_out = stats(*plant, "airframe");
+  const auto& airframe_in = stats(*hil, "airframe");
+  const auto& controller_out = stats(*hil, "controller");
+  const auto& controller_in = stats(*plant, "controller");
+  EXPECT_NEAR(static_cast<double>(airframe_out.written.load()), 65.0, 3.0);
+  EXPECT_NEAR(static_cast<double>(controller_out.written.load()), 130.0, 3.0);
+  EXPECT_GE(airframe_in.received.load() + 2, airframe_out.written.load());
+  EXPECT_GE(controller_in.received.load() + 2, controller_out.written.load());
+  EXPECT_EQ(airframe_in.lost.load() + controller_in.lost.load(), 0u);  // in-process: nothing lost
+  EXPECT_EQ(airframe_in.malformed.load() + controller_in.malformed.load(), 0u);
+}
+
+TEST(DdsBridge, AMissingHostIsNamedAfterTheTimeout) {
+  auto plant = rtcosim::testing::build_graph(two_hosts());
+  plant->set_host("plant-pc");
+  DdsBridge bridge(*plant);
+  try {
+    (void)bridge.coordinate_start(0.3, 0.2);
+    FAIL() << "no error without hil-pc";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("no answer from host(s) 'hil-pc'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("within 300 ms"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DdsBridge, HostsOfAnotherGraphTextAreRefused) {
+  auto plant = rtcosim::testing::build_graph(two_hosts());
+  // Same graph name and topics, one comment more: another file.
+  auto hil =
+      rtcosim::testing::build_graph(two_hosts("name: flight_control_two_hosts", "name: flight_control_two_hosts # v2"));
+  plant->set_host("plant-pc");
+  hil->set_host("hil-pc");
+  DdsBridge plant_bridge(*plant);
+  DdsBridge hil_bridge(*hil);
+  auto other = std::async(std::launch::async, [&] {
+    try {
+      (void)hil_bridge.coordinate_start(3.0, 0.2);
+    } catch (const std::runtime_error&) {
+    }
+  });
+  try {
+    (void)plant_bridge.coordinate_start(3.0, 0.2);
+    FAIL() << "agreed with another graph";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("host 'hil-pc' runs another task-graph file"), std::string::npos) << e.what();
+  }
+  other.get();
+}
+
+}  // namespace
+}  // namespace rtcosim::io
