@@ -46,28 +46,21 @@ class FmuBlock final : public Block {
     fmu::FmuOptions options;
     options.instance_name = name;
     options.logging = params.flag(name, "logging", false);
-    // The description first, to choose the interface and check the start
-    // values with messages that point at the right parameter.
-    fmu::FmuInfo info;
-    try {
-      info = fmu::inspect(file);
-    } catch (const fmu::FmuError& e) {
-      throw BlockError("block '" + name + "' (fmu): " + e.what(), name, "file");
-    }
-    const auto& md = info.description;
-    if (iface.empty()) {
-      options.interface = md.model_exchange.present ? FmuInterface::kModelExchange : FmuInterface::kCoSimulation;
-    } else {
+    if (!iface.empty()) {
       options.interface = iface == "model_exchange" ? FmuInterface::kModelExchange : FmuInterface::kCoSimulation;
-      const bool present = iface == "model_exchange" ? md.model_exchange.present : md.co_simulation.present;
-      if (!present) {
-        throw BlockError("block '" + name + "' (fmu): " + file + " has no " + iface + " interface — it offers " +
-                             (md.model_exchange.present ? "model_exchange" : "co_simulation"),
-                         name, "interface");
-      }
     }
+    // Loaded first, instantiated once the start values are checked against
+    // its description, with messages that point at the right parameter.
+    options.defer_start = true;
+    try {
+      fmu_ = std::make_unique<FmuInstance>(file, options);
+    } catch (const fmu::FmuError& e) {
+      throw BlockError("block '" + name + "' (fmu): " + e.what(), name, e.option().empty() ? "file" : e.option());
+    }
+    const auto& md = fmu_->description();
     std::vector<std::string> names;
     for (const auto& v : md.variables) names.push_back(v.name);
+    std::vector<std::pair<std::string, double>> start;
     for (const auto& [key, value] : params.all()) {
       if (key.rfind("start.", 0) != 0) continue;
       const std::string var = key.substr(6);
@@ -93,14 +86,14 @@ class FmuBlock final : public Block {
                              " — start values are for Real/Float64, Integer/Int32 and Boolean variables",
                          name, key);
       }
-      options.start.emplace_back(var, number);
+      start.emplace_back(var, number);
     }
     try {
-      fmu_ = std::make_unique<FmuInstance>(file, options);
+      fmu_->start(std::move(start));
     } catch (const fmu::FmuError& e) {
       throw BlockError("block '" + name + "' (fmu): " + e.what(), name, "file");
     }
-    me_ = options.interface == FmuInterface::kModelExchange;
+    me_ = fmu_->interface() == FmuInterface::kModelExchange;
 
     // Ports: the Real/Float64 scalar inputs and outputs.
     std::vector<std::size_t> input_vars;

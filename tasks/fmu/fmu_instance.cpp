@@ -223,16 +223,19 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
     : path_(path), options_(options), api_(std::make_unique<Api>()), ring_(std::make_unique<Ring>()) {
   archive_ = std::make_unique<ExtractedArchive>(path);
   md_ = read_description(*archive_, path);
-  const bool me = options_.interface == FmuInterface::kModelExchange;
+  interface_ = options_.interface.value_or(md_.model_exchange.present ? FmuInterface::kModelExchange
+                                                                      : FmuInterface::kCoSimulation);
+  const bool me = interface_ == FmuInterface::kModelExchange;
   const Interface& in = me ? md_.model_exchange : md_.co_simulation;
   if (!in.present) {
-    throw FmuError(path + ": the FMU has no " + interface_name(options_.interface) + " interface — it offers " +
-                   (me ? "co_simulation" : "model_exchange"));
+    throw FmuError(path + ": the FMU has no " + interface_name(interface_) + " interface — it offers " +
+                       (me ? "co_simulation" : "model_exchange"),
+                   "interface");
   }
   if (in.needs_execution_tool) {
     throw FmuError(path + ": the FMU needs its execution tool (needsExecutionTool) — a tool-coupling FMU cannot run in real time here");
   }
-  Library lib(archive_->directory(), path, md_, options_.interface);
+  Library lib(archive_->directory(), path, md_, interface_);
   Api& a = *api_;
   a.v2 = md_.fmi_major == 2;
   if (a.v2) {
@@ -306,6 +309,7 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
+  if (options_.defer_start) return;
   try {
     instantiate();
     initialize_instance();
@@ -313,6 +317,12 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
     cleanup();  // the destructor does not run for an object whose constructor threw
     throw;
   }
+}
+
+void FmuInstance::start(std::vector<std::pair<std::string, double>> start) {
+  options_.start = std::move(start);
+  instantiate();
+  initialize_instance();
 }
 
 void FmuInstance::cleanup() noexcept {
@@ -347,7 +357,7 @@ FmuInstance::~FmuInstance() { cleanup(); }
 
 void FmuInstance::instantiate() {
   Api& a = *api_;
-  const bool me = options_.interface == FmuInterface::kModelExchange;
+  const bool me = interface_ == FmuInterface::kModelExchange;
   const std::string resources = archive_->directory() + "/resources";
   if (a.v2) {
     // FMI 2.0 takes a URI; the directory name is ours (no characters to escape).
@@ -408,7 +418,7 @@ void FmuInstance::apply_start_values() {
 
 void FmuInstance::initialize_instance() {
   Api& a = *api_;
-  const bool me = options_.interface == FmuInterface::kModelExchange;
+  const bool me = interface_ == FmuInterface::kModelExchange;
   if (a.v2) {
     if (!check(a.setup2(instance_, 0, 0.0, 0.0, 0, 0.0), "fmi2SetupExperiment")) throw FmuError(failure());
     apply_start_values();
@@ -586,7 +596,7 @@ bool FmuInstance::get_output_derivatives(const std::uint32_t* vr, std::size_t n,
 
 bool FmuInstance::save_state() noexcept {
   Api& a = *api_;
-  const Interface& in = options_.interface == FmuInterface::kModelExchange ? md_.model_exchange : md_.co_simulation;
+  const Interface& in = interface_ == FmuInterface::kModelExchange ? md_.model_exchange : md_.co_simulation;
   if (failed() || !in.can_get_set_state) return false;
   if (a.v2) return a.get_state2 && check(a.get_state2(instance_, &saved_state_), "fmi2GetFMUstate");
   return a.get_state3 && check(a.get_state3(instance_, &saved_state_), "fmi3GetFMUState");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -41,12 +42,17 @@ struct FmuLogEntry {
 };
 
 struct FmuOptions {
-  FmuInterface interface = FmuInterface::kModelExchange;
+  // Which interface runs; none: model exchange when the FMU offers it.
+  std::optional<FmuInterface> interface;
   std::string instance_name = "fmu";
   bool logging = false;  // the FMU's loggingOn
   std::vector<std::pair<std::string, double>> start;  // variable name, value (checked by the caller)
   // Where the drain thread writes log lines; stderr when empty.
   std::function<void(const std::string&)> log_sink;
+  // True: the constructor stops after loading the binary, so that the
+  // caller can check its start values against description() first; then
+  // start() instantiates and initialises.
+  bool defer_start = false;
 };
 
 /*
@@ -78,7 +84,10 @@ class FmuInstance {
   FmuInstance& operator=(const FmuInstance&) = delete;
 
   [[nodiscard]] const ModelDescription& description() const noexcept { return md_; }
-  [[nodiscard]] FmuInterface interface() const noexcept { return options_.interface; }
+  [[nodiscard]] FmuInterface interface() const noexcept { return interface_; }
+  // Instantiates, applies `start` (replacing the options' start values) and
+  // initialises; FmuError on failure. Only after a deferred construction.
+  void start(std::vector<std::pair<std::string, double>> start);
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   // Continuous states after initialisation (model exchange).
   [[nodiscard]] const std::vector<double>& initial_states() const noexcept { return x0_; }
@@ -139,6 +148,7 @@ class FmuInstance {
 
   std::string path_;
   FmuOptions options_;
+  FmuInterface interface_ = FmuInterface::kModelExchange;
   std::unique_ptr<ExtractedArchive> archive_;
   ModelDescription md_;
   void* library_ = nullptr;

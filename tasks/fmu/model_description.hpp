@@ -10,9 +10,16 @@ namespace rtcosim::tasks::fmu {
 
 // A set-up error about an FMU: what was wrong (one message per problem),
 // naming the file and, where it helps, what a valid FMU has instead.
+// `option` names the option of the caller's that the error is about
+// ("interface"), empty when it is about the file itself.
 class FmuError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit FmuError(const std::string& message, std::string option = {})
+      : std::runtime_error(message), option_(std::move(option)) {}
+  [[nodiscard]] const std::string& option() const noexcept { return option_; }
+
+ private:
+  std::string option_;
 };
 
 enum class Causality { kParameter, kCalculatedParameter, kInput, kOutput, kLocal, kIndependent, kStructuralParameter };
