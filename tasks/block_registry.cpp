@@ -13,6 +13,7 @@ BlockRegistry BlockRegistry::with_builtins() {
   register_controller_blocks(r);
   register_discrete_blocks(r);
   register_utility_blocks(r);
+  register_mechanics_blocks(r);
   return r;
 }
 

@@ -66,5 +66,6 @@ void register_nonlinear_blocks(BlockRegistry& registry);   // saturation, dead_z
 void register_controller_blocks(BlockRegistry& registry);  // pid
 void register_discrete_blocks(BlockRegistry& registry);    // discrete_transfer_function, zero_order_hold, unit_delay
 void register_utility_blocks(BlockRegistry& registry);     // cpu_load
+void register_mechanics_blocks(BlockRegistry& registry);   // mass_chain, planar_arm
 
 }  // namespace rtcosim::tasks

@@ -102,6 +102,20 @@ void MassChain::evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
   terms.ai_dot_v.setZero();
 }
 
+void MassChain::interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept {
+  out(0) = q(p_.interface_mass);
+}
+
+double MassChain::potential(const Eigen::VectorXd& q) const noexcept {
+  double e = 0.0;
+  for (int k = 0; k < dofs(); ++k) {
+    const auto s = static_cast<std::size_t>(k);
+    const double dx = q(k) - (k > 0 ? q(k - 1) : 0.0);
+    e += 0.5 * p_.stiffness[s] * dx * dx - p_.force[s] * q(k);
+  }
+  return e;
+}
+
 PlanarArm::PlanarArm(Params params) : p_(std::move(params)) {
   const auto n = p_.lengths.size();
   require(n > 0, "planar arm: lengths is empty; give at least one link");
@@ -190,6 +204,28 @@ void PlanarArm::evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
     terms.ai(1, j) = y;
   }
   jac_dot_v(n - 1, terms.ai_dot_v(0), terms.ai_dot_v(1));
+}
+
+void PlanarArm::interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept {
+  double theta = 0.0;
+  out.setZero();
+  for (int i = 0; i < dofs(); ++i) {
+    theta += q(i);
+    out(0) += p_.lengths[static_cast<std::size_t>(i)] * std::cos(theta);
+    out(1) += p_.lengths[static_cast<std::size_t>(i)] * std::sin(theta);
+  }
+}
+
+double PlanarArm::potential(const Eigen::VectorXd& q) const noexcept {
+  double theta = 0.0;
+  double y = 0.0;
+  double e = 0.0;
+  for (int i = 0; i < dofs(); ++i) {
+    theta += q(i);
+    y += p_.lengths[static_cast<std::size_t>(i)] * std::sin(theta);
+    e += p_.masses[static_cast<std::size_t>(i)] * p_.gravity * y;
+  }
+  return e;
 }
 
 }  // namespace rtcosim::tasks::mechanics

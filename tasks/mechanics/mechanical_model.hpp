@@ -43,6 +43,12 @@ class MechanicalModel {
   [[nodiscard]] virtual int interface_dims() const noexcept = 0;
   virtual void evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double t,
                         MechanicalTerms& terms) const noexcept = 0;
+  // The interface position x_i(q) (ni entries, x_i' = w_i = A_i v).
+  virtual void interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept = 0;
+  // Potential energy of the conservative applied forces (springs, constant
+  // forces, gravity) at q; with the kinetic energy v^T M v / 2 it is the
+  // energy the model conserves when undamped and free.
+  [[nodiscard]] virtual double potential(const Eigen::VectorXd& q) const noexcept = 0;
   [[nodiscard]] MechanicalTerms make_terms() const;
 };
 
@@ -75,6 +81,8 @@ class MassChain final : public MechanicalModel {
   [[nodiscard]] int interface_dims() const noexcept override { return 1; }
   void evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double t,
                 MechanicalTerms& terms) const noexcept override;
+  void interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept override;
+  [[nodiscard]] double potential(const Eigen::VectorXd& q) const noexcept override;
 
  private:
   Params p_;
@@ -107,6 +115,8 @@ class PlanarArm final : public MechanicalModel {
   [[nodiscard]] int interface_dims() const noexcept override { return 2; }
   void evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double t,
                 MechanicalTerms& terms) const noexcept override;
+  void interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept override;
+  [[nodiscard]] double potential(const Eigen::VectorXd& q) const noexcept override;
 
  private:
   Params p_;
