@@ -97,6 +97,7 @@ class MechanicalBlock final : public Block {
           "block '" + name + "': parameter 'interface' is '" + drive + "' — expected force, spring, rim or none", name,
           "interface");
     }
+    if (drive_ == Drive::kRim) drift_time_ = p.non_negative(name, "drift_time", 0.0);
     if (drive_ == Drive::kSpring) {
       stiffness_ = p.non_negative(name, "coupling_stiffness", 0.0);
       damping_ = p.non_negative(name, "coupling_damping", 0.0);
@@ -143,6 +144,8 @@ class MechanicalBlock final : public Block {
     wi_ = Eigen::VectorXd::Zero(ni_);
     wdot_ = Eigen::VectorXd::Zero(ni_);
     lt_in_ = Eigen::VectorXd::Zero(ni_);
+    wo_ = Eigen::VectorXd::Zero(ni_);
+    correction_ = Eigen::VectorXd::Zero(ni_);
     z_in_ = Eigen::VectorXd::Zero(ni_);
   }
 
@@ -172,9 +175,19 @@ class MechanicalBlock final : public Block {
     c.out(kEnergy, 0, 0.5 * v_.dot(terms_.mass * v_) + model_->potential(q_));
     publish_rim(c);
     if (drive_ == Drive::kSpring || drive_ == Drive::kRim) {
+      // The other body, driven by `reaction` over its own longer step,
+      // drifts from the interface velocity this body computed; with a
+      // drift_time its reaction also pulls it back: M_eff (w_i - w_other) / T.
+      correction_.setZero();
+      if (rim_ok_ && drift_time_ > 0.0) {
+        for (Eigen::Index i = 0; i < ni_; ++i) wo_(i) = wi_(i) - payload_.velocity[static_cast<std::size_t>(i)];
+        correction_.noalias() = meff_ * wo_;
+        correction_ /= drift_time_;
+      }
       for (std::size_t i = 0; i < ni; ++i) {
-        c.out(kForce, i, lambda_(static_cast<Eigen::Index>(i)));
-        c.out(kReaction, i, -lambda_(static_cast<Eigen::Index>(i)));
+        const auto e = static_cast<Eigen::Index>(i);
+        c.out(kForce, i, lambda_(e));
+        c.out(kReaction, i, -lambda_(e) + correction_(e));
       }
     }
   }
@@ -269,6 +282,7 @@ class MechanicalBlock final : public Block {
         break;
       case Drive::kRim:
         rim = load_rim(c.u[0]);
+        rim_ok_ = rim;
         if (rim) {
           // The other body's inertia joins this one's at the interface, its
           // force lambda~ - z - M_eff A_i' v acts there.
@@ -345,6 +359,7 @@ class MechanicalBlock final : public Block {
   Drive drive_ = Drive::kForce;
   double stiffness_ = 0.0;
   double damping_ = 0.0;
+  double drift_time_ = 0.0;
   int n_ = 0, nc_ = 0, ni_ = 0;
   std::vector<double> q0_, v0_;
   // Work memory of the evaluations (one thread owns the partition).
@@ -352,7 +367,8 @@ class MechanicalBlock final : public Block {
   mutable mechanics::RimQuantities own_;
   mutable base::RimPayload payload_;
   mutable base::RimPayload outgoing_;
-  mutable Eigen::VectorXd q_, v_, vdot_, f_, mu_, rc_, ri_, lambda_, xi_, wi_, wdot_, lt_in_, z_in_;
+  mutable Eigen::VectorXd q_, v_, vdot_, f_, mu_, rc_, ri_, lambda_, xi_, wi_, wdot_, lt_in_, z_in_, wo_, correction_;
+  mutable bool rim_ok_ = false;
   mutable Eigen::MatrixXd m_, minv_act_, s_, meff_, meff_ai_;
   mutable Eigen::LDLT<Eigen::MatrixXd> m_ldlt_, s_ldlt_;
 };
@@ -402,13 +418,28 @@ std::unique_ptr<Block> make_planar_arm(const std::string& name, const BlockParam
   if (const auto locked = p.vector_if(name, "locked_joints")) {
     for (double j : *locked) ap.locked_joints.push_back(integer(name, "locked_joints", j, 0, last));
   }
+  ap.joint_stiffness = p.vector_if(name, "joint_stiffness").value_or(Vector{});
+  ap.joint_targets = p.vector_if(name, "joint_targets").value_or(Vector{});
   return model_block<mechanics::PlanarArm>(name, "planar_arm", p, std::move(ap));
+}
+
+std::unique_ptr<Block> make_point_mass(const std::string& name, const BlockParams& p) {
+  mechanics::PointMass::Params mp;
+  mp.mass = p.positive(name, "mass");
+  mp.gravity = p.number(name, "gravity", 9.81);
+  mp.wall_x = p.number(name, "wall_x", 1e300);
+  mp.wall_stiffness = p.non_negative(name, "wall_stiffness", 0.0);
+  mp.wall_damping = p.non_negative(name, "wall_damping", 0.0);
+  return model_block<mechanics::PointMass>(name, "point_mass", p, mp);
 }
 
 std::vector<BlockParamDoc> interface_docs() {
   return {{"interface", "text", "force",
            "what drives the interface: force (input 'force'), spring (input 'motion' = other body's x, w), "
            "rim (input 'rim': the other body's reduced interface model, coupling method rim), none"},
+          {"drift_time", "number >= 0", "0",
+           "interface: rim only, s: the reaction also pulls the other body's interface velocity to this one's "
+           "within about this time (0: off)"},
           {"coupling_stiffness", "number >= 0", "0", "interface: spring only, N/m"},
           {"coupling_damping", "number >= 0", "0", "interface: spring only, N s/m"},
           {"q0", "list of numbers", "zeros", "generalized coordinates at t = 0"},
@@ -433,9 +464,20 @@ void register_mechanics_blocks(BlockRegistry& r) {
                            {"masses", "list of positive numbers", "", "kg, point mass at each link's tip"},
                            {"joint_damping", "list of numbers >= 0", "zeros", "N m s/rad per joint"},
                            {"gravity", "number", "9.81", "m/s^2 along -y"},
-                           {"locked_joints", "list of numbers", "none", "joints held at their q0"}});
+                           {"locked_joints", "list of numbers", "none", "joints held at their q0"},
+                           {"joint_stiffness", "list of numbers >= 0", "zeros", "position control: N m/rad per joint"},
+                           {"joint_targets", "list of numbers", "zeros", "rad, the angles the joint springs pull to"}});
   r.add({"planar_arm", "planar serial arm of rigid links, point masses; interface: the tip velocity (ni = 2)",
          std::move(arm), make_planar_arm});
+  auto mass = interface_docs();
+  mass.insert(mass.begin(), {{"mass", "positive number", "", "kg"},
+                             {"gravity", "number", "9.81", "m/s^2 along -y"},
+                             {"wall_x", "number", "none", "m, a wall x = wall_x (penalty contact while x > wall_x)"},
+                             {"wall_stiffness", "number >= 0", "0", "N/m"},
+                             {"wall_damping", "number >= 0", "0", "N s/m, only while pushing"}});
+  r.add({"point_mass",
+         "a point mass in the plane with penalty contact against a wall; interface: its velocity (ni = 2)",
+         std::move(mass), make_point_mass});
 }
 
 }  // namespace rtcosim::tasks
