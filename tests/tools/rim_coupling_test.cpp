@@ -437,3 +437,66 @@ TEST(RimCoupling, ArmContactDistanceFollowsTheMonolithicSolution) {
 
 }  // namespace
 }  // namespace rtcosim
+
+namespace rtcosim {
+namespace {
+
+// The planar_arm block on its own (interface: none), one task, RK4 at 1 ms:
+// two links under gravity with the second joint locked at 90 degrees swing
+// as one rigid compound pendulum. Point masses m1 at l1 along link 1 and m2
+// at the tip, r2^2 = l1^2 + l2^2 (joint at 90 degrees); the centre of mass
+// lies at d = |m1 p1 + m2 p2| / M from the pivot, so small swings about the
+// hanging equilibrium have omega^2 = M g d / (m1 l1^2 + m2 r2^2). The locked
+// joint stays where it was and the energy stays put.
+TEST(RimCoupling, ALockedArmSwingsAsOneRigidPendulum) {
+  const double l1 = 1.0, l2 = 0.5, m1 = 2.0, m2 = 1.0, g = 9.81;
+  // Link 1 along angle a, the tip at a + pi/2: p1 = l1 (cos a, sin a),
+  // p2 = p1 + l2 (-sin a, cos a). The centre of mass hangs straight down
+  // when its angle, a + atan2(m2 l2, M l1), is -pi/2.
+  const double M = m1 + m2;
+  const double offset = std::atan2(m2 * l2, M * l1);
+  const double a0 = -M_PI / 2 - offset + 0.01;  // 0.01 rad from the equilibrium
+  const std::string yaml =
+      "name: pendulum\nduration: 10s\nrealtime: off\ntasks:\n  - {name: t, period: 1ms, integrator: rk4}\n"
+      "blocks:\n  - {name: arm, type: planar_arm, task: t, params: {lengths: [1.0, 0.5], masses: [2.0, 1.0], "
+      "locked_joints: [1], interface: none, q0: [" +
+      std::to_string(a0) + ", 1.5707963267948966]}}\nwires: []\n";
+  const auto spec = spec_of(yaml);
+  auto graph = build_graph(spec);
+  auto* task = graph->find_task("t");
+  const auto q = task->partition().find_output({"arm", "q"});
+  const auto energy = task->partition().find_output({"arm", "energy"});
+  std::vector<double> t, angle;
+  double e0 = NAN, worst_e = 0.0, worst_lock = 0.0;
+  runtime::VirtualExecutor(*graph).run(10.0, [&](runtime::TaskRuntime& tk, const runtime::FrameRecord&) {
+    const auto& p = tk.partition();
+    t.push_back(p.time());
+    angle.push_back(p.output(q)[0] - (-M_PI / 2 - offset));
+    const double e = p.output(energy)[0];
+    if (std::isnan(e0)) e0 = e;
+    worst_e = std::max(worst_e, std::fabs(e - e0));
+    worst_lock = std::max(worst_lock, std::fabs(p.output(q)[1] - M_PI / 2));
+  });
+  // Period from the first and the last upward zero crossing.
+  std::vector<double> crossings;
+  for (std::size_t k = 1; k < t.size(); ++k) {
+    if (angle[k - 1] < 0.0 && angle[k] >= 0.0) {
+      crossings.push_back(t[k - 1] + (t[k] - t[k - 1]) * (-angle[k - 1]) / (angle[k] - angle[k - 1]));
+    }
+  }
+  ASSERT_GE(crossings.size(), 3u);
+  const double period = (crossings.back() - crossings.front()) / static_cast<double>(crossings.size() - 1);
+  const double d = std::hypot(M * l1, m2 * l2) / M;
+  const double inertia = m1 * l1 * l1 + m2 * (l1 * l1 + l2 * l2);
+  const double expected = 2 * M_PI / std::sqrt(M * g * d / inertia);
+  std::printf(
+      "locked arm: period %.6f s, small-swing theory %.6f s; energy drift %.2g J; locked joint moved %.2g rad\n",
+      period, expected, worst_e, worst_lock);
+  // 0.01 rad lengthens the period by 1 + theta^2/16 = 1 + 6e-6.
+  EXPECT_NEAR(period / expected, 1.0, 2e-5);
+  EXPECT_LT(worst_e, 1e-9);
+  EXPECT_LT(worst_lock, 1e-12);
+}
+
+}  // namespace
+}  // namespace rtcosim
