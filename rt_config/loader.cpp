@@ -921,6 +921,7 @@ class GraphLoader {
                                         "' stays within task '" + from_task +
                                         "' and takes no coupling — only wires between tasks become links");
       }
+      if (entry.crosses_tasks) check_rim_link(entry, node, *out_port, *in_port);
     }
     for (std::size_t i = 0; i < infos_.size(); ++i) {
       const auto& info = infos_[i];
@@ -952,6 +953,25 @@ class GraphLoader {
     } catch (const tasks::BlockError& e) {
       const auto it = block_index_.find(e.block());
       in_.error(it != block_index_.end() ? graph_.block_locations[it->second] : Location{1, 1}, e.what());
+    }
+  }
+
+  // A reduced interface model (a mechanical block's `rim` port, docs/rim.md)
+  // is a packed matrix payload, not a signal: only the `rim` method carries
+  // it between tasks, and the `rim` method carries nothing else.
+  void check_rim_link(const WireEntry& entry, const YAML::Node& node, const tasks::PortInfo& out,
+                      const tasks::PortInfo& in) {
+    const std::string& method = graph_.coupling_of(entry).method;
+    const bool payload = out.name == "rim" && in.name == "rim";
+    const std::string wire = "wire '" + entry.wire.from.str() + " -> " + entry.wire.to.str() + "'";
+    const Location at = entry.coupling ? location_of(node["coupling"]) : location_of(node);
+    if (payload && method != "rim") {
+      in_.error(at, wire + " carries a reduced interface model, which method '" + method +
+                        "' would extrapolate like a signal — expected coupling: {method: rim}");
+    } else if (!payload && method == "rim") {
+      in_.error(at, wire + " uses method 'rim', which carries a reduced interface model from a mechanical "
+                           "block's 'rim' output to another's 'rim' input — expected a signal method (e.g. zoh, "
+                           "predictor) here, or a wire from X.rim to Y.rim");
     }
   }
 

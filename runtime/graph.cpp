@@ -304,7 +304,15 @@ void Graph::reset() noexcept {
   }
   for (auto& t : tasks_) t->reset_run();
   for (auto& t : tasks_) t->partition().reset(0.0);
-  for (auto& t : tasks_) t->publish_initial();
+  // Each task reads what the tasks before it published at t = 0, so that
+  // its initial outputs see its inputs (a body driven by another's reduced
+  // interface model computes its first interface force from it).
+  for (auto& t : tasks_) {
+    t->drain();
+    t->publish_initial();
+  }
+  // The run's link statistics start with its first frame.
+  for (auto& l : links_) l->stats.reset();
 }
 
 }  // namespace rtcosim::runtime

@@ -14,6 +14,7 @@ BlockRegistry BlockRegistry::with_builtins() {
   register_discrete_blocks(r);
   register_utility_blocks(r);
   register_fmu_blocks(r);
+  register_mechanics_blocks(r);
   return r;
 }
 

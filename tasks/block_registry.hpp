@@ -67,5 +67,6 @@ void register_controller_blocks(BlockRegistry& registry);  // pid
 void register_discrete_blocks(BlockRegistry& registry);    // discrete_transfer_function, zero_order_hold, unit_delay
 void register_utility_blocks(BlockRegistry& registry);     // cpu_load
 void register_fmu_blocks(BlockRegistry& registry);         // fmu (tasks/fmu/)
+void register_mechanics_blocks(BlockRegistry& registry);   // mass_chain, planar_arm
 
 }  // namespace rtcosim::tasks

@@ -7,6 +7,7 @@
 #include "coupling/methods/newton.hpp"
 #include "coupling/methods/polynomial.hpp"
 #include "coupling/methods/predictor.hpp"
+#include "coupling/methods/rim.hpp"
 #include "coupling/methods/smoothed.hpp"
 #include "coupling/methods/zoh.hpp"
 #include "coupling/registry.hpp"
@@ -62,6 +63,12 @@ MethodRegistry MethodRegistry::with_builtins() {
          }});
   r.add({"predictor", "second-order predictor from values and derivatives (eq. 8.14, 10.5)", true, {},
          [](const ParamValues&) { return std::make_unique<methods::Predictor>(); }});
+  r.add({"rim",
+         "reduced interface model (issue 16): the newest model held for the receiving mechanical block "
+         "(interface: rim) to integrate with its own; docs/rim.md",
+         false, {ParamSpec{"order", ParamKind::kInteger, 0, 1, 1,
+                           "0: hold the newest model; 1: interpolate and extrapolate lambda~, z, w linearly"}},
+         [](const ParamValues& p) { return std::make_unique<methods::Rim>(p.get_int("order")); }});
   return r;
 }
 

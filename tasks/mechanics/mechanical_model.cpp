@@ -1,5 +1,6 @@
 #include "tasks/mechanics/mechanical_model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -102,6 +103,20 @@ void MassChain::evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
   terms.ai_dot_v.setZero();
 }
 
+void MassChain::interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept {
+  out(0) = q(p_.interface_mass);
+}
+
+double MassChain::potential(const Eigen::VectorXd& q) const noexcept {
+  double e = 0.0;
+  for (int k = 0; k < dofs(); ++k) {
+    const auto s = static_cast<std::size_t>(k);
+    const double dx = q(k) - (k > 0 ? q(k - 1) : 0.0);
+    e += 0.5 * p_.stiffness[s] * dx * dx - p_.force[s] * q(k);
+  }
+  return e;
+}
+
 PlanarArm::PlanarArm(Params params) : p_(std::move(params)) {
   const auto n = p_.lengths.size();
   require(n > 0, "planar arm: lengths is empty; give at least one link");
@@ -114,6 +129,11 @@ PlanarArm::PlanarArm(Params params) : p_(std::move(params)) {
           "planar arm: joint_damping needs one entry per joint (" + std::to_string(n) + ") or none");
   require_non_negative(p_.joint_damping, "planar arm: joint_damping");
   require(std::isfinite(p_.gravity), "planar arm: gravity must be finite");
+  if (p_.joint_stiffness.empty()) p_.joint_stiffness.assign(n, 0.0);
+  if (p_.joint_targets.empty()) p_.joint_targets.assign(n, 0.0);
+  require(p_.joint_stiffness.size() == n && p_.joint_targets.size() == n,
+          "planar arm: joint_stiffness and joint_targets need one entry per joint (" + std::to_string(n) + ") or none");
+  require_non_negative(p_.joint_stiffness, "planar arm: joint_stiffness");
   for (const int j : p_.locked_joints) {
     require(j >= 0 && j < static_cast<int>(n),
             "planar arm: locked joint " + std::to_string(j) + " is not in [0, " + std::to_string(n - 1) + "]");
@@ -175,7 +195,8 @@ void PlanarArm::evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
     }
   }
   for (int j = 0; j < n; ++j) {
-    terms.applied(j) -= p_.joint_damping[static_cast<std::size_t>(j)] * v(j);
+    const auto s = static_cast<std::size_t>(j);
+    terms.applied(j) -= p_.joint_damping[s] * v(j) + p_.joint_stiffness[s] * (q(j) - p_.joint_targets[s]);
   }
   terms.ac.setZero();
   terms.ac_dot_v.setZero();
@@ -190,6 +211,69 @@ void PlanarArm::evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
     terms.ai(1, j) = y;
   }
   jac_dot_v(n - 1, terms.ai_dot_v(0), terms.ai_dot_v(1));
+}
+
+void PlanarArm::interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept {
+  double theta = 0.0;
+  out.setZero();
+  for (int i = 0; i < dofs(); ++i) {
+    theta += q(i);
+    out(0) += p_.lengths[static_cast<std::size_t>(i)] * std::cos(theta);
+    out(1) += p_.lengths[static_cast<std::size_t>(i)] * std::sin(theta);
+  }
+}
+
+double PlanarArm::potential(const Eigen::VectorXd& q) const noexcept {
+  double theta = 0.0;
+  double y = 0.0;
+  double e = 0.0;
+  for (int i = 0; i < dofs(); ++i) {
+    theta += q(i);
+    y += p_.lengths[static_cast<std::size_t>(i)] * std::sin(theta);
+    const auto s = static_cast<std::size_t>(i);
+    const double dq = q(i) - p_.joint_targets[s];
+    e += p_.masses[s] * p_.gravity * y + 0.5 * p_.joint_stiffness[s] * dq * dq;
+  }
+  return e;
+}
+
+PointMass::PointMass(Params params) : p_(params) {
+  require(std::isfinite(p_.mass) && p_.mass > 0.0, "point mass: mass must be a finite number > 0");
+  require(std::isfinite(p_.gravity), "point mass: gravity must be finite");
+  require(!std::isnan(p_.wall_x), "point mass: wall_x must be a number");
+  require(std::isfinite(p_.wall_stiffness) && p_.wall_stiffness >= 0.0,
+          "point mass: wall_stiffness must be a finite number >= 0");
+  require(std::isfinite(p_.wall_damping) && p_.wall_damping >= 0.0,
+          "point mass: wall_damping must be a finite number >= 0");
+}
+
+void PointMass::evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double /*t*/,
+                         MechanicalTerms& terms) const noexcept {
+  terms.mass.setZero();
+  terms.mass(0, 0) = p_.mass;
+  terms.mass(1, 1) = p_.mass;
+  terms.coriolis.setZero();
+  terms.applied(0) = 0.0;
+  terms.applied(1) = -p_.mass * p_.gravity;
+  const double depth = q(0) - p_.wall_x;
+  if (depth > 0.0) {
+    // Penalty contact: never a pull, so the damper gives up once the
+    // spring is spent.
+    terms.applied(0) = std::min(0.0, -p_.wall_stiffness * depth - p_.wall_damping * v(0));
+  }
+  terms.ai.setZero();
+  terms.ai(0, 0) = 1.0;
+  terms.ai(1, 1) = 1.0;
+  terms.ai_dot_v.setZero();
+}
+
+void PointMass::interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept {
+  out = q;
+}
+
+double PointMass::potential(const Eigen::VectorXd& q) const noexcept {
+  const double depth = std::max(0.0, q(0) - p_.wall_x);
+  return p_.mass * p_.gravity * q(1) + 0.5 * p_.wall_stiffness * depth * depth;
 }
 
 }  // namespace rtcosim::tasks::mechanics

@@ -43,6 +43,12 @@ class MechanicalModel {
   [[nodiscard]] virtual int interface_dims() const noexcept = 0;
   virtual void evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double t,
                         MechanicalTerms& terms) const noexcept = 0;
+  // The interface position x_i(q) (ni entries, x_i' = w_i = A_i v).
+  virtual void interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept = 0;
+  // Potential energy of the conservative applied forces (springs, constant
+  // forces, gravity) at q; with the kinetic energy v^T M v / 2 it is the
+  // energy the model conserves when undamped and free.
+  [[nodiscard]] virtual double potential(const Eigen::VectorXd& q) const noexcept = 0;
   [[nodiscard]] MechanicalTerms make_terms() const;
 };
 
@@ -75,6 +81,8 @@ class MassChain final : public MechanicalModel {
   [[nodiscard]] int interface_dims() const noexcept override { return 1; }
   void evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double t,
                 MechanicalTerms& terms) const noexcept override;
+  void interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept override;
+  [[nodiscard]] double potential(const Eigen::VectorXd& q) const noexcept override;
 
  private:
   Params p_;
@@ -99,6 +107,10 @@ class PlanarArm final : public MechanicalModel {
     std::vector<double> joint_damping{};  // empty or one per joint
     double gravity = 9.81;
     std::vector<int> locked_joints{};
+    // Joint position control as springs: torque -k_j (q_j - target_j);
+    // empty or one per joint (a joint with k_j = 0 is free).
+    std::vector<double> joint_stiffness{};
+    std::vector<double> joint_targets{};
   };
   // Throws std::invalid_argument saying which field is wrong.
   explicit PlanarArm(Params params);
@@ -107,6 +119,38 @@ class PlanarArm final : public MechanicalModel {
   [[nodiscard]] int interface_dims() const noexcept override { return 2; }
   void evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double t,
                 MechanicalTerms& terms) const noexcept override;
+  void interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept override;
+  [[nodiscard]] double potential(const Eigen::VectorXd& q) const noexcept override;
+
+ private:
+  Params p_;
+};
+
+/*
+ * A point mass in the plane (q = (x, y)) under gravity along -y, with a
+ * wall x = wall_x: unilateral penalty contact, a spring-damper that pushes
+ * back only while x > wall_x and only as far as it pushes (the damping
+ * force never pulls the mass into the wall). The interface is its
+ * velocity, ni = 2 (a payload held at a robot's tip).
+ */
+class PointMass final : public MechanicalModel {
+ public:
+  struct Params {
+    double mass = 1.0;
+    double gravity = 9.81;
+    double wall_x = 1e300;  // no wall
+    double wall_stiffness = 0.0;
+    double wall_damping = 0.0;
+  };
+  // Throws std::invalid_argument saying which field is wrong.
+  explicit PointMass(Params params);
+  [[nodiscard]] int dofs() const noexcept override { return 2; }
+  [[nodiscard]] int constraints() const noexcept override { return 0; }
+  [[nodiscard]] int interface_dims() const noexcept override { return 2; }
+  void evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double t,
+                MechanicalTerms& terms) const noexcept override;
+  void interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept override;
+  [[nodiscard]] double potential(const Eigen::VectorXd& q) const noexcept override;
 
  private:
   Params p_;

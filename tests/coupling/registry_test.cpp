@@ -1,4 +1,4 @@
-// MethodRegistry: the nine built-in methods, their defaults, and set-up
+// MethodRegistry: the ten built-in methods, their defaults, and set-up
 // errors that name the method, the parameter and what is allowed, so that a
 // configuration file's author can fix the line without reading the code.
 #include "coupling/registry.hpp"
@@ -30,9 +30,9 @@ std::optional<CouplingError> error_of(const std::string& method, const ParamSett
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-TEST(Registry, HoldsTheNineBuiltInMethods) {
+TEST(Registry, HoldsTheTenBuiltInMethods) {
   EXPECT_EQ(builtins().ids(), (std::vector<std::string>{"zoh", "zoh_average", "polynomial", "hermite", "interpolated",
-                                                        "smoothed", "ecd", "ecc", "predictor"}));
+                                                        "smoothed", "ecd", "ecc", "predictor", "rim"}));
   for (const MethodInfo& m : builtins().methods()) {
     EXPECT_FALSE(m.summary.empty()) << m.id;
     EXPECT_TRUE(m.make) << m.id;
@@ -53,7 +53,7 @@ TEST(Registry, AnUnknownMethodIsNamedWithTheChoicesAndTheClosestOne) {
   ASSERT_TRUE(e);
   EXPECT_STREQ(e->what(),
                "unknown coupling method 'polynomal' — expected one of: zoh, zoh_average, polynomial, hermite, "
-               "interpolated, smoothed, ecd, ecc, predictor (did you mean 'polynomial'?)");
+               "interpolated, smoothed, ecd, ecc, predictor, rim (did you mean 'polynomial'?)");
   EXPECT_EQ(e->method(), "polynomal");
   EXPECT_EQ(e->parameter(), "");
 
@@ -188,7 +188,7 @@ TEST(Registry, AddRejectsDuplicatesNamingWhoRegisteredTheFirst) {
     EXPECT_STREQ(e.what(), "coupling method 'zoh' is already registered (by built-in)");
     EXPECT_EQ(e.method(), "zoh");
   }
-  EXPECT_EQ(registry.ids().size(), 9u);
+  EXPECT_EQ(registry.ids().size(), 10u);
 
   copy.origin = "libmine.so";
   copy.id = "zoh2";

@@ -1,4 +1,4 @@
-#include "coupling/rim_payload.hpp"
+#include "base/rim_payload.hpp"
 
 #include <limits>
 #include <vector>
@@ -8,7 +8,8 @@
 #include "coupling/data_block.hpp"
 #include "tests/support/alloc_counter.hpp"
 
-namespace rtcosim::coupling {
+namespace rtcosim::base {
+using coupling::DataBlock;
 namespace {
 
 // The 2-link arm's RIM of tests/tasks/mechanics_test.cpp at q = (0, pi/2).
@@ -111,4 +112,4 @@ TEST(RimPayload, HostilePayloadsAreRefusedWithTheReason) {
 }
 
 }  // namespace
-}  // namespace rtcosim::coupling
+}  // namespace rtcosim::base

@@ -154,7 +154,7 @@ INSTANTIATE_TEST_SUITE_P(EveryBuiltInMethod, RtSafety, ::testing::ValuesIn(built
                          [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
 
 // An empty parameter list would pass by running nothing.
-TEST(RtSafetyCoverage, RunsForAllNineBuiltInMethods) { EXPECT_EQ(builtin_ids().size(), 9u); }
+TEST(RtSafetyCoverage, RunsForAllTenBuiltInMethods) { EXPECT_EQ(builtin_ids().size(), 10u); }
 
 }  // namespace
 }  // namespace rtcosim::coupling

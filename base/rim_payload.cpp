@@ -1,8 +1,8 @@
-#include "coupling/rim_payload.hpp"
+#include "base/rim_payload.hpp"
 
 #include <cmath>
 
-namespace rtcosim::coupling {
+namespace rtcosim::base {
 
 std::size_t RimPayload::pack(std::span<double> out) const noexcept {
   if (dims == 0 || dims > kMaxInterfaceDims || out.size() < flat_size(dims)) return 0;
@@ -65,4 +65,4 @@ RimUnpackError unpack_rim_payload(std::span<const double> in, RimPayload& out) n
   return RimUnpackError::kNone;
 }
 
-}  // namespace rtcosim::coupling
+}  // namespace rtcosim::base
