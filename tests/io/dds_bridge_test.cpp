@@ -20,22 +20,24 @@
 namespace rtcosim::io {
 namespace {
 
-// The two-host example in its own DDS domain (42), so that a run of the
-// CLI tests at the same time cannot answer it; `tweak` edits the text.
-config::GraphSpec two_hosts(const std::string& from = "", const std::string& to = "") {
+// The two-host example in a DDS domain of the test's own, so that the CLI
+// tests and the other tests of this file, which ctest runs at the same time,
+// cannot answer it (two tests in one domain saw each other's hosts);
+// `from` -> `to` edits the text.
+config::GraphSpec two_hosts(int domain, const std::string& from = "", const std::string& to = "") {
   std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/flight_control_two_hosts.yaml");
   std::stringstream text;
   text << in.rdbuf();
   std::string yaml = text.str();
-  for (const std::string domain = "domain: 0"; yaml.find(domain) != std::string::npos;) {
-    yaml.replace(yaml.find(domain), domain.size(), "domain: 42");
+  for (const std::string zero = "domain: 0"; yaml.find(zero) != std::string::npos;) {
+    yaml.replace(yaml.find(zero), zero.size(), "domain: " + std::to_string(domain));
   }
   if (!from.empty()) yaml.replace(yaml.find(from), from.size(), to);
   return rtcosim::testing::checked(config::load_graph_text(yaml, "two_hosts.yaml"));
 }
 
 TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
-  const config::GraphSpec spec = two_hosts();
+  const config::GraphSpec spec = two_hosts(42);
   auto plant = rtcosim::testing::build_graph(spec);
   auto hil = rtcosim::testing::build_graph(spec);
   plant->set_host("plant-pc");
@@ -102,7 +104,7 @@ TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
 }
 
 TEST(DdsBridge, AMissingHostIsNamedAfterTheTimeout) {
-  auto plant = rtcosim::testing::build_graph(two_hosts());
+  auto plant = rtcosim::testing::build_graph(two_hosts(43));
   plant->set_host("plant-pc");
   DdsBridge bridge(*plant);
   try {
@@ -115,10 +117,10 @@ TEST(DdsBridge, AMissingHostIsNamedAfterTheTimeout) {
 }
 
 TEST(DdsBridge, HostsOfAnotherGraphTextAreRefused) {
-  auto plant = rtcosim::testing::build_graph(two_hosts());
+  auto plant = rtcosim::testing::build_graph(two_hosts(44));
   // Same graph name and topics, one comment more: another file.
   auto hil =
-      rtcosim::testing::build_graph(two_hosts("name: flight_control_two_hosts", "name: flight_control_two_hosts # v2"));
+      rtcosim::testing::build_graph(two_hosts(44, "name: flight_control_two_hosts", "name: flight_control_two_hosts # v2"));
   plant->set_host("plant-pc");
   hil->set_host("hil-pc");
   DdsBridge plant_bridge(*plant);
