@@ -130,10 +130,12 @@ class MechanicalBlock final : public Block {
     vdot_ = Eigen::VectorXd::Zero(n_);
     f_ = Eigen::VectorXd::Zero(n_);
     m_ = Eigen::MatrixXd::Zero(n_, n_);
-    m_ldlt_ = Eigen::LDLT<Eigen::MatrixXd>(n_);
+    // Sized by factoring an identity in place: moving a sized LDLT in reads
+    // its uninitialised `info` (Eigen 3.4; UBSan: invalid ComputationInfo).
+    m_ldlt_.compute(Eigen::MatrixXd::Identity(n_, n_));
     minv_act_ = Eigen::MatrixXd::Zero(n_, nc_);
     s_ = Eigen::MatrixXd::Zero(nc_, nc_);
-    s_ldlt_ = Eigen::LDLT<Eigen::MatrixXd>(nc_);
+    if (nc_ > 0) s_ldlt_.compute(Eigen::MatrixXd::Identity(nc_, nc_));
     mu_ = Eigen::VectorXd::Zero(nc_);
     rc_ = Eigen::VectorXd::Zero(nc_);
     meff_ = Eigen::MatrixXd::Zero(ni_, ni_);
