@@ -63,19 +63,24 @@ void BM_FmuDoStepDirect(benchmark::State& state) {
 }
 BENCHMARK(BM_FmuDoStepDirect);
 
+// One partition step and one output read per iteration, as a frame does.
+void step_and_read(benchmark::State& state, rtcosim::tasks::Partition& p, const rtcosim::tasks::OutputRef& x) {
+  NoInputs in;
+  double t = 0.0;
+  for (auto _ : state) {
+    p.step(t, kStep, in);
+    benchmark::DoNotOptimize(p.output(x)[0]);
+    t += kStep;
+  }
+}
+
 void BM_FmuBlockPartitionStep(benchmark::State& state) {
   auto p = build_partition(BlockRegistry::with_builtins(), "plant",
                            {{"force", "constant", {{"value", 0.0}}, ""},
                             {"msd", "fmu", {{"file", kFmu}, {"interface", std::string("co_simulation")}}, ""}},
                            {{{"force", "y"}, {"msd", "F"}}}, {}, IntegratorKind::kEuler);
   const auto x = p->find_output({"msd", "x"});
-  NoInputs in;
-  double t = 0.0;
-  for (auto _ : state) {
-    p->step(t, kStep, in);
-    benchmark::DoNotOptimize(p->output(x)[0]);
-    t += kStep;
-  }
+  step_and_read(state, *p, x);
 }
 BENCHMARK(BM_FmuBlockPartitionStep);
 
@@ -86,13 +91,7 @@ void BM_BuiltinMsdPartitionStep(benchmark::State& state) {
                            {{"force", "constant", {{"value", 0.0}}, ""}, {"msd", "state_space", params, ""}},
                            {{{"force", "y"}, {"msd", "u"}}}, {}, IntegratorKind::kRk4);
   const auto x = p->find_output({"msd", "y"});
-  NoInputs in;
-  double t = 0.0;
-  for (auto _ : state) {
-    p->step(t, kStep, in);
-    benchmark::DoNotOptimize(p->output(x)[0]);
-    t += kStep;
-  }
+  step_and_read(state, *p, x);
 }
 BENCHMARK(BM_BuiltinMsdPartitionStep);
 

@@ -19,6 +19,7 @@
 #include "runtime/record_file.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "tests/support/graphs.hpp"
+#include "tests/support/scratch.hpp"
 
 namespace rtcosim::runtime {
 namespace {
@@ -52,13 +53,7 @@ long rss_kb() {
   return -1;
 }
 
-fs::path scratch_dir() {
-  const auto dir = fs::temp_directory_path() / ("rtcosim_recorder_test_" + std::to_string(getpid()) + "_" +
-                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch_dir() { return rtcosim::testing::test_scratch_dir("rtcosim_recorder_test"); }
 
 // 10^6 frames: the recorder keeps what it was asked to keep and the
 // executor keeps no frame list, so memory stays flat (the old recorder kept

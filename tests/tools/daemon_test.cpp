@@ -11,6 +11,28 @@
 namespace rtcosim::tools {
 namespace {
 
+// A one-page tmpfs mounted at `dir` (created) for as long as it lives: a
+// disk that is full after 4 kB. Needs root; mounted() says whether it is.
+class OnePageTmpfs {
+ public:
+  explicit OnePageTmpfs(const fs::path& dir) : path_(dir.string()) {
+    fs::create_directories(dir);
+    mounted_ = mount("tmpfs", path_.c_str(), "tmpfs", 0, "size=4k") == 0;
+    if (!mounted_) why_ = std::strerror(errno);
+  }
+  ~OnePageTmpfs() {
+    if (mounted_) umount2(path_.c_str(), MNT_DETACH);
+  }
+  OnePageTmpfs(const OnePageTmpfs&) = delete;
+  OnePageTmpfs& operator=(const OnePageTmpfs&) = delete;
+  [[nodiscard]] bool mounted() const noexcept { return mounted_; }
+  [[nodiscard]] const std::string& why() const noexcept { return why_; }
+
+ private:
+  std::string path_, why_;
+  bool mounted_ = false;
+};
+
 TEST_F(Daemon, NotifiesReadyStatusAndWatchdogAndStopsOnSigterm) {
   start(write_graph("graph.yaml", "1e9"));
   const auto messages = notifications(2500ms);
@@ -154,14 +176,8 @@ TEST_F(Daemon, SigtermWhileRecordingKeepsEverySampleProduced) {
 // "ok"; the tasks go on.
 TEST_F(Daemon, AWriteErrorEndsTheRecordingAndStatusAndStopReportIt) {
   const auto small = recordings_ / "small";
-  fs::create_directories(small);
-  if (mount("tmpfs", small.c_str(), "tmpfs", 0, "size=4k") != 0) {
-    GTEST_SKIP() << "cannot mount a tmpfs (needs root): " << std::strerror(errno);
-  }
-  struct Unmount {
-    std::string path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{small.string()};
+  const OnePageTmpfs tmpfs(small);
+  if (!tmpfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (needs root): " << tmpfs.why();
   start(write_graph("graph.yaml", "1e9"));
   ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
   const std::string target = (small / "out.csv").string();
@@ -266,14 +282,8 @@ TEST_F(Daemon, SigtermCompletesAnHdf5RecordingThatH5pyReads) {
 // first flush), and the tasks keep running their frames.
 TEST_F(Daemon, AFullDiskEndsAnHdf5OrMatRecordingAndTheTasksGoOn) {
   const auto small = recordings_ / "small";
-  fs::create_directories(small);
-  if (mount("tmpfs", small.c_str(), "tmpfs", 0, "size=4k") != 0) {
-    GTEST_SKIP() << "cannot mount a tmpfs (needs root): " << std::strerror(errno);
-  }
-  struct Unmount {
-    std::string path;
-    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
-  } unmount{small.string()};
+  const OnePageTmpfs tmpfs(small);
+  if (!tmpfs.mounted()) GTEST_SKIP() << "cannot mount a tmpfs (needs root): " << tmpfs.why();
   start(write_graph("graph.yaml", "1e9"));
   ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
   for (const std::string name : {"out.h5", "out.mat"}) {

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/support/scratch.hpp"
 #include "tools/rtcosim/run_command.hpp"
 
 namespace rtcosim::tools {
@@ -33,13 +34,7 @@ std::string slurp(const fs::path& p) {
   return s.str();
 }
 
-fs::path scratch() {
-  const auto dir = fs::temp_directory_path() / ("rtcosim_formats_" + std::to_string(getpid()) + "_" +
-                                                ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+fs::path scratch() { return rtcosim::testing::test_scratch_dir("rtcosim_formats"); }
 
 // The checker's exit status (0: every value matches).
 int check(const std::string& args) {
