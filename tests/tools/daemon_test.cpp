@@ -341,7 +341,8 @@ TEST_F(Daemon, RotationWritesCompleteFilesThatContinueEachOther) {
       recordings_.string();
   EXPECT_EQ(std::system(script.c_str()), 0);
 
-  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"rot.csv\",\"max_file_size\":\"8kB\"}"),
+  // The request `rtcosim ctl record start rot.csv --max-file-size 8kB` sends.
+  EXPECT_EQ(request(ctl_request_line({"record", "start", "rot.csv"}, {{"max-file-size", "8kB"}})),
             "{\"ok\":true,\"file\":\"" + (recordings_ / "rot.csv").string() + "\"}");
   std::this_thread::sleep_for(1200ms);
   EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"stop\"}"), "{\"ok\":true}");

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <map>
 
 #include "base/json.hpp"
 #include "tools/rtcosim/cli_args.hpp"
@@ -29,6 +30,11 @@ commands:
   record start FILE       record the graph's 'record:' signals into the new FILE in
                           the daemon's recording directory (/var/lib/rtcosim/recordings);
                           .csv, .h5 (HDF5) or .mat (MAT v7.3) by its extension
+      --format F          csv, hdf5, mat73 or mat5 (must fit the extension)
+      --max-file-size S   go on in FILE.1.EXT, FILE.2.EXT, ... once a file holds S
+                          on disk (e.g. 64MB; k/kB, M/MB, G/GB; at least 4 kB)
+      --rotate-every D    ... or once a file has run for D (e.g. 1h; 100 ms or more)
+      --overwrite         replace an existing FILE
   record stop
   trace start DIR         record an LTTng trace into the new directory DIR there
   trace stop
@@ -76,32 +82,57 @@ std::string control_request(const std::string& socket_path, const std::string& r
   return reply;
 }
 
+std::string ctl_request_line(const std::vector<std::string>& p, const std::map<std::string, std::string>& options) {
+  if (p.empty()) throw UsageError("no command — expected status, stop, start, reload, record, trace or raw");
+  const std::string& cmd = p[0];
+  const bool record_start = cmd == "record" && p.size() >= 2 && p[1] == "start";
+  for (const auto& [name, value] : options) {
+    if (!record_start) throw UsageError("--" + name + " belongs to 'record start FILE', not to '" + cmd + "'");
+  }
+  std::string request;
+  if ((cmd == "status" || cmd == "stop" || cmd == "start") && p.size() == 1) {
+    request = "{\"cmd\":\"" + cmd + "\"}";
+  } else if (cmd == "reload" && p.size() <= 2) {
+    request = p.size() == 2 ? "{\"cmd\":\"reload\",\"file\":" + base::json_string(p[1]) + "}" : "{\"cmd\":\"reload\"}";
+  } else if ((cmd == "record" || cmd == "trace") && p.size() >= 2 && (p[1] == "start" || p[1] == "stop")) {
+    if (p[1] == "start" && p.size() != 3) throw UsageError(cmd + " start needs " + (cmd == "record" ? "FILE" : "DIR"));
+    if (p[1] == "stop" && p.size() != 2) throw UsageError(cmd + " stop takes no argument");
+    request = "{\"cmd\":\"" + cmd + "\",\"action\":\"" + p[1] + "\"";
+    if (p.size() == 3) request += std::string(",\"") + (cmd == "record" ? "file" : "dir") + "\":" + base::json_string(p[2]);
+    // The daemon validates the values (it is the one that must not trust
+    // them); the option names map one to one onto its request's keys.
+    for (const auto& [name, value] : options) {
+      if (name == "overwrite") {
+        request += ",\"overwrite\":true";
+      } else {
+        std::string key = name;
+        for (char& c : key) c = c == '-' ? '_' : c;
+        request += ",\"" + key + "\":" + base::json_string(value);
+      }
+    }
+    request += "}";
+  } else if (cmd == "raw" && p.size() == 2) {
+    request = p[1];
+  } else {
+    throw UsageError("cannot read '" + cmd + "' with " + std::to_string(p.size() - 1) + " argument(s) — see 'rtcosim ctl --help'");
+  }
+  return request;
+}
+
 int run_ctl_command(const std::vector<std::string>& raw_args) {
   try {
-    CliArgs args("ctl", {"socket"}, {"help"});
+    CliArgs args("ctl", {"socket", "format", "max-file-size", "rotate-every"}, {"help", "overwrite"});
     args.parse(raw_args);
-    const auto& p = args.positionals();
     if (args.flag("help")) {
       std::cout << kHelp;
       return 0;
     }
-    if (p.empty()) throw UsageError("no command — expected status, stop, start, reload, record, trace or raw");
-    std::string request;
-    const std::string& cmd = p[0];
-    if ((cmd == "status" || cmd == "stop" || cmd == "start") && p.size() == 1) {
-      request = "{\"cmd\":\"" + cmd + "\"}";
-    } else if (cmd == "reload" && p.size() <= 2) {
-      request = p.size() == 2 ? "{\"cmd\":\"reload\",\"file\":" + base::json_string(p[1]) + "}" : "{\"cmd\":\"reload\"}";
-    } else if ((cmd == "record" || cmd == "trace") && p.size() >= 2 && (p[1] == "start" || p[1] == "stop")) {
-      if (p[1] == "start" && p.size() != 3) throw UsageError(cmd + " start needs " + (cmd == "record" ? "FILE" : "DIR"));
-      request = "{\"cmd\":\"" + cmd + "\",\"action\":\"" + p[1] + "\"";
-      if (p.size() == 3) request += std::string(",\"") + (cmd == "record" ? "file" : "dir") + "\":" + base::json_string(p[2]);
-      request += "}";
-    } else if (cmd == "raw" && p.size() == 2) {
-      request = p[1];
-    } else {
-      throw UsageError("cannot read '" + cmd + "' with " + std::to_string(p.size() - 1) + " argument(s) — see 'rtcosim ctl --help'");
+    std::map<std::string, std::string> options;
+    for (const char* name : {"format", "max-file-size", "rotate-every"}) {
+      if (const auto v = args.value(name)) options[name] = *v;
     }
+    if (args.flag("overwrite")) options["overwrite"] = "";
+    const std::string request = ctl_request_line(args.positionals(), options);
     std::string error;
     const std::string reply = control_request(args.value("socket").value_or("/run/rtcosim/control.sock"), request, &error);
     if (reply.empty()) {
