@@ -1011,7 +1011,7 @@ class GraphLoader {
     std::map<std::tuple<std::string, int, int>, std::string> cpu_priority;
     std::map<std::string, const TaskSpec*> group_leader;
     std::map<std::string, std::vector<const TaskSpec*>> groups;
-    std::map<int, Location> first_on_cpu;
+    std::map<CpuId, Location> first_on_cpu;
     std::set<std::string_view> tasks_with_blocks;
     for (const auto& b : graph_.diagram.blocks) tasks_with_blocks.insert(b.task);
     for (const auto& t : graph_.tasks) {
@@ -1042,7 +1042,7 @@ class GraphLoader {
         }
         groups[t.rate_group].push_back(&t);
       }
-      if (t.cpu >= 0) first_on_cpu.emplace(t.cpu, t.where);
+      if (t.cpu >= 0) first_on_cpu.emplace(CpuId{t.host, t.cpu}, t.where);
       if (!tasks_with_blocks.count(t.name) && !t.name.empty()) in_.warning(t.where, what + " runs no block");
     }
     // A rate group runs period_slowest / period_member frames of each member
@@ -1071,19 +1071,19 @@ class GraphLoader {
     const Schedulability sched = analyse_schedulability(graph_);
     for (const auto& [cpu, u] : sched.cpu_load) {
       if (u > 1.0) {
-        in_.warning(first_on_cpu[cpu], "CPU " + std::to_string(cpu) + " is loaded to " +
+        in_.warning(first_on_cpu[cpu], cpu.str() + " is loaded to " +
                                            std::to_string(std::lround(u * 100)) +
                                            " % by the declared execution times — its tasks will overrun");
       }
     }
     for (const auto& th : sched.threads) {
-      const auto load = sched.cpu_load.find(th.cpu);
+      const auto load = sched.cpu_load.find(CpuId{th.host, th.cpu});
       if (th.meets_deadline() || (load != sched.cpu_load.end() && load->second > 1.0)) continue;
       const TaskSpec* first = graph_.find_task(th.tasks.front());
       const std::string what = th.tasks.size() > 1 ? "rate group '" + th.name + "'" : "task '" + th.name + "'";
       const std::string response =
           std::isfinite(th.response) ? base::format_duration(th.response) : std::string("unbounded");
-      const std::string where = th.cpu >= 0 ? " on CPU " + std::to_string(th.cpu) : std::string();
+      const std::string where = th.cpu >= 0 ? " on " + CpuId{th.host, th.cpu}.str() : std::string();
       std::string why = "longest scripted execution " + base::format_duration(th.execution);
       if (!std::isfinite(th.response)) {
         why += "; the higher priorities on the CPU leave it too little time";

@@ -18,11 +18,12 @@ double longest_execution(const ExecutionTimes& e) noexcept {
 
 Schedulability analyse_schedulability(const GraphSpec& graph) {
   Schedulability result;
-  std::map<int, bool> complete;
+  std::map<CpuId, bool> complete;
   for (const auto& t : graph.tasks) {
     if (t.cpu < 0) continue;
-    result.cpu_load[t.cpu] += t.execution.declared && t.period > 0.0 ? t.execution.nominal / t.period : 0.0;
-    complete.emplace(t.cpu, true).first->second &= t.execution.declared;
+    const CpuId id{t.host, t.cpu};
+    result.cpu_load[id] += t.execution.declared && t.period > 0.0 ? t.execution.nominal / t.period : 0.0;
+    complete.emplace(id, true).first->second &= t.execution.declared;
   }
   std::erase_if(result.cpu_load, [&](const auto& entry) { return !complete[entry.first]; });
 
@@ -32,7 +33,7 @@ Schedulability analyse_schedulability(const GraphSpec& graph) {
   std::vector<std::vector<const TaskSpec*>> members;
   std::map<std::string, std::size_t> group_thread;
   for (const auto& t : graph.tasks) {
-    const bool analysed = t.cpu < 0 ? t.execution.declared : complete[t.cpu];
+    const bool analysed = t.cpu < 0 ? t.execution.declared : complete[CpuId{t.host, t.cpu}];
     if (!analysed || !(t.period > 0.0) || !std::isfinite(t.period)) continue;
     if (!t.rate_group.empty()) {
       const auto [it, fresh] = group_thread.emplace(t.rate_group, result.threads.size());
@@ -42,7 +43,8 @@ Schedulability analyse_schedulability(const GraphSpec& graph) {
         continue;
       }
     }
-    result.threads.push_back({t.rate_group.empty() ? t.name : t.rate_group, {t.name}, t.cpu, t.priority, 0.0, 0.0, 0.0});
+    result.threads.push_back(
+        {t.rate_group.empty() ? t.name : t.rate_group, {t.name}, t.host, t.cpu, t.priority, 0.0, 0.0, 0.0});
     members.push_back({&t});
   }
   for (std::size_t i = 0; i < result.threads.size(); ++i) {
@@ -63,7 +65,9 @@ Schedulability analyse_schedulability(const GraphSpec& graph) {
     for (int iteration = 0;; ++iteration) {
       double next = th.execution;
       for (const auto& other : result.threads) {
-        if (&other == &th || th.cpu < 0 || other.cpu != th.cpu || other.priority <= th.priority) continue;
+        if (&other == &th || th.cpu < 0 || other.cpu != th.cpu || other.host != th.host || other.priority <= th.priority) {
+          continue;
+        }
         next += std::ceil(r / other.period * (1.0 - 1e-12)) * other.execution;
       }
       if (!(next > r)) break;  // settled (or not a number: nothing to iterate)

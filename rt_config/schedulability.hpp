@@ -1,5 +1,6 @@
 #pragma once
 
+#include <compare>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@ namespace rtcosim::config {
 struct ThreadTiming {
   std::string name;  // the task, or the rate group
   std::vector<std::string> tasks;
+  std::string host;  // empty in a one-host graph
   int cpu = -1;
   int priority = 0;
   double period = 0.0;     // seconds per cycle
@@ -40,8 +42,21 @@ struct ThreadTiming {
  * Only CPUs on which every task declares its execution times are analysed;
  * an unpinned thread is taken to have a CPU to itself. Set-up code.
  */
+/*
+ * A processor: CPU numbers are per machine, so CPU 0 of host a and CPU 0 of
+ * host b are two processors that do not share load.
+ */
+struct CpuId {
+  std::string host;  // empty in a one-host graph
+  int cpu = -1;
+  auto operator<=>(const CpuId&) const = default;
+  [[nodiscard]] std::string str() const {
+    return host.empty() ? "CPU " + std::to_string(cpu) : "CPU " + std::to_string(cpu) + " of host '" + host + "'";
+  }
+};
+
 struct Schedulability {
-  std::map<int, double> cpu_load;     // pinned CPUs whose every task declares execution times
+  std::map<CpuId, double> cpu_load;   // pinned CPUs whose every task declares execution times
   std::vector<ThreadTiming> threads;  // threads on those CPUs, and unpinned declared ones
 };
 

@@ -48,8 +48,8 @@ const ThreadTiming& thread(const Schedulability& s, const std::string& name) {
 TEST(Schedulability, ResponseTimesByHand) {
   const auto spec = checked(load_graph_text(kGraph, "rta.yaml"));
   const auto s = analyse_schedulability(spec);
-  EXPECT_NEAR(s.cpu_load.at(0), 0.2 + 0.3 / 2 + 1.0 / 8 + 2.0 / 20, 1e-12);
-  EXPECT_NEAR(s.cpu_load.at(1), 0.8, 1e-12);
+  EXPECT_NEAR(s.cpu_load.at(CpuId{{}, 0}), 0.2 + 0.3 / 2 + 1.0 / 8 + 2.0 / 20, 1e-12);
+  EXPECT_NEAR(s.cpu_load.at(CpuId{{}, 1}), 0.8, 1e-12);
   ASSERT_EQ(s.threads.size(), 4u);
   EXPECT_NEAR(thread(s, "hi").response, 0.0002, 1e-12);
   // g: C = 4 x 0.3 + 1 = 2.2 ms; R = 2.2 + ceil(R / 1) 0.2 -> 2.8 ms.
@@ -98,7 +98,7 @@ wires: []
 )";
   const auto loaded = load_graph_text(yaml, "tight.yaml");
   const auto s = analyse_schedulability(checked(loaded));
-  EXPECT_LT(s.cpu_load.at(0), 1.0);
+  EXPECT_LT(s.cpu_load.at(CpuId{{}, 0}), 1.0);
   EXPECT_NEAR(thread(s, "b").response, 0.0017, 1e-12);
   EXPECT_FALSE(thread(s, "b").meets_deadline());
   bool warned = false;
@@ -183,6 +183,46 @@ TEST(Schedulability, EndsOnWhateverTheLoaderPassesIt) {
   ASSERT_EQ(s.threads.size(), 3u);
   EXPECT_NEAR(thread(s, "busy").response, 1e-9 * (1.0 - 1e-15), 1e-24);
   EXPECT_TRUE(std::isinf(thread(s, "slow").response));
+}
+
+}  // namespace
+}  // namespace rtcosim::config
+
+namespace rtcosim::config {
+namespace {
+
+// CPU numbers are per machine: the same two tasks as above, but on two hosts,
+// do not share a processor. Each host's CPU 0 carries its own task only
+// (50 % and 43.75 %), b is not preempted (R = C = 700 us) and nothing warns;
+// the overloaded CPU 0 of one host names that host.
+TEST(Schedulability, CpusOfDifferentHostsAreDifferentProcessors) {
+  const std::string yaml = R"(name: apart
+realtime: off
+hosts:
+  - {name: pa, domain: 0}
+  - {name: pb, domain: 0}
+tasks:
+  - {name: a, host: pa, period: 1ms,   cpu: 0, priority: 90, step: fixed, execution: {nominal: 500us}}
+  - {name: b, host: pb, period: 1.6ms, cpu: 0, priority: 80, step: fixed, execution: {nominal: 700us}}
+  - {name: c, host: pb, period: 1ms,   cpu: 1, priority: 80, step: fixed, execution: {nominal: 1.2ms}}
+blocks:
+  - {name: k1, type: constant, task: a, params: {value: [1]}}
+  - {name: k2, type: constant, task: b, params: {value: [1]}}
+  - {name: k3, type: constant, task: c, params: {value: [1]}}
+wires: []
+)";
+  const auto loaded = load_graph_text(yaml, "apart.yaml");
+  const auto s = analyse_schedulability(checked(loaded));
+  ASSERT_EQ(s.cpu_load.size(), 3u);
+  EXPECT_NEAR(s.cpu_load.at(CpuId{"pa", 0}), 0.5, 1e-12);
+  EXPECT_NEAR(s.cpu_load.at(CpuId{"pb", 0}), 0.4375, 1e-12);
+  EXPECT_NEAR(s.cpu_load.at(CpuId{"pb", 1}), 1.2, 1e-12);
+  EXPECT_NEAR(thread(s, "b").response, 0.0007, 1e-12);
+  EXPECT_TRUE(thread(s, "b").meets_deadline());
+  std::string warnings;
+  for (const auto& d : loaded.diagnostics) warnings += d.str() + "\n";
+  EXPECT_EQ(warnings, "apart.yaml:9:5: warning: CPU 1 of host 'pb' is loaded to 120 % by the declared execution "
+                      "times — its tasks will overrun\n");
 }
 
 }  // namespace

@@ -147,8 +147,8 @@ std::string graph_summary(const config::GraphSpec& g) {
     out << "\nCPU load from declared execution times:\n";
     for (const auto& [cpu, u] : sched.cpu_load) {
       char buf[64];
-      std::snprintf(buf, sizeof buf, "  CPU %d: %.1f %%\n", cpu, u * 100.0);
-      out << buf;
+      std::snprintf(buf, sizeof buf, ": %.1f %%\n", u * 100.0);
+      out << "  " << cpu.str() << buf;
     }
   }
   if (!sched.threads.empty()) {
