@@ -283,6 +283,82 @@ TEST_F(DaemonHardening, AReloadThatCannotStartRestoresThePreviousGraph) {
       << status.substr(0, 200);
 }
 
+// Graphs whose FMU is broken, hostile or misbehaves: each reload is one
+// clear reply (or, for an FMU that fails or allocates while running, one
+// entry in the status), the daemon never crashes and keeps serving.
+TEST_F(DaemonHardening, BadFmusGiveOneClearMessageEachAndItKeepsServing) {
+  start_ready();
+  fs::create_directories(configs_ / "models");
+  for (const char* name :
+       {"msd2_no_binary", "bad_xml", "msd2_wrong_guid", "symlink", "msd2_fail", "msd2_alloc", "msd2_fixed"}) {
+    fs::copy_file(fs::path(RTCOSIM_FMU_DIR) / (std::string(name) + ".fmu"),
+                  configs_ / "models" / (std::string(name) + ".fmu"));
+  }
+  std::ofstream(configs_ / "models" / "text.fmu") << "not a zip\n";
+  const auto graph = [&](const std::string& fmu, const std::string& step = "fixed") {
+    const std::string file = fmu + "_" + step + ".yaml";
+    std::ofstream(configs_ / file) << "realtime: off\n"
+                                      "tasks:\n"
+                                      "  - {name: plant, period: 5ms, integrator: rk4, step: "
+                                   << step
+                                   << "}\n"
+                                      "blocks:\n"
+                                      "  - {name: f, type: constant, task: plant, params: {value: 0.0}}\n"
+                                      "  - {name: msd, type: fmu, task: plant, params: {file: models/"
+                                   << fmu
+                                   << ".fmu, interface: co_simulation}}\n"
+                                      "wires:\n"
+                                      "  - {from: f.y, to: msd.F}\n";
+    return request("{\"cmd\":\"reload\",\"file\":\"" + file + "\"}");
+  };
+  const std::string running =
+      "{\"ok\":true,\"running\":true,\"config\":" + base::json_string((configs_ / "graph.yaml").string());
+  const struct {
+    std::string fmu, step, expect;
+  } refused[] = {
+      {"msd2_no_binary", "fixed",
+       "no binaries/linux64/msd2.so for co_simulation — the FMU carries binaries for: no platform"},
+      {"bad_xml", "fixed", "modelDescription.xml line 6: Start-end tags mismatch — expected well-formed XML"},
+      // Quoted parts that are not plain names are redacted ('…'), the
+      // apostrophe of the FMU's "binary's" is not taken for a quote.
+      {"msd2_wrong_guid", "fixed",
+       "fmi2Instantiate returned no instance: GUID '…' does not match this binary's '…' (the GUID in "
+       "modelDescription.xml is '…')"},
+      {"symlink", "fixed", "is a symbolic link — refused"},
+      {"text", "fixed", "cannot open as an FMU (a zip archive)"},
+      {"missing", "fixed", "cannot open as an FMU (a zip archive)"},
+      {"msd2_fixed", "measured", "give the task step: fixed, or use an FMU that can vary its step"},
+  };
+  for (const auto& c : refused) {
+    const auto reply = graph(c.fmu, c.step);
+    EXPECT_EQ(reply.rfind("{\"ok\":false", 0), 0u) << c.fmu << ": " << reply;
+    EXPECT_NE(reply.find(c.expect), std::string::npos) << c.fmu << ": " << reply;
+    ASSERT_TRUE(alive()) << c.fmu;
+    const auto status = request("{\"cmd\":\"status\"}");
+    EXPECT_EQ(status.rfind(running, 0), 0u) << c.fmu << ": " << status.substr(0, 200);
+  }
+  // Loads, then returns Error from t = 0.5 s: the task stops in frame 100
+  // and the status says why, while the daemon goes on serving.
+  EXPECT_EQ(graph("msd2_fail").rfind("{\"ok\":true", 0), 0u);
+  const std::string failure = "task 'plant' stopped in frame 100: FMU 'msd' (" +
+                              (configs_ / "models/msd2_fail.fmu").string() +
+                              "): fmi2DoStep returned Error at t = 0.5 s: the spring broke at t = 0.5 s";
+  std::string status;
+  for (int i = 0; i < 50 && status.find("\"failure\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(100ms);
+    status = request("{\"cmd\":\"status\"}");
+  }
+  EXPECT_NE(status.find("\"failure\":" + base::json_string(failure)), std::string::npos) << status.substr(0, 600);
+  // Allocates in every doStep: the status counts it.
+  EXPECT_EQ(graph("msd2_alloc").rfind("{\"ok\":true", 0), 0u);
+  std::this_thread::sleep_for(300ms);
+  status = request("{\"cmd\":\"status\"}");
+  EXPECT_NE(status.find("\"allocation_warnings\":[\"block 'msd' (fmu) of task 'plant' allocated "), std::string::npos)
+      << status.substr(0, 600);
+  ASSERT_TRUE(alive());
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}").rfind("{\"ok\":true", 0), 0u);
+}
+
 TEST_F(DaemonHardening, ATaskGraphCannotMakeItLoadCodeFromWhereItLikes) {
   const auto canary = dir_ / "canary";
   setenv("RTCOSIM_CANARY", canary.c_str(), 1);

@@ -472,6 +472,9 @@ int run_run_command(const std::vector<std::string>& raw_args) {
                  (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"), *plot_path);
       std::cout << "plot written to " << *plot_path << '\n';
     }
+    for (const auto& t : graph->tasks()) {
+      for (const auto& line : t->allocation_reports()) std::cerr << "rtcosim run: warning: " << line << '\n';
+    }
     bool task_failed = false;
     for (const auto& t : graph->tasks()) {
       if (!t->failed()) continue;

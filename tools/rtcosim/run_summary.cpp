@@ -260,9 +260,15 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
            ",\"overruns\":" + std::to_string(s.overruns.load()) +
            ",\"missed_periods\":" + std::to_string(s.missed_periods.load()) +
            ",\"latency_ns\":" + percentiles(s.wakeup_latency_ns) +
-           ",\"start_lateness_ns\":" + percentiles(s.start_lateness_ns) + ",\"exec_ns\":" + percentiles(s.execution_ns) +
-           ",\"cycle_ns\":" + percentiles(s.cycle_ns) + ",\"step_s\":" + range(s.step) + ",\"lag_s\":" + range(s.lag) +
-           ",\"lost_s\":" + json_number(s.lost_real_time.load()) + "}";
+           ",\"start_lateness_ns\":" + percentiles(s.start_lateness_ns) +
+           ",\"exec_ns\":" + percentiles(s.execution_ns) + ",\"cycle_ns\":" + percentiles(s.cycle_ns) +
+           ",\"step_s\":" + range(s.step) + ",\"lag_s\":" + range(s.lag) +
+           ",\"lost_s\":" + json_number(s.lost_real_time.load()) +
+           (t->failed() ? ",\"failure\":" + base::json_string(t->failure()) : std::string());
+    std::string allocations;
+    for (const auto& line : t->allocation_reports())
+      allocations += (allocations.empty() ? "" : ",") + base::json_string(line);
+    out += (allocations.empty() ? "" : ",\"allocation_warnings\":[" + allocations + "]") + "}";
   }
   out += "],\"links\":[";
   first = true;

@@ -67,12 +67,21 @@ namespace {
 // with every quoted part that is not a plain key name (letters, digits,
 // '_', '.', '-', at most 64) replaced, so that a reload of a file that is not
 // a task graph never hands its content out through the socket. The full
-// text goes to the daemon's log.
+// text goes to the daemon's log. An apostrophe between two letters
+// ("binary's" in an FMU's message) is not a quote.
+std::size_t find_quote(const std::string& s, std::size_t from) {
+  const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t q = s.find('\'', from); q != std::string::npos; q = s.find('\'', q + 1)) {
+    if (!(q > 0 && q + 1 < s.size() && letter(s[q - 1]) && letter(s[q + 1]))) return q;
+  }
+  return std::string::npos;
+}
+
 std::string redacted(const config::Diagnostic& d) {
   std::string message;
   for (std::size_t i = 0; i < d.message.size();) {
-    const std::size_t open = d.message.find('\'', i);
-    const std::size_t close = open == std::string::npos ? open : d.message.find('\'', open + 1);
+    const std::size_t open = find_quote(d.message, i);
+    const std::size_t close = open == std::string::npos ? open : find_quote(d.message, open + 1);
     if (close == std::string::npos) {
       message += d.message.substr(i);
       break;
