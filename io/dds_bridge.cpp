@@ -36,6 +36,8 @@ dds_entity_t check(dds_entity_t e, const char* what) {
 }
 
 constexpr dds_duration_t kAnnouncePeriod = DDS_MSECS(100);
+// A remote link's DDS deadline, in producer periods (docs/dds.md).
+constexpr double kDeadlinePeriods = 2.0;
 // The sequence of a task's initial outputs (TaskRuntime::publish_initial);
 // frames count on from it.
 constexpr std::uint64_t kInitialSequence = 1;
@@ -52,7 +54,18 @@ struct RemoteEnd {
   // Consumer side: the block pushed into the ring.
   coupling::DataBlock block;
   bool seen_any = false;
+  std::uint32_t deadline_base = 0;  // DDS's missed-deadline count when the run started
 };
+
+// This end's missed deadlines so far (DDS counts them per reader / writer).
+std::uint32_t deadline_count(const RemoteEnd& e) noexcept {
+  if (e.writer) {
+    dds_offered_deadline_missed_status_t st{};
+    return dds_get_offered_deadline_missed_status(e.writer, &st) == 0 ? st.total_count : 0;
+  }
+  dds_requested_deadline_missed_status_t st{};
+  return dds_get_requested_deadline_missed_status(e.reader, &st) == 0 ? st.total_count : 0;
+}
 
 struct Peer {
   std::uint64_t hash = 0;
@@ -77,11 +90,13 @@ struct DdsBridge::Impl {
   std::thread thread;
   std::atomic<bool> running{false};
   dds_duration_t poll = DDS_MSECS(1);
+  std::uint64_t max_sequence_gap;
   mutable std::mutex mutex;  // lost_hosts and placement; never on a task's path
   std::vector<std::string> lost_hosts;
   std::string placement;
 
-  explicit Impl(runtime::Graph& g) : graph(g), host(g.host()), hash(g.spec().text_hash) {}
+  explicit Impl(runtime::Graph& g)
+      : graph(g), host(g.host()), hash(g.spec().text_hash), max_sequence_gap(g.spec().dds.max_sequence_gap) {}
 
   ~Impl() {
     if (participant > 0) dds_delete(participant);
@@ -186,10 +201,8 @@ struct DdsBridge::Impl {
           st.malformed.fetch_add(1, std::memory_order_relaxed);
           continue;
         }
-        const std::uint64_t last = st.last_sequence.load(std::memory_order_relaxed);
         // Gaps from the first frame on: the initial block is not sent.
-        if (s->sequence_number > last + 1) st.lost.fetch_add(s->sequence_number - last - 1, std::memory_order_relaxed);
-        if (s->sequence_number > last) st.last_sequence.store(s->sequence_number, std::memory_order_relaxed);
+        st.account_sequence(s->sequence_number, max_sequence_gap);
         st.received.fetch_add(1, std::memory_order_relaxed);
         e.block.tag = s->tag;
         e.block.producer_step = s->producer_step;
@@ -201,6 +214,12 @@ struct DdsBridge::Impl {
         if (!e.link->link->publish(e.block)) st.ring_full.fetch_add(1, std::memory_order_relaxed);
       }
       dds_return_loan(e.reader, samples, n);
+    }
+  }
+
+  void count_deadlines() noexcept {
+    for (auto& e : ends) {
+      e->link->remote_stats.deadline_missed.store(deadline_count(*e) - e->deadline_base, std::memory_order_relaxed);
     }
   }
 
@@ -244,6 +263,7 @@ struct DdsBridge::Impl {
           // Another graph mid-run: its samples are already dropped by hash.
         }
         check_peers(now);
+        count_deadlines();
       }
       // Samples arriving wake the wait at once; the producers' rings, which
       // cannot signal, are looked at every `poll`.
@@ -257,6 +277,7 @@ struct DdsBridge::Impl {
     for (auto& e : ends) {
       if (e->writer) write_out(*e);
     }
+    count_deadlines();
   }
 };
 
@@ -296,10 +317,14 @@ DdsBridge::DdsBridge(runtime::Graph& graph) : impl_(std::make_unique<Impl>(graph
     e->link = l;
     const std::size_t n = l->link->signal_count();
     // Best effort, the newest blocks as deep as the link's ring: a late
-    // block is worth less than the next one.
+    // block is worth less than the next one. A deadline of two producer
+    // periods: each period of that length without a sample is a missed
+    // deadline, counted at both ends.
     dds_qos_t* q = dds_create_qos();
     dds_qset_reliability(q, DDS_RELIABILITY_BEST_EFFORT, 0);
     dds_qset_history(q, DDS_HISTORY_KEEP_LAST, static_cast<int32_t>(l->link->capacity_blocks()));
+    const config::TaskSpec* producer = spec.find_task(l->producer);
+    if (producer) dds_qset_deadline(q, static_cast<dds_duration_t>(kDeadlinePeriods * producer->period * 1e9));
     e->topic = dds_create_topic(m.participant, &rtcosim_LinkBlock_desc, l->topic.c_str(), q, nullptr);
     if (e->topic < 0) {
       dds_delete_qos(q);
@@ -310,7 +335,6 @@ DdsBridge::DdsBridge(runtime::Graph& graph) : impl_(std::make_unique<Impl>(graph
       e->values.assign(n, 0.0);
       e->derivatives.assign(n, 0.0);
       e->known = std::make_unique<bool[]>(n);
-      const config::TaskSpec* producer = spec.find_task(l->producer);
       if (producer && (shortest == 0.0 || producer->period < shortest)) shortest = producer->period;
     } else {
       e->reader = dds_create_reader(m.participant, e->topic, q, nullptr);
@@ -403,7 +427,10 @@ void DdsBridge::start(bool fifo) {
   const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
   for (auto& [name, p] : m.peers) p.heard_ns = std::max(p.heard_ns, now);
   // After Graph::reset (the executor's start), which cleared the counters.
-  for (auto& e : m.ends) e->link->remote_stats.last_sequence.store(kInitialSequence, std::memory_order_relaxed);
+  for (auto& e : m.ends) {
+    e->link->remote_stats.last_sequence.store(kInitialSequence, std::memory_order_relaxed);
+    e->deadline_base = deadline_count(*e);
+  }
   m.running.store(true);
   m.thread = std::thread([this, fifo] { impl_->run(fifo); });
 }

@@ -10,8 +10,10 @@
 #include <sstream>
 #include <thread>
 
+#include <dds/dds.h>
 #include <gtest/gtest.h>
 
+#include "rtcosim_dds.h"
 #include "runtime/thread_unit.hpp"
 #include "runtime/unit_loop.hpp"
 #include "tests/support/alloc_counter.hpp"
@@ -138,6 +140,113 @@ TEST(DdsBridge, HostsOfAnotherGraphTextAreRefused) {
     EXPECT_NE(std::string(e.what()).find("host 'hil-pc' runs another task-graph file"), std::string::npos) << e.what();
   }
   other.get();
+}
+
+// A participant that is not a host: it writes samples of its choosing into
+// one link's topic, as anyone in the domain could.
+class ForeignWriter {
+ public:
+  // `deadline_s`: the offered deadline (at most the link's, or the reader
+  // does not match).
+  ForeignWriter(int domain, const runtime::GraphLink& link, double deadline_s) {
+    participant_ = dds_create_participant(static_cast<dds_domainid_t>(domain), nullptr, nullptr);
+    dds_qos_t* q = dds_create_qos();
+    dds_qset_reliability(q, DDS_RELIABILITY_BEST_EFFORT, 0);
+    dds_qset_history(q, DDS_HISTORY_KEEP_LAST, 64);
+    dds_qset_deadline(q, static_cast<dds_duration_t>(deadline_s * 1e9));
+    topic_ = dds_create_topic(participant_, &rtcosim_LinkBlock_desc, link.topic.c_str(), q, nullptr);
+    writer_ = dds_create_writer(participant_, topic_, q, nullptr);
+    dds_delete_qos(q);
+    values_.assign(link.link->signal_count(), 0.5);
+    known_ = std::make_unique<bool[]>(values_.size());
+  }
+  ~ForeignWriter() { dds_delete(participant_); }
+  [[nodiscard]] bool matched(double timeout_s) const {
+    for (double waited = 0.0; waited < timeout_s; waited += 0.01) {
+      dds_publication_matched_status_t st{};
+      if (dds_get_publication_matched_status(writer_, &st) == 0 && st.current_count > 0) return true;
+      dds_sleepfor(DDS_MSECS(10));
+    }
+    return false;
+  }
+  void write(std::uint64_t hash, std::uint64_t sequence) {
+    rtcosim_LinkBlock s{};
+    s.graph_hash = hash;
+    s.tag = 0.01 * static_cast<double>(sequence % 1000);
+    s.producer_step = 0.01;
+    s.sequence_number = sequence;
+    const auto n = static_cast<uint32_t>(values_.size());
+    s.values = {n, n, values_.data(), false};
+    s.derivatives = {n, n, values_.data(), false};
+    s.derivative_known = {n, n, known_.get(), false};
+    ASSERT_EQ(dds_write(writer_, &s), 0);
+  }
+
+ private:
+  dds_entity_t participant_ = 0, topic_ = 0, writer_ = 0;
+  std::vector<double> values_;
+  std::unique_ptr<bool[]> known_;
+};
+
+runtime::GraphLink& consumed_here(runtime::Graph& g) {
+  for (auto* l : g.remote_links()) {
+    if (!l->producer_local) return *l;
+  }
+  throw std::logic_error("no remote link consumed here");
+}
+
+// Waits until `count` samples were received (or 5 s passed).
+void await_received(const runtime::RemoteLinkStats& st, std::uint64_t count) {
+  for (int i = 0; i < 500 && st.received.load() < count; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+TEST(DdsBridge, AHostileSequenceNumberIsOneResetNotBillionsLost) {
+  const config::GraphSpec spec = two_hosts(45);
+  auto hil = rtcosim::testing::build_graph(spec);
+  hil->set_host("hil-pc");
+  DdsBridge bridge(*hil);
+  runtime::GraphLink& link = consumed_here(*hil);
+  ForeignWriter foreign(45, link, 0.040);
+  hil->reset();
+  bridge.start(false);
+  ASSERT_TRUE(foreign.matched(5.0));
+  // The producer's frames 2, 3, 5 (4 lost), one sample claiming 2^62, then
+  // the producer goes on with 6 and 7.
+  std::uint64_t n = 0;
+  for (const std::uint64_t seq : {std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{5}, std::uint64_t{1} << 62,
+                                  std::uint64_t{6}, std::uint64_t{7}}) {
+    foreign.write(spec.text_hash, seq);
+    await_received(link.remote_stats, ++n);  // one at a time: best effort keeps their order then
+  }
+  bridge.stop();
+  EXPECT_EQ(link.remote_stats.received.load(), 6u);
+  EXPECT_EQ(link.remote_stats.lost.load(), 1u);
+  EXPECT_EQ(link.remote_stats.sequence_resets.load(), 2u);  // to 2^62 and back
+}
+
+TEST(DdsBridge, ASilentProducerMissesTheLinksDeadlineOncePerTwoPeriods) {
+  const config::GraphSpec spec = two_hosts(46);
+  auto hil = rtcosim::testing::build_graph(spec);
+  hil->set_host("hil-pc");
+  DdsBridge bridge(*hil);
+  runtime::GraphLink& link = consumed_here(*hil);  // from the airframe, period 20 ms: deadline 40 ms
+  ASSERT_EQ(link.producer, "airframe");
+  ForeignWriter producer(46, link, 0.040);
+  hil->reset();
+  bridge.start(false);
+  ASSERT_TRUE(producer.matched(5.0));
+  producer.write(spec.text_hash, 2);
+  await_received(link.remote_stats, 1);
+  const auto from = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  bridge.stop();
+  const double silent = std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  // One miss per 40 ms without a sample since the one received; the count
+  // is read every 100 ms and once more when the bridge stops.
+  const double expected = std::floor(silent / 0.040);
+  EXPECT_GE(static_cast<double>(link.remote_stats.deadline_missed.load()), expected - 3) << silent;
+  EXPECT_LE(static_cast<double>(link.remote_stats.deadline_missed.load()), expected + 1) << silent;
+  EXPECT_EQ(link.remote_stats.received.load(), 1u);
 }
 
 }  // namespace

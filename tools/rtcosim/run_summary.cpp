@@ -61,8 +61,12 @@ std::string remote_link_lines(runtime::Graph& graph) {
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.received.load()); }},
       {"lost", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.lost.load()); }},
+      {"resets", Align::kRight,
+       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.sequence_resets.load()); }},
       {"malformed", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.malformed.load()); }},
+      {"deadline missed", Align::kRight,
+       [](const GraphLink& l) { return format_count(l.remote_stats.deadline_missed.load()); }},
       {"data age mean", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats.data_age.mean()); }},
       {"data age max", Align::kRight,
@@ -230,7 +234,9 @@ std::string remote_json(const GraphLink& l) {
          ",\"published\":" + std::to_string(r.written.load()) +
          ",\"write_errors\":" + std::to_string(r.write_errors.load()) +
          ",\"received\":" + std::to_string(r.received.load()) + ",\"lost\":" + std::to_string(r.lost.load()) +
+         ",\"sequence_resets\":" + std::to_string(r.sequence_resets.load()) +
          ",\"malformed\":" + std::to_string(r.malformed.load()) +
+         ",\"deadline_missed\":" + std::to_string(r.deadline_missed.load()) +
          ",\"ring_full\":" + std::to_string(r.ring_full.load()) + ",\"data_age_s\":" + range(l.stats.data_age) + "}";
 }
 
