@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <future>
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -358,6 +359,55 @@ TEST_F(DaemonHardening, BadFmusGiveOneClearMessageEachAndItKeepsServing) {
   ASSERT_TRUE(alive());
   EXPECT_EQ(request("{\"cmd\":\"stop\"}").rfind("{\"ok\":true", 0), 0u);
 }
+
+#ifdef RTCOSIM_HAVE_DDS
+// rtcosimd --host runs one host's part of a graph across hosts; the other
+// host here is `rtcosim run --host`, for 2 s. The daemon starts on the
+// common epoch, receives the other host's link, reports the host when it
+// leaves, and serves on. DDS domain 47: no other test's.
+TEST_F(DaemonHardening, HostRunsItsPartOfAGraphAcrossHostsAndOutlivesTheOther) {
+  std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/flight_control_two_hosts.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"domain: 0", "domain: 47"},
+                                 {"realtime: preferred", "realtime: off"},
+                                 {"duration: 5s", "duration: 2s"}}) {
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from)) text.replace(at, from.size(), to);
+  }
+  const auto file = configs_ / "two_hosts.yaml";
+  std::ofstream(file) << text;
+  start(file.string(), {"--host", "hil-pc"});
+  const std::string cli = RTCOSIM_CLI_PATH;
+  const auto plant_out = dir_ / "plant.txt";
+  auto plant = std::async(std::launch::async, [&] {
+    return std::system((cli + " run " + file.string() + " --host plant-pc > " + plant_out.string() + " 2>&1").c_str());
+  });
+  bool ready = false;  // as soon as it comes: the other host runs for 2 s only
+  for (int i = 0; i < 120 && !ready; ++i) ready = any(notifications(100ms), "READY=1");
+  ASSERT_TRUE(ready) << slurp(stderr_path_);
+  std::this_thread::sleep_for(800ms);
+  const auto status = request("{\"cmd\":\"status\"}");
+  EXPECT_NE(status.find("\"host\":\"hil-pc\",\"lost_hosts\":[]"), std::string::npos) << status.substr(0, 300);
+  // Only the controller runs here; the airframe's link arrives over DDS.
+  EXPECT_NE(status.find("{\"name\":\"controller\""), std::string::npos);
+  EXPECT_EQ(status.find("{\"name\":\"airframe\""), std::string::npos);
+  const std::string consumer = "\"end\":\"consumer\",\"published\":0,\"write_errors\":0,\"received\":";
+  const auto at = status.find(consumer);
+  ASSERT_NE(at, std::string::npos) << status;
+  EXPECT_GT(std::stoull(status.substr(at + consumer.size())), 10u) << status;
+  EXPECT_EQ(plant.get(), 0) << slurp(plant_out);
+  // The other host ended its 2 s: silent for 0.5 s, reported within the
+  // status tick after.
+  std::string later;
+  for (int i = 0; i < 30 && later.find("\"lost_hosts\":[\"plant-pc\"]") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(100ms);
+    later = request("{\"cmd\":\"status\"}");
+  }
+  EXPECT_NE(later.find("\"lost_hosts\":[\"plant-pc\"]"), std::string::npos) << later.substr(0, 300);
+  EXPECT_NE(slurp(stderr_path_).find("rtcosimd: error: host 'plant-pc' fell silent"), std::string::npos);
+  ASSERT_TRUE(alive());
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}").rfind("{\"ok\":true", 0), 0u);
+}
+#endif
 
 TEST_F(DaemonHardening, ATaskGraphCannotMakeItLoadCodeFromWhereItLikes) {
   const auto canary = dir_ / "canary";
