@@ -15,6 +15,7 @@
 #include "rt_config/hosts.hpp"
 #include "rtcosim_dds.h"
 #include "runtime/realtime.hpp"
+#include "runtime/trace.hpp"
 
 namespace rtcosim::io {
 
@@ -175,11 +176,9 @@ struct DdsBridge::Impl {
       s.values = {len, len, e.values.data(), false};
       s.derivatives = {len, len, e.derivatives.data(), false};
       s.derivative_known = {len, len, e.known.get(), false};
-      if (dds_write(e.writer, &s) < 0) {
-        e.link->remote_stats.write_errors.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        e.link->remote_stats.written.fetch_add(1, std::memory_order_relaxed);
-      }
+      const bool ok = dds_write(e.writer, &s) >= 0;
+      (ok ? e.link->remote_stats.written : e.link->remote_stats.write_errors).fetch_add(1, std::memory_order_relaxed);
+      runtime::trace::remote_send(e.link->id, b.sequence, b.tag, ok);
     });
   }
 
@@ -202,7 +201,9 @@ struct DdsBridge::Impl {
           continue;
         }
         // Gaps from the first frame on: the initial block is not sent.
-        st.account_sequence(s->sequence_number, max_sequence_gap);
+        const auto step = st.account_sequence(s->sequence_number, max_sequence_gap);
+        if (step.lost > 0 || step.reset)
+          runtime::trace::remote_lost(e.link->id, s->sequence_number, step.lost, step.reset);
         st.received.fetch_add(1, std::memory_order_relaxed);
         e.block.tag = s->tag;
         e.block.producer_step = s->producer_step;
@@ -211,7 +212,9 @@ struct DdsBridge::Impl {
         for (std::size_t k = 0; k < count; ++k) {
           e.block.set(k, s->values._buffer[k], s->derivatives._buffer[k], s->derivative_known._buffer[k]);
         }
-        if (!e.link->link->publish(e.block)) st.ring_full.fetch_add(1, std::memory_order_relaxed);
+        const bool full = !e.link->link->publish(e.block);
+        if (full) st.ring_full.fetch_add(1, std::memory_order_relaxed);
+        runtime::trace::remote_receive(e.link->id, s->sequence_number, s->tag, full);
       }
       dds_return_loan(e.reader, samples, n);
     }

@@ -240,17 +240,23 @@ struct RemoteLinkStats {
   // producer that restarted, or a hostile sample) counts one reset and
   // carries on from it, so that no single sample can inflate `lost`. An
   // older number within the window (reordered) changes nothing.
-  void account_sequence(std::uint64_t sequence, std::uint64_t max_gap) noexcept {
+  // Returns what this sample added: lost numbers, or a reset.
+  struct SequenceStep {
+    std::uint64_t lost = 0;
+    bool reset = false;
+  };
+  SequenceStep account_sequence(std::uint64_t sequence, std::uint64_t max_gap) noexcept {
     const std::uint64_t last = last_sequence.load(std::memory_order_relaxed);
     const std::uint64_t distance = sequence > last ? sequence - last : last - sequence;
     if (distance > max_gap) {
       sequence_resets.fetch_add(1, std::memory_order_relaxed);
       last_sequence.store(sequence, std::memory_order_relaxed);
-      return;
+      return {0, true};
     }
-    if (sequence <= last) return;
+    if (sequence <= last) return {};
     lost.fetch_add(sequence - last - 1, std::memory_order_relaxed);
     last_sequence.store(sequence, std::memory_order_relaxed);
+    return {sequence - last - 1, false};
   }
 };
 

@@ -5,6 +5,7 @@
 #include "io/dds_bridge.hpp"
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <sstream>
@@ -12,12 +13,18 @@
 
 #include <dds/dds.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "rtcosim_dds.h"
 #include "runtime/thread_unit.hpp"
+#include "runtime/trace.hpp"
 #include "runtime/unit_loop.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
+#include "tools/rtcosim/trace_session.hpp"
+#ifdef RTCOSIM_HAVE_BABELTRACE2
+#include "tools/trace/trace_reader.hpp"
+#endif
 
 namespace rtcosim::io {
 namespace {
@@ -248,6 +255,67 @@ TEST(DdsBridge, ASilentProducerMissesTheLinksDeadlineOncePerTwoPeriods) {
   EXPECT_LE(static_cast<double>(link.remote_stats.deadline_missed.load()), expected + 1) << silent;
   EXPECT_EQ(link.remote_stats.received.load(), 1u);
 }
+
+#ifdef RTCOSIM_HAVE_BABELTRACE2
+// The bridge's events under a real session daemon: one remote_send per
+// sample written, one remote_receive per sample taken, remote_lost for the
+// gaps and resets, agreeing with the link's counters.
+TEST(DdsBridge, RemoteLinkEventsAreTracedAndAgreeWithTheCounters) {
+  std::string why;
+  if (!runtime::trace::available()) GTEST_SKIP() << "built without LTTng-UST";
+  if (tools::run_command({"lttng", "--version"}, &why) != 0) GTEST_SKIP() << "lttng-tools is not installed";
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_dds_trace_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  auto session = tools::TraceSession::start(dir.string(), 3000.0, &why);
+  if (!session) GTEST_SKIP() << "lttng cannot run here: " << why;
+
+  const config::GraphSpec spec = two_hosts(48);
+  auto plant = rtcosim::testing::build_graph(spec);
+  plant->set_host("plant-pc");
+  DdsBridge bridge(*plant);
+  runtime::GraphLink& in = consumed_here(*plant);  // controller -> actuator, 10 ms: deadline 20 ms
+  runtime::GraphLink* out = nullptr;               // airframe -> controller
+  for (auto* l : plant->remote_links()) {
+    if (l->producer_local) out = l;
+  }
+  ASSERT_NE(out, nullptr);
+  ForeignWriter foreign(48, in, 0.020);
+  plant->reset();
+  bridge.start(false);
+  ASSERT_TRUE(foreign.matched(5.0));
+  // Three frames of the airframe, pushed into its ring as its task would.
+  coupling::DataBlock block(out->link->signal_count());
+  for (std::uint64_t seq = 2; seq <= 4; ++seq) {
+    block.sequence = seq;
+    block.tag = 0.02 * static_cast<double>(seq - 1);
+    ASSERT_TRUE(out->link->publish(block));
+  }
+  std::uint64_t n = 0;
+  for (const std::uint64_t seq :
+       {std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{5}, std::uint64_t{1} << 62, std::uint64_t{6}}) {
+    foreign.write(spec.text_hash, seq);
+    await_received(in.remote_stats, ++n);
+  }
+  for (int i = 0; i < 100 && out->remote_stats.written.load() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  bridge.stop();
+  (void)session->stop();
+
+  trace_report::TraceData d;
+  ASSERT_TRUE(trace_report::read_trace((dir / "ust" / "uid" / std::to_string(::geteuid())).string(), d, &why)) << why;
+  EXPECT_EQ(d.discarded_events, 0u);
+  const auto& sent = d.links[out->id].remote;
+  const auto& got = d.links[in.id].remote;
+  EXPECT_EQ(sent.sent, 3u);
+  EXPECT_EQ(sent.sent, out->remote_stats.written.load());
+  EXPECT_EQ(got.received, 5u);
+  EXPECT_EQ(got.lost, 1u);    // 4
+  EXPECT_EQ(got.resets, 2u);  // to 2^62 and back
+  EXPECT_EQ(got.received, in.remote_stats.received.load());
+  EXPECT_EQ(got.lost, in.remote_stats.lost.load());
+  std::filesystem::remove_all(dir);
+}
+#endif
 
 }  // namespace
 }  // namespace rtcosim::io
