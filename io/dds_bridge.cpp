@@ -6,12 +6,14 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include <dds/dds.h>
 #include <sys/prctl.h>
 #include <time.h>
 
 #include "base/duration.hpp"
+#include "io/clock_offset.hpp"
 #include "rt_config/hosts.hpp"
 #include "rtcosim_dds.h"
 #include "runtime/realtime.hpp"
@@ -34,6 +36,42 @@ std::string dds_error(const char* what, dds_return_t rc) {
 dds_entity_t check(dds_entity_t e, const char* what) {
   if (e < 0) throw std::runtime_error(std::string("DDS: ") + dds_error(what, e));
   return e;
+}
+
+// A QoS object that is deleted however set-up ends.
+class Qos {
+ public:
+  Qos() : qos_(dds_create_qos()) {}
+  ~Qos() { dds_delete_qos(qos_); }
+  Qos(const Qos&) = delete;
+  Qos& operator=(const Qos&) = delete;
+  [[nodiscard]] dds_qos_t* get() const noexcept { return qos_; }
+
+ private:
+  dds_qos_t* qos_;
+};
+
+// A topic with a writer and a reader of one QoS: (topic, writer, reader);
+// throws naming `what` and the entity that failed.
+std::tuple<dds_entity_t, dds_entity_t, dds_entity_t> open_topic(dds_entity_t participant,
+                                                                const dds_topic_descriptor_t* type,
+                                                                const std::string& name, const Qos& qos,
+                                                                const std::string& what) {
+  const dds_entity_t topic = check(dds_create_topic(participant, type, name.c_str(), qos.get(), nullptr),
+                                   ("creating the " + what + " topic").c_str());
+  const dds_entity_t writer =
+      check(dds_create_writer(participant, topic, qos.get(), nullptr), ("creating the " + what + " writer").c_str());
+  const dds_entity_t reader =
+      check(dds_create_reader(participant, topic, qos.get(), nullptr), ("creating the " + what + " reader").c_str());
+  return {topic, writer, reader};
+}
+
+// A sample for `reader` wakes the bridge's wait on `waitset`.
+void attach(dds_entity_t waitset, dds_entity_t reader) {
+  const dds_entity_t cond = check(dds_create_readcondition(reader, DDS_ANY_STATE), "creating a read condition");
+  if (const dds_return_t rc = dds_waitset_attach(waitset, cond, 0); rc < 0) {
+    throw std::runtime_error("DDS: " + dds_error("attaching a read condition", rc));
+  }
 }
 
 constexpr dds_duration_t kAnnouncePeriod = DDS_MSECS(100);
@@ -74,7 +112,17 @@ struct Peer {
   std::int64_t start_ns = 0;
   std::int64_t heard_ns = 0;  // CLOCK_MONOTONIC
   bool lost = false;
+  // The clock ping-pong with this host: the t1 of our last pings by
+  // sequence, so that a reply is only taken for a ping we sent.
+  static constexpr std::size_t kPending = 16;
+  std::array<std::int64_t, kPending> sent_t1{};
+  std::uint64_t next_ping = 1;
+  ClockOffsetFilter filter;
+  runtime::HostClock* clock = nullptr;  // the graph's
+  bool clock_warned = false;
 };
+
+void copy_name(char (&to)[65], const std::string& from) noexcept { std::snprintf(to, sizeof to, "%s", from.c_str()); }
 
 }  // namespace
 
@@ -84,7 +132,9 @@ struct DdsBridge::Impl {
   std::uint64_t hash;
   dds_entity_t participant = 0;
   dds_entity_t announce_topic = 0, announce_writer = 0, announce_reader = 0;
-  dds_entity_t waitset = 0;  // the readers of links consumed here: a sample wakes the bridge
+  dds_entity_t clock_topic = 0, clock_writer = 0, clock_reader = 0;
+  dds_entity_t waitset = 0;         // the readers of links consumed here and of pings: a sample wakes the bridge
+  std::int64_t clock_shift_ns = 0;  // added to CLOCK_REALTIME in the ping-pong (tests: a host whose clock is off)
   std::vector<std::unique_ptr<RemoteEnd>> ends;
   std::map<std::string, Peer> peers;  // every other host of the graph
   rtcosim_StartAnnounce self{};
@@ -94,6 +144,7 @@ struct DdsBridge::Impl {
   std::uint64_t max_sequence_gap;
   mutable std::mutex mutex;  // lost_hosts and placement; never on a task's path
   std::vector<std::string> lost_hosts;
+  std::vector<std::string> clock_warnings;
   std::string placement;
 
   explicit Impl(runtime::Graph& g)
@@ -226,6 +277,78 @@ struct DdsBridge::Impl {
     }
   }
 
+  std::int64_t realtime_now() const noexcept { return clock_ns(CLOCK_REALTIME) + clock_shift_ns; }
+
+  void ping_peers() noexcept {
+    for (auto& [name, p] : peers) {
+      rtcosim_ClockPing ping{};
+      copy_name(ping.sender, host);
+      copy_name(ping.receiver, name);
+      ping.graph_hash = hash;
+      ping.ping_number = p.next_ping++;
+      ping.t1_ns = realtime_now();
+      p.sent_t1[ping.ping_number % Peer::kPending] = ping.t1_ns;
+      (void)dds_write(clock_writer, &ping);  // a lost ping is one exchange fewer
+    }
+  }
+
+  // Answers pings to this host at once and takes the replies to ours. The
+  // samples are foreign input: another graph, an unknown host, a reply to a
+  // ping we did not send (sequence or t1) are passed over.
+  void hear_pings() noexcept {
+    void* samples[16] = {};
+    dds_sample_info_t infos[16];
+    for (;;) {
+      const dds_return_t n = dds_take(clock_reader, samples, infos, 16, 16);
+      if (n <= 0) return;
+      const std::int64_t arrived = realtime_now();
+      for (dds_return_t i = 0; i < n; ++i) {
+        if (!infos[i].valid_data) continue;
+        const auto* s = static_cast<const rtcosim_ClockPing*>(samples[i]);
+        const std::string from(s->sender, strnlen(s->sender, sizeof s->sender));
+        const auto it = peers.find(from);
+        if (s->graph_hash != hash || it == peers.end() || strncmp(s->receiver, host.c_str(), sizeof s->receiver) != 0)
+          continue;
+        Peer& p = it->second;
+        if (!s->reply) {
+          rtcosim_ClockPing reply = *s;
+          copy_name(reply.sender, host);
+          copy_name(reply.receiver, from);
+          reply.reply = true;
+          reply.t2_ns = arrived;
+          reply.t3_ns = realtime_now();
+          (void)dds_write(clock_writer, &reply);
+          continue;
+        }
+        const bool ours = s->ping_number < p.next_ping && p.next_ping - s->ping_number <= Peer::kPending &&
+                          p.sent_t1[s->ping_number % Peer::kPending] == s->t1_ns;
+        if (!ours || !p.filter.add(s->t1_ns, s->t2_ns, s->t3_ns, arrived)) continue;
+        if (p.clock) {
+          p.clock->offset_ns.store(p.filter.offset_ns(), std::memory_order_relaxed);
+          p.clock->round_trip_ns.store(p.filter.round_trip_ns(), std::memory_order_relaxed);
+          p.clock->exchanges.store(p.filter.exchanges(), std::memory_order_relaxed);
+        }
+        const double offset_s = static_cast<double>(p.filter.offset_ns()) * 1e-9;
+        if (!p.clock_warned && p.filter.exchanges() >= ClockOffsetFilter::kWindow &&
+            std::fabs(offset_s) > graph.spec().dds.max_clock_offset) {
+          p.clock_warned = true;
+          std::lock_guard lock(mutex);
+          clock_warnings.push_back(clock_warning(from, offset_s, static_cast<double>(p.filter.round_trip_ns()) * 1e-9));
+        }
+      }
+      dds_return_loan(clock_reader, samples, n);
+    }
+  }
+
+  std::string clock_warning(const std::string& other, double offset_s, double round_trip_s) const {
+    return "the clock of host '" + other + "' is " + base::format_duration(std::fabs(offset_s)) +
+           (offset_s > 0 ? " ahead of" : " behind") + " this host's (" + host +
+           "; estimated from the DDS ping-pong, round trip " + base::format_duration(round_trip_s) +
+           "), more than dds: max_clock_offset " + base::format_duration(graph.spec().dds.max_clock_offset) +
+           " — the hosts' common epoch is only as common as their clocks: synchronise them (linuxptp ptp4l/phc2sys, "
+           "or chrony/NTP)";
+  }
+
   void check_peers(std::int64_t now) {
     for (auto& [name, p] : peers) {
       if (p.lost || now - p.heard_ns < static_cast<std::int64_t>(kSilence * 1e9)) continue;
@@ -250,6 +373,7 @@ struct DdsBridge::Impl {
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     std::int64_t next_announce = 0;
     while (running.load(std::memory_order_relaxed)) {
+      hear_pings();
       for (auto& e : ends) {
         if (e->writer)
           write_out(*e);
@@ -260,6 +384,7 @@ struct DdsBridge::Impl {
       if (now >= next_announce) {
         next_announce = now + kAnnouncePeriod;
         announce();
+        ping_peers();
         try {
           hear_announces();
         } catch (...) {
@@ -288,31 +413,40 @@ std::int64_t monotonic_from_realtime(std::int64_t realtime_ns) noexcept {
   return clock_ns(CLOCK_MONOTONIC) + (realtime_ns - clock_ns(CLOCK_REALTIME));
 }
 
-DdsBridge::DdsBridge(runtime::Graph& graph) : impl_(std::make_unique<Impl>(graph)) {
+DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_(std::make_unique<Impl>(graph)) {
   Impl& m = *impl_;
+  m.clock_shift_ns = clock_shift_ns;
   const config::GraphSpec& spec = graph.spec();
   const config::HostSpec* me = spec.find_host(m.host);
   if (!me) throw std::runtime_error("the DDS bridge needs --host: one of the graph's 'hosts:'");
   for (const auto& h : spec.hosts) {
     if (h.name != m.host) m.peers.emplace(h.name, Peer{});
   }
+  for (const auto& c : graph.host_clocks()) {
+    if (auto it = m.peers.find(c->host); it != m.peers.end()) it->second.clock = c.get();
+  }
   m.participant = check(dds_create_participant(static_cast<dds_domainid_t>(me->domain), nullptr, nullptr),
                         "creating the participant");
   // Announces: reliable, the latest per host, kept for late joiners.
-  dds_qos_t* qos = dds_create_qos();
-  dds_qset_reliability(qos, DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
-  dds_qset_durability(qos, DDS_DURABILITY_TRANSIENT_LOCAL);
-  dds_qset_history(qos, DDS_HISTORY_KEEP_LAST, 1);
-  const std::string start_topic = config::dds_start_topic_name(spec);
-  m.announce_topic = dds_create_topic(m.participant, &rtcosim_StartAnnounce_desc, start_topic.c_str(), qos, nullptr);
-  if (m.announce_topic >= 0) m.announce_writer = dds_create_writer(m.participant, m.announce_topic, qos, nullptr);
-  if (m.announce_topic >= 0) m.announce_reader = dds_create_reader(m.participant, m.announce_topic, qos, nullptr);
-  dds_delete_qos(qos);
-  check(m.announce_topic, "creating the start topic");
-  check(m.announce_writer, "creating the start writer");
-  check(m.announce_reader, "creating the start reader");
+  const Qos qos;
+  dds_qset_reliability(qos.get(), DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
+  dds_qset_durability(qos.get(), DDS_DURABILITY_TRANSIENT_LOCAL);
+  dds_qset_history(qos.get(), DDS_HISTORY_KEEP_LAST, 1);
+  std::tie(m.announce_topic, m.announce_writer, m.announce_reader) =
+      open_topic(m.participant, &rtcosim_StartAnnounce_desc, config::dds_start_topic_name(spec), qos, "start");
   std::snprintf(m.self.host, sizeof m.self.host, "%s", m.host.c_str());
   m.self.graph_hash = m.hash;
+
+  // The clock ping-pong: best effort (a lost ping is one exchange fewer),
+  // its reader in the waitset so that a ping is answered the moment it
+  // arrives (the wait would add to the round trip).
+  const Qos cq;
+  dds_qset_reliability(cq.get(), DDS_RELIABILITY_BEST_EFFORT, 0);
+  dds_qset_history(cq.get(), DDS_HISTORY_KEEP_LAST, 32);
+  std::tie(m.clock_topic, m.clock_writer, m.clock_reader) =
+      open_topic(m.participant, &rtcosim_ClockPing_desc, config::dds_clock_topic_name(spec), cq, "clock");
+  m.waitset = check(dds_create_waitset(m.participant), "creating the waitset");
+  attach(m.waitset, m.clock_reader);
 
   double shortest = 0.0;
   for (runtime::GraphLink* l : graph.remote_links()) {
@@ -342,14 +476,7 @@ DdsBridge::DdsBridge(runtime::Graph& graph) : impl_(std::make_unique<Impl>(graph
     } else {
       e->reader = dds_create_reader(m.participant, e->topic, q, nullptr);
       e->block = coupling::DataBlock(n);
-      if (e->reader > 0) {
-        if (m.waitset == 0) m.waitset = check(dds_create_waitset(m.participant), "creating the waitset");
-        const dds_entity_t cond =
-            check(dds_create_readcondition(e->reader, DDS_ANY_STATE), "creating a read condition");
-        if (const dds_return_t rc = dds_waitset_attach(m.waitset, cond, 0); rc < 0) {
-          throw std::runtime_error("DDS: " + dds_error("attaching a read condition", rc));
-        }
-      }
+      if (e->reader > 0) attach(m.waitset, e->reader);
     }
     dds_delete_qos(q);
     check(e->writer ? e->writer : e->reader, ("creating the endpoint of topic " + l->topic).c_str());
@@ -447,6 +574,11 @@ void DdsBridge::stop() {
 std::vector<std::string> DdsBridge::take_lost_hosts() {
   std::lock_guard lock(impl_->mutex);
   return std::exchange(impl_->lost_hosts, {});
+}
+
+std::vector<std::string> DdsBridge::take_clock_warnings() {
+  std::lock_guard lock(impl_->mutex);
+  return std::exchange(impl_->clock_warnings, {});
 }
 
 std::string DdsBridge::placement() const {

@@ -252,6 +252,12 @@ void Graph::set_host(const std::string& host) {
                                 (known.empty() ? std::string("(the file declares no hosts)") : known));
   }
   host_ = host;
+  host_clocks_.clear();
+  for (const auto& h : spec_.hosts) {
+    if (host.empty() || h.name == host) continue;
+    host_clocks_.push_back(std::make_unique<HostClock>());
+    host_clocks_.back()->host = h.name;
+  }
   for (auto& t : tasks_) t->set_local(host.empty() || t->spec().host == host);
   for (auto& l : links_) {
     l->producer_local = find_task(l->producer)->local();

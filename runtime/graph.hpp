@@ -186,6 +186,9 @@ class Graph {
   [[nodiscard]] const std::string& host() const noexcept { return host_; }
   // Links that leave this process: remote, with one end here.
   [[nodiscard]] std::vector<GraphLink*> remote_links() noexcept;
+  // With a host: one per other host of the spec, their clocks as this
+  // host's DDS bridge estimates them.
+  [[nodiscard]] const std::vector<std::unique_ptr<HostClock>>& host_clocks() const noexcept { return host_clocks_; }
 
   // Emits task_info and link_info trace events (names for the ids).
   void trace_names() const noexcept;
@@ -209,6 +212,7 @@ class Graph {
   std::string host_;
   std::vector<std::unique_ptr<TaskRuntime>> tasks_;
   std::vector<std::unique_ptr<GraphLink>> links_;
+  std::vector<std::unique_ptr<HostClock>> host_clocks_;
 };
 
 }  // namespace rtcosim::runtime

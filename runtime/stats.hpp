@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "base/counter.hpp"
 
@@ -217,6 +218,15 @@ struct LinkStats {
  * producer's host counts `written`, the consumer's host the rest.
  * Written by the bridge thread only; any thread may read.
  */
+// Another host's clock as this host's DDS bridge estimates it (docs/dds.md,
+// "Clocks"); written by the bridge thread, read by anyone.
+struct HostClock {
+  std::string host;
+  std::atomic<std::int64_t> offset_ns{0};      // its CLOCK_REALTIME - ours, min-RTT estimate
+  std::atomic<std::int64_t> round_trip_ns{0};  // of the exchange that estimate comes from
+  std::atomic<std::uint64_t> exchanges{0};     // ping-pongs completed; 0: no estimate
+};
+
 struct RemoteLinkStats {
   std::atomic<std::uint64_t> written{0};  // samples handed to dds_write (producer's host)
   std::atomic<std::uint64_t> write_errors{0};

@@ -45,12 +45,18 @@ config::GraphSpec two_hosts(int domain, const std::string& from = "", const std:
   return rtcosim::testing::checked(config::load_graph_text(yaml, "two_hosts.yaml"));
 }
 
-TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
-  const config::GraphSpec spec = two_hosts(42);
+// The graph as each host's process builds it: (plant-pc's, hil-pc's).
+std::pair<std::unique_ptr<runtime::Graph>, std::unique_ptr<runtime::Graph>> both_hosts(const config::GraphSpec& spec) {
   auto plant = rtcosim::testing::build_graph(spec);
   auto hil = rtcosim::testing::build_graph(spec);
   plant->set_host("plant-pc");
   hil->set_host("hil-pc");
+  return {std::move(plant), std::move(hil)};
+}
+
+TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
+  const config::GraphSpec spec = two_hosts(42);
+  auto [plant, hil] = both_hosts(spec);
   ASSERT_EQ(plant->remote_links().size(), 2u);
   ASSERT_EQ(hil->remote_links().size(), 2u);
   DdsBridge plant_bridge(*plant);
@@ -254,6 +260,44 @@ TEST(DdsBridge, ASilentProducerMissesTheLinksDeadlineOncePerTwoPeriods) {
   EXPECT_GE(static_cast<double>(link.remote_stats.deadline_missed.load()), expected - 3) << silent;
   EXPECT_LE(static_cast<double>(link.remote_stats.deadline_missed.load()), expected + 1) << silent;
   EXPECT_EQ(link.remote_stats.received.load(), 1u);
+}
+
+// hil-pc's clock 5 ms ahead (a shift of its ping-pong's CLOCK_REALTIME):
+// each side finds the other's offset within half the round trip of the
+// exchange it keeps (the estimate's exact error bound), and warns, the
+// offset being above the default max_clock_offset of 1 ms.
+TEST(DdsBridge, TheClockPingPongFindsAFakeOffsetBetweenHosts) {
+  const config::GraphSpec spec = two_hosts(49);
+  auto [plant, hil] = both_hosts(spec);
+  constexpr std::int64_t kAhead = 5'000'000;
+  DdsBridge plant_bridge(*plant);
+  DdsBridge hil_bridge(*hil, kAhead);
+  plant->reset();
+  hil->reset();
+  plant_bridge.start(false);
+  hil_bridge.start(false);
+  ASSERT_EQ(plant->host_clocks().size(), 1u);
+  ASSERT_EQ(hil->host_clocks().size(), 1u);
+  const runtime::HostClock& of_hil = *plant->host_clocks()[0];
+  const runtime::HostClock& of_plant = *hil->host_clocks()[0];
+  EXPECT_EQ(of_hil.host, "hil-pc");
+  for (int i = 0; i < 500 && (of_hil.exchanges.load() < 10 || of_plant.exchanges.load() < 10); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  plant_bridge.stop();
+  hil_bridge.stop();
+  ASSERT_GE(of_hil.exchanges.load(), 10u);  // one per 100 ms each way
+  ASSERT_GE(of_plant.exchanges.load(), 10u);
+  EXPECT_LE(std::llabs(of_hil.offset_ns.load() - kAhead), of_hil.round_trip_ns.load() / 2 + 1)
+      << of_hil.offset_ns.load() << " round trip " << of_hil.round_trip_ns.load();
+  EXPECT_LE(std::llabs(of_plant.offset_ns.load() + kAhead), of_plant.round_trip_ns.load() / 2 + 1)
+      << of_plant.offset_ns.load() << " round trip " << of_plant.round_trip_ns.load();
+  const auto warnings = plant_bridge.take_clock_warnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind("the clock of host 'hil-pc' is ", 0), 0u) << warnings[0];
+  EXPECT_NE(warnings[0].find(" ahead of this host's (plant-pc;"), std::string::npos) << warnings[0];
+  EXPECT_NE(hil_bridge.take_clock_warnings().at(0).find("the clock of host 'plant-pc' is "), std::string::npos);
+  EXPECT_TRUE(plant_bridge.take_clock_warnings().empty());  // once per run
 }
 
 #ifdef RTCOSIM_HAVE_BABELTRACE2

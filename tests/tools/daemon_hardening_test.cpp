@@ -3,6 +3,7 @@
 // made to read or write where it should not, and checks that it is not.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <future>
 
@@ -394,6 +395,16 @@ TEST_F(DaemonHardening, HostRunsItsPartOfAGraphAcrossHostsAndOutlivesTheOther) {
   const auto at = status.find(consumer);
   ASSERT_NE(at, std::string::npos) << status;
   EXPECT_GT(std::stoull(status.substr(at + consumer.size())), 10u) << status;
+  // The other host's clock: the same machine's, so the estimate is within
+  // half the round trip of 0.
+  const std::string clock = "\"hosts\":[{\"name\":\"plant-pc\",\"clock_offset_s\":";
+  const auto c = status.find(clock);
+  ASSERT_NE(c, std::string::npos) << status;
+  const double offset = std::stod(status.substr(c + clock.size()));
+  const auto rt = status.find("\"round_trip_s\":", c);
+  const double round_trip = std::stod(status.substr(rt + 15));
+  EXPECT_LE(std::fabs(offset), round_trip / 2 + 1e-9) << status.substr(c, 200);
+  EXPECT_GT(std::stoull(status.substr(status.find("\"exchanges\":", c) + 12)), 3u) << status.substr(c, 200);
   EXPECT_EQ(plant.get(), 0) << slurp(plant_out);
   // The other host ended its 2 s: silent for 0.5 s, reported within the
   // status tick after.

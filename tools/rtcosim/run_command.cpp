@@ -214,6 +214,7 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
                   << " s (no announce for " << io::DdsBridge::kSilence
                   << " s); the tasks here keep running, their inputs from it held at the horizon\n";
       }
+      for (const auto& w : bridge->take_clock_warnings()) std::cerr << "warning: " << w << '\n';
     }
 #endif
     if (executor.elapsed() >= next_progress) {

@@ -73,7 +73,26 @@ std::string remote_link_lines(runtime::Graph& graph) {
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats.data_age.max()); }},
       {"topic", Align::kLeft, [](const GraphLink& l) { return l.topic; }},
   };
-  return "remote links (DDS):\n" + render_table(columns, remote);
+  std::string out = "remote links (DDS):\n" + render_table(columns, remote);
+  // The other hosts' clocks, from the bridge's ping-pong (docs/dds.md, "Clocks").
+  std::vector<const runtime::HostClock*> clocks;
+  for (const auto& c : graph.host_clocks()) clocks.push_back(c.get());
+  const std::vector<Field<runtime::HostClock>> clock_columns = {
+      {"host", Align::kLeft, [](const runtime::HostClock& c) { return c.host; }},
+      {"clock offset", Align::kRight,
+       [](const runtime::HostClock& c) {
+         return c.exchanges.load() ? format_seconds(static_cast<double>(c.offset_ns.load()) * 1e-9) : std::string("-");
+       }},
+      {"round trip", Align::kRight,
+       [](const runtime::HostClock& c) {
+         return c.exchanges.load() ? format_seconds(static_cast<double>(c.round_trip_ns.load()) * 1e-9)
+                                   : std::string("-");
+       }},
+      {"exchanges", Align::kRight, [](const runtime::HostClock& c) { return format_count(c.exchanges.load()); }},
+  };
+  if (!clocks.empty())
+    out += "other hosts' clocks (theirs - this host's, DDS ping-pong):\n" + render_table(clock_columns, clocks);
+  return out;
 }
 
 }  // namespace
@@ -293,7 +312,20 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     out += "{\"name\":" + base::json_string(e.signal) + ",\"rms_error\":" + json_number(e.rms) +
            ",\"max_error\":" + json_number(e.max) + "}";
   }
-  return out + "]" + (recording.empty() ? "" : ",\"recording\":" + recording) + "}\n";
+  out += "]";
+  if (!graph.host_clocks().empty()) {
+    out += ",\"hosts\":[";
+    first = true;
+    for (const auto& c : graph.host_clocks()) {
+      out += std::string(first ? "" : ",") + "{\"name\":" + base::json_string(c->host) +
+             ",\"clock_offset_s\":" + json_number(static_cast<double>(c->offset_ns.load()) * 1e-9) +
+             ",\"round_trip_s\":" + json_number(static_cast<double>(c->round_trip_ns.load()) * 1e-9) +
+             ",\"exchanges\":" + std::to_string(c->exchanges.load()) + "}";
+      first = false;
+    }
+    out += "]";
+  }
+  return out + (recording.empty() ? "" : ",\"recording\":" + recording) + "}\n";
 }
 
 }  // namespace rtcosim::tools

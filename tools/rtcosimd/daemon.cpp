@@ -584,6 +584,7 @@ void Daemon::notify_status() {
                 << " s); the tasks here keep running, their inputs from it held at the horizon\n";
       lost_hosts_.push_back(h);
     }
+    for (const auto& w : bridge_->take_clock_warnings()) std::cerr << "rtcosimd: warning: " << w << '\n';
   }
 #endif
   std::uint64_t frames = 0, overruns = 0;
