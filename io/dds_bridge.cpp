@@ -6,15 +6,18 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include <dds/dds.h>
 #include <sys/prctl.h>
 #include <time.h>
 
 #include "base/duration.hpp"
+#include "io/clock_offset.hpp"
 #include "rt_config/hosts.hpp"
 #include "rtcosim_dds.h"
 #include "runtime/realtime.hpp"
+#include "runtime/trace.hpp"
 
 namespace rtcosim::io {
 
@@ -35,7 +38,45 @@ dds_entity_t check(dds_entity_t e, const char* what) {
   return e;
 }
 
+// A QoS object that is deleted however set-up ends.
+class Qos {
+ public:
+  Qos() : qos_(dds_create_qos()) {}
+  ~Qos() { dds_delete_qos(qos_); }
+  Qos(const Qos&) = delete;
+  Qos& operator=(const Qos&) = delete;
+  [[nodiscard]] dds_qos_t* get() const noexcept { return qos_; }
+
+ private:
+  dds_qos_t* qos_;
+};
+
+// A topic with a writer and a reader of one QoS: (topic, writer, reader);
+// throws naming `what` and the entity that failed.
+std::tuple<dds_entity_t, dds_entity_t, dds_entity_t> open_topic(dds_entity_t participant,
+                                                                const dds_topic_descriptor_t* type,
+                                                                const std::string& name, const Qos& qos,
+                                                                const std::string& what) {
+  const dds_entity_t topic = check(dds_create_topic(participant, type, name.c_str(), qos.get(), nullptr),
+                                   ("creating the " + what + " topic").c_str());
+  const dds_entity_t writer =
+      check(dds_create_writer(participant, topic, qos.get(), nullptr), ("creating the " + what + " writer").c_str());
+  const dds_entity_t reader =
+      check(dds_create_reader(participant, topic, qos.get(), nullptr), ("creating the " + what + " reader").c_str());
+  return {topic, writer, reader};
+}
+
+// A sample for `reader` wakes the bridge's wait on `waitset`.
+void attach(dds_entity_t waitset, dds_entity_t reader) {
+  const dds_entity_t cond = check(dds_create_readcondition(reader, DDS_ANY_STATE), "creating a read condition");
+  if (const dds_return_t rc = dds_waitset_attach(waitset, cond, 0); rc < 0) {
+    throw std::runtime_error("DDS: " + dds_error("attaching a read condition", rc));
+  }
+}
+
 constexpr dds_duration_t kAnnouncePeriod = DDS_MSECS(100);
+// A remote link's DDS deadline, in producer periods (docs/dds.md).
+constexpr double kDeadlinePeriods = 2.0;
 // The sequence of a task's initial outputs (TaskRuntime::publish_initial);
 // frames count on from it.
 constexpr std::uint64_t kInitialSequence = 1;
@@ -52,7 +93,18 @@ struct RemoteEnd {
   // Consumer side: the block pushed into the ring.
   coupling::DataBlock block;
   bool seen_any = false;
+  std::uint32_t deadline_base = 0;  // DDS's missed-deadline count when the run started
 };
+
+// This end's missed deadlines so far (DDS counts them per reader / writer).
+std::uint32_t deadline_count(const RemoteEnd& e) noexcept {
+  if (e.writer) {
+    dds_offered_deadline_missed_status_t st{};
+    return dds_get_offered_deadline_missed_status(e.writer, &st) == 0 ? st.total_count : 0;
+  }
+  dds_requested_deadline_missed_status_t st{};
+  return dds_get_requested_deadline_missed_status(e.reader, &st) == 0 ? st.total_count : 0;
+}
 
 struct Peer {
   std::uint64_t hash = 0;
@@ -60,7 +112,17 @@ struct Peer {
   std::int64_t start_ns = 0;
   std::int64_t heard_ns = 0;  // CLOCK_MONOTONIC
   bool lost = false;
+  // The clock ping-pong with this host: the t1 of our last pings by
+  // sequence, so that a reply is only taken for a ping we sent.
+  static constexpr std::size_t kPending = 16;
+  std::array<std::int64_t, kPending> sent_t1{};
+  std::uint64_t next_ping = 1;
+  ClockOffsetFilter filter;
+  runtime::HostClock* clock = nullptr;  // the graph's
+  bool clock_warned = false;
 };
+
+void copy_name(char (&to)[65], const std::string& from) noexcept { std::snprintf(to, sizeof to, "%s", from.c_str()); }
 
 }  // namespace
 
@@ -70,18 +132,23 @@ struct DdsBridge::Impl {
   std::uint64_t hash;
   dds_entity_t participant = 0;
   dds_entity_t announce_topic = 0, announce_writer = 0, announce_reader = 0;
-  dds_entity_t waitset = 0;  // the readers of links consumed here: a sample wakes the bridge
+  dds_entity_t clock_topic = 0, clock_writer = 0, clock_reader = 0;
+  dds_entity_t waitset = 0;         // the readers of links consumed here and of pings: a sample wakes the bridge
+  std::int64_t clock_shift_ns = 0;  // added to CLOCK_REALTIME in the ping-pong (tests: a host whose clock is off)
   std::vector<std::unique_ptr<RemoteEnd>> ends;
   std::map<std::string, Peer> peers;  // every other host of the graph
   rtcosim_StartAnnounce self{};
   std::thread thread;
   std::atomic<bool> running{false};
   dds_duration_t poll = DDS_MSECS(1);
+  std::uint64_t max_sequence_gap;
   mutable std::mutex mutex;  // lost_hosts and placement; never on a task's path
   std::vector<std::string> lost_hosts;
+  std::vector<std::string> clock_warnings;
   std::string placement;
 
-  explicit Impl(runtime::Graph& g) : graph(g), host(g.host()), hash(g.spec().text_hash) {}
+  explicit Impl(runtime::Graph& g)
+      : graph(g), host(g.host()), hash(g.spec().text_hash), max_sequence_gap(g.spec().dds.max_sequence_gap) {}
 
   ~Impl() {
     if (participant > 0) dds_delete(participant);
@@ -160,11 +227,9 @@ struct DdsBridge::Impl {
       s.values = {len, len, e.values.data(), false};
       s.derivatives = {len, len, e.derivatives.data(), false};
       s.derivative_known = {len, len, e.known.get(), false};
-      if (dds_write(e.writer, &s) < 0) {
-        e.link->remote_stats.write_errors.fetch_add(1, std::memory_order_relaxed);
-      } else {
-        e.link->remote_stats.written.fetch_add(1, std::memory_order_relaxed);
-      }
+      const bool ok = dds_write(e.writer, &s) >= 0;
+      (ok ? e.link->remote_stats.written : e.link->remote_stats.write_errors).fetch_add(1, std::memory_order_relaxed);
+      runtime::trace::remote_send(e.link->id, b.sequence, b.tag, ok);
     });
   }
 
@@ -186,10 +251,10 @@ struct DdsBridge::Impl {
           st.malformed.fetch_add(1, std::memory_order_relaxed);
           continue;
         }
-        const std::uint64_t last = st.last_sequence.load(std::memory_order_relaxed);
         // Gaps from the first frame on: the initial block is not sent.
-        if (s->sequence_number > last + 1) st.lost.fetch_add(s->sequence_number - last - 1, std::memory_order_relaxed);
-        if (s->sequence_number > last) st.last_sequence.store(s->sequence_number, std::memory_order_relaxed);
+        const auto step = st.account_sequence(s->sequence_number, max_sequence_gap);
+        if (step.lost > 0 || step.reset)
+          runtime::trace::remote_lost(e.link->id, s->sequence_number, step.lost, step.reset);
         st.received.fetch_add(1, std::memory_order_relaxed);
         e.block.tag = s->tag;
         e.block.producer_step = s->producer_step;
@@ -198,10 +263,90 @@ struct DdsBridge::Impl {
         for (std::size_t k = 0; k < count; ++k) {
           e.block.set(k, s->values._buffer[k], s->derivatives._buffer[k], s->derivative_known._buffer[k]);
         }
-        if (!e.link->link->publish(e.block)) st.ring_full.fetch_add(1, std::memory_order_relaxed);
+        const bool full = !e.link->link->publish(e.block);
+        if (full) st.ring_full.fetch_add(1, std::memory_order_relaxed);
+        runtime::trace::remote_receive(e.link->id, s->sequence_number, s->tag, full);
       }
       dds_return_loan(e.reader, samples, n);
     }
+  }
+
+  void count_deadlines() noexcept {
+    for (auto& e : ends) {
+      e->link->remote_stats.deadline_missed.store(deadline_count(*e) - e->deadline_base, std::memory_order_relaxed);
+    }
+  }
+
+  std::int64_t realtime_now() const noexcept { return clock_ns(CLOCK_REALTIME) + clock_shift_ns; }
+
+  void ping_peers() noexcept {
+    for (auto& [name, p] : peers) {
+      rtcosim_ClockPing ping{};
+      copy_name(ping.sender, host);
+      copy_name(ping.receiver, name);
+      ping.graph_hash = hash;
+      ping.ping_number = p.next_ping++;
+      ping.t1_ns = realtime_now();
+      p.sent_t1[ping.ping_number % Peer::kPending] = ping.t1_ns;
+      (void)dds_write(clock_writer, &ping);  // a lost ping is one exchange fewer
+    }
+  }
+
+  // Answers pings to this host at once and takes the replies to ours. The
+  // samples are foreign input: another graph, an unknown host, a reply to a
+  // ping we did not send (sequence or t1) are passed over.
+  void hear_pings() noexcept {
+    void* samples[16] = {};
+    dds_sample_info_t infos[16];
+    for (;;) {
+      const dds_return_t n = dds_take(clock_reader, samples, infos, 16, 16);
+      if (n <= 0) return;
+      const std::int64_t arrived = realtime_now();
+      for (dds_return_t i = 0; i < n; ++i) {
+        if (!infos[i].valid_data) continue;
+        const auto* s = static_cast<const rtcosim_ClockPing*>(samples[i]);
+        const std::string from(s->sender, strnlen(s->sender, sizeof s->sender));
+        const auto it = peers.find(from);
+        if (s->graph_hash != hash || it == peers.end() || strncmp(s->receiver, host.c_str(), sizeof s->receiver) != 0)
+          continue;
+        Peer& p = it->second;
+        if (!s->reply) {
+          rtcosim_ClockPing reply = *s;
+          copy_name(reply.sender, host);
+          copy_name(reply.receiver, from);
+          reply.reply = true;
+          reply.t2_ns = arrived;
+          reply.t3_ns = realtime_now();
+          (void)dds_write(clock_writer, &reply);
+          continue;
+        }
+        const bool ours = s->ping_number < p.next_ping && p.next_ping - s->ping_number <= Peer::kPending &&
+                          p.sent_t1[s->ping_number % Peer::kPending] == s->t1_ns;
+        if (!ours || !p.filter.add(s->t1_ns, s->t2_ns, s->t3_ns, arrived)) continue;
+        if (p.clock) {
+          p.clock->offset_ns.store(p.filter.offset_ns(), std::memory_order_relaxed);
+          p.clock->round_trip_ns.store(p.filter.round_trip_ns(), std::memory_order_relaxed);
+          p.clock->exchanges.store(p.filter.exchanges(), std::memory_order_relaxed);
+        }
+        const double offset_s = static_cast<double>(p.filter.offset_ns()) * 1e-9;
+        if (!p.clock_warned && p.filter.exchanges() >= ClockOffsetFilter::kWindow &&
+            std::fabs(offset_s) > graph.spec().dds.max_clock_offset) {
+          p.clock_warned = true;
+          std::lock_guard lock(mutex);
+          clock_warnings.push_back(clock_warning(from, offset_s, static_cast<double>(p.filter.round_trip_ns()) * 1e-9));
+        }
+      }
+      dds_return_loan(clock_reader, samples, n);
+    }
+  }
+
+  std::string clock_warning(const std::string& other, double offset_s, double round_trip_s) const {
+    return "the clock of host '" + other + "' is " + base::format_duration(std::fabs(offset_s)) +
+           (offset_s > 0 ? " ahead of" : " behind") + " this host's (" + host +
+           "; estimated from the DDS ping-pong, round trip " + base::format_duration(round_trip_s) +
+           "), more than dds: max_clock_offset " + base::format_duration(graph.spec().dds.max_clock_offset) +
+           " — the hosts' common epoch is only as common as their clocks: synchronise them (linuxptp ptp4l/phc2sys, "
+           "or chrony/NTP)";
   }
 
   void check_peers(std::int64_t now) {
@@ -228,6 +373,7 @@ struct DdsBridge::Impl {
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
     std::int64_t next_announce = 0;
     while (running.load(std::memory_order_relaxed)) {
+      hear_pings();
       for (auto& e : ends) {
         if (e->writer)
           write_out(*e);
@@ -238,12 +384,14 @@ struct DdsBridge::Impl {
       if (now >= next_announce) {
         next_announce = now + kAnnouncePeriod;
         announce();
+        ping_peers();
         try {
           hear_announces();
         } catch (...) {
           // Another graph mid-run: its samples are already dropped by hash.
         }
         check_peers(now);
+        count_deadlines();
       }
       // Samples arriving wake the wait at once; the producers' rings, which
       // cannot signal, are looked at every `poll`.
@@ -257,6 +405,7 @@ struct DdsBridge::Impl {
     for (auto& e : ends) {
       if (e->writer) write_out(*e);
     }
+    count_deadlines();
   }
 };
 
@@ -264,31 +413,40 @@ std::int64_t monotonic_from_realtime(std::int64_t realtime_ns) noexcept {
   return clock_ns(CLOCK_MONOTONIC) + (realtime_ns - clock_ns(CLOCK_REALTIME));
 }
 
-DdsBridge::DdsBridge(runtime::Graph& graph) : impl_(std::make_unique<Impl>(graph)) {
+DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_(std::make_unique<Impl>(graph)) {
   Impl& m = *impl_;
+  m.clock_shift_ns = clock_shift_ns;
   const config::GraphSpec& spec = graph.spec();
   const config::HostSpec* me = spec.find_host(m.host);
   if (!me) throw std::runtime_error("the DDS bridge needs --host: one of the graph's 'hosts:'");
   for (const auto& h : spec.hosts) {
     if (h.name != m.host) m.peers.emplace(h.name, Peer{});
   }
+  for (const auto& c : graph.host_clocks()) {
+    if (auto it = m.peers.find(c->host); it != m.peers.end()) it->second.clock = c.get();
+  }
   m.participant = check(dds_create_participant(static_cast<dds_domainid_t>(me->domain), nullptr, nullptr),
                         "creating the participant");
   // Announces: reliable, the latest per host, kept for late joiners.
-  dds_qos_t* qos = dds_create_qos();
-  dds_qset_reliability(qos, DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
-  dds_qset_durability(qos, DDS_DURABILITY_TRANSIENT_LOCAL);
-  dds_qset_history(qos, DDS_HISTORY_KEEP_LAST, 1);
-  const std::string start_topic = config::dds_start_topic_name(spec);
-  m.announce_topic = dds_create_topic(m.participant, &rtcosim_StartAnnounce_desc, start_topic.c_str(), qos, nullptr);
-  if (m.announce_topic >= 0) m.announce_writer = dds_create_writer(m.participant, m.announce_topic, qos, nullptr);
-  if (m.announce_topic >= 0) m.announce_reader = dds_create_reader(m.participant, m.announce_topic, qos, nullptr);
-  dds_delete_qos(qos);
-  check(m.announce_topic, "creating the start topic");
-  check(m.announce_writer, "creating the start writer");
-  check(m.announce_reader, "creating the start reader");
+  const Qos qos;
+  dds_qset_reliability(qos.get(), DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
+  dds_qset_durability(qos.get(), DDS_DURABILITY_TRANSIENT_LOCAL);
+  dds_qset_history(qos.get(), DDS_HISTORY_KEEP_LAST, 1);
+  std::tie(m.announce_topic, m.announce_writer, m.announce_reader) =
+      open_topic(m.participant, &rtcosim_StartAnnounce_desc, config::dds_start_topic_name(spec), qos, "start");
   std::snprintf(m.self.host, sizeof m.self.host, "%s", m.host.c_str());
   m.self.graph_hash = m.hash;
+
+  // The clock ping-pong: best effort (a lost ping is one exchange fewer),
+  // its reader in the waitset so that a ping is answered the moment it
+  // arrives (the wait would add to the round trip).
+  const Qos cq;
+  dds_qset_reliability(cq.get(), DDS_RELIABILITY_BEST_EFFORT, 0);
+  dds_qset_history(cq.get(), DDS_HISTORY_KEEP_LAST, 32);
+  std::tie(m.clock_topic, m.clock_writer, m.clock_reader) =
+      open_topic(m.participant, &rtcosim_ClockPing_desc, config::dds_clock_topic_name(spec), cq, "clock");
+  m.waitset = check(dds_create_waitset(m.participant), "creating the waitset");
+  attach(m.waitset, m.clock_reader);
 
   double shortest = 0.0;
   for (runtime::GraphLink* l : graph.remote_links()) {
@@ -296,10 +454,14 @@ DdsBridge::DdsBridge(runtime::Graph& graph) : impl_(std::make_unique<Impl>(graph
     e->link = l;
     const std::size_t n = l->link->signal_count();
     // Best effort, the newest blocks as deep as the link's ring: a late
-    // block is worth less than the next one.
+    // block is worth less than the next one. A deadline of two producer
+    // periods: each period of that length without a sample is a missed
+    // deadline, counted at both ends.
     dds_qos_t* q = dds_create_qos();
     dds_qset_reliability(q, DDS_RELIABILITY_BEST_EFFORT, 0);
     dds_qset_history(q, DDS_HISTORY_KEEP_LAST, static_cast<int32_t>(l->link->capacity_blocks()));
+    const config::TaskSpec* producer = spec.find_task(l->producer);
+    if (producer) dds_qset_deadline(q, static_cast<dds_duration_t>(kDeadlinePeriods * producer->period * 1e9));
     e->topic = dds_create_topic(m.participant, &rtcosim_LinkBlock_desc, l->topic.c_str(), q, nullptr);
     if (e->topic < 0) {
       dds_delete_qos(q);
@@ -310,19 +472,11 @@ DdsBridge::DdsBridge(runtime::Graph& graph) : impl_(std::make_unique<Impl>(graph
       e->values.assign(n, 0.0);
       e->derivatives.assign(n, 0.0);
       e->known = std::make_unique<bool[]>(n);
-      const config::TaskSpec* producer = spec.find_task(l->producer);
       if (producer && (shortest == 0.0 || producer->period < shortest)) shortest = producer->period;
     } else {
       e->reader = dds_create_reader(m.participant, e->topic, q, nullptr);
       e->block = coupling::DataBlock(n);
-      if (e->reader > 0) {
-        if (m.waitset == 0) m.waitset = check(dds_create_waitset(m.participant), "creating the waitset");
-        const dds_entity_t cond =
-            check(dds_create_readcondition(e->reader, DDS_ANY_STATE), "creating a read condition");
-        if (const dds_return_t rc = dds_waitset_attach(m.waitset, cond, 0); rc < 0) {
-          throw std::runtime_error("DDS: " + dds_error("attaching a read condition", rc));
-        }
-      }
+      if (e->reader > 0) attach(m.waitset, e->reader);
     }
     dds_delete_qos(q);
     check(e->writer ? e->writer : e->reader, ("creating the endpoint of topic " + l->topic).c_str());
@@ -403,7 +557,10 @@ void DdsBridge::start(bool fifo) {
   const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
   for (auto& [name, p] : m.peers) p.heard_ns = std::max(p.heard_ns, now);
   // After Graph::reset (the executor's start), which cleared the counters.
-  for (auto& e : m.ends) e->link->remote_stats.last_sequence.store(kInitialSequence, std::memory_order_relaxed);
+  for (auto& e : m.ends) {
+    e->link->remote_stats.last_sequence.store(kInitialSequence, std::memory_order_relaxed);
+    e->deadline_base = deadline_count(*e);
+  }
   m.running.store(true);
   m.thread = std::thread([this, fifo] { impl_->run(fifo); });
 }
@@ -417,6 +574,11 @@ void DdsBridge::stop() {
 std::vector<std::string> DdsBridge::take_lost_hosts() {
   std::lock_guard lock(impl_->mutex);
   return std::exchange(impl_->lost_hosts, {});
+}
+
+std::vector<std::string> DdsBridge::take_clock_warnings() {
+  std::lock_guard lock(impl_->mutex);
+  return std::exchange(impl_->clock_warnings, {});
 }
 
 std::string DdsBridge::placement() const {

@@ -22,6 +22,10 @@ namespace rtcosim::io {
  * (dds_write allocates): they push and drain their ordinary lock-free rings,
  * of which the bridge thread is the other end.
  *
+ * Clocks: the bridge thread pings every other host every 100 ms and
+ * answers their pings at once (NTP-style, io/clock_offset.hpp); the graph's
+ * host_clocks() hold each estimate.
+ *
  * Start: `coordinate_start` blocks until every host of the graph announced
  * the same graph (text hash) and every remote link here has matched its
  * other end, then returns the common epoch (CLOCK_REALTIME) that the first
@@ -37,7 +41,9 @@ class DdsBridge {
  public:
   static constexpr double kSilence = 0.5;  // seconds without an announce: a host is lost
 
-  explicit DdsBridge(runtime::Graph& graph);
+  // `clock_shift_ns` is added to every CLOCK_REALTIME reading of the clock
+  // ping-pong: a host whose clock is off by that much (tests).
+  explicit DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns = 0);
   ~DdsBridge();
   DdsBridge(const DdsBridge&) = delete;
   DdsBridge& operator=(const DdsBridge&) = delete;
@@ -54,6 +60,10 @@ class DdsBridge {
   // Hosts that fell silent during the run, each reported once (then
   // cleared). Any thread.
   [[nodiscard]] std::vector<std::string> take_lost_hosts();
+  // Hosts whose estimated clock offset (Graph::host_clocks, once a full
+  // window of exchanges is in) exceeds `dds: max_clock_offset`, one warning
+  // each per run (then cleared). Any thread.
+  [[nodiscard]] std::vector<std::string> take_clock_warnings();
   // How the bridge thread runs ("fifo 70 cpu 0", "other"), and its set-up
   // problem if any; after start.
   [[nodiscard]] std::string placement() const;

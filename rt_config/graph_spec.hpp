@@ -95,6 +95,11 @@ struct DdsSpec {
   double start_delay = 1.0;         // seconds between the hosts' agreement and the common epoch
   int bridge_priority = 0;          // SCHED_FIFO 1..99 below the tasks'; 0: SCHED_OTHER
   int bridge_cpu = -1;              // -1: not pinned
+  // A received sequence number further than this from the last one, either
+  // way, is a reset of the link's count (a restarted producer, or a hostile
+  // sample), not a loss.
+  std::uint64_t max_sequence_gap = 100000;
+  double max_clock_offset = 0.001;  // seconds: the estimated offset to a host beyond this is warned about
   Location where;
 };
 

@@ -38,4 +38,8 @@ std::string dds_start_topic_name(const GraphSpec& graph) {
   return "rtcosim_" + topic_part(graph.name.empty() ? "graph" : graph.name) + "__start";
 }
 
+std::string dds_clock_topic_name(const GraphSpec& graph) {
+  return "rtcosim_" + topic_part(graph.name.empty() ? "graph" : graph.name) + "__clock";
+}
+
 }  // namespace rtcosim::config

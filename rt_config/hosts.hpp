@@ -21,5 +21,7 @@ namespace rtcosim::config {
 // The topic on which the hosts of a graph agree on their start:
 // "rtcosim_GRAPH__start".
 [[nodiscard]] std::string dds_start_topic_name(const GraphSpec& graph);
+// The topic of the hosts' clock ping-pong: rtcosim_NAME__clock.
+[[nodiscard]] std::string dds_clock_topic_name(const GraphSpec& graph);
 
 }  // namespace rtcosim::config

@@ -440,7 +440,11 @@ class GraphLoader {
   void read_dds(const YAML::Node& node) {
     if (!node) return;
     const std::string what = "'dds'";
-    if (!in_.mapping(node, what, {"discovery_timeout", "start_delay", "bridge_priority", "bridge_cpu"})) return;
+    if (!in_.mapping(node, what,
+                     {"discovery_timeout", "start_delay", "bridge_priority", "bridge_cpu", "max_sequence_gap",
+                      "max_clock_offset"})) {
+      return;
+    }
     graph_.dds.where = location_of(node);
     if (auto t = in_.duration(node, "discovery_timeout", what, false)) {
       if (!(*t > 0.0) || *t > 3600.0) {
@@ -459,6 +463,16 @@ class GraphLoader {
     }
     if (auto p = in_.integer(node, "bridge_priority", what, 1, 99)) graph_.dds.bridge_priority = static_cast<int>(*p);
     if (auto c = in_.integer(node, "bridge_cpu", what, 0, 4095)) graph_.dds.bridge_cpu = static_cast<int>(*c);
+    if (auto g = in_.integer(node, "max_sequence_gap", what, 1, 1'000'000'000)) {
+      graph_.dds.max_sequence_gap = static_cast<std::uint64_t>(*g);
+    }
+    if (auto t = in_.duration(node, "max_clock_offset", what, false)) {
+      if (!(*t > 0.0) || *t > 60.0) {
+        in_.error(node["max_clock_offset"], "'dds': 'max_clock_offset' = " + node["max_clock_offset"].Scalar() +
+                                                " — expected a duration above 0 and at most 60s");
+      }
+      graph_.dds.max_clock_offset = *t;
+    }
   }
 
   // Every task on a declared host when there are hosts; rate groups within

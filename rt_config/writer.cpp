@@ -74,6 +74,8 @@ std::string write_graph(const GraphSpec& g) {
         << exact_seconds(g.dds.start_delay);
     if (g.dds.bridge_priority > 0) out << YAML::Key << "bridge_priority" << YAML::Value << g.dds.bridge_priority;
     if (g.dds.bridge_cpu >= 0) out << YAML::Key << "bridge_cpu" << YAML::Value << g.dds.bridge_cpu;
+    out << YAML::Key << "max_sequence_gap" << YAML::Value << g.dds.max_sequence_gap << YAML::Key << "max_clock_offset"
+        << YAML::Value << exact_seconds(g.dds.max_clock_offset);
     out << YAML::EndMap;
   }
   out << YAML::Key << "tasks" << YAML::Value << YAML::BeginSeq;
@@ -176,7 +178,8 @@ bool same_graph(const GraphSpec& a, const GraphSpec& b, std::string* difference)
       return differ("host " + a.hosts[i].name);
   }
   if (a.dds.discovery_timeout != b.dds.discovery_timeout || a.dds.start_delay != b.dds.start_delay ||
-      a.dds.bridge_priority != b.dds.bridge_priority || a.dds.bridge_cpu != b.dds.bridge_cpu) {
+      a.dds.bridge_priority != b.dds.bridge_priority || a.dds.bridge_cpu != b.dds.bridge_cpu ||
+      a.dds.max_sequence_gap != b.dds.max_sequence_gap || a.dds.max_clock_offset != b.dds.max_clock_offset) {
     return differ("dds");
   }
   if (a.tasks.size() != b.tasks.size()) return differ("number of tasks");

@@ -79,12 +79,26 @@ TaskRuntime::TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Pa
 void TaskRuntime::reset_run() noexcept {
   stats_.reset();
   policy_.reset();
-  failed_frame_ = kNotFailed;
+  failed_frame_.store(kNotFailed, std::memory_order_relaxed);
 }
 
 std::string TaskRuntime::failure() const {
   if (!failed()) return {};
-  return "task '" + spec_.name + "' stopped in frame " + std::to_string(failed_frame_) + ": " + partition_->failure();
+  return "task '" + spec_.name + "' stopped in frame " + std::to_string(failed_frame_.load(std::memory_order_acquire)) +
+         ": " + partition_->failure();
+}
+
+std::vector<std::string> TaskRuntime::allocation_reports() const {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < partition_->block_count(); ++i) {
+    const tasks::Block& b = partition_->block(i);
+    if (const std::uint64_t n = b.foreign_allocations(); n > 0) {
+      out.push_back("block '" + b.name() + "' (" + b.type() + ") of task '" + spec_.name + "' allocated " +
+                    std::to_string(n) + " time(s) in " + std::to_string(stats_.frames.load(std::memory_order_relaxed)) +
+                    " frames (through the FMU's allocateMemory callback): its frames are not real-time safe");
+    }
+  }
+  return out;
 }
 
 void TaskRuntime::drain() noexcept {
@@ -109,7 +123,7 @@ void TaskRuntime::step(double h) noexcept {
   partition_->step(partition_->time(), h, inputs_);
   if (partition_->failed()) {
     // The step did not complete: nothing of it is published.
-    failed_frame_ = stats_.frames.load(std::memory_order_relaxed);
+    failed_frame_.store(stats_.frames.load(std::memory_order_relaxed), std::memory_order_release);
     return;
   }
   stats_.step.add(h);
@@ -238,6 +252,12 @@ void Graph::set_host(const std::string& host) {
                                 (known.empty() ? std::string("(the file declares no hosts)") : known));
   }
   host_ = host;
+  host_clocks_.clear();
+  for (const auto& h : spec_.hosts) {
+    if (host.empty() || h.name == host) continue;
+    host_clocks_.push_back(std::make_unique<HostClock>());
+    host_clocks_.back()->host = h.name;
+  }
   for (auto& t : tasks_) t->set_local(host.empty() || t->spec().host == host);
   for (auto& l : links_) {
     l->producer_local = find_task(l->producer)->local();

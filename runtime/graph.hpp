@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -136,8 +137,11 @@ class TaskRuntime {
   // True once a block of the partition (an FMU) failed: the task steps no
   // more and its unit's loop ends. `failure` (not RT) says what failed and
   // in which frame.
-  [[nodiscard]] bool failed() const noexcept { return failed_frame_ != kNotFailed; }
+  [[nodiscard]] bool failed() const noexcept { return failed_frame_.load(std::memory_order_acquire) != kNotFailed; }
   [[nodiscard]] std::string failure() const;
+  // One line per block whose foreign code (an FMU) allocated in this run's
+  // frames, where that can be detected (Block::foreign_allocations); not RT.
+  [[nodiscard]] std::vector<std::string> allocation_reports() const;
 
  private:
   void stage_outputs() noexcept;
@@ -154,7 +158,9 @@ class TaskRuntime {
   bool local_ = true;
   std::uint32_t id_ = 0;
   static constexpr std::uint64_t kNotFailed = ~std::uint64_t{0};
-  std::uint64_t failed_frame_ = kNotFailed;  // written by the task's thread, read after it ended
+  // Written by the task's thread (release: the block's failure is written
+  // before), read by the status thread while it runs.
+  std::atomic<std::uint64_t> failed_frame_{kNotFailed};
 };
 
 /*
@@ -180,6 +186,9 @@ class Graph {
   [[nodiscard]] const std::string& host() const noexcept { return host_; }
   // Links that leave this process: remote, with one end here.
   [[nodiscard]] std::vector<GraphLink*> remote_links() noexcept;
+  // With a host: one per other host of the spec, their clocks as this
+  // host's DDS bridge estimates them.
+  [[nodiscard]] const std::vector<std::unique_ptr<HostClock>>& host_clocks() const noexcept { return host_clocks_; }
 
   // Emits task_info and link_info trace events (names for the ids).
   void trace_names() const noexcept;
@@ -203,6 +212,7 @@ class Graph {
   std::string host_;
   std::vector<std::unique_ptr<TaskRuntime>> tasks_;
   std::vector<std::unique_ptr<GraphLink>> links_;
+  std::vector<std::unique_ptr<HostClock>> host_clocks_;
 };
 
 }  // namespace rtcosim::runtime

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "base/counter.hpp"
 
@@ -217,6 +218,15 @@ struct LinkStats {
  * producer's host counts `written`, the consumer's host the rest.
  * Written by the bridge thread only; any thread may read.
  */
+// Another host's clock as this host's DDS bridge estimates it (docs/dds.md,
+// "Clocks"); written by the bridge thread, read by anyone.
+struct HostClock {
+  std::string host;
+  std::atomic<std::int64_t> offset_ns{0};      // its CLOCK_REALTIME - ours, min-RTT estimate
+  std::atomic<std::int64_t> round_trip_ns{0};  // of the exchange that estimate comes from
+  std::atomic<std::uint64_t> exchanges{0};     // ping-pongs completed; 0: no estimate
+};
+
 struct RemoteLinkStats {
   std::atomic<std::uint64_t> written{0};  // samples handed to dds_write (producer's host)
   std::atomic<std::uint64_t> write_errors{0};
@@ -224,11 +234,39 @@ struct RemoteLinkStats {
   std::atomic<std::uint64_t> lost{0};       // sequence numbers skipped between received samples
   std::atomic<std::uint64_t> malformed{0};  // samples of the wrong signal count, dropped
   std::atomic<std::uint64_t> ring_full{0};  // received samples the consumer's ring had no room for
+  std::atomic<std::uint64_t> sequence_resets{0};  // sequence numbers beyond max_sequence_gap of the last, either way
+  std::atomic<std::uint64_t> deadline_missed{0};  // DDS deadline periods without a sample (this end's count)
   std::atomic<std::uint64_t> last_sequence{0};
 
   void reset() noexcept {
-    for (auto* c : {&written, &write_errors, &received, &lost, &malformed, &ring_full, &last_sequence})
+    for (auto* c : {&written, &write_errors, &received, &lost, &malformed, &ring_full, &sequence_resets,
+                    &deadline_missed, &last_sequence})
       c->store(0, std::memory_order_relaxed);
+  }
+
+  // A received sample's sequence number (one thread, the bridge's). The
+  // number is foreign input: a step forward of at most `max_gap` counts the
+  // numbers skipped as lost; a jump further than `max_gap` either way (a
+  // producer that restarted, or a hostile sample) counts one reset and
+  // carries on from it, so that no single sample can inflate `lost`. An
+  // older number within the window (reordered) changes nothing.
+  // Returns what this sample added: lost numbers, or a reset.
+  struct SequenceStep {
+    std::uint64_t lost = 0;
+    bool reset = false;
+  };
+  SequenceStep account_sequence(std::uint64_t sequence, std::uint64_t max_gap) noexcept {
+    const std::uint64_t last = last_sequence.load(std::memory_order_relaxed);
+    const std::uint64_t distance = sequence > last ? sequence - last : last - sequence;
+    if (distance > max_gap) {
+      sequence_resets.fetch_add(1, std::memory_order_relaxed);
+      last_sequence.store(sequence, std::memory_order_relaxed);
+      return {0, true};
+    }
+    if (sequence <= last) return {};
+    lost.fetch_add(sequence - last - 1, std::memory_order_relaxed);
+    last_sequence.store(sequence, std::memory_order_relaxed);
+    return {sequence - last - 1, false};
   }
 };
 

@@ -50,6 +50,18 @@ void link_drain(std::uint32_t link, std::uint32_t blocks, double newest_tag_s, d
   RTCOSIM_TP(link_drain, link, blocks, newest_tag_s, age_s);
   (void)link, (void)blocks, (void)newest_tag_s, (void)age_s;
 }
+void remote_send(std::uint32_t link, std::uint64_t sequence, double tag_s, bool ok) noexcept {
+  RTCOSIM_TP(remote_send, link, sequence, tag_s, static_cast<std::uint8_t>(ok ? 1 : 0));
+  (void)link, (void)sequence, (void)tag_s, (void)ok;
+}
+void remote_receive(std::uint32_t link, std::uint64_t sequence, double tag_s, bool ring_full) noexcept {
+  RTCOSIM_TP(remote_receive, link, sequence, tag_s, static_cast<std::uint8_t>(ring_full ? 1 : 0));
+  (void)link, (void)sequence, (void)tag_s, (void)ring_full;
+}
+void remote_lost(std::uint32_t link, std::uint64_t sequence, std::uint64_t lost, bool reset) noexcept {
+  RTCOSIM_TP(remote_lost, link, sequence, lost, static_cast<std::uint8_t>(reset ? 1 : 0));
+  (void)link, (void)sequence, (void)lost, (void)reset;
+}
 void task_state(std::uint32_t task, std::uint8_t state) noexcept {
   RTCOSIM_TP(task_state, task, state);
   (void)task, (void)state;

@@ -23,6 +23,14 @@ void overrun(std::uint32_t task, std::uint64_t frame, std::uint64_t missed_perio
 void link_publish(std::uint32_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept;
 void link_drain(std::uint32_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept;
 void task_state(std::uint32_t task, std::uint8_t state) noexcept;
+// A remote link (DDS) at the bridge thread: a sample handed to dds_write
+// (`ok` false: DDS refused it), a sample taken from DDS into the consumer's
+// ring (`ring_full`: no room), and a received sequence number that showed
+// `lost` numbers skipped since the last, or a jump beyond max_sequence_gap
+// (`reset`, lost 0).
+void remote_send(std::uint32_t link, std::uint64_t sequence, double tag_s, bool ok) noexcept;
+void remote_receive(std::uint32_t link, std::uint64_t sequence, double tag_s, bool ring_full) noexcept;
+void remote_lost(std::uint32_t link, std::uint64_t sequence, std::uint64_t lost, bool reset) noexcept;
 // A link's degradation counters (runtime/graph.hpp LinkHealth), at the end of a run.
 void link_health(std::uint32_t link, std::uint64_t stale, std::uint64_t rejected_tags, std::uint64_t rejected_values,
                  std::uint64_t fallback_frames, std::uint64_t beyond_horizon_frames, double longest_gap_s) noexcept;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -142,6 +143,11 @@ class Block {
   [[nodiscard]] virtual bool failed() const noexcept { return false; }
   [[nodiscard]] virtual std::string failure() const { return {}; }
   [[nodiscard]] bool can_fail() const noexcept { return can_fail_; }
+
+  // Heap requests the block's foreign code (an FMU) made in its frames
+  // since the run started, where they can be detected (an FMI 2.0 FMU's
+  // allocateMemory); the run reports a nonzero count.
+  [[nodiscard]] virtual std::uint64_t foreign_allocations() const noexcept { return 0; }
 
   // Non-empty when the block can only take equal steps (a co-simulated
   // FMU without canHandleVariableCommunicationStepSize): why, for the

@@ -83,6 +83,27 @@ LTTNG_UST_TRACEPOINT_EVENT(rtcosim, link_health,
         lttng_ust_field_integer(uint64_t, beyond_horizon_frames, beyond_horizon_frames)
         lttng_ust_field_float(double, longest_gap_s, longest_gap_s)))
 
+LTTNG_UST_TRACEPOINT_EVENT(rtcosim, remote_send,
+                           LTTNG_UST_TP_ARGS(uint32_t, link, uint64_t, sequence, double, tag_s, uint8_t, ok),
+                           LTTNG_UST_TP_FIELDS(lttng_ust_field_integer(uint32_t, link, link)
+                                                   lttng_ust_field_integer(uint64_t, sequence, sequence)
+                                                       lttng_ust_field_float(double, tag_s, tag_s)
+                                                           lttng_ust_field_integer(uint8_t, ok, ok)))
+
+LTTNG_UST_TRACEPOINT_EVENT(rtcosim, remote_receive,
+                           LTTNG_UST_TP_ARGS(uint32_t, link, uint64_t, sequence, double, tag_s, uint8_t, ring_full),
+                           LTTNG_UST_TP_FIELDS(lttng_ust_field_integer(uint32_t, link, link)
+                                                   lttng_ust_field_integer(uint64_t, sequence, sequence)
+                                                       lttng_ust_field_float(double, tag_s, tag_s)
+                                                           lttng_ust_field_integer(uint8_t, ring_full, ring_full)))
+
+LTTNG_UST_TRACEPOINT_EVENT(rtcosim, remote_lost,
+                           LTTNG_UST_TP_ARGS(uint32_t, link, uint64_t, sequence, uint64_t, lost, uint8_t, reset),
+                           LTTNG_UST_TP_FIELDS(lttng_ust_field_integer(uint32_t, link, link)
+                                                   lttng_ust_field_integer(uint64_t, sequence, sequence)
+                                                       lttng_ust_field_integer(uint64_t, lost, lost)
+                                                           lttng_ust_field_integer(uint8_t, reset, reset)))
+
 LTTNG_UST_TRACEPOINT_EVENT(rtcosim, task_state,
     LTTNG_UST_TP_ARGS(uint32_t, task, uint8_t, state),
     LTTNG_UST_TP_FIELDS(

@@ -75,6 +75,11 @@ typedef fmi2Status fmi2SetBooleanTYPE(fmi2Component c, const fmi2ValueReference 
 typedef fmi2Status fmi2GetFMUstateTYPE(fmi2Component c, fmi2FMUstate* state);
 typedef fmi2Status fmi2SetFMUstateTYPE(fmi2Component c, fmi2FMUstate state);
 typedef fmi2Status fmi2FreeFMUstateTYPE(fmi2Component c, fmi2FMUstate* state);
+typedef fmi2Status fmi2SerializedFMUstateSizeTYPE(fmi2Component c, fmi2FMUstate state, size_t* size);
+typedef fmi2Status fmi2SerializeFMUstateTYPE(fmi2Component c, fmi2FMUstate state, fmi2Byte serializedState[],
+                                             size_t size);
+typedef fmi2Status fmi2DeSerializeFMUstateTYPE(fmi2Component c, const fmi2Byte serializedState[], size_t size,
+                                               fmi2FMUstate* state);
 // Model exchange
 typedef fmi2Status fmi2NewDiscreteStatesTYPE(fmi2Component c, fmi2EventInfo* eventInfo);
 typedef fmi2Status fmi2CompletedIntegratorStepTYPE(fmi2Component c, fmi2Boolean noSetFMUStatePriorToCurrentPoint,
@@ -97,6 +102,7 @@ typedef double fmi3Float64;
 typedef int32_t fmi3Int32;
 typedef bool fmi3Boolean;
 typedef const char* fmi3String;
+typedef uint8_t fmi3Byte;
 
 typedef enum { fmi3OK, fmi3Warning, fmi3Discard, fmi3Error, fmi3Fatal } fmi3Status;
 
@@ -139,6 +145,11 @@ typedef fmi3Status fmi3SetBooleanTYPE(fmi3Instance instance, const fmi3ValueRefe
 typedef fmi3Status fmi3GetFMUStateTYPE(fmi3Instance instance, fmi3FMUState* state);
 typedef fmi3Status fmi3SetFMUStateTYPE(fmi3Instance instance, fmi3FMUState state);
 typedef fmi3Status fmi3FreeFMUStateTYPE(fmi3Instance instance, fmi3FMUState* state);
+typedef fmi3Status fmi3SerializedFMUStateSizeTYPE(fmi3Instance instance, fmi3FMUState state, size_t* size);
+typedef fmi3Status fmi3SerializeFMUStateTYPE(fmi3Instance instance, fmi3FMUState state, fmi3Byte serializedState[],
+                                             size_t size);
+typedef fmi3Status fmi3DeserializeFMUStateTYPE(fmi3Instance instance, const fmi3Byte serializedState[], size_t size,
+                                               fmi3FMUState* state);
 typedef fmi3Status fmi3UpdateDiscreteStatesTYPE(fmi3Instance instance, fmi3Boolean* discreteStatesNeedUpdate,
                                                 fmi3Boolean* terminateSimulation,
                                                 fmi3Boolean* nominalsOfContinuousStatesChanged,

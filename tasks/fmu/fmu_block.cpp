@@ -247,6 +247,7 @@ class FmuBlock final : public Block {
   }
   [[nodiscard]] bool failed() const noexcept override { return fmu_->failed(); }
   [[nodiscard]] std::string failure() const override { return fmu_->failure(); }
+  [[nodiscard]] std::uint64_t foreign_allocations() const noexcept override { return fmu_->allocations(); }
   [[nodiscard]] std::string fixed_step_reason() const override { return fixed_reason_; }
 
  private:

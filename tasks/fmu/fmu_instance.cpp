@@ -23,7 +23,21 @@ namespace rtcosim::tasks::fmu {
 namespace {
 
 constexpr std::uint64_t kMaxDescriptionBytes = 64ull << 20;
-std::atomic<std::uint64_t> g_fmi2_allocations{0};
+
+// The instance whose RT function this thread is in: the allocateMemory
+// callback carries no instance, so it charges this one.
+thread_local FmuInstance* t_charged = nullptr;
+
+class Charging {
+ public:
+  explicit Charging(FmuInstance* f) noexcept : previous_(t_charged) { t_charged = f; }
+  ~Charging() { t_charged = previous_; }
+  Charging(const Charging&) = delete;
+  Charging& operator=(const Charging&) = delete;
+
+ private:
+  FmuInstance* previous_;
+};
 
 const char* status_name(int s) noexcept {
   static const char* const names[] = {"OK", "Warning", "Discard", "Error", "Fatal", "Pending"};
@@ -54,7 +68,7 @@ extern "C" void fmi3_logger(fmi3InstanceEnvironment env, fmi3Status status, fmi3
 }
 
 extern "C" void* fmi2_allocate(size_t nobj, size_t size) {
-  g_fmi2_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (t_charged) t_charged->count_allocation();
   return std::calloc(nobj, size);
 }
 extern "C" void fmi2_free(void* p) { std::free(p); }
@@ -107,6 +121,9 @@ struct FmuInstance::Api {
   fmi2GetFMUstateTYPE* get_state2 = nullptr;  // optional
   fmi2SetFMUstateTYPE* set_state2 = nullptr;  // optional
   fmi2FreeFMUstateTYPE* free_state2 = nullptr;  // optional
+  fmi2SerializedFMUstateSizeTYPE* state_size2 = nullptr;  // optional
+  fmi2SerializeFMUstateTYPE* serialize2 = nullptr;        // optional
+  fmi2DeSerializeFMUstateTYPE* deserialize2 = nullptr;    // optional
   fmi2ComponentFunctionTYPE *enter_event2 = nullptr, *enter_ct2 = nullptr;
   fmi2NewDiscreteStatesTYPE* new_discrete2 = nullptr;
   fmi2CompletedIntegratorStepTYPE* completed2 = nullptr;
@@ -129,6 +146,9 @@ struct FmuInstance::Api {
   fmi3GetFMUStateTYPE* get_state3 = nullptr;  // optional
   fmi3SetFMUStateTYPE* set_state3 = nullptr;  // optional
   fmi3FreeFMUStateTYPE* free_state3 = nullptr;  // optional
+  fmi3SerializedFMUStateSizeTYPE* state_size3 = nullptr;  // optional
+  fmi3SerializeFMUStateTYPE* serialize3 = nullptr;        // optional
+  fmi3DeserializeFMUStateTYPE* deserialize3 = nullptr;    // optional
   fmi3InstanceFunctionTYPE *enter_event3 = nullptr, *enter_ct3 = nullptr;
   fmi3UpdateDiscreteStatesTYPE* update_discrete3 = nullptr;
   fmi3CompletedIntegratorStepTYPE* completed3 = nullptr;
@@ -253,6 +273,9 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
     lib.get(a.get_state2, "fmi2GetFMUstate", true);
     lib.get(a.set_state2, "fmi2SetFMUstate", true);
     lib.get(a.free_state2, "fmi2FreeFMUstate", true);
+    lib.get(a.state_size2, "fmi2SerializedFMUstateSize", true);
+    lib.get(a.serialize2, "fmi2SerializeFMUstate", true);
+    lib.get(a.deserialize2, "fmi2DeSerializeFMUstate", true);
     if (me) {
       lib.get(a.enter_event2, "fmi2EnterEventMode");
       lib.get(a.enter_ct2, "fmi2EnterContinuousTimeMode");
@@ -286,6 +309,9 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
     lib.get(a.get_state3, "fmi3GetFMUState", true);
     lib.get(a.set_state3, "fmi3SetFMUState", true);
     lib.get(a.free_state3, "fmi3FreeFMUState", true);
+    lib.get(a.state_size3, "fmi3SerializedFMUStateSize", true);
+    lib.get(a.serialize3, "fmi3SerializeFMUState", true);
+    lib.get(a.deserialize3, "fmi3DeserializeFMUState", true);
     lib.get(a.enter_event3, "fmi3EnterEventMode");
     lib.get(a.update_discrete3, "fmi3UpdateDiscreteStates");
     if (me) {
@@ -438,7 +464,7 @@ void FmuInstance::initialize_instance() {
     x0_.assign(md_.states.size(), 0.0);
     if (!get_states(x0_.data(), x0_.size())) throw FmuError(failure());
   }
-  allocations_base_ = g_fmi2_allocations.load(std::memory_order_relaxed);
+  allocations_.store(0, std::memory_order_relaxed);
 }
 
 bool FmuInstance::reinitialize() noexcept {
@@ -453,10 +479,6 @@ bool FmuInstance::reinitialize() noexcept {
     return false;
   }
   return true;
-}
-
-std::uint64_t FmuInstance::allocations() const noexcept {
-  return g_fmi2_allocations.load(std::memory_order_relaxed) - allocations_base_;
 }
 
 bool FmuInstance::check(int status, const char* function) noexcept {
@@ -479,6 +501,7 @@ std::string FmuInstance::failure() const {
 // Each RT function: once failed, nothing more is asked of the FMU.
 #define RTCOSIM_FMU_CALL(v2call, v2name, v3call, v3name) \
   if (failed()) return false;                            \
+  const Charging charge(this);                           \
   return api_->v2 ? check(v2call, v2name) : check(v3call, v3name)
 
 bool FmuInstance::set_real(const std::uint32_t* vr, std::size_t n, const double* v) noexcept {
@@ -513,6 +536,7 @@ bool FmuInstance::get_event_indicators(double* z, std::size_t n) noexcept {
 
 bool FmuInstance::completed_integrator_step(bool* enter_event_mode) noexcept {
   if (failed()) return false;
+  const Charging charge(this);
   Api& a = *api_;
   if (a.v2) {
     fmi2Boolean enter = 0, terminate = 0;
@@ -564,6 +588,7 @@ bool FmuInstance::handle_event_iteration(bool* states_changed, double* next_even
 
 bool FmuInstance::handle_event(double t, bool* states_changed, double* next_event) noexcept {
   if (failed()) return false;
+  const Charging charge(this);
   time_ = t;
   Api& a = *api_;
   if (!(a.v2 ? check(a.enter_event2(instance_), "fmi2EnterEventMode") : check(a.enter_event3(instance_), "fmi3EnterEventMode"))) {
@@ -574,6 +599,7 @@ bool FmuInstance::handle_event(double t, bool* states_changed, double* next_even
 
 bool FmuInstance::do_step(double t, double h) noexcept {
   if (failed()) return false;
+  const Charging charge(this);
   time_ = t;
   Api& a = *api_;
   if (a.v2) return check(a.do_step2(instance_, t, h, 1), "fmi2DoStep");
@@ -588,6 +614,7 @@ bool FmuInstance::has_output_derivatives() const noexcept {
 
 bool FmuInstance::get_output_derivatives(const std::uint32_t* vr, std::size_t n, double* dy) noexcept {
   if (failed()) return false;
+  const Charging charge(this);
   if (n == 0) return true;
   Api& a = *api_;
   if (a.v2) return check(a.get_dy2(instance_, vr, n, orders_.data(), dy), "fmi2GetRealOutputDerivatives");
@@ -607,6 +634,90 @@ bool FmuInstance::restore_state() noexcept {
   if (failed() || !saved_state_) return false;
   if (a.v2) return a.set_state2 && check(a.set_state2(instance_, saved_state_), "fmi2SetFMUstate");
   return a.set_state3 && check(a.set_state3(instance_, saved_state_), "fmi3SetFMUState");
+}
+
+bool FmuInstance::can_serialize_state() const noexcept {
+  const Api& a = *api_;
+  const Interface& in = interface_ == FmuInterface::kModelExchange ? md_.model_exchange : md_.co_simulation;
+  const bool exported =
+      a.v2 ? a.get_state2 && a.set_state2 && a.free_state2 && a.state_size2 && a.serialize2 && a.deserialize2
+           : a.get_state3 && a.set_state3 && a.free_state3 && a.state_size3 && a.serialize3 && a.deserialize3;
+  return in.can_get_set_state && in.can_serialize_state && exported;
+}
+
+void FmuInstance::require_serialization(const char* what) const {
+  if (failed()) throw FmuError(failure() + " — cannot " + what + " the state of a failed FMU");
+  if (can_serialize_state()) return;
+  const bool v2 = api_->v2;
+  const Interface& in = interface_ == FmuInterface::kModelExchange ? md_.model_exchange : md_.co_simulation;
+  const char* element = interface_ == FmuInterface::kModelExchange ? "<ModelExchange>" : "<CoSimulation>";
+  std::string why;
+  if (!in.can_get_set_state || !in.can_serialize_state) {
+    why = std::string("its ") + element + " does not declare " +
+          (!in.can_get_set_state ? (v2 ? "canGetAndSetFMUstate=\"true\"" : "canGetAndSetFMUState=\"true\"")
+                                 : (v2 ? "canSerializeFMUstate=\"true\"" : "canSerializeFMUState=\"true\"")) +
+          " — only an FMU that declares both can be snapshotted to bytes";
+  } else {
+    why =
+        std::string("it declares ") + (v2 ? "canSerializeFMUstate" : "canSerializeFMUState") +
+        " but its binary does not export all of " +
+        (v2 ? "fmi2GetFMUstate, fmi2SetFMUstate, fmi2FreeFMUstate, fmi2SerializedFMUstateSize, fmi2SerializeFMUstate, "
+              "fmi2DeSerializeFMUstate"
+            : "fmi3GetFMUState, fmi3SetFMUState, fmi3FreeFMUState, fmi3SerializedFMUStateSize, fmi3SerializeFMUState, "
+              "fmi3DeserializeFMUState");
+  }
+  throw FmuError("FMU '" + options_.instance_name + "' (" + path_ + "): cannot " + what + " its state: " + why);
+}
+
+std::vector<std::uint8_t> FmuInstance::serialize_state() {
+  require_serialization("serialize");
+  Api& a = *api_;
+  void* state = nullptr;
+  std::size_t size = 0;
+  std::vector<std::uint8_t> bytes;
+  bool ok = a.v2 ? check(a.get_state2(instance_, &state), "fmi2GetFMUstate") &&
+                       check(a.state_size2(instance_, state, &size), "fmi2SerializedFMUstateSize")
+                 : check(a.get_state3(instance_, &state), "fmi3GetFMUState") &&
+                       check(a.state_size3(instance_, state, &size), "fmi3SerializedFMUStateSize");
+  std::string limit;
+  if (ok && (size == 0 || size > kMaxSerializedBytes)) {
+    limit = "FMU '" + options_.instance_name + "' (" + path_ +
+            "): " + (a.v2 ? "fmi2SerializedFMUstateSize" : "fmi3SerializedFMUStateSize") + " gave " +
+            std::to_string(size) + " bytes — expected 1 to " + std::to_string(kMaxSerializedBytes);
+    ok = false;
+  }
+  if (ok) {
+    bytes.resize(size);
+    ok = a.v2 ? check(a.serialize2(instance_, state, reinterpret_cast<fmi2Byte*>(bytes.data()), size),
+                      "fmi2SerializeFMUstate")
+              : check(a.serialize3(instance_, state, bytes.data(), size), "fmi3SerializeFMUState");
+  }
+  if (state)
+    (void)(a.v2 ? static_cast<int>(a.free_state2(instance_, &state))
+                : static_cast<int>(a.free_state3(instance_, &state)));
+  if (!limit.empty()) throw FmuError(limit);
+  if (!ok) throw FmuError(failure());
+  return bytes;
+}
+
+void FmuInstance::deserialize_state(std::span<const std::uint8_t> bytes) {
+  require_serialization("deserialize");
+  if (bytes.empty() || bytes.size() > kMaxSerializedBytes) {
+    throw FmuError("FMU '" + options_.instance_name + "' (" + path_ + "): a serialized state of " +
+                   std::to_string(bytes.size()) + " bytes — expected 1 to " + std::to_string(kMaxSerializedBytes));
+  }
+  Api& a = *api_;
+  void* state = nullptr;
+  const bool ok =
+      a.v2 ? check(a.deserialize2(instance_, reinterpret_cast<const fmi2Byte*>(bytes.data()), bytes.size(), &state),
+                   "fmi2DeSerializeFMUstate") &&
+                 check(a.set_state2(instance_, state), "fmi2SetFMUstate")
+           : check(a.deserialize3(instance_, bytes.data(), bytes.size(), &state), "fmi3DeserializeFMUState") &&
+                 check(a.set_state3(instance_, state), "fmi3SetFMUState");
+  if (state)
+    (void)(a.v2 ? static_cast<int>(a.free_state2(instance_, &state))
+                : static_cast<int>(a.free_state3(instance_, &state)));
+  if (!ok) throw FmuError(failure());
 }
 
 void FmuInstance::log(int status, const char* category, const char* format, va_list* args) noexcept {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <utility>
@@ -122,24 +123,45 @@ class FmuInstance {
   bool save_state() noexcept;
   bool restore_state() noexcept;
 
+  // The FMU's state as bytes (GetFMUstate, SerializedFMUstateSize,
+  // SerializeFMUstate), and such bytes back into this instance or another
+  // instance of the same FMU (DeSerializeFMUstate, SetFMUstate): a snapshot
+  // that outlives the instance and the process, for rollback and restart.
+  // Not RT (the FMU allocates): outside the frame path, by the thread that
+  // owns the instance. FmuError when the FMU does not declare
+  // canGetAndSetFMUstate and canSerializeFMUstate for the running interface
+  // (nothing is asked of it then), or when a call fails (then failed() is
+  // true, as after any failed call: bytes the FMU rejects leave its state
+  // undefined).
+  [[nodiscard]] bool can_serialize_state() const noexcept;
+  std::vector<std::uint8_t> serialize_state();
+  void deserialize_state(std::span<const std::uint8_t> bytes);
+  static constexpr std::size_t kMaxSerializedBytes = std::size_t{1} << 30;
+
   [[nodiscard]] bool failed() const noexcept { return failed_function_ != nullptr; }
   [[nodiscard]] std::string failure() const;
-  // Heap blocks FMUs requested through the FMI 2.0 allocateMemory callback
-  // since this instance finished initialising (the callback carries no
-  // instance, so this counts every FMI 2.0 FMU of the process): an FMU
-  // that allocates while stepping shows here.
-  [[nodiscard]] std::uint64_t allocations() const noexcept;
+  // Heap blocks this FMU requested through the FMI 2.0 allocateMemory
+  // callback from inside the RT functions above since it finished
+  // initialising: an FMU that allocates while stepping shows here. The
+  // callback carries no instance: each RT function names its instance to
+  // the calling thread for the duration of the call, and the callback
+  // charges that one. Not seen: FMI 3.0 FMUs (no allocation callback) and
+  // FMUs that call malloc themselves.
+  [[nodiscard]] std::uint64_t allocations() const noexcept { return allocations_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t log_dropped() const noexcept { return log_dropped_.load(std::memory_order_relaxed); }
   // Drains the log ring now (tests; the drain thread does it otherwise).
   void flush_log();
 
   // Called by the logger trampolines.
   void log(int status, const char* category, const char* format, va_list* args) noexcept;
+  // Called by the allocation trampoline, on the thread in an RT function.
+  void count_allocation() noexcept { allocations_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   struct Api;
   struct Ring;
   bool check(int status, const char* function) noexcept;
+  void require_serialization(const char* what) const;
   void initialize_instance();  // start values, initialisation mode, first event iteration
   void instantiate();
   void apply_start_values();
@@ -164,7 +186,7 @@ class FmuInstance {
   int failed_status_ = 0;
   double failed_time_ = 0.0;
   char last_error_[464] = {};
-  std::uint64_t allocations_base_ = 0;
+  std::atomic<std::uint64_t> allocations_{0};
   std::atomic<std::uint64_t> log_dropped_{0};
 
   std::unique_ptr<Ring> ring_;

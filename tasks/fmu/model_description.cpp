@@ -65,6 +65,7 @@ Interface read_interface(const pugi::xml_node& n, int major) {
   i.model_identifier = n.attribute("modelIdentifier").value();
   i.can_handle_variable_step = attr_flag(n, "canHandleVariableCommunicationStepSize");
   i.can_get_set_state = attr_flag(n, major == 2 ? "canGetAndSetFMUstate" : "canGetAndSetFMUState");
+  i.can_serialize_state = attr_flag(n, major == 2 ? "canSerializeFMUstate" : "canSerializeFMUState");
   i.provides_directional_derivatives =
       attr_flag(n, major == 2 ? "providesDirectionalDerivative" : "providesDirectionalDerivatives");
   i.needs_execution_tool = attr_flag(n, "needsExecutionTool");

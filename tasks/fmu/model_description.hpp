@@ -48,6 +48,7 @@ struct Interface {
   std::string model_identifier;
   bool can_handle_variable_step = false;  // CoSimulation only
   bool can_get_set_state = false;
+  bool can_serialize_state = false;  // canSerializeFMUstate (2.0) / canSerializeFMUState (3.0)
   bool provides_directional_derivatives = false;
   bool needs_execution_tool = false;
   bool can_be_instantiated_only_once = false;

@@ -123,6 +123,32 @@ EXPORT fmi2Status fmi2FreeFMUstate(fmi2Component c, fmi2FMUstate* s) {
   *s = NULL;
   return fmi2OK;
 }
+EXPORT fmi2Status fmi2SerializedFMUstateSize(fmi2Component c, fmi2FMUstate s, size_t* size) {
+  (void)c, (void)s;
+  *size = msd_serialized_size(NVR);
+  return fmi2OK;
+}
+EXPORT fmi2Status fmi2SerializeFMUstate(fmi2Component c, fmi2FMUstate s, fmi2Byte out[], size_t size) {
+  const Model* state = (const Model*)s;
+  if (size < msd_serialized_size(NVR)) return fail((Model*)c, "serialization buffer too small");
+  msd_serialize("MSD2", state->r, NVR, state->time, (unsigned char*)out);
+  return fmi2OK;
+}
+EXPORT fmi2Status fmi2DeSerializeFMUstate(fmi2Component c, const fmi2Byte in[], size_t size, fmi2FMUstate* s) {
+  Model* m = (Model*)c;
+  Model* state = (Model*)(*s ? *s : m->cb.allocateMemory(1, sizeof(Model)));
+  if (!state) return fail(m, "out of memory");
+  memcpy(state, m, sizeof(Model));
+  if (!msd_deserialize("MSD2", (const unsigned char*)in, size, state->r, NVR, &state->time)) {
+    if (!*s) m->cb.freeMemory(state);
+    m->cb.logger(m->cb.componentEnvironment, m->name, fmi2Error, "logStatusError",
+                 "not a serialized msd2 state (%zu bytes; expected %zu starting with MSD2)", size,
+                 msd_serialized_size(NVR));
+    return fmi2Error;
+  }
+  *s = state;
+  return fmi2OK;
+}
 
 /* Model exchange */
 EXPORT fmi2Status fmi2SetTime(fmi2Component c, fmi2Real t) {

@@ -113,6 +113,47 @@ EXPORT fmi3Status fmi3SetBoolean(fmi3Instance i, const fmi3ValueReference vr[], 
   (void)i, (void)vr, (void)v, (void)nv;
   return n ? fmi3Error : fmi3OK;
 }
+EXPORT fmi3Status fmi3GetFMUState(fmi3Instance i, fmi3FMUState* s) {
+  if (!*s) *s = malloc(sizeof(Model));
+  if (!*s) return fmi3Error;
+  memcpy(*s, i, sizeof(Model));
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3SetFMUState(fmi3Instance i, fmi3FMUState s) {
+  memcpy(i, s, sizeof(Model));
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3FreeFMUState(fmi3Instance i, fmi3FMUState* s) {
+  (void)i;
+  free(*s);
+  *s = NULL;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3SerializedFMUStateSize(fmi3Instance i, fmi3FMUState s, size_t* size) {
+  (void)i, (void)s;
+  *size = msd_serialized_size(NVR);
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3SerializeFMUState(fmi3Instance i, fmi3FMUState s, fmi3Byte out[], size_t size) {
+  (void)i;
+  const Model* state = (const Model*)s;
+  if (size < msd_serialized_size(NVR)) return fmi3Error;
+  msd_serialize("MSD3", state->r, NVR, state->time, out);
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3DeserializeFMUState(fmi3Instance i, const fmi3Byte in[], size_t size, fmi3FMUState* s) {
+  Model* m = (Model*)i;
+  Model* state = (Model*)(*s ? *s : malloc(sizeof(Model)));
+  if (!state) return fmi3Error;
+  memcpy(state, m, sizeof(Model));
+  if (!msd_deserialize("MSD3", in, size, state->r, NVR, &state->time)) {
+    if (!*s) free(state);
+    if (m->log) m->log(m->env, fmi3Error, "logStatusError", "not a serialized msd3 state");
+    return fmi3Error;
+  }
+  *s = state;
+  return fmi3OK;
+}
 EXPORT fmi3Status fmi3CompletedIntegratorStep(fmi3Instance i, fmi3Boolean no, fmi3Boolean* enter, fmi3Boolean* term) {
   (void)i, (void)no;
   *enter = *term = false;

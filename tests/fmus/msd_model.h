@@ -3,6 +3,9 @@
 #ifndef RTCOSIM_TEST_MSD_MODEL_H
 #define RTCOSIM_TEST_MSD_MODEL_H
 
+#include <stddef.h>
+#include <string.h>
+
 typedef struct {
   double m, k, c, F;
 } MsdParams;
@@ -29,6 +32,25 @@ static void msd_advance(const MsdParams* p, double* xp, double* vp, double h) {
   }
   *xp = x;
   *vp = v;
+}
+
+/* A serialized state of the test FMUs: a 4-byte magic ("MSD2", "MSD3"),
+ * the n reals, the time; whatever else the instance holds (callbacks,
+ * name) stays the receiving instance's. */
+static size_t msd_serialized_size(size_t n) { return 4 + (n + 1) * sizeof(double); }
+
+static void msd_serialize(const char* magic, const double* r, size_t n, double time, unsigned char* out) {
+  memcpy(out, magic, 4);
+  memcpy(out + 4, r, n * sizeof(double));
+  memcpy(out + 4 + n * sizeof(double), &time, sizeof(double));
+}
+
+/* 0 when `in` is not a state of this FMU (size or magic). */
+static int msd_deserialize(const char* magic, const unsigned char* in, size_t size, double* r, size_t n, double* time) {
+  if (size != msd_serialized_size(n) || memcmp(in, magic, 4) != 0) return 0;
+  memcpy(r, in + 4, n * sizeof(double));
+  memcpy(time, in + 4 + n * sizeof(double), sizeof(double));
+  return 1;
 }
 
 #endif

@@ -5,17 +5,26 @@
 #include "io/dds_bridge.hpp"
 
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <sstream>
 #include <thread>
 
+#include <dds/dds.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include "rtcosim_dds.h"
 #include "runtime/thread_unit.hpp"
+#include "runtime/trace.hpp"
 #include "runtime/unit_loop.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
+#include "tools/rtcosim/trace_session.hpp"
+#ifdef RTCOSIM_HAVE_BABELTRACE2
+#include "tools/trace/trace_reader.hpp"
+#endif
 
 namespace rtcosim::io {
 namespace {
@@ -36,12 +45,18 @@ config::GraphSpec two_hosts(int domain, const std::string& from = "", const std:
   return rtcosim::testing::checked(config::load_graph_text(yaml, "two_hosts.yaml"));
 }
 
-TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
-  const config::GraphSpec spec = two_hosts(42);
+// The graph as each host's process builds it: (plant-pc's, hil-pc's).
+std::pair<std::unique_ptr<runtime::Graph>, std::unique_ptr<runtime::Graph>> both_hosts(const config::GraphSpec& spec) {
   auto plant = rtcosim::testing::build_graph(spec);
   auto hil = rtcosim::testing::build_graph(spec);
   plant->set_host("plant-pc");
   hil->set_host("hil-pc");
+  return {std::move(plant), std::move(hil)};
+}
+
+TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
+  const config::GraphSpec spec = two_hosts(42);
+  auto [plant, hil] = both_hosts(spec);
   ASSERT_EQ(plant->remote_links().size(), 2u);
   ASSERT_EQ(hil->remote_links().size(), 2u);
   DdsBridge plant_bridge(*plant);
@@ -139,6 +154,212 @@ TEST(DdsBridge, HostsOfAnotherGraphTextAreRefused) {
   }
   other.get();
 }
+
+// A participant that is not a host: it writes samples of its choosing into
+// one link's topic, as anyone in the domain could.
+class ForeignWriter {
+ public:
+  // `deadline_s`: the offered deadline (at most the link's, or the reader
+  // does not match).
+  ForeignWriter(int domain, const runtime::GraphLink& link, double deadline_s) {
+    participant_ = dds_create_participant(static_cast<dds_domainid_t>(domain), nullptr, nullptr);
+    dds_qos_t* q = dds_create_qos();
+    dds_qset_reliability(q, DDS_RELIABILITY_BEST_EFFORT, 0);
+    dds_qset_history(q, DDS_HISTORY_KEEP_LAST, 64);
+    dds_qset_deadline(q, static_cast<dds_duration_t>(deadline_s * 1e9));
+    topic_ = dds_create_topic(participant_, &rtcosim_LinkBlock_desc, link.topic.c_str(), q, nullptr);
+    writer_ = dds_create_writer(participant_, topic_, q, nullptr);
+    dds_delete_qos(q);
+    values_.assign(link.link->signal_count(), 0.5);
+    known_ = std::make_unique<bool[]>(values_.size());
+  }
+  ~ForeignWriter() { dds_delete(participant_); }
+  [[nodiscard]] bool matched(double timeout_s) const {
+    for (double waited = 0.0; waited < timeout_s; waited += 0.01) {
+      dds_publication_matched_status_t st{};
+      if (dds_get_publication_matched_status(writer_, &st) == 0 && st.current_count > 0) return true;
+      dds_sleepfor(DDS_MSECS(10));
+    }
+    return false;
+  }
+  void write(std::uint64_t hash, std::uint64_t sequence) {
+    rtcosim_LinkBlock s{};
+    s.graph_hash = hash;
+    s.tag = 0.01 * static_cast<double>(sequence % 1000);
+    s.producer_step = 0.01;
+    s.sequence_number = sequence;
+    const auto n = static_cast<uint32_t>(values_.size());
+    s.values = {n, n, values_.data(), false};
+    s.derivatives = {n, n, values_.data(), false};
+    s.derivative_known = {n, n, known_.get(), false};
+    ASSERT_EQ(dds_write(writer_, &s), 0);
+  }
+
+ private:
+  dds_entity_t participant_ = 0, topic_ = 0, writer_ = 0;
+  std::vector<double> values_;
+  std::unique_ptr<bool[]> known_;
+};
+
+runtime::GraphLink& consumed_here(runtime::Graph& g) {
+  for (auto* l : g.remote_links()) {
+    if (!l->producer_local) return *l;
+  }
+  throw std::logic_error("no remote link consumed here");
+}
+
+// Waits until `count` samples were received (or 5 s passed).
+void await_received(const runtime::RemoteLinkStats& st, std::uint64_t count) {
+  for (int i = 0; i < 500 && st.received.load() < count; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
+
+TEST(DdsBridge, AHostileSequenceNumberIsOneResetNotBillionsLost) {
+  const config::GraphSpec spec = two_hosts(45);
+  auto hil = rtcosim::testing::build_graph(spec);
+  hil->set_host("hil-pc");
+  DdsBridge bridge(*hil);
+  runtime::GraphLink& link = consumed_here(*hil);
+  ForeignWriter foreign(45, link, 0.040);
+  hil->reset();
+  bridge.start(false);
+  ASSERT_TRUE(foreign.matched(5.0));
+  // The producer's frames 2, 3, 5 (4 lost), one sample claiming 2^62, then
+  // the producer goes on with 6 and 7.
+  std::uint64_t n = 0;
+  for (const std::uint64_t seq : {std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{5}, std::uint64_t{1} << 62,
+                                  std::uint64_t{6}, std::uint64_t{7}}) {
+    foreign.write(spec.text_hash, seq);
+    await_received(link.remote_stats, ++n);  // one at a time: best effort keeps their order then
+  }
+  bridge.stop();
+  EXPECT_EQ(link.remote_stats.received.load(), 6u);
+  EXPECT_EQ(link.remote_stats.lost.load(), 1u);
+  EXPECT_EQ(link.remote_stats.sequence_resets.load(), 2u);  // to 2^62 and back
+}
+
+TEST(DdsBridge, ASilentProducerMissesTheLinksDeadlineOncePerTwoPeriods) {
+  const config::GraphSpec spec = two_hosts(46);
+  auto hil = rtcosim::testing::build_graph(spec);
+  hil->set_host("hil-pc");
+  DdsBridge bridge(*hil);
+  runtime::GraphLink& link = consumed_here(*hil);  // from the airframe, period 20 ms: deadline 40 ms
+  ASSERT_EQ(link.producer, "airframe");
+  ForeignWriter producer(46, link, 0.040);
+  hil->reset();
+  bridge.start(false);
+  ASSERT_TRUE(producer.matched(5.0));
+  producer.write(spec.text_hash, 2);
+  await_received(link.remote_stats, 1);
+  const auto from = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  bridge.stop();
+  const double silent = std::chrono::duration<double>(std::chrono::steady_clock::now() - from).count();
+  // One miss per 40 ms without a sample since the one received; the count
+  // is read every 100 ms and once more when the bridge stops.
+  const double expected = std::floor(silent / 0.040);
+  EXPECT_GE(static_cast<double>(link.remote_stats.deadline_missed.load()), expected - 3) << silent;
+  EXPECT_LE(static_cast<double>(link.remote_stats.deadline_missed.load()), expected + 1) << silent;
+  EXPECT_EQ(link.remote_stats.received.load(), 1u);
+}
+
+// hil-pc's clock 5 ms ahead (a shift of its ping-pong's CLOCK_REALTIME):
+// each side finds the other's offset within half the round trip of the
+// exchange it keeps (the estimate's exact error bound), and warns, the
+// offset being above the default max_clock_offset of 1 ms.
+TEST(DdsBridge, TheClockPingPongFindsAFakeOffsetBetweenHosts) {
+  const config::GraphSpec spec = two_hosts(49);
+  auto [plant, hil] = both_hosts(spec);
+  constexpr std::int64_t kAhead = 5'000'000;
+  DdsBridge plant_bridge(*plant);
+  DdsBridge hil_bridge(*hil, kAhead);
+  plant->reset();
+  hil->reset();
+  plant_bridge.start(false);
+  hil_bridge.start(false);
+  ASSERT_EQ(plant->host_clocks().size(), 1u);
+  ASSERT_EQ(hil->host_clocks().size(), 1u);
+  const runtime::HostClock& of_hil = *plant->host_clocks()[0];
+  const runtime::HostClock& of_plant = *hil->host_clocks()[0];
+  EXPECT_EQ(of_hil.host, "hil-pc");
+  for (int i = 0; i < 500 && (of_hil.exchanges.load() < 10 || of_plant.exchanges.load() < 10); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  plant_bridge.stop();
+  hil_bridge.stop();
+  ASSERT_GE(of_hil.exchanges.load(), 10u);  // one per 100 ms each way
+  ASSERT_GE(of_plant.exchanges.load(), 10u);
+  EXPECT_LE(std::llabs(of_hil.offset_ns.load() - kAhead), of_hil.round_trip_ns.load() / 2 + 1)
+      << of_hil.offset_ns.load() << " round trip " << of_hil.round_trip_ns.load();
+  EXPECT_LE(std::llabs(of_plant.offset_ns.load() + kAhead), of_plant.round_trip_ns.load() / 2 + 1)
+      << of_plant.offset_ns.load() << " round trip " << of_plant.round_trip_ns.load();
+  const auto warnings = plant_bridge.take_clock_warnings();
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind("the clock of host 'hil-pc' is ", 0), 0u) << warnings[0];
+  EXPECT_NE(warnings[0].find(" ahead of this host's (plant-pc;"), std::string::npos) << warnings[0];
+  EXPECT_NE(hil_bridge.take_clock_warnings().at(0).find("the clock of host 'plant-pc' is "), std::string::npos);
+  EXPECT_TRUE(plant_bridge.take_clock_warnings().empty());  // once per run
+}
+
+#ifdef RTCOSIM_HAVE_BABELTRACE2
+// The bridge's events under a real session daemon: one remote_send per
+// sample written, one remote_receive per sample taken, remote_lost for the
+// gaps and resets, agreeing with the link's counters.
+TEST(DdsBridge, RemoteLinkEventsAreTracedAndAgreeWithTheCounters) {
+  std::string why;
+  if (!runtime::trace::available()) GTEST_SKIP() << "built without LTTng-UST";
+  if (tools::run_command({"lttng", "--version"}, &why) != 0) GTEST_SKIP() << "lttng-tools is not installed";
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_dds_trace_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  auto session = tools::TraceSession::start(dir.string(), 3000.0, &why);
+  if (!session) GTEST_SKIP() << "lttng cannot run here: " << why;
+
+  const config::GraphSpec spec = two_hosts(48);
+  auto plant = rtcosim::testing::build_graph(spec);
+  plant->set_host("plant-pc");
+  DdsBridge bridge(*plant);
+  runtime::GraphLink& in = consumed_here(*plant);  // controller -> actuator, 10 ms: deadline 20 ms
+  runtime::GraphLink* out = nullptr;               // airframe -> controller
+  for (auto* l : plant->remote_links()) {
+    if (l->producer_local) out = l;
+  }
+  ASSERT_NE(out, nullptr);
+  ForeignWriter foreign(48, in, 0.020);
+  plant->reset();
+  bridge.start(false);
+  ASSERT_TRUE(foreign.matched(5.0));
+  // Three frames of the airframe, pushed into its ring as its task would.
+  coupling::DataBlock block(out->link->signal_count());
+  for (std::uint64_t seq = 2; seq <= 4; ++seq) {
+    block.sequence = seq;
+    block.tag = 0.02 * static_cast<double>(seq - 1);
+    ASSERT_TRUE(out->link->publish(block));
+  }
+  std::uint64_t n = 0;
+  for (const std::uint64_t seq :
+       {std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{5}, std::uint64_t{1} << 62, std::uint64_t{6}}) {
+    foreign.write(spec.text_hash, seq);
+    await_received(in.remote_stats, ++n);
+  }
+  for (int i = 0; i < 100 && out->remote_stats.written.load() < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  bridge.stop();
+  (void)session->stop();
+
+  trace_report::TraceData d;
+  ASSERT_TRUE(trace_report::read_trace((dir / "ust" / "uid" / std::to_string(::geteuid())).string(), d, &why)) << why;
+  EXPECT_EQ(d.discarded_events, 0u);
+  const auto& sent = d.links[out->id].remote;
+  const auto& got = d.links[in.id].remote;
+  EXPECT_EQ(sent.sent, 3u);
+  EXPECT_EQ(sent.sent, out->remote_stats.written.load());
+  EXPECT_EQ(got.received, 5u);
+  EXPECT_EQ(got.lost, 1u);    // 4
+  EXPECT_EQ(got.resets, 2u);  // to 2^62 and back
+  EXPECT_EQ(got.received, in.remote_stats.received.load());
+  EXPECT_EQ(got.lost, in.remote_stats.lost.load());
+  std::filesystem::remove_all(dir);
+}
+#endif
 
 }  // namespace
 }  // namespace rtcosim::io

@@ -134,8 +134,11 @@ TEST(Hosts, SameCpuAndPriorityOnTwoHostsIsNoConflict) {
 TEST(Hosts, DdsSection) {
   const auto r = load_graph_text(
       two_host_graph(kHosts, ", host: plant-pc, priority: 80", ", host: hil-pc, priority: 70",
-                     "dds: {discovery_timeout: 2s, start_delay: 250ms, bridge_priority: 75, bridge_cpu: 1}\n"),
+                     "dds: {discovery_timeout: 2s, start_delay: 250ms, bridge_priority: 75, bridge_cpu: 1, "
+                     "max_sequence_gap: 500, max_clock_offset: 250us}\n"),
       "pair.yaml");
+  EXPECT_EQ(r.graph.dds.max_sequence_gap, 500u);
+  EXPECT_DOUBLE_EQ(r.graph.dds.max_clock_offset, 250e-6);
   EXPECT_DOUBLE_EQ(r.graph.dds.discovery_timeout, 2.0);
   EXPECT_DOUBLE_EQ(r.graph.dds.start_delay, 0.25);
   EXPECT_EQ(r.graph.dds.bridge_priority, 75);
@@ -143,9 +146,10 @@ TEST(Hosts, DdsSection) {
   // 75 is not below task b's 70.
   EXPECT_NE(find(r, "'bridge_priority' 75 is not below task 'b' (70)"), nullptr) << all_of(r);
   const auto bad = load_graph_text(
-      two_host_graph(kHosts, ", host: plant-pc", ", host: hil-pc", "dds: {discovery_timeout: 0s, start_delay: 1ms}\n"),
+      two_host_graph(kHosts, ", host: plant-pc", ", host: hil-pc", "dds: {discovery_timeout: 0s, start_delay: 1ms, max_sequence_gap: 0, "
+                                                                        "max_clock_offset: 0s}\n"),
       "pair.yaml");
-  EXPECT_EQ(count(bad.diagnostics, Diagnostic::Severity::kError), 2u) << all_of(bad);
+  EXPECT_EQ(count(bad.diagnostics, Diagnostic::Severity::kError), 4u) << all_of(bad);
 }
 
 TEST(Hosts, TopicNamesAndTextHash) {

@@ -40,6 +40,25 @@ TEST(FmuRuntime, AFailingFmuStopsItsTaskWithTheMessageAndTheFrame) {
   EXPECT_FALSE(graph->find_task("ctrl")->failed());
 }
 
+TEST(FmuRuntime, TheRunReportsAnFmuThatAllocatesInItsFrames) {
+  for (const char* file : {"msd2_alloc.fmu", "msd2.fmu"}) {
+    const auto spec = rtcosim::testing::checked(config::load_graph_text(loop(file, "co_simulation"), "alloc.yaml"));
+    auto graph = rtcosim::testing::build_graph(spec);
+    VirtualExecutor(*graph).run(spec.duration);
+    const TaskRuntime* plant = graph->find_task("plant");
+    ASSERT_FALSE(plant->failed()) << plant->failure();
+    EXPECT_TRUE(graph->find_task("ctrl")->allocation_reports().empty());
+    if (std::string(file) == "msd2.fmu") {
+      EXPECT_TRUE(plant->allocation_reports().empty());
+      continue;
+    }
+    // 2 s of 5 ms frames: 400 doSteps, one allocateMemory each.
+    EXPECT_EQ(plant->allocation_reports(),
+              std::vector<std::string>{"block 'msd' (fmu) of task 'plant' allocated 400 time(s) in 400 frames (through "
+                                       "the FMU's allocateMemory callback): its frames are not real-time safe"});
+  }
+}
+
 TEST(FmuRuntime, MeAndCsPlantsFollowTheFeedbackLoop) {
   // x'' + 0.4 x' + 4 x = -v (the controller adds damping 1): with a 10 ms
   // zoh loop both interfaces give the same answer to a few 1e-3.

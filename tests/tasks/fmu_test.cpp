@@ -1,13 +1,14 @@
 // FMUs as blocks: the test FMUs of tests/fmus/ against their analytic
 // solutions, the loader against hostile archives and broken FMUs.
-#include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <zip.h>
-
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <list>
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <zip.h>
 
 #include "tasks/diagram.hpp"
 #include "tasks/fmu/fmu_instance.hpp"
@@ -182,16 +183,96 @@ TEST(Fmu, SteadyStateFramesAllocateNothing) {
 TEST(Fmu, AnFmuThatAllocatesPerStepIsDetected) {
   fmu::FmuOptions o;
   o.interface = fmu::FmuInterface::kCoSimulation;
-  // The callback knows no instance: the count is the process's since this
-  // instance initialised, so the two run one after the other.
-  {
-    fmu::FmuInstance leaky(fmu("msd2_alloc"), o);
-    for (int i = 0; i < 100; ++i) ASSERT_TRUE(leaky.do_step(i * 0.01, 0.01));
-    EXPECT_EQ(leaky.allocations(), 100u);  // one allocateMemory per doStep
-  }
+  // Stepped in turn on one thread: each is charged its own requests only
+  // (instantiation's allocateMemory is not a step's).
+  fmu::FmuInstance leaky(fmu("msd2_alloc"), o);
   fmu::FmuInstance clean(fmu("msd2"), o);
-  for (int i = 0; i < 100; ++i) ASSERT_TRUE(clean.do_step(i * 0.01, 0.01));
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(leaky.do_step(i * 0.01, 0.01));
+    ASSERT_TRUE(clean.do_step(i * 0.01, 0.01));
+  }
+  EXPECT_EQ(leaky.allocations(), 100u);  // one allocateMemory per doStep
   EXPECT_EQ(clean.allocations(), 0u);
+  // Set-up and snapshots are not frames: not counted.
+  ASSERT_TRUE(clean.reinitialize());
+  (void)clean.serialize_state();
+  EXPECT_EQ(clean.allocations(), 0u);
+}
+
+// x and v after each of `steps` doSteps of 10 ms with a varying force.
+std::vector<double> continue_steps(fmu::FmuInstance& f, int from, int steps) {
+  const auto& md = f.description();
+  const std::uint32_t force = md.find("F")->value_reference;
+  const std::uint32_t out[2] = {md.find("x")->value_reference, md.find("v")->value_reference};
+  std::vector<double> xv;
+  for (int i = from; i < from + steps; ++i) {
+    const double F = std::sin(0.37 * i);
+    double y[2];
+    EXPECT_TRUE(f.set_real(&force, 1, &F) && f.do_step(i * 0.01, 0.01) && f.get_real(out, 2, y)) << f.failure();
+    xv.insert(xv.end(), y, y + 2);
+  }
+  return xv;
+}
+
+TEST(Fmu, ARestoredSerializedStateContinuesBitIdentically) {
+  fmu::FmuOptions o;
+  o.interface = fmu::FmuInterface::kCoSimulation;
+  for (const char* file : {"msd2", "msd3"}) {
+    fmu::FmuInstance a(fmu(file), o);
+    ASSERT_TRUE(a.can_serialize_state()) << file;
+    (void)continue_steps(a, 0, 100);
+    const std::vector<std::uint8_t> bytes = a.serialize_state();
+    // A magic ("MSD2", "MSD3"), the FMU's 11 reals and the time.
+    EXPECT_EQ(bytes.size(), 4u + 12u * 8u) << file;
+    const auto ahead = continue_steps(a, 100, 200);
+    // Rolled back in the same instance...
+    a.deserialize_state(bytes);
+    const auto again = continue_steps(a, 100, 200);
+    ASSERT_EQ(again.size(), ahead.size());
+    EXPECT_EQ(std::memcmp(again.data(), ahead.data(), ahead.size() * sizeof(double)), 0) << file;
+    // ... and into a fresh instance, which would otherwise start from x0 = 1.
+    fmu::FmuInstance b(fmu(file), o);
+    const auto fresh = continue_steps(b, 100, 1);
+    b.reinitialize();
+    b.deserialize_state(bytes);
+    const auto moved = continue_steps(b, 100, 200);
+    EXPECT_EQ(std::memcmp(moved.data(), ahead.data(), ahead.size() * sizeof(double)), 0) << file;
+    EXPECT_NE(fresh[0], ahead[0]) << file;
+    EXPECT_FALSE(a.failed() || b.failed());
+  }
+}
+
+TEST(Fmu, SerializationIsRefusedClearlyWhereTheFmuCannot) {
+  fmu::FmuOptions o;
+  o.instance_name = "ball";
+  fmu::FmuInstance ball(fmu("bball2"), o);
+  EXPECT_FALSE(ball.can_serialize_state());
+  try {
+    (void)ball.serialize_state();
+    ADD_FAILURE() << "bball2 serialized";
+  } catch (const fmu::FmuError& e) {
+    EXPECT_EQ(std::string(e.what()), "FMU 'ball' (" + fmu("bball2") +
+                                         "): cannot serialize its state: its <ModelExchange> does not declare "
+                                         "canGetAndSetFMUstate=\"true\" — only an FMU that declares both can be "
+                                         "snapshotted to bytes");
+  }
+  EXPECT_FALSE(ball.failed());  // nothing was asked of it
+  // Bytes that are not a state of this FMU: the FMU's own reason, and the
+  // instance takes no further calls.
+  o.instance_name = "msd";
+  o.interface = fmu::FmuInterface::kCoSimulation;
+  fmu::FmuInstance msd(fmu("msd2"), o);
+  const std::vector<std::uint8_t> junk(10, 0x41);
+  try {
+    msd.deserialize_state(junk);
+    ADD_FAILURE() << "junk accepted";
+  } catch (const fmu::FmuError& e) {
+    EXPECT_EQ(std::string(e.what()), "FMU 'msd' (" + fmu("msd2") +
+                                         "): fmi2DeSerializeFMUstate returned Error at t = 0 s: not a serialized msd2 "
+                                         "state (10 bytes; expected 100 starting with MSD2)");
+  }
+  EXPECT_TRUE(msd.failed());
+  EXPECT_THROW(msd.deserialize_state({}), fmu::FmuError);
 }
 
 TEST(Fmu, AFailingFunctionStopsThePartitionWithTheFmusMessage) {

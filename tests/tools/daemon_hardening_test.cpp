@@ -3,7 +3,9 @@
 // made to read or write where it should not, and checks that it is not.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
+#include <future>
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -282,6 +284,141 @@ TEST_F(DaemonHardening, AReloadThatCannotStartRestoresThePreviousGraph) {
             0u)
       << status.substr(0, 200);
 }
+
+// Graphs whose FMU is broken, hostile or misbehaves: each reload is one
+// clear reply (or, for an FMU that fails or allocates while running, one
+// entry in the status), the daemon never crashes and keeps serving.
+TEST_F(DaemonHardening, BadFmusGiveOneClearMessageEachAndItKeepsServing) {
+  start_ready();
+  fs::create_directories(configs_ / "models");
+  for (const char* name :
+       {"msd2_no_binary", "bad_xml", "msd2_wrong_guid", "symlink", "msd2_fail", "msd2_alloc", "msd2_fixed"}) {
+    fs::copy_file(fs::path(RTCOSIM_FMU_DIR) / (std::string(name) + ".fmu"),
+                  configs_ / "models" / (std::string(name) + ".fmu"));
+  }
+  std::ofstream(configs_ / "models" / "text.fmu") << "not a zip\n";
+  const auto graph = [&](const std::string& fmu, const std::string& step = "fixed") {
+    const std::string file = fmu + "_" + step + ".yaml";
+    std::ofstream(configs_ / file) << "realtime: off\n"
+                                      "tasks:\n"
+                                      "  - {name: plant, period: 5ms, integrator: rk4, step: "
+                                   << step
+                                   << "}\n"
+                                      "blocks:\n"
+                                      "  - {name: f, type: constant, task: plant, params: {value: 0.0}}\n"
+                                      "  - {name: msd, type: fmu, task: plant, params: {file: models/"
+                                   << fmu
+                                   << ".fmu, interface: co_simulation}}\n"
+                                      "wires:\n"
+                                      "  - {from: f.y, to: msd.F}\n";
+    return request("{\"cmd\":\"reload\",\"file\":\"" + file + "\"}");
+  };
+  const std::string running =
+      "{\"ok\":true,\"running\":true,\"config\":" + base::json_string((configs_ / "graph.yaml").string());
+  const struct {
+    std::string fmu, step, expect;
+  } refused[] = {
+      {"msd2_no_binary", "fixed",
+       "no binaries/linux64/msd2.so for co_simulation — the FMU carries binaries for: no platform"},
+      {"bad_xml", "fixed", "modelDescription.xml line 6: Start-end tags mismatch — expected well-formed XML"},
+      // Quoted parts that are not plain names are redacted ('…'), the
+      // apostrophe of the FMU's "binary's" is not taken for a quote.
+      {"msd2_wrong_guid", "fixed",
+       "fmi2Instantiate returned no instance: GUID '…' does not match this binary's '…' (the GUID in "
+       "modelDescription.xml is '…')"},
+      {"symlink", "fixed", "is a symbolic link — refused"},
+      {"text", "fixed", "cannot open as an FMU (a zip archive)"},
+      {"missing", "fixed", "cannot open as an FMU (a zip archive)"},
+      {"msd2_fixed", "measured", "give the task step: fixed, or use an FMU that can vary its step"},
+  };
+  for (const auto& c : refused) {
+    const auto reply = graph(c.fmu, c.step);
+    EXPECT_EQ(reply.rfind("{\"ok\":false", 0), 0u) << c.fmu << ": " << reply;
+    EXPECT_NE(reply.find(c.expect), std::string::npos) << c.fmu << ": " << reply;
+    ASSERT_TRUE(alive()) << c.fmu;
+    const auto status = request("{\"cmd\":\"status\"}");
+    EXPECT_EQ(status.rfind(running, 0), 0u) << c.fmu << ": " << status.substr(0, 200);
+  }
+  // Loads, then returns Error from t = 0.5 s: the task stops in frame 100
+  // and the status says why, while the daemon goes on serving.
+  EXPECT_EQ(graph("msd2_fail").rfind("{\"ok\":true", 0), 0u);
+  const std::string failure = "task 'plant' stopped in frame 100: FMU 'msd' (" +
+                              (configs_ / "models/msd2_fail.fmu").string() +
+                              "): fmi2DoStep returned Error at t = 0.5 s: the spring broke at t = 0.5 s";
+  std::string status;
+  for (int i = 0; i < 50 && status.find("\"failure\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(100ms);
+    status = request("{\"cmd\":\"status\"}");
+  }
+  EXPECT_NE(status.find("\"failure\":" + base::json_string(failure)), std::string::npos) << status.substr(0, 600);
+  // Allocates in every doStep: the status counts it.
+  EXPECT_EQ(graph("msd2_alloc").rfind("{\"ok\":true", 0), 0u);
+  std::this_thread::sleep_for(300ms);
+  status = request("{\"cmd\":\"status\"}");
+  EXPECT_NE(status.find("\"allocation_warnings\":[\"block 'msd' (fmu) of task 'plant' allocated "), std::string::npos)
+      << status.substr(0, 600);
+  ASSERT_TRUE(alive());
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}").rfind("{\"ok\":true", 0), 0u);
+}
+
+#ifdef RTCOSIM_HAVE_DDS
+// rtcosimd --host runs one host's part of a graph across hosts; the other
+// host here is `rtcosim run --host`, for 2 s. The daemon starts on the
+// common epoch, receives the other host's link, reports the host when it
+// leaves, and serves on. DDS domain 47: no other test's.
+TEST_F(DaemonHardening, HostRunsItsPartOfAGraphAcrossHostsAndOutlivesTheOther) {
+  std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/flight_control_two_hosts.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"domain: 0", "domain: 47"},
+                                 {"realtime: preferred", "realtime: off"},
+                                 {"duration: 5s", "duration: 2s"}}) {
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from)) text.replace(at, from.size(), to);
+  }
+  const auto file = configs_ / "two_hosts.yaml";
+  std::ofstream(file) << text;
+  start(file.string(), {"--host", "hil-pc"});
+  const std::string cli = RTCOSIM_CLI_PATH;
+  const auto plant_out = dir_ / "plant.txt";
+  auto plant = std::async(std::launch::async, [&] {
+    return std::system((cli + " run " + file.string() + " --host plant-pc > " + plant_out.string() + " 2>&1").c_str());
+  });
+  bool ready = false;  // as soon as it comes: the other host runs for 2 s only
+  for (int i = 0; i < 120 && !ready; ++i) ready = any(notifications(100ms), "READY=1");
+  ASSERT_TRUE(ready) << slurp(stderr_path_);
+  std::this_thread::sleep_for(800ms);
+  const auto status = request("{\"cmd\":\"status\"}");
+  EXPECT_NE(status.find("\"host\":\"hil-pc\",\"lost_hosts\":[]"), std::string::npos) << status.substr(0, 300);
+  // Only the controller runs here; the airframe's link arrives over DDS.
+  EXPECT_NE(status.find("{\"name\":\"controller\""), std::string::npos);
+  EXPECT_EQ(status.find("{\"name\":\"airframe\""), std::string::npos);
+  const std::string consumer = "\"end\":\"consumer\",\"published\":0,\"write_errors\":0,\"received\":";
+  const auto at = status.find(consumer);
+  ASSERT_NE(at, std::string::npos) << status;
+  EXPECT_GT(std::stoull(status.substr(at + consumer.size())), 10u) << status;
+  // The other host's clock: the same machine's, so the estimate is within
+  // half the round trip of 0.
+  const std::string clock = "\"hosts\":[{\"name\":\"plant-pc\",\"clock_offset_s\":";
+  const auto c = status.find(clock);
+  ASSERT_NE(c, std::string::npos) << status;
+  const double offset = std::stod(status.substr(c + clock.size()));
+  const auto rt = status.find("\"round_trip_s\":", c);
+  const double round_trip = std::stod(status.substr(rt + 15));
+  EXPECT_LE(std::fabs(offset), round_trip / 2 + 1e-9) << status.substr(c, 200);
+  EXPECT_GT(std::stoull(status.substr(status.find("\"exchanges\":", c) + 12)), 3u) << status.substr(c, 200);
+  EXPECT_EQ(plant.get(), 0) << slurp(plant_out);
+  // The other host ended its 2 s: silent for 0.5 s, reported within the
+  // status tick after.
+  std::string later;
+  for (int i = 0; i < 30 && later.find("\"lost_hosts\":[\"plant-pc\"]") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(100ms);
+    later = request("{\"cmd\":\"status\"}");
+  }
+  EXPECT_NE(later.find("\"lost_hosts\":[\"plant-pc\"]"), std::string::npos) << later.substr(0, 300);
+  EXPECT_NE(slurp(stderr_path_).find("rtcosimd: error: host 'plant-pc' fell silent"), std::string::npos);
+  ASSERT_TRUE(alive());
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}").rfind("{\"ok\":true", 0), 0u);
+}
+#endif
 
 TEST_F(DaemonHardening, ATaskGraphCannotMakeItLoadCodeFromWhereItLikes) {
   const auto canary = dir_ / "canary";

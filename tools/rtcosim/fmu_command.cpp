@@ -47,6 +47,7 @@ std::string format_fmu_info(const std::string& path, const tasks::fmu::FmuInfo& 
       out << "      max output derivative order   " << in.max_output_derivative_order << '\n';
     }
     out << "      get/set FMU state             " << yes(in.can_get_set_state) << '\n';
+    out << "      serialize FMU state           " << yes(in.can_serialize_state) << '\n';
     out << "      directional derivatives       " << yes(in.provides_directional_derivatives) << '\n';
     if (in.needs_execution_tool) out << "      needs its execution tool (refused by rtcosim)\n";
   };

@@ -1,15 +1,17 @@
 #include "tools/rtcosim/preflight_command.hpp"
 
-#include <sys/resource.h>
-#include <sys/utsname.h>
-#include <unistd.h>
-
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
+
+#include <sys/resource.h>
+#include <sys/timex.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include "rt_config/loader.hpp"
 #include "tools/rtcosim/cli_args.hpp"
@@ -134,19 +136,66 @@ std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
   return out;
 }
 
+ClockDiscipline read_clock_discipline() {
+  ClockDiscipline d;
+  timex t{};  // modes 0: read only
+  d.state = adjtimex(&t);
+  d.status = t.status;
+  d.esterror_us = t.esterror;
+  static const std::set<std::string> known = {"ptp4l", "phc2sys",         "ts2phc",  "chronyd",
+                                              "ntpd",  "systemd-timesyn", "openntpd"};
+  std::set<std::string> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const std::string comm = read_file((entry.path() / "comm").string());
+    if (known.count(comm) != 0) found.insert(comm == "systemd-timesyn" ? "systemd-timesyncd" : comm);
+  }
+  d.services.assign(found.begin(), found.end());
+  return d;
+}
+
+PreflightCheck clock_sync_check(const ClockDiscipline& d, double max_clock_offset_s) {
+  std::string services;
+  for (const auto& s : d.services) services += (services.empty() ? "" : ", ") + s;
+  const bool ptp = std::find(d.services.begin(), d.services.end(), "ptp4l") != d.services.end();
+  const bool synced = d.state != TIME_ERROR && (d.status & STA_UNSYNC) == 0;
+  PreflightCheck c;
+  c.ok = synced;
+  c.what = std::string("CLOCK_REALTIME ") + (synced ? "synchronised" : "NOT synchronised") +
+           " (adjtimex: " + (d.status & STA_UNSYNC ? "STA_UNSYNC set" : "STA_UNSYNC clear") +
+           (synced ? ", estimated error " + std::to_string(d.esterror_us) + " us" : std::string()) +
+           "; running: " + (services.empty() ? std::string("no PTP or NTP service") : services) +
+           ") — the hosts of a graph across hosts start on one CLOCK_REALTIME instant";
+  if (synced && !ptp && static_cast<double>(d.esterror_us) * 1e-6 > max_clock_offset_s) {
+    c.what += "; the estimated error is above dds: max_clock_offset (PTP would do better)";
+  }
+  if (!synced) {
+    c.fix =
+        "synchronise every host's clock: linuxptp ('apt-get install linuxptp', ptp4l -i IFACE on the NIC's PTP "
+        "clock, phc2sys -a -r), or at least NTP (chrony); rtcosim run then reports the measured offset between "
+        "hosts";
+  }
+  return c;
+}
+
 int run_preflight_command(const std::vector<std::string>& raw_args) {
   try {
     CliArgs args("preflight", {}, {"help"});
     args.parse(raw_args);
     if (args.flag("help")) {
-      std::cout << "usage: rtcosim preflight [FILE]\n\nChecks what a real-time PC should have for the CPUs the graph in FILE uses\n"
+      std::cout << "usage: rtcosim preflight [FILE]\n\nChecks what a real-time PC should have for the CPUs the graph "
+                   "in FILE uses\n"
                    "(all CPUs without FILE): PREEMPT_RT, isolcpus/nohz_full/rcu_nocbs, frequency governor,\n"
-                   "/dev/cpu_dma_latency, RT throttling, memlock and rtprio limits, IRQ affinity.\n"
+                   "/dev/cpu_dma_latency, RT throttling, memlock and rtprio limits, IRQ affinity; for a graph\n"
+                   "across hosts, that CLOCK_REALTIME is synchronised (adjtimex) by PTP or NTP.\n"
                    "Each line is ok or warn with the fix. Changes nothing. Exit 0 when all is ok, 1 with warnings.\n";
       return 0;
     }
     if (args.positionals().size() > 1) throw UsageError("one file at most");
     std::vector<int> cpus;
+    std::vector<PreflightCheck> checks;
     if (args.positionals().size() == 1) {
       const auto loaded = config::load_graph_file(args.positionals().front());
       if (!loaded.ok()) {
@@ -157,11 +206,15 @@ int run_preflight_command(const std::vector<std::string>& raw_args) {
         if (t.cpu >= 0 && std::find(cpus.begin(), cpus.end(), t.cpu) == cpus.end()) cpus.push_back(t.cpu);
       }
       std::sort(cpus.begin(), cpus.end());
+      if (loaded.graph.hosts.size() > 1)
+        checks.push_back(clock_sync_check(read_clock_discipline(), loaded.graph.dds.max_clock_offset));
     } else {
       for (int c = 0; c < static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)); ++c) cpus.push_back(c);
     }
     std::size_t warnings = 0;
-    for (const auto& c : preflight(cpus)) {
+    auto all = preflight(cpus);
+    all.insert(all.end(), checks.begin(), checks.end());
+    for (const auto& c : all) {
       std::cout << (c.ok ? "ok    " : "warn  ") << c.what << '\n';
       if (!c.ok) {
         std::cout << "      fix: " << c.fix << '\n';

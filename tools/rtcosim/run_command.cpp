@@ -214,6 +214,7 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
                   << " s (no announce for " << io::DdsBridge::kSilence
                   << " s); the tasks here keep running, their inputs from it held at the horizon\n";
       }
+      for (const auto& w : bridge->take_clock_warnings()) std::cerr << "warning: " << w << '\n';
     }
 #endif
     if (executor.elapsed() >= next_progress) {
@@ -471,6 +472,9 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       write_plot(recorder, reference.get(),
                  (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"), *plot_path);
       std::cout << "plot written to " << *plot_path << '\n';
+    }
+    for (const auto& t : graph->tasks()) {
+      for (const auto& line : t->allocation_reports()) std::cerr << "rtcosim run: warning: " << line << '\n';
     }
     bool task_failed = false;
     for (const auto& t : graph->tasks()) {

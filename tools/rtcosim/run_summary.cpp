@@ -61,15 +61,38 @@ std::string remote_link_lines(runtime::Graph& graph) {
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.received.load()); }},
       {"lost", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.lost.load()); }},
+      {"resets", Align::kRight,
+       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.sequence_resets.load()); }},
       {"malformed", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.malformed.load()); }},
+      {"deadline missed", Align::kRight,
+       [](const GraphLink& l) { return format_count(l.remote_stats.deadline_missed.load()); }},
       {"data age mean", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats.data_age.mean()); }},
       {"data age max", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats.data_age.max()); }},
       {"topic", Align::kLeft, [](const GraphLink& l) { return l.topic; }},
   };
-  return "remote links (DDS):\n" + render_table(columns, remote);
+  std::string out = "remote links (DDS):\n" + render_table(columns, remote);
+  // The other hosts' clocks, from the bridge's ping-pong (docs/dds.md, "Clocks").
+  std::vector<const runtime::HostClock*> clocks;
+  for (const auto& c : graph.host_clocks()) clocks.push_back(c.get());
+  const std::vector<Field<runtime::HostClock>> clock_columns = {
+      {"host", Align::kLeft, [](const runtime::HostClock& c) { return c.host; }},
+      {"clock offset", Align::kRight,
+       [](const runtime::HostClock& c) {
+         return c.exchanges.load() ? format_seconds(static_cast<double>(c.offset_ns.load()) * 1e-9) : std::string("-");
+       }},
+      {"round trip", Align::kRight,
+       [](const runtime::HostClock& c) {
+         return c.exchanges.load() ? format_seconds(static_cast<double>(c.round_trip_ns.load()) * 1e-9)
+                                   : std::string("-");
+       }},
+      {"exchanges", Align::kRight, [](const runtime::HostClock& c) { return format_count(c.exchanges.load()); }},
+  };
+  if (!clocks.empty())
+    out += "other hosts' clocks (theirs - this host's, DDS ping-pong):\n" + render_table(clock_columns, clocks);
+  return out;
 }
 
 }  // namespace
@@ -230,7 +253,9 @@ std::string remote_json(const GraphLink& l) {
          ",\"published\":" + std::to_string(r.written.load()) +
          ",\"write_errors\":" + std::to_string(r.write_errors.load()) +
          ",\"received\":" + std::to_string(r.received.load()) + ",\"lost\":" + std::to_string(r.lost.load()) +
+         ",\"sequence_resets\":" + std::to_string(r.sequence_resets.load()) +
          ",\"malformed\":" + std::to_string(r.malformed.load()) +
+         ",\"deadline_missed\":" + std::to_string(r.deadline_missed.load()) +
          ",\"ring_full\":" + std::to_string(r.ring_full.load()) + ",\"data_age_s\":" + range(l.stats.data_age) + "}";
 }
 
@@ -260,9 +285,15 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
            ",\"overruns\":" + std::to_string(s.overruns.load()) +
            ",\"missed_periods\":" + std::to_string(s.missed_periods.load()) +
            ",\"latency_ns\":" + percentiles(s.wakeup_latency_ns) +
-           ",\"start_lateness_ns\":" + percentiles(s.start_lateness_ns) + ",\"exec_ns\":" + percentiles(s.execution_ns) +
-           ",\"cycle_ns\":" + percentiles(s.cycle_ns) + ",\"step_s\":" + range(s.step) + ",\"lag_s\":" + range(s.lag) +
-           ",\"lost_s\":" + json_number(s.lost_real_time.load()) + "}";
+           ",\"start_lateness_ns\":" + percentiles(s.start_lateness_ns) +
+           ",\"exec_ns\":" + percentiles(s.execution_ns) + ",\"cycle_ns\":" + percentiles(s.cycle_ns) +
+           ",\"step_s\":" + range(s.step) + ",\"lag_s\":" + range(s.lag) +
+           ",\"lost_s\":" + json_number(s.lost_real_time.load()) +
+           (t->failed() ? ",\"failure\":" + base::json_string(t->failure()) : std::string());
+    std::string allocations;
+    for (const auto& line : t->allocation_reports())
+      allocations += (allocations.empty() ? "" : ",") + base::json_string(line);
+    out += (allocations.empty() ? "" : ",\"allocation_warnings\":[" + allocations + "]") + "}";
   }
   out += "],\"links\":[";
   first = true;
@@ -281,7 +312,20 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     out += "{\"name\":" + base::json_string(e.signal) + ",\"rms_error\":" + json_number(e.rms) +
            ",\"max_error\":" + json_number(e.max) + "}";
   }
-  return out + "]" + (recording.empty() ? "" : ",\"recording\":" + recording) + "}\n";
+  out += "]";
+  if (!graph.host_clocks().empty()) {
+    out += ",\"hosts\":[";
+    first = true;
+    for (const auto& c : graph.host_clocks()) {
+      out += std::string(first ? "" : ",") + "{\"name\":" + base::json_string(c->host) +
+             ",\"clock_offset_s\":" + json_number(static_cast<double>(c->offset_ns.load()) * 1e-9) +
+             ",\"round_trip_s\":" + json_number(static_cast<double>(c->round_trip_ns.load()) * 1e-9) +
+             ",\"exchanges\":" + std::to_string(c->exchanges.load()) + "}";
+      first = false;
+    }
+    out += "]";
+  }
+  return out + (recording.empty() ? "" : ",\"recording\":" + recording) + "}\n";
 }
 
 }  // namespace rtcosim::tools

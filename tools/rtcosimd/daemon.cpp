@@ -28,6 +28,9 @@
 #include "tools/rtcosim/recording_summary.hpp"
 #include "tools/rtcosim/run_summary.hpp"
 #include "tools/rtcosim/trace_session.hpp"
+#ifdef RTCOSIM_HAVE_DDS
+#include "io/dds_bridge.hpp"
+#endif
 #include "tools/rtcosimd/control_client.hpp"
 
 namespace rtcosim::daemon {
@@ -67,12 +70,21 @@ namespace {
 // with every quoted part that is not a plain key name (letters, digits,
 // '_', '.', '-', at most 64) replaced, so that a reload of a file that is not
 // a task graph never hands its content out through the socket. The full
-// text goes to the daemon's log.
+// text goes to the daemon's log. An apostrophe between two letters
+// ("binary's" in an FMU's message) is not a quote.
+std::size_t find_quote(const std::string& s, std::size_t from) {
+  const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
+  for (std::size_t q = s.find('\'', from); q != std::string::npos; q = s.find('\'', q + 1)) {
+    if (!(q > 0 && q + 1 < s.size() && letter(s[q - 1]) && letter(s[q + 1]))) return q;
+  }
+  return std::string::npos;
+}
+
 std::string redacted(const config::Diagnostic& d) {
   std::string message;
   for (std::size_t i = 0; i < d.message.size();) {
-    const std::size_t open = d.message.find('\'', i);
-    const std::size_t close = open == std::string::npos ? open : d.message.find('\'', open + 1);
+    const std::size_t open = find_quote(d.message, i);
+    const std::size_t close = open == std::string::npos ? open : find_quote(d.message, open + 1);
     if (close == std::string::npos) {
       message += d.message.substr(i);
       break;
@@ -117,6 +129,22 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     // built: a file that fails leaves everything as it was.
     auto methods = config::plugin_registry(loaded.graph, options_.plugin_dirs);
     auto graph = runtime::Graph::build(loaded.graph, blocks_, methods);
+    if (!options_.host.empty()) {
+      // As `rtcosim run --host`: only this host's tasks run.
+      if (!loaded.graph.find_host(options_.host)) {
+        std::string known;
+        for (const auto& h : loaded.graph.hosts) known += (known.empty() ? "" : ", ") + h.name;
+        *errors = label + ": --host " + options_.host +
+                  (known.empty() ? ": the file declares no 'hosts:'" : ": no such host — expected one of: " + known) +
+                  "\n";
+        return false;
+      }
+#ifndef RTCOSIM_HAVE_DDS
+      *errors = "this rtcosimd was built without Cyclone DDS (install cyclonedds-dev and rebuild); --host needs it\n";
+      return false;
+#endif
+      graph->set_host(options_.host);
+    }
     stop_graph();
     if (record_columns_) {
       // A column file holds one graph's tasks and signals: the reload ends
@@ -160,10 +188,28 @@ bool Daemon::start_graph(std::string* error) {
   for (const auto& w : graph_->link_warnings()) std::cerr << "warning: " << w << '\n';
   executor_ = std::make_unique<runtime::RealtimeExecutor>(*graph_, recorder_.get(), report_);
   try {
-    executor_->start(0.0);  // until stopped
+    std::int64_t epoch_ns = 0;
+#ifdef RTCOSIM_HAVE_DDS
+    if (!graph_->host().empty()) {
+      // Blocks the loop until every host agrees (at most discovery_timeout),
+      // as the start of `rtcosim run --host` does.
+      std::cerr << "rtcosimd: host " << graph_->host() << ": waiting for the other hosts (at most "
+                << base::format_duration(graph_->spec().dds.discovery_timeout) << ")\n";
+      bridge_ = std::make_unique<io::DdsBridge>(*graph_);
+      epoch_ns = io::monotonic_from_realtime(
+          bridge_->coordinate_start(graph_->spec().dds.discovery_timeout, graph_->spec().dds.start_delay));
+      lost_hosts_.clear();
+    }
+#endif
+    executor_->start(0.0, 0.05, epoch_ns);  // until stopped
+#ifdef RTCOSIM_HAVE_DDS
+    if (bridge_) bridge_->start(report_.fifo);
+#endif
   } catch (const std::exception& e) {
-    // realtime: required and a thread could not be set up: nothing ran.
+    // realtime: required and a thread could not be set up, or the hosts did
+    // not agree: nothing ran.
     executor_.reset();
+    bridge_.reset();
     *error = e.what();
     return false;
   }
@@ -178,6 +224,10 @@ void Daemon::stop_graph() {
   executor_->stop();
   executor_->join();
   executor_.reset();
+#ifdef RTCOSIM_HAVE_DDS
+  if (bridge_) bridge_->stop();
+#endif
+  bridge_.reset();
   running_ = false;
   drain_recorder();
 }
@@ -224,7 +274,17 @@ std::string Daemon::status_json() {
   return "\"running\":" + std::string(running_ ? "true" : "false") + ",\"config\":" + base::json_string(config_file_) +
          ",\"recording\":" + (this->recording() ? base::json_string(record_path_) : std::string("null")) +
          ",\"recording_error\":" + (record_error_.empty() ? std::string("null") : base::json_string(record_error_)) +
-         ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + ",\"status\":" + summary;
+         ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + host_json() +
+         ",\"status\":" + summary;
+}
+
+// With --host: which host this is and the hosts that fell silent; nothing
+// otherwise.
+std::string Daemon::host_json() const {
+  if (options_.host.empty()) return {};
+  std::string lost;
+  for (const auto& h : lost_hosts_) lost += (lost.empty() ? "" : ",") + base::json_string(h);
+  return ",\"host\":" + base::json_string(options_.host) + ",\"lost_hosts\":[" + lost + "]";
 }
 
 std::string Daemon::handle(const std::string& line) { return respond(line, 0, nullptr); }
@@ -517,13 +577,24 @@ std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_trace_start(
 
 void Daemon::notify_status() {
   if (!graph_) return;
+#ifdef RTCOSIM_HAVE_DDS
+  if (bridge_) {
+    for (const auto& h : bridge_->take_lost_hosts()) {
+      std::cerr << "rtcosimd: error: host '" << h << "' fell silent (no announce for " << io::DdsBridge::kSilence
+                << " s); the tasks here keep running, their inputs from it held at the horizon\n";
+      lost_hosts_.push_back(h);
+    }
+    for (const auto& w : bridge_->take_clock_warnings()) std::cerr << "rtcosimd: warning: " << w << '\n';
+  }
+#endif
   std::uint64_t frames = 0, overruns = 0;
   std::int64_t worst = 0;
   bool progress = true;
   for (std::size_t i = 0; i < graph_->tasks().size(); ++i) {
     const auto& s = graph_->tasks()[i]->stats();
     const auto f = s.frames.load();
-    if (running_ && f == last_frames_[i]) progress = false;
+    // Another host's tasks never run here.
+    if (running_ && graph_->tasks()[i]->local() && f == last_frames_[i]) progress = false;
     last_frames_[i] = f;
     frames += f;
     overruns += s.overruns.load();

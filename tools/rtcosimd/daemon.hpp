@@ -18,6 +18,10 @@
 #include "runtime/rt_executor.hpp"
 #include "tasks/block_registry.hpp"
 
+namespace rtcosim::io {
+class DdsBridge;
+}
+
 namespace rtcosim::daemon {
 
 struct Options {
@@ -29,6 +33,9 @@ struct Options {
   std::string recording_dir = "/var/lib/rtcosim/recordings";
   // The only directories plugins (named by id in a task graph) load from.
   std::vector<std::string> plugin_dirs;
+  // This host's part of a graph across hosts (docs/dds.md): only its tasks
+  // run, links to other hosts' tasks travel over DDS. Empty: every task.
+  std::string host;
   std::size_t max_request_bytes = 1u << 20;             // 1 MiB
   std::size_t max_pending_output = 1u << 20;            // per client, replies not yet read
   std::size_t max_clients = 64;                         // connections beyond it are refused
@@ -88,6 +95,7 @@ class Daemon {
   void drain_recorder();
   void notify_status();
   std::string status_json();
+  [[nodiscard]] std::string host_json() const;
 
   Options options_;
   tasks::BlockRegistry blocks_;
@@ -97,6 +105,8 @@ class Daemon {
   std::unique_ptr<runtime::Graph> graph_;
   std::unique_ptr<runtime::Recorder> recorder_;
   std::unique_ptr<runtime::RealtimeExecutor> executor_;
+  std::unique_ptr<io::DdsBridge> bridge_;  // with --host, while the graph runs
+  std::vector<std::string> lost_hosts_;    // hosts that fell silent during this run
   runtime::RealtimeReport report_;
   bool running_ = false;
   // The recording: CSV, or a column file (HDF5, MAT); at most one is set.

@@ -24,6 +24,9 @@ options:
   --max-clients N      control-socket connections served at once (default 64)
   --plugin-dir DIR     where the task graphs' 'plugins:' ids may be loaded from;
                        repeatable; none by default (docs/plugins.md)
+  --host NAME          run only the tasks of host NAME of the graph's 'hosts:';
+                       links to other hosts' tasks travel over DDS, and every
+                       host starts on one common epoch (docs/dds.md)
   -h, --help           this text
 )";
 
@@ -37,10 +40,12 @@ int main(int argc, char** argv) {
       std::cout << kUsage;
       return 0;
     }
-    if ((a == "--config" || a == "--socket" || a == "--config-dir" || a == "--recording-dir") && i + 1 < argc) {
+    if ((a == "--config" || a == "--socket" || a == "--config-dir" || a == "--recording-dir" || a == "--host") &&
+        i + 1 < argc) {
       (a == "--config"       ? options.config
        : a == "--socket"     ? options.socket_path
        : a == "--config-dir" ? options.config_dir
+       : a == "--host"       ? options.host
                              : options.recording_dir) = argv[++i];
     } else if (a == "--plugin-dir" && i + 1 < argc) {
       options.plugin_dirs.emplace_back(argv[++i]);

@@ -73,6 +73,17 @@ void take_event(const bt_message* msg, TraceData& d) {
   } else if (std::strcmp(name, "link_publish") == 0) {
     TracedLink& l = d.links[static_cast<std::uint32_t>(u(p, "link"))];
     (u(p, "dropped") ? l.dropped : l.published)++;
+  } else if (std::strcmp(name, "remote_send") == 0) {
+    TracedLink& l = d.links[static_cast<std::uint32_t>(u(p, "link"))];
+    (u(p, "ok") ? l.remote.sent : l.remote.send_errors)++;
+  } else if (std::strcmp(name, "remote_receive") == 0) {
+    TracedLink& l = d.links[static_cast<std::uint32_t>(u(p, "link"))];
+    ++l.remote.received;
+    if (u(p, "ring_full")) ++l.remote.ring_full;
+  } else if (std::strcmp(name, "remote_lost") == 0) {
+    TracedLink& l = d.links[static_cast<std::uint32_t>(u(p, "link"))];
+    l.remote.lost += u(p, "lost");
+    if (u(p, "reset")) ++l.remote.resets;
   } else if (std::strcmp(name, "link_drain") == 0) {
     TracedLink& l = d.links[static_cast<std::uint32_t>(u(p, "link"))];
     ++l.drains;

@@ -37,6 +37,13 @@ struct TracedLink {
   std::string source, consumer, method;
   std::uint64_t published = 0, dropped = 0, drains = 0;
   std::vector<double> age_s;  // at each drain with data
+  // A remote link (DDS), as this host's bridge thread saw it.
+  struct Remote {
+    std::uint64_t sent = 0, send_errors = 0, received = 0, ring_full = 0, lost = 0, resets = 0;
+  } remote;
+  [[nodiscard]] bool is_remote() const noexcept {
+    return remote.sent + remote.send_errors + remote.received + remote.resets > 0;
+  }
 };
 
 // What `rtcosim trace report` needs from an rtcosim trace.

@@ -148,9 +148,25 @@ std::string text_report(const std::string& directory, const TraceData& d) {
         {"data age mean", Align::kRight, [](const TracedLink& l) { return tools::format_seconds(age_of(l).mean); }},
         {"data age max", Align::kRight, [](const TracedLink& l) { return tools::format_seconds(age_of(l).max); }},
     };
-    std::vector<const TracedLink*> links;
-    for (const auto& [id, l] : d.links) links.push_back(&l);
+    std::vector<const TracedLink*> links, remote;
+    for (const auto& [id, l] : d.links) {
+      links.push_back(&l);
+      if (l.is_remote()) remote.push_back(&l);
+    }
     out << "\nlinks (data age when consumed):\n" << tools::render_table(link_columns, links);
+    if (!remote.empty()) {
+      const auto count = [](std::uint64_t TracedLink::Remote::*field) {
+        return [field](const TracedLink& l) { return tools::format_count(l.remote.*field); };
+      };
+      const std::vector<tools::Field<TracedLink>> remote_columns = {
+          {"from -> to", Align::kLeft, [](const TracedLink& l) { return l.source + " -> " + l.consumer; }},
+          {"sent", Align::kRight, count(&TracedLink::Remote::sent)},
+          {"received", Align::kRight, count(&TracedLink::Remote::received)},
+          {"lost", Align::kRight, count(&TracedLink::Remote::lost)},
+          {"resets", Align::kRight, count(&TracedLink::Remote::resets)},
+      };
+      out << "\nremote links (DDS, this host's bridge):\n" << tools::render_table(remote_columns, remote);
+    }
   }
   return out.str();
 }
@@ -175,7 +191,14 @@ std::string json_report(const TraceData& d) {
                   age.count ? age.max : 0.0);
     out += (first ? "" : ",") + std::string("{\"from\":") + base::json_string(l.source) +
            ",\"to\":" + base::json_string(l.consumer) + ",\"method\":" + base::json_string(l.method) +
-           ",\"published\":" + std::to_string(l.published) + ",\"dropped\":" + std::to_string(l.dropped) + ages + "}";
+           ",\"published\":" + std::to_string(l.published) + ",\"dropped\":" + std::to_string(l.dropped) + ages +
+           (l.is_remote() ? ",\"remote\":{\"sent\":" + std::to_string(l.remote.sent) +
+                                ",\"send_errors\":" + std::to_string(l.remote.send_errors) +
+                                ",\"received\":" + std::to_string(l.remote.received) + ",\"ring_full\":" +
+                                std::to_string(l.remote.ring_full) + ",\"lost\":" + std::to_string(l.remote.lost) +
+                                ",\"resets\":" + std::to_string(l.remote.resets) + "}"
+                          : std::string()) +
+           "}";
     first = false;
   }
   return out + "],\"discarded_events\":" + std::to_string(d.discarded_events) + "}\n";
