@@ -36,7 +36,7 @@ case "$mode" in
     rm -rf "$reports"
     mkdir -p "$reports"
     status=0
-    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$PWD/$reports/tsan" \
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$PWD/$reports/tsan:suppressions=$PWD/scripts/tsan.supp" \
       ctest --test-dir build-tsan --output-on-failure -L threaded || status=$?
     if compgen -G "$reports/tsan.*" >/dev/null; then
       cat "$reports"/tsan.*

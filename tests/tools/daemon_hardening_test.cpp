@@ -380,7 +380,10 @@ TEST_F(DaemonHardening, HostRunsItsPartOfAGraphAcrossHostsAndOutlivesTheOther) {
   const std::string cli = RTCOSIM_CLI_PATH;
   const auto plant_out = dir_ / "plant.txt";
   auto plant = std::async(std::launch::async, [&] {
-    return std::system((cli + " run " + file.string() + " --host plant-pc > " + plant_out.string() + " 2>&1").c_str());
+    // In the test's directory: the run records to a file there.
+    return std::system(("cd " + dir_.string() + " && " + cli + " run " + file.string() + " --host plant-pc > " +
+                        plant_out.string() + " 2>&1")
+                           .c_str());
   });
   bool ready = false;  // as soon as it comes: the other host runs for 2 s only
   for (int i = 0; i < 120 && !ready; ++i) ready = any(notifications(100ms), "READY=1");
