@@ -39,6 +39,26 @@ std::string join(const std::vector<std::string>& items) {
   return out;
 }
 
+// `path` with links and `..` resolved, when that lies inside one of
+// `roots` (each resolved too); nullopt otherwise. A file that does not exist
+// (yet) is judged by its resolved directory, so the loader that opens it
+// afterwards reports the missing file itself.
+std::optional<std::string> confine_to_roots(const std::string& path, const std::vector<std::string>& roots) {
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::weakly_canonical(path, ec);
+  if (ec) return std::nullopt;
+  const std::string text = real.string();
+  for (const auto& r : roots) {
+    const std::filesystem::path root = std::filesystem::weakly_canonical(r, ec);
+    if (ec) continue;
+    std::string prefix = root.string();
+    if (prefix.empty()) continue;
+    if (prefix.back() != '/') prefix += '/';
+    if (text.size() > prefix.size() && text.compare(0, prefix.size(), prefix) == 0) return text;
+  }
+  return std::nullopt;
+}
+
 Location location_of(const YAML::Node& node) {
   const YAML::Mark m = node.Mark();
   if (m.is_null()) return {};
@@ -635,7 +655,7 @@ class GraphLoader {
               params_ok = false;
             }
           }
-          if (type) resolve_paths(*type, spec.params);
+          if (type && !resolve_paths(*type, spec.params, info.param_locations, what)) params_ok = false;
         } else if (!params.IsNull()) {
           in_.error(params, what + ": 'params' is " + Reader::kind(params) + " — expected a mapping of parameter names to values");
           params_ok = false;
@@ -675,17 +695,38 @@ class GraphLoader {
   }
 
   // A parameter documented as a "path" names a file relative to the
-  // task-graph file's directory, wherever rtcosim is started from.
-  void resolve_paths(const std::string& type, tasks::BlockParams& params) const {
+  // task-graph file's directory, wherever rtcosim is started from. Where
+  // the options confine files, the path is replaced by its canonical form
+  // inside a root (what is checked is what is opened), or refused.
+  bool resolve_paths(const std::string& type, tasks::BlockParams& params,
+                     const std::map<std::string, Location>& locations, const std::string& what) {
     const tasks::BlockTypeInfo* info = blocks_.find(type);
-    if (!info) return;
+    if (!info) return true;
     const auto slash = graph_.file.rfind('/');
-    if (slash == std::string::npos) return;
+    bool ok = true;
     for (const auto& doc : info->params) {
       if (doc.type != "path" || !params.has(doc.name)) continue;
       const auto* text = std::get_if<std::string>(&params.all().at(doc.name));
-      if (text && !text->empty() && (*text)[0] != '/') params.set(doc.name, graph_.file.substr(0, slash + 1) + *text);
+      if (!text || text->empty()) continue;
+      std::string path = *text;
+      if (path[0] != '/' && slash != std::string::npos) path = graph_.file.substr(0, slash + 1) + path;
+      if (options_.file_roots) {
+        const auto confined = confine_to_roots(path, *options_.file_roots);
+        if (!confined) {
+          const auto at = locations.find(doc.name);
+          const std::string roots = join(*options_.file_roots);
+          in_.error(at != locations.end() ? at->second : Location{},
+                    what + ": '" + doc.name + "' names " + *text + ", which is outside the directories files may be read from here (" +
+                        (roots.empty() ? std::string("none") : roots) + ")" +
+                        (options_.file_roots_hint.empty() ? "" : " — " + options_.file_roots_hint));
+          ok = false;
+          continue;
+        }
+        path = *confined;
+      }
+      params.set(doc.name, path);
     }
+    return ok;
   }
 
   // A block that can only take equal steps (a co-simulated FMU without

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,13 @@ struct LoadOptions {
   // Where the file's `plugins:` ids are looked up, and whether they are
   // loaded at all (by default not: checking a file runs no foreign code).
   PluginPolicy plugins = {};
+  // When set, a block's path parameter (an FMU's `file`) must name a file
+  // inside one of these directories (after following links and `..`);
+  // the daemon sets it, so a graph a client reloads cannot make it load
+  // a binary from anywhere. `file_roots_hint` ends the error: how to allow
+  // another directory.
+  std::optional<std::vector<std::string>> file_roots;
+  std::string file_roots_hint;
 };
 
 struct LoadResult {

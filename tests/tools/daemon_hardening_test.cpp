@@ -361,6 +361,52 @@ TEST_F(DaemonHardening, BadFmusGiveOneClearMessageEachAndItKeepsServing) {
   EXPECT_EQ(request("{\"cmd\":\"stop\"}").rfind("{\"ok\":true", 0), 0u);
 }
 
+// A graph names its FMU by path; the daemon reads FMUs only from its
+// configuration directory and the --fmu-dir ones, after resolving links
+// and `..`: an absolute path elsewhere, a climb out and a link inside that
+// points out are each refused before anything is unpacked or loaded, and
+// the running graph goes on. With --fmu-dir the same absolute path loads.
+TEST_F(DaemonHardening, FmusOutsideTheAllowedDirectoriesAreRefused) {
+  const fs::path outside = dir_ / "outside";
+  fs::create_directories(outside);
+  fs::create_directories(configs_ / "models");
+  fs::copy_file(fs::path(RTCOSIM_FMU_DIR) / "msd2.fmu", outside / "msd2.fmu");
+  fs::create_symlink(outside / "msd2.fmu", configs_ / "models" / "link.fmu");
+  const auto write = [&](const std::string& file, const std::string& fmu) {
+    std::ofstream(configs_ / file) << "realtime: off\n"
+                                      "tasks:\n"
+                                      "  - {name: plant, period: 5ms, integrator: rk4, step: fixed}\n"
+                                      "blocks:\n"
+                                      "  - {name: f, type: constant, task: plant, params: {value: 0.0}}\n"
+                                      "  - {name: msd, type: fmu, task: plant, params: {file: \""
+                                   << fmu
+                                   << "\", interface: co_simulation}}\n"
+                                      "wires:\n"
+                                      "  - {from: f.y, to: msd.F}\n";
+    return file;
+  };
+  const std::string absolute = write("absolute.yaml", (outside / "msd2.fmu").string());
+  const std::string climb = write("climb.yaml", "../outside/msd2.fmu");
+  const std::string link = write("link.yaml", "models/link.fmu");
+  start_ready();
+  const std::string running =
+      "{\"ok\":true,\"running\":true,\"config\":" + base::json_string((configs_ / "graph.yaml").string());
+  for (const std::string& file : {absolute, climb, link}) {
+    const auto reply = request("{\"cmd\":\"reload\",\"file\":\"" + file + "\"}");
+    EXPECT_EQ(reply.rfind("{\"ok\":false", 0), 0u) << file << ": " << reply;
+    EXPECT_NE(reply.find("which is outside the directories files may be read from here"), std::string::npos)
+        << file << ": " << reply;
+    EXPECT_NE(reply.find("allow its directory with rtcosimd --fmu-dir DIR"), std::string::npos) << reply;
+    EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind(running, 0), 0u) << file;
+  }
+  kill(pid_, SIGTERM);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  start_ready({"--fmu-dir", outside.string()});
+  EXPECT_EQ(request("{\"cmd\":\"reload\",\"file\":\"" + absolute + "\"}").rfind("{\"ok\":true", 0), 0u);
+  EXPECT_EQ(request("{\"cmd\":\"reload\",\"file\":\"" + link + "\"}").rfind("{\"ok\":true", 0), 0u);
+}
+
 #ifdef RTCOSIM_HAVE_DDS
 // rtcosimd --host runs one host's part of a graph across hosts; the other
 // host here is `rtcosim run --host`, for 2 s. The daemon starts on the

@@ -352,6 +352,10 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
 config::LoadOptions Daemon::load_options() const {
   config::LoadOptions options;
   options.plugins = {options_.plugin_dirs, true};
+  std::vector<std::string> roots = {options_.config_dir};
+  roots.insert(roots.end(), options_.fmu_dirs.begin(), options_.fmu_dirs.end());
+  options.file_roots = std::move(roots);
+  options.file_roots_hint = "put the file there, or allow its directory with rtcosimd --fmu-dir DIR";
   return options;
 }
 

@@ -33,6 +33,10 @@ struct Options {
   std::string recording_dir = "/var/lib/rtcosim/recordings";
   // The only directories plugins (named by id in a task graph) load from.
   std::vector<std::string> plugin_dirs;
+  // Besides config_dir, the only directories a graph's files (an FMU's
+  // `file`) may be read from: a reloaded graph cannot load a binary from
+  // anywhere else.
+  std::vector<std::string> fmu_dirs;
   // This host's part of a graph across hosts (docs/dds.md): only its tasks
   // run, links to other hosts' tasks travel over DDS. Empty: every task.
   std::string host;

@@ -24,6 +24,8 @@ options:
   --max-clients N      control-socket connections served at once (default 64)
   --plugin-dir DIR     where the task graphs' 'plugins:' ids may be loaded from;
                        repeatable; none by default (docs/plugins.md)
+  --fmu-dir DIR        where a task graph's files (an FMU's 'file') may be read
+                       from besides --config-dir; repeatable (docs/daemon.md)
   --host NAME          run only the tasks of host NAME of the graph's 'hosts:';
                        links to other hosts' tasks travel over DDS, and every
                        host starts on one common epoch (docs/dds.md)
@@ -49,6 +51,8 @@ int main(int argc, char** argv) {
                              : options.recording_dir) = argv[++i];
     } else if (a == "--plugin-dir" && i + 1 < argc) {
       options.plugin_dirs.emplace_back(argv[++i]);
+    } else if (a == "--fmu-dir" && i + 1 < argc) {
+      options.fmu_dirs.emplace_back(argv[++i]);
     } else if (a == "--max-clients" && i + 1 < argc) {
       char* end = nullptr;
       const long n = std::strtol(argv[++i], &end, 10);
