@@ -26,8 +26,8 @@ struct LoadOptions {
   // the daemon sets it, so a graph a client reloads cannot make it load
   // a binary from anywhere. `file_roots_hint` ends the error: how to allow
   // another directory.
-  std::optional<std::vector<std::string>> file_roots;
-  std::string file_roots_hint;
+  std::optional<std::vector<std::string>> file_roots = std::nullopt;
+  std::string file_roots_hint = {};
 };
 
 struct LoadResult {
