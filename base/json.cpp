@@ -1,6 +1,7 @@
 #include "base/json.hpp"
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -32,6 +33,13 @@ std::size_t utf8_length(std::string_view s, std::size_t i) {
 }
 
 }  // namespace
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
 
 std::string json_string(std::string_view s) {
   std::string out = "\"";

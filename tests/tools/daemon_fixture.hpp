@@ -43,6 +43,14 @@ wires:
 record: {signals: [follow.y, wave.y], file: unused.csv}
 )";
 
+// The frame count of a task in a status reply (0 when it is not there).
+inline std::uint64_t frames_of(const std::string& status, const std::string& task) {
+  const auto at = status.find("\"name\":\"" + task + "\"");
+  if (at == std::string::npos) return 0;
+  const auto f = status.find("\"frames\":", at);
+  return f == std::string::npos ? 0 : std::stoull(status.substr(f + 9));
+}
+
 class Daemon : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -106,14 +106,6 @@ TEST_F(Daemon, ControlSocketRejectsBadRequestsAndServesOthers) {
   EXPECT_EQ(wait_exit(), 0);
 }
 
-// The frame count of a task in a status reply.
-std::uint64_t frames_of(const std::string& status, const std::string& task) {
-  const auto at = status.find("\"name\":\"" + task + "\"");
-  if (at == std::string::npos) return 0;
-  const auto f = status.find("\"frames\":", at);
-  return f == std::string::npos ? 0 : std::stoull(status.substr(f + 9));
-}
-
 // stop then start is a fresh run: counters begin again at 0 (they carried
 // on before, with lost time and a frozen simulation).
 TEST_F(Daemon, StartAfterStopIsAFreshRun) {

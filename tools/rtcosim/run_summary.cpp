@@ -214,12 +214,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
+using base::json_number;
 
 // The link's LinkHealth as members of its JSON object.
 std::string link_health_json(const runtime::GraphLink& l) {

@@ -10,7 +10,10 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <array>
 #include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -156,7 +159,10 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     graph_ = std::move(graph);
     // Memory stays fixed for months: the rings, and the latest sample per
     // signal for the status preview.
-    recorder_ = std::make_unique<runtime::Recorder>(*graph_, runtime::Recorder::Options{.keep = 1});
+    // With the live view, the latest 4096 samples per signal for its charts.
+    recorder_ = std::make_unique<runtime::Recorder>(
+        *graph_, runtime::Recorder::Options{.keep = options_.web.port != 0 ? std::size_t{4096} : std::size_t{1}});
+    web_sent_until_.clear();
     if (record_file_) {
       // The same file goes on; time_s starts again at 0 after the marker.
       runtime::Recorder::write_reload_marker(*record_file_, ++reloads_recorded_);
@@ -276,6 +282,87 @@ std::string Daemon::status_json() {
          ",\"recording_error\":" + (record_error_.empty() ? std::string("null") : base::json_string(record_error_)) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + host_json() +
          ",\"status\":" + summary;
+}
+
+namespace {
+
+using base::json_number;
+
+// A run's histogram in the display buckets (four per octave), as
+// [[upper bound ns, count], ...] for the buckets that hold anything.
+std::string display_histogram(const runtime::LogHistogram& h) {
+  using D = runtime::DisplayBuckets;
+  std::array<std::uint64_t, D::kBuckets> counts{};
+  for (int i = 0; i < runtime::LogHistogram::kBuckets; ++i) {
+    if (const auto n = h.bucket(i)) counts[static_cast<std::size_t>(D::bucket_of(runtime::LogHistogram::bucket_lower(i)))] += n;
+  }
+  std::string out = "[";
+  for (int i = 0; i < D::kBuckets; ++i) {
+    if (counts[static_cast<std::size_t>(i)] == 0) continue;
+    out += (out.size() > 1 ? ",[" : "[") + std::to_string(D::bucket_upper(i)) + "," +
+           std::to_string(counts[static_cast<std::size_t>(i)]) + "]";
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string Daemon::live_json() {
+  std::string out = "{\"ok\":true," + status_json() + ",\"live\":{\"t\":" + json_number(now_s() - web_started_);
+  out += ",\"hist\":{";
+  std::string series = "[", tasks = "[", edges = "[";
+  if (graph_) {
+    bool first = true;
+    for (const auto& t : graph_->tasks()) {
+      const auto& st = t->stats();
+      out += (first ? "" : ",") + base::json_string(t->spec().name) + ":{\"latency\":" +
+             display_histogram(st.wakeup_latency_ns) + ",\"exec\":" + display_histogram(st.execution_ns) + "}";
+      tasks += (first ? "{" : ",{") + std::string("\"name\":") + base::json_string(t->spec().name) +
+               ",\"host\":" + base::json_string(t->spec().host) + ",\"period\":" + json_number(t->spec().period) + "}";
+      first = false;
+    }
+    const auto& spec = graph_->spec();
+    const auto task_of = [&](const std::string& block) {
+      for (const auto& b : spec.diagram.blocks) {
+        if (b.name == block) return b.task;
+      }
+      return std::string();
+    };
+    for (const auto& w : spec.wires) {
+      if (!w.crosses_tasks) continue;
+      edges += (edges.size() > 1 ? ",{" : "{") + std::string("\"from\":") + base::json_string(task_of(w.wire.from.block)) +
+               ",\"to\":" + base::json_string(task_of(w.wire.to.block)) + ",\"signal\":" +
+               base::json_string(w.wire.from.str()) + ",\"method\":" + base::json_string(spec.coupling_of(w).method) + "}";
+    }
+  }
+  if (recorder_) {
+    // Only what the page has not had, at most 1024 samples per signal and push.
+    for (const auto& s : recorder_->series()) {
+      const std::string key = s.signal;
+      double& until = web_sent_until_.try_emplace(key, -1e300).first->second;
+      std::size_t begin = s.time.size();
+      while (begin > 0 && s.time[begin - 1] > until && s.time.size() - begin < 1024) --begin;
+      std::string t = "[", v = "[";
+      for (std::size_t i = begin; i < s.time.size(); ++i) {
+        t += (i > begin ? "," : "") + json_number(s.time[i]);
+        v += (i > begin ? "," : "") + json_number(s.value[i]);
+      }
+      if (begin < s.time.size()) until = s.time.back();
+      series += (series.size() > 1 ? ",{" : "{") + std::string("\"signal\":") + base::json_string(key) +
+                ",\"task\":" + base::json_string(s.task) + ",\"t\":" + t + "],\"v\":" + v + "]}";
+    }
+  }
+  out += "},\"series\":" + series + "],\"graph\":{\"tasks\":" + tasks + "],\"edges\":" + edges + "]}";
+  if (web_) {
+    const auto& c = web_->counters();
+    out += ",\"web\":{\"clients\":" + std::to_string(web_->clients()) +
+           ",\"connections\":" + std::to_string(c.connections.load()) + ",\"refused\":" + std::to_string(c.refused.load()) +
+           ",\"bad_requests\":" + std::to_string(c.bad_requests.load()) +
+           ",\"slow_dropped\":" + std::to_string(c.slow_dropped.load()) +
+           ",\"snapshots\":" + std::to_string(c.snapshots.load()) + ",\"actions\":" + std::to_string(c.actions.load()) +
+           ",\"forbidden\":" + std::to_string(c.forbidden.load()) + "}";
+  }
+  return out + "}}";
 }
 
 // With --host: which host this is and the hosts that fell silent; nothing
@@ -657,6 +744,19 @@ int Daemon::run() {
     std::cerr << "rtcosimd: " << why << '\n';
     return 1;
   }
+  double next_web = 0.0;
+  if (options_.web.port != 0) {
+    web_ = std::make_unique<WebServer>(options_.web, options_.socket_path);
+    web_started_ = now_s();
+    web_->publish(live_json());
+    if (!web_->start(&why)) {
+      std::cerr << "rtcosimd: " << why << '\n';
+      web_.reset();
+      stop_graph();
+      return 1;
+    }
+    std::cerr << "rtcosimd: live view on http://" << options_.web.address << ':' << web_->port() << "/\n";
+  }
   sd_notify(0, "READY=1");
   std::cerr << "rtcosimd: running " << options_.config << " (" << graph_->tasks().size() << " tasks); control socket "
             << options_.socket_path << '\n';
@@ -727,6 +827,10 @@ int Daemon::run() {
 
     drain_recorder();
     rotate_if_due();
+    if (web_ && now_s() >= next_web) {
+      next_web = now_s() + 1.0 / std::max(options_.web.push_rate, 0.1);
+      web_->publish(live_json());
+    }
     if (now_s() >= next_status) {
       next_status += options_.status_interval;
       notify_status();

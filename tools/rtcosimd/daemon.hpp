@@ -17,6 +17,7 @@
 #include "runtime/recorder.hpp"
 #include "runtime/rt_executor.hpp"
 #include "tasks/block_registry.hpp"
+#include "tools/rtcosimd/web_server.hpp"
 
 namespace rtcosim::io {
 class DdsBridge;
@@ -37,6 +38,8 @@ struct Options {
   // `file`) may be read from: a reloaded graph cannot load a binary from
   // anywhere else.
   std::vector<std::string> fmu_dirs;
+  // The live view over HTTP (docs/live.md); off unless web.port is set.
+  WebOptions web;
   // This host's part of a graph across hosts (docs/dds.md): only its tasks
   // run, links to other hosts' tasks travel over DDS. Empty: every task.
   std::string host;
@@ -99,6 +102,9 @@ class Daemon {
   void drain_recorder();
   void notify_status();
   std::string status_json();
+  // What the live view pushes: the status, the tasks' histograms, the
+  // recorded signals' samples since the last push, the graph's shape.
+  std::string live_json();
   [[nodiscard]] std::string host_json() const;
 
   Options options_;
@@ -128,6 +134,9 @@ class Daemon {
   std::unique_ptr<TraceState> trace_;
   struct PendingTrace;
   std::unique_ptr<PendingTrace> pending_trace_;
+  std::unique_ptr<WebServer> web_;
+  double web_started_ = 0.0;
+  std::map<std::string, double> web_sent_until_;  // per recorded signal: the newest sample pushed
   std::vector<std::uint64_t> last_frames_;
   bool quit_ = false;
 };

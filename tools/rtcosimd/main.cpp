@@ -1,5 +1,6 @@
 // rtcosimd: the rtcosim daemon. Thin: arguments, then Daemon::run.
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -29,6 +30,15 @@ options:
   --host NAME          run only the tasks of host NAME of the graph's 'hosts:';
                        links to other hosts' tasks travel over DDS, and every
                        host starts on one common epoch (docs/dds.md)
+  --listen ADDR:PORT   serve the live view (a web page; docs/live.md) there, e.g.
+                       127.0.0.1:8080; off by default, loopback addresses only
+                       unless --listen-public
+  --listen-public      allow --listen on an address other than loopback
+  --web-token-file F   the token (first line of F) that web clients present to
+                       act (start, stop, reload, record); without it the page
+                       is read-only for everyone
+  --web-max-clients N  web connections served at once (default 16)
+  --web-push-rate HZ   snapshots per second to each web client (default 10)
   -h, --help           this text
 )";
 
@@ -53,6 +63,42 @@ int main(int argc, char** argv) {
       options.plugin_dirs.emplace_back(argv[++i]);
     } else if (a == "--fmu-dir" && i + 1 < argc) {
       options.fmu_dirs.emplace_back(argv[++i]);
+    } else if (a == "--listen" && i + 1 < argc) {
+      const std::string v = argv[++i];
+      const auto colon = v.rfind(':');
+      char* end = nullptr;
+      const long port = colon == std::string::npos ? -1 : std::strtol(v.c_str() + colon + 1, &end, 10);
+      if (colon == std::string::npos || colon == 0 || *end != '\0' || port < 1 || port > 65535) {
+        std::cerr << "rtcosimd: --listen '" << v << "' — expected ADDRESS:PORT, e.g. 127.0.0.1:8080\n";
+        return 2;
+      }
+      options.web.address = v.substr(0, colon);
+      options.web.port = static_cast<unsigned short>(port);
+    } else if (a == "--listen-public") {
+      options.web.allow_public = true;
+    } else if (a == "--web-token-file" && i + 1 < argc) {
+      std::ifstream in(argv[++i]);
+      std::getline(in, options.web.token);
+      if (!in || options.web.token.size() < 16) {
+        std::cerr << "rtcosimd: --web-token-file '" << argv[i]
+                  << "': cannot read a token of at least 16 characters from its first line\n";
+        return 2;
+      }
+    } else if ((a == "--web-max-clients" || a == "--web-push-rate") && i + 1 < argc) {
+      char* end = nullptr;
+      const double n = std::strtod(argv[++i], &end);
+      const bool clients = a == "--web-max-clients";
+      if (*end != '\0' || !(n >= (clients ? 1.0 : 0.1)) || n > (clients ? 10000.0 : 100.0) ||
+          (clients && n != static_cast<double>(static_cast<long>(n)))) {
+        std::cerr << "rtcosimd: " << a << " '" << argv[i] << "' — expected "
+                  << (clients ? "a whole number from 1 to 10000" : "a rate from 0.1 to 100 (per second)") << '\n';
+        return 2;
+      }
+      if (clients) {
+        options.web.max_clients = static_cast<std::size_t>(n);
+      } else {
+        options.web.push_rate = n;
+      }
     } else if (a == "--max-clients" && i + 1 < argc) {
       char* end = nullptr;
       const long n = std::strtol(argv[++i], &end, 10);

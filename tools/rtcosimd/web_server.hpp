@@ -1,0 +1,72 @@
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace rtcosim::daemon {
+
+// How rtcosimd serves its live view (docs/live.md). Off unless `port` is set.
+struct WebOptions {
+  std::string address = "127.0.0.1";
+  unsigned short port = 0;        // 0: no live view
+  bool allow_public = false;      // an address other than loopback needs it
+  std::string token;              // actions need it; empty: read-only for everyone
+  std::size_t max_clients = 16;   // HTTP and WebSocket connections at once; more get 503
+  double push_rate = 10.0;        // WebSocket snapshots per second
+  std::size_t max_request_bytes = 8192;  // header + body of one HTTP request
+  double slow_client_s = 2.0;     // a client that has not taken a snapshot for this long is dropped
+};
+
+// What the live view counted since it started (docs/live.md).
+struct WebCounters {
+  std::atomic<std::uint64_t> connections{0};  // accepted and served
+  std::atomic<std::uint64_t> refused{0};      // beyond max_clients: 503
+  std::atomic<std::uint64_t> bad_requests{0}; // malformed, oversized or timed-out requests and WebSocket frames
+  std::atomic<std::uint64_t> slow_dropped{0}; // WebSocket clients that did not read
+  std::atomic<std::uint64_t> snapshots{0};    // WebSocket messages sent
+  std::atomic<std::uint64_t> actions{0};      // actions forwarded to the control socket
+  std::atomic<std::uint64_t> forbidden{0};    // actions refused for want of the token
+};
+
+/*
+ * WebServer: the daemon's live view. One non-real-time thread runs an
+ * asio event loop (Boost.Beast) that serves one self-contained page, the
+ * latest snapshot as /status.json and, on /ws, pushes that snapshot to
+ * every WebSocket client `push_rate` times a second. The daemon's loop hands
+ * in snapshots through `publish` (a mutex-guarded pointer swap: both sides
+ * are non-real-time); the real-time tasks are never touched. Actions (POST
+ * /action) need the token and are forwarded, as one request line, to the
+ * daemon's own control socket, so they pass the same checks as `rtcosim ctl`.
+ * Bounded: requests by size and time, clients by count, and each WebSocket
+ * client by one message in flight; a client that does not read is dropped.
+ */
+class WebServer {
+ public:
+  WebServer(WebOptions options, std::string control_socket);
+  ~WebServer();
+  WebServer(const WebServer&) = delete;
+  WebServer& operator=(const WebServer&) = delete;
+
+  // Binds and starts the thread; false with `why` when it cannot listen.
+  bool start(std::string* why);
+  // The newest snapshot (a JSON object); any thread.
+  void publish(std::string snapshot);
+  [[nodiscard]] const WebCounters& counters() const noexcept;
+  [[nodiscard]] std::size_t clients() const noexcept;
+  [[nodiscard]] unsigned short port() const noexcept;  // the bound one
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Constant-time comparison of a presented token with the configured one.
+bool token_matches(const std::string& presented, const std::string& expected) noexcept;
+
+// The page, self-contained (HTML, CSS and script; nothing from elsewhere).
+const char* live_page() noexcept;
+
+}  // namespace rtcosim::daemon
