@@ -297,7 +297,8 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     first = false;
     out += "{\"from\":" + base::json_string(l->source) + ",\"to\":" + base::json_string(l->consumer) +
            ",\"method\":" + base::json_string(l->method) + ",\"published\":" + std::to_string(l->link->published()) +
-           ",\"dropped\":" + std::to_string(l->link->dropped()) + link_health_json(*l) + remote_json(*l) + "}";
+           ",\"dropped\":" + std::to_string(l->link->dropped()) + link_health_json(*l) +
+           ",\"data_age_s\":" + range(l->stats.data_age) + remote_json(*l) + "}";
   }
   out += "],\"signals\":[";
   first = true;

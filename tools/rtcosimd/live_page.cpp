@@ -38,7 +38,7 @@ td.bad{color:#b00;font-weight:bold} .hist{display:inline-block;margin:0 12px 8px
 <section><h2>Wake-up latency <small>counts per bucket (4 per octave), log time axis</small></h2><div id="lat"></div></section>
 <section><h2>Execution time</h2><div id="exec"></div></section>
 <section><h2>Links</h2><table id="links"><thead><tr><th>link</th><th>method</th><th>published</th><th>dropped</th>
-<th>stale</th><th>beyond horizon</th><th>max extrapolation</th><th>longest gap</th></tr></thead><tbody></tbody></table></section>
+<th>stale</th><th>beyond horizon</th><th>data age mean</th><th>max</th><th>longest gap</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Graph <small>click a task</small></h2><div id="graph"></div><div id="details"></div></section>
 <section class="wide"><h2>Signals <small>the graph's record: signals</small>
 <label><input type="checkbox" id="pause"> pause</label>
@@ -51,6 +51,7 @@ td.bad{color:#b00;font-weight:bold} .hist{display:inline-block;margin:0 12px 8px
 const $=s=>document.querySelector(s);
 const esc=s=>String(s).replace(/[&<>"']/g,c=>({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;","'":"&#39;"}[c]));
 const us=ns=>ns==null?"-":(ns/1000).toFixed(1)+" µs";
+const ms=s=>s==null?"-":(s*1000).toFixed(3)+" ms";
 const colors=["#1f77b4","#d62728","#2ca02c","#ff7f0e","#9467bd","#8c564b","#e377c2","#17becf"];
 let last=null, picked=new Set(), series={}, steps={}, firstSeries=true;
 function table(id,rows){$(id+" tbody").innerHTML=rows.join("");}
@@ -107,7 +108,7 @@ function render(s){
     `<td>${t.step_s?(t.step_s.last*1000).toFixed(3)+" ms":"-"}</td><td>${t.lag_s?(t.lag_s.last*1e6).toFixed(1)+" µs":"-"}</td></tr>`));
   table("#links",(st.links||[]).map(l=>`<tr><td>${esc(l.from)} → ${esc(l.to)}</td><td>${esc(l.method)}</td><td>${l.published}</td>`+
     `<td class="${l.dropped?"bad":""}">${l.dropped}</td><td>${l.stale}</td><td class="${l.beyond_horizon_frames?"bad":""}">${l.beyond_horizon_frames}</td>`+
-    `<td>${l.max_extrapolation_s}</td><td>${l.longest_gap_s}</td></tr>`));
+    `<td>${ms(l.data_age_s&&l.data_age_s.mean)}</td><td>${ms(l.data_age_s&&l.data_age_s.max)}</td><td>${ms(l.longest_gap_s)}</td></tr>`));
   const h=live.hist||{};
   $("#lat").innerHTML=Object.keys(h).map(k=>histogram(k,h[k].latency||[])).join("");
   $("#exec").innerHTML=Object.keys(h).map(k=>histogram(k,h[k].exec||[])).join("");
