@@ -1,0 +1,58 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rtcosim::tasks::plant {
+
+// A recording that cannot be used: `what()` reads "file:line:column: what
+// was wrong — what would be right".
+class CsvError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CsvOptions {
+  std::uint64_t max_bytes = 64u << 20;  // the whole file is read; a larger one is refused
+  // Columns of on-change (event-like) signals: an empty cell means "no new
+  // value" and the last one holds; before a signal's first value it is 0.
+  std::vector<std::string> events;
+};
+
+/*
+ * CsvTable: a timestamped recording read whole and validated before the
+ * run starts: a header (the first column's name is free, the others name
+ * the signals), then rows of a strictly increasing, finite time and one
+ * finite value per signal, comma-separated; blank lines and lines starting
+ * with '#' are skipped. Values are stored column by column (each signal one
+ * contiguous array) so that a frame reads them by index only: `find` and
+ * the accessors are noexcept and allocate nothing. Set-up (`read`) throws
+ * CsvError naming the first wrong place.
+ */
+class CsvTable {
+ public:
+  static CsvTable read(const std::string& path, const CsvOptions& options);
+  static CsvTable parse(const std::string& text, const std::string& label, const CsvOptions& options);
+
+  [[nodiscard]] const std::vector<std::string>& signals() const noexcept { return signals_; }
+  [[nodiscard]] std::size_t rows() const noexcept { return time_.size(); }
+  [[nodiscard]] std::span<const double> time() const noexcept { return time_; }
+  [[nodiscard]] std::span<const double> column(std::size_t signal) const noexcept {
+    return {values_.data() + signal * rows(), rows()};
+  }
+  [[nodiscard]] bool is_event(std::size_t signal) const noexcept { return event_[signal] != 0; }
+  // The last row whose time is <= t; 0 when t is before the first row.
+  [[nodiscard]] std::size_t find(double t) const noexcept;
+
+ private:
+  std::vector<std::string> signals_;
+  std::vector<unsigned char> event_;
+  std::vector<double> time_;
+  std::vector<double> values_;  // signal-major: values_[s * rows + r]
+};
+
+}  // namespace rtcosim::tasks::plant

@@ -1,0 +1,140 @@
+// The `plant` block: measured signals of a real plant as a source of the
+// diagram (docs/plant.md). Source `csv` replays a timestamped recording
+// that is read and validated whole when the graph is built.
+#include <algorithm>
+#include <cmath>
+
+#include "tasks/block_registry.hpp"
+#include "tasks/plant/csv_table.hpp"
+
+namespace rtcosim::tasks {
+
+namespace {
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    std::string name = text.substr(start, comma - start);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (!name.empty()) out.push_back(name);
+    start = comma + 1;
+  }
+  return out;
+}
+
+/*
+ * PlantCsv: one output port per signal of the recording. At simulation
+ * time t it shows the recording at file time start + rate * t: linearly
+ * interpolated between rows (`interpolation: linear`, the derivative is the
+ * segment's slope) or held from the last row at or before it (`hold`, and
+ * always for on-change `events` signals, which then jump). Before the first
+ * row the first values hold, after the last row the last ones.
+ * RT-safe: a frame does a binary search in the pre-read times and indexes
+ * the pre-read columns; nothing else. Being stateless in t it gives the same
+ * outputs when a partition is rolled back and re-run.
+ */
+class PlantCsv final : public Block {
+ public:
+  PlantCsv(const std::string& name, const BlockParams& p) : Block(name, "plant") {
+    const std::string source = p.text(name, "source", "csv");
+    if (source != "csv") {
+      throw BlockError("block '" + name + "' (plant): 'source' = '" + source + "' — expected csv", name, "source");
+    }
+    const std::string file = p.text(name, "file", "");
+    if (file.empty())
+      throw BlockError("block '" + name + "' (plant): 'file' is required — the CSV recording", name, "file");
+    start_ = p.number(name, "start", 0.0);
+    rate_ = p.positive(name, "rate", 1.0);
+    const std::string interpolation = p.text(name, "interpolation", "linear");
+    if (interpolation != "linear" && interpolation != "hold") {
+      throw BlockError(
+          "block '" + name + "' (plant): 'interpolation' = '" + interpolation + "' — expected linear or hold", name,
+          "interpolation");
+    }
+    const double mib = p.positive(name, "max_file_size", 64.0);
+    plant::CsvOptions options;
+    options.max_bytes = static_cast<std::uint64_t>(mib * 1048576.0);
+    options.events = split_names(p.text(name, "events", ""));
+    try {
+      table_ = plant::CsvTable::read(file, options);
+    } catch (const plant::CsvError& e) {
+      throw BlockError("block '" + name + "' (plant): " + e.what(), name, "file");
+    }
+    const std::size_t n = table_.signals().size();
+    held_.resize(n);
+    for (std::size_t s = 0; s < n; ++s) {
+      held_[s] = interpolation == "hold" || table_.is_event(s);
+      add_output(table_.signals()[s], 1);
+    }
+    set_time_dependent();
+    // A held signal jumps where its value changes: the branch is the count
+    // of rows so far at which any held value changed, so that the links it
+    // drives restart their methods exactly there.
+    changes_.assign(table_.rows(), 0.0);
+    for (std::size_t r = 1; r < table_.rows(); ++r) {
+      bool changed = false;
+      for (std::size_t s = 0; s < n; ++s)
+        changed = changed || (held_[s] && table_.column(s)[r] != table_.column(s)[r - 1]);
+      changes_[r] = changes_[r - 1] + (changed ? 1.0 : 0.0);
+    }
+    set_jumps(table_.rows() > 1 && changes_.back() > 0.0);
+  }
+
+  [[nodiscard]] double branch(const BlockContext& c) const noexcept override {
+    return changes_[table_.find(file_time(c.t))];
+  }
+  void output(const BlockContext& c) const noexcept override {
+    const double ft = file_time(c.t);
+    const std::size_t r = table_.find(ft);
+    for (std::size_t s = 0; s < held_.size(); ++s) {
+      const auto col = table_.column(s);
+      const auto [slope, inside] = segment(s, r, ft);
+      c.out(s, 0, inside ? col[r] + slope * (ft - table_.time()[r]) : col[r]);
+    }
+  }
+  void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
+    const double ft = file_time(c.t);
+    const std::size_t r = table_.find(ft);
+    for (std::size_t s = 0; s < held_.size(); ++s) {
+      const auto [slope, inside] = segment(s, r, ft);
+      c.out_derivative(s, 0, inside ? slope * rate_ : 0.0);
+    }
+  }
+
+ private:
+  [[nodiscard]] double file_time(double t) const noexcept { return start_ + rate_ * t; }
+  // The slope (per file second) of signal s between row r and the next, and
+  // whether ft lies on that segment (else the value holds).
+  [[nodiscard]] std::pair<double, bool> segment(std::size_t s, std::size_t r, double ft) const noexcept {
+    const auto time = table_.time();
+    if (held_[s] || r + 1 >= time.size() || ft < time[r]) return {0.0, false};
+    const auto col = table_.column(s);
+    return {(col[r + 1] - col[r]) / (time[r + 1] - time[r]), true};
+  }
+
+  plant::CsvTable table_;
+  std::vector<unsigned char> held_;
+  std::vector<double> changes_;
+  double start_ = 0.0;
+  double rate_ = 1.0;
+};
+
+}  // namespace
+
+void register_plant_blocks(BlockRegistry& r) {
+  r.add({"plant",
+         "measured signals of a plant: a CSV recording replayed (docs/plant.md)",
+         {{"source", "text", "csv", "where the data come from: csv"},
+          {"file", "path", "", "the CSV recording (relative: to the task-graph file's directory)"},
+          {"start", "number", "0", "file time shown at simulation time 0 (s)"},
+          {"rate", "positive number", "1", "file seconds per simulation second"},
+          {"interpolation", "text", "linear", "linear (between rows) or hold (the last row)"},
+          {"events", "text", "", "comma-separated on-change signals: empty cells hold, values jump"},
+          {"max_file_size", "positive number", "64", "the largest file read (MiB)"}},
+         make_factory<PlantCsv>()});
+}
+
+}  // namespace rtcosim::tasks
