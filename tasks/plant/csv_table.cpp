@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string_view>
 
 #include <sys/stat.h>
@@ -29,13 +30,8 @@ bool valid_name(std::string_view s) noexcept {
   });
 }
 
-struct Cell {
-  std::string_view text;
-  std::size_t column = 0;  // 1-based
-};
-
 // Splits one line at commas, each cell trimmed, with the column it starts at.
-void split(std::string_view line, std::vector<Cell>& out) {
+void split(std::string_view line, std::vector<CsvCell>& out) {
   out.clear();
   std::size_t start = 0;
   while (true) {
@@ -70,6 +66,82 @@ CsvTable CsvTable::read(const std::string& path, const CsvOptions& options) {
   return parse(text, path, options);
 }
 
+CsvHeader CsvHeader::parse(std::string_view line, const std::vector<std::string>& events, std::string& why,
+                           std::size_t& column) {
+  CsvHeader h;
+  std::vector<CsvCell> cells;
+  split(line, cells);
+  column = 1;
+  if (cells.size() < 2) {
+    why = "the header names no signal — expected 'time,<signal>,...'";
+    return {};
+  }
+  for (std::size_t c = 1; c < cells.size(); ++c) {
+    const std::string name(cells[c].text);
+    column = cells[c].column;
+    if (!valid_name(cells[c].text)) {
+      why = "signal name '" + name + "' — expected letters, digits and '_', not starting with a digit";
+      return {};
+    }
+    if (std::find(h.signals.begin(), h.signals.end(), name) != h.signals.end()) {
+      why = "signal '" + name + "' is named twice — expected unique names";
+      return {};
+    }
+    h.signals.push_back(name);
+    h.event.push_back(std::find(events.begin(), events.end(), name) != events.end());
+  }
+  column = 1;
+  for (const auto& e : events) {
+    if (std::find(h.signals.begin(), h.signals.end(), e) == h.signals.end()) {
+      why = "'events' names '" + e + "', which the header does not have";
+      return {};
+    }
+  }
+  return h;
+}
+
+CsvRowParser::CsvRowParser(CsvHeader header) : header_(std::move(header)), last_(header_.signals.size(), 0.0) {}
+
+bool CsvRowParser::parse(std::string_view line, double& time, std::span<double> values, std::string& why,
+                         std::size_t& column) {
+  split(line, cells_);
+  const std::size_t n = header_.signals.size();
+  if (cells_.size() != n + 1) {
+    column = cells_.back().column;
+    why = std::to_string(cells_.size()) + " cells — expected " + std::to_string(n + 1) +
+          " (the time and one per signal of the header)";
+    return false;
+  }
+  auto number = [&](const CsvCell& cell, double& v) {
+    const char* first = cell.text.data();
+    const char* stop = first + cell.text.size();
+    const auto r = std::from_chars(first, stop, v);
+    column = cell.column;
+    return !cell.text.empty() && r.ec == std::errc() && r.ptr == stop && std::isfinite(v);
+  };
+  if (!number(cells_[0], time)) {
+    why = "time '" + std::string(cells_[0].text) + "' — expected a finite number";
+    return false;
+  }
+  for (std::size_t s = 0; s < n; ++s) {
+    const CsvCell& cell = cells_[s + 1];
+    if (cell.text.empty() && header_.event[s]) {
+      values[s] = last_[s];  // no change: the last value holds
+      continue;
+    }
+    if (!number(cell, values[s])) {
+      why = "value of '" + header_.signals[s] + "' '" + std::string(cell.text) + "' — expected a finite number";
+      return false;
+    }
+  }
+  // Only a good row moves an on-change signal's value.
+  std::copy(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(n), last_.begin());
+  column = cells_[0].column;
+  return true;
+}
+
+bool csv_skipped(std::string_view line) noexcept { return trim(line).empty() || trim(line)[0] == '#'; }
+
 CsvTable CsvTable::parse(const std::string& text, const std::string& label, const CsvOptions& options) {
   if (text.size() > options.max_bytes) {
     throw CsvError(label + ": " + std::to_string(text.size()) + " bytes — more than the limit of " +
@@ -81,10 +153,11 @@ CsvTable CsvTable::parse(const std::string& text, const std::string& label, cons
   };
 
   CsvTable t;
+  std::optional<CsvRowParser> rows;
   std::vector<std::vector<double>> columns;
-  std::vector<double> last;  // an event signal's value so far
-  std::vector<Cell> cells;
-  bool header = false;
+  std::vector<double> values;
+  std::string why;
+  std::size_t column = 0;
   std::size_t line_no = 0;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -93,64 +166,28 @@ CsvTable CsvTable::parse(const std::string& text, const std::string& label, cons
     const std::string_view line(text.data() + pos, end - pos);
     pos = end + 1;
     ++line_no;
-    if (trim(line).empty() || trim(line)[0] == '#') continue;
-    split(line, cells);
-    if (!header) {
-      header = true;
-      if (cells.size() < 2) fail(line_no, 1, "the header names no signal — expected 'time,<signal>,...'");
-      for (std::size_t c = 1; c < cells.size(); ++c) {
-        const std::string name(cells[c].text);
-        if (!valid_name(cells[c].text)) {
-          fail(line_no, cells[c].column,
-               "signal name '" + name + "' — expected letters, digits and '_', not starting with a digit");
-        }
-        if (std::find(t.signals_.begin(), t.signals_.end(), name) != t.signals_.end()) {
-          fail(line_no, cells[c].column, "signal '" + name + "' is named twice — expected unique names");
-        }
-        t.signals_.push_back(name);
-        t.event_.push_back(std::find(options.events.begin(), options.events.end(), name) != options.events.end());
-      }
-      for (const auto& e : options.events) {
-        if (std::find(t.signals_.begin(), t.signals_.end(), e) == t.signals_.end()) {
-          fail(line_no, 1, "'events' names '" + e + "', which the header does not have");
-        }
-      }
+    if (csv_skipped(line)) continue;
+    if (!rows) {
+      CsvHeader h = CsvHeader::parse(line, options.events, why, column);
+      if (h.signals.empty()) fail(line_no, column, why);
+      t.signals_ = h.signals;
+      t.event_ = h.event;
+      rows.emplace(std::move(h));
       columns.resize(t.signals_.size());
-      last.assign(t.signals_.size(), 0.0);
+      values.resize(t.signals_.size());
       continue;
     }
-    if (cells.size() != t.signals_.size() + 1) {
-      fail(line_no, cells.back().column,
-           std::to_string(cells.size()) + " cells — expected " + std::to_string(t.signals_.size() + 1) +
-               " (the time and one per signal of the header)");
-    }
-    auto number = [&](const Cell& cell, const char* what) {
-      double v = 0.0;
-      const char* first = cell.text.data();
-      const char* stop = first + cell.text.size();
-      const auto r = std::from_chars(first, stop, v);
-      if (cell.text.empty() || r.ec != std::errc() || r.ptr != stop || !std::isfinite(v)) {
-        fail(line_no, cell.column, std::string(what) + " '" + std::string(cell.text) + "' — expected a finite number");
-      }
-      return v;
-    };
-    const double time = number(cells[0], "time");
+    double time = 0.0;
+    if (!rows->parse(line, time, values, why, column)) fail(line_no, column, why);
     if (!t.time_.empty() && !(time > t.time_.back())) {
-      fail(line_no, cells[0].column,
-           "time " + std::string(cells[0].text) + " is not after the row before — expected strictly increasing times");
+      fail(line_no, column,
+           "time " + std::string(trim(line.substr(0, line.find(',')))) +
+               " is not after the row before — expected strictly increasing times");
     }
     t.time_.push_back(time);
-    for (std::size_t s = 0; s < t.signals_.size(); ++s) {
-      const Cell& cell = cells[s + 1];
-      if (cell.text.empty() && t.event_[s]) {
-        columns[s].push_back(last[s]);  // no change: the last value holds
-        continue;
-      }
-      last[s] = number(cell, ("value of '" + t.signals_[s] + "'").c_str());
-      columns[s].push_back(last[s]);
-    }
+    for (std::size_t s = 0; s < values.size(); ++s) columns[s].push_back(values[s]);
   }
-  if (!header) throw CsvError(label + ": empty — expected a header 'time,<signal>,...' and rows");
+  if (!rows) throw CsvError(label + ": empty — expected a header 'time,<signal>,...' and rows");
   if (t.time_.empty()) fail(line_no, 1, "no rows after the header — expected at least one");
   t.values_.reserve(t.signals_.size() * t.time_.size());
   for (const auto& c : columns) t.values_.insert(t.values_.end(), c.begin(), c.end());

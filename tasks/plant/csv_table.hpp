@@ -5,6 +5,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace rtcosim::tasks::plant {
@@ -15,6 +16,44 @@ class CsvError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The signals a CSV header names (the first column is the time) and which
+// of them are on-change signals.
+struct CsvHeader {
+  std::vector<std::string> signals;
+  std::vector<unsigned char> event;
+  // Empty `signals` when the line is no valid header: `why` and `column` say why and where.
+  static CsvHeader parse(std::string_view line, const std::vector<std::string>& events, std::string& why,
+                         std::size_t& column);
+};
+
+// One cell of a CSV line, trimmed, with the 1-based column it starts at.
+struct CsvCell {
+  std::string_view text;
+  std::size_t column = 0;
+};
+
+/*
+ * CsvRowParser: the rows after a header, one line at a time, without
+ * throwing: a wrong row returns false with what was wrong and its column,
+ * and leaves the on-change signals' last values as they were. Used for a
+ * whole recording and by the follow-mode reader thread (not RT: it may
+ * allocate the message).
+ */
+class CsvRowParser {
+ public:
+  explicit CsvRowParser(CsvHeader header);
+  [[nodiscard]] const CsvHeader& header() const noexcept { return header_; }
+  bool parse(std::string_view line, double& time, std::span<double> values, std::string& why, std::size_t& column);
+
+ private:
+  CsvHeader header_;
+  std::vector<double> last_;
+  std::vector<CsvCell> cells_;
+};
+
+// A blank line or a '#' comment: skipped in a recording.
+bool csv_skipped(std::string_view line) noexcept;
 
 struct CsvOptions {
   std::uint64_t max_bytes = 64u << 20;  // the whole file is read; a larger one is refused

@@ -6,6 +6,7 @@
 
 #include "tasks/block_registry.hpp"
 #include "tasks/plant/csv_table.hpp"
+#include "tasks/plant/live_feed.hpp"
 
 namespace rtcosim::tasks {
 
@@ -25,6 +26,25 @@ std::vector<std::string> split_names(const std::string& text) {
   return out;
 }
 
+// How simulation time maps to the plant's time, and whether every signal holds.
+struct Replay {
+  double start = 0.0;
+  double rate = 1.0;
+  bool hold_all = false;
+};
+
+Replay read_replay(const std::string& name, const BlockParams& p) {
+  Replay r{p.number(name, "start", 0.0), p.positive(name, "rate", 1.0), false};
+  const std::string interpolation = p.text(name, "interpolation", "linear");
+  if (interpolation != "linear" && interpolation != "hold") {
+    throw BlockError(
+        "block '" + name + "' (plant): 'interpolation' = '" + interpolation + "' — expected linear or hold", name,
+        "interpolation");
+  }
+  r.hold_all = interpolation == "hold";
+  return r;
+}
+
 /*
  * PlantCsv: one output port per signal of the recording. At simulation
  * time t it shows the recording at file time start + rate * t: linearly
@@ -39,21 +59,13 @@ std::vector<std::string> split_names(const std::string& text) {
 class PlantCsv final : public Block {
  public:
   PlantCsv(const std::string& name, const BlockParams& p) : Block(name, "plant") {
-    const std::string source = p.text(name, "source", "csv");
-    if (source != "csv") {
-      throw BlockError("block '" + name + "' (plant): 'source' = '" + source + "' — expected csv", name, "source");
-    }
+    (void)p.text(name, "source", "csv");
     const std::string file = p.text(name, "file", "");
     if (file.empty())
       throw BlockError("block '" + name + "' (plant): 'file' is required — the CSV recording", name, "file");
-    start_ = p.number(name, "start", 0.0);
-    rate_ = p.positive(name, "rate", 1.0);
-    const std::string interpolation = p.text(name, "interpolation", "linear");
-    if (interpolation != "linear" && interpolation != "hold") {
-      throw BlockError(
-          "block '" + name + "' (plant): 'interpolation' = '" + interpolation + "' — expected linear or hold", name,
-          "interpolation");
-    }
+    const Replay replay = read_replay(name, p);
+    start_ = replay.start;
+    rate_ = replay.rate;
     const double mib = p.positive(name, "max_file_size", 64.0);
     plant::CsvOptions options;
     options.max_bytes = static_cast<std::uint64_t>(mib * 1048576.0);
@@ -66,7 +78,7 @@ class PlantCsv final : public Block {
     const std::size_t n = table_.signals().size();
     held_.resize(n);
     for (std::size_t s = 0; s < n; ++s) {
-      held_[s] = interpolation == "hold" || table_.is_event(s);
+      held_[s] = replay.hold_all || table_.is_event(s);
       add_output(table_.signals()[s], 1);
     }
     set_time_dependent();
@@ -122,19 +134,134 @@ class PlantCsv final : public Block {
   double rate_ = 1.0;
 };
 
+/*
+ * PlantLive: a live source (a CSV file still being written, `follow: true`;
+ * UDP datagrams, `source: udp`). A receiver thread (plant::LiveSource)
+ * validates rows and hands them through a lock-free ring; each frame moves
+ * what arrived into a history of the newest `history` rows and shows it at
+ * file time start + rate * t like a recording: linear between rows or held,
+ * the newest row held after it (never extrapolated), 0 before the first.
+ * RT-safe: the frame pops the ring and indexes the pre-sized history.
+ */
+class PlantLive final : public Block {
+ public:
+  PlantLive(const std::string& name, const BlockParams& p, const std::string& source) : Block(name, "plant") {
+    const Replay replay = read_replay(name, p);
+    start_ = replay.start;
+    rate_ = replay.rate;
+    const auto events = split_names(p.text(name, "events", ""));
+    const std::size_t ring = p.count(name, "ring", 1024, 2, 1u << 20);
+    const std::size_t history = p.count(name, "history", 4096, 2, 1u << 24);
+    std::vector<std::string> signals;
+    try {
+      if (source == "csv") {
+        plant::FollowOptions o;
+        o.path = p.text(name, "file", "");
+        if (o.path.empty())
+          throw BlockError("block '" + name + "' (plant): 'file' is required — the CSV file", name, "file");
+        o.events = events;
+        o.ring_rows = ring;
+        signals = plant::follow_header(o);
+        source_ = plant::acquire_follow(o);
+      } else {
+        plant::UdpOptions o;
+        o.port = static_cast<int>(p.count(name, "port", 0, 1, 65535));
+        if (!p.has("port"))
+          throw BlockError("block '" + name + "' (plant): 'port' is required — the UDP port to listen on", name,
+                           "port");
+        o.address = p.text(name, "address", "127.0.0.1");
+        o.allow = split_names(p.text(name, "allow", "127.0.0.1"));
+        o.signals = split_names(p.text(name, "signals", ""));
+        if (o.signals.empty() || o.signals.size() > plant::kMaxLiveSignals) {
+          throw BlockError("block '" + name + "' (plant): 'signals' names " + std::to_string(o.signals.size()) +
+                               " — expected 1 to 64 comma-separated names, in the datagram's order",
+                           name, "signals");
+        }
+        for (const auto& e : events) {
+          if (std::find(o.signals.begin(), o.signals.end(), e) == o.signals.end())
+            throw BlockError("block '" + name + "' (plant): 'events' names '" + e + "', which 'signals' does not", name,
+                             "events");
+        }
+        o.ring_rows = ring;
+        signals = o.signals;
+        source_ = plant::acquire_udp(o);
+      }
+    } catch (const plant::CsvError& e) {
+      throw BlockError("block '" + name + "' (plant): " + e.what(), name, "file");
+    } catch (const std::runtime_error& e) {
+      if (dynamic_cast<const BlockError*>(&e)) throw;
+      throw BlockError("block '" + name + "' (plant): " + e.what(), name, source == "csv" ? "file" : "port");
+    }
+    history_ = std::make_unique<plant::LiveHistory>(signals.size(), history);
+    held_.resize(signals.size());
+    bool any_held = false;
+    for (std::size_t s = 0; s < signals.size(); ++s) {
+      held_[s] = replay.hold_all || std::find(events.begin(), events.end(), signals[s]) != events.end();
+      any_held = any_held || held_[s];
+      add_output(signals[s], 1);
+    }
+    set_time_dependent();
+    set_jumps(any_held);
+  }
+
+  [[nodiscard]] double branch(const BlockContext& c) const noexcept override {
+    return history_->count_at(file_time(c.t));
+  }
+  void output(const BlockContext& c) const noexcept override {
+    const double ft = file_time(c.t);
+    history_->take(*source_, ft);
+    double slope = 0.0;
+    for (std::size_t s = 0; s < held_.size(); ++s) c.out(s, 0, history_->at(s, ft, held_[s], slope));
+  }
+  void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
+    const double ft = file_time(c.t);
+    double slope = 0.0;
+    for (std::size_t s = 0; s < held_.size(); ++s) {
+      (void)history_->at(s, ft, held_[s], slope);
+      c.out_derivative(s, 0, slope * rate_);
+    }
+  }
+
+ private:
+  [[nodiscard]] double file_time(double t) const noexcept { return start_ + rate_ * t; }
+
+  std::shared_ptr<plant::LiveSource> source_;
+  std::unique_ptr<plant::LiveHistory> history_;  // the consuming frame's only
+  std::vector<unsigned char> held_;
+  double start_ = 0.0;
+  double rate_ = 1.0;
+};
+
+std::unique_ptr<Block> make_plant(const std::string& name, const BlockParams& p) {
+  const std::string source = p.text(name, "source", "csv");
+  if (source == "udp") return std::make_unique<PlantLive>(name, p, source);
+  if (source != "csv") {
+    throw BlockError("block '" + name + "' (plant): 'source' = '" + source + "' — expected csv or udp", name, "source");
+  }
+  if (p.flag(name, "follow", false)) return std::make_unique<PlantLive>(name, p, source);
+  return std::make_unique<PlantCsv>(name, p);
+}
+
 }  // namespace
 
 void register_plant_blocks(BlockRegistry& r) {
   r.add({"plant",
          "measured signals of a plant: a CSV recording replayed (docs/plant.md)",
-         {{"source", "text", "csv", "where the data come from: csv"},
+         {{"source", "text", "csv", "where the data come from: csv or udp"},
+          {"follow", "boolean", "false", "csv: the file is still being written; a thread reads its new rows"},
+          {"port", "count", "", "udp: the port to listen on (required)"},
+          {"address", "text", "127.0.0.1", "udp: the IPv4 address to listen on"},
+          {"allow", "text", "127.0.0.1", "udp: comma-separated IPv4 addresses of accepted senders"},
+          {"signals", "text", "", "udp: comma-separated signal names, in the datagram's value order (required)"},
+          {"ring", "count", "1024", "live: rows the receiver may hand over ahead of the frames"},
+          {"history", "count", "4096", "live: newest rows kept for lookups (and re-runs from a snapshot)"},
           {"file", "path", "", "the CSV recording (relative: to the task-graph file's directory)"},
           {"start", "number", "0", "file time shown at simulation time 0 (s)"},
           {"rate", "positive number", "1", "file seconds per simulation second"},
           {"interpolation", "text", "linear", "linear (between rows) or hold (the last row)"},
           {"events", "text", "", "comma-separated on-change signals: empty cells hold, values jump"},
           {"max_file_size", "positive number", "64", "the largest file read (MiB)"}},
-         make_factory<PlantCsv>()});
+         make_plant});
 }
 
 }  // namespace rtcosim::tasks
