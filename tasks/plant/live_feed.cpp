@@ -41,6 +41,26 @@ std::shared_ptr<LiveSource> acquire(const std::string& key, Make make) {
   return made;
 }
 
+// A UDP socket bound to (`listen`) or connected to address:port.
+int udp_socket(const std::string& address, int port, bool listen) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  const std::string what = listen ? "listen on" : "send to";
+  if (::inet_pton(AF_INET, address.c_str(), &sa.sin_addr) != 1) {
+    throw std::runtime_error("'address' = '" + address + "' — expected an IPv4 address to " + what);
+  }
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("cannot make a UDP socket: ") + std::strerror(errno));
+  const auto* addr = reinterpret_cast<const sockaddr*>(&sa);
+  if ((listen ? ::bind(fd, addr, sizeof sa) : ::connect(fd, addr, sizeof sa)) != 0) {
+    const std::string why = std::strerror(errno);
+    ::close(fd);
+    throw std::runtime_error("cannot " + what + " " + address + ":" + std::to_string(port) + ": " + why);
+  }
+  return fd;
+}
+
 // A followed file's tail: the rows after the header as they are appended.
 class CsvFollower final : public LiveSource {
  public:
@@ -120,19 +140,7 @@ class UdpReceiver final : public LiveSource {
       }
       allow_.push_back(addr.s_addr);
     }
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<std::uint16_t>(o.port));
-    if (::inet_pton(AF_INET, o.address.c_str(), &sa.sin_addr) != 1) {
-      throw std::runtime_error("'address' = '" + o.address + "' — expected an IPv4 address to listen on");
-    }
-    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd_ < 0) throw std::runtime_error(std::string("cannot make a UDP socket: ") + std::strerror(errno));
-    if (::bind(fd_, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0) {
-      const std::string why = std::strerror(errno);
-      ::close(fd_);
-      throw std::runtime_error("cannot listen on " + o.address + ":" + std::to_string(o.port) + ": " + why);
-    }
+    fd_ = udp_socket(o.address, o.port, true);
     start();
   }
   ~UdpReceiver() override {
@@ -180,6 +188,42 @@ class UdpReceiver final : public LiveSource {
 
   int fd_ = -1;
   std::vector<std::uint32_t> allow_;
+};
+
+// The frames' rows sent as datagrams to one address, in order, with a
+// sequence number per datagram.
+class UdpSender final : public LiveSource {
+ public:
+  explicit UdpSender(const UdpOutOptions& o)
+      : LiveSource("udp_out:" + o.address + ":" + std::to_string(o.port), o.signals, o.ring_rows) {
+    fd_ = udp_socket(o.address, o.port, false);
+    start();
+  }
+  ~UdpSender() override {
+    stop();
+    ::close(fd_);
+  }
+
+ private:
+  void receive() override {
+    unsigned char buf[kMaxDatagram];
+    LiveRow row;
+    std::uint64_t sequence = 0;
+    while (true) {
+      if (!pop(row)) {
+        if (stopping()) return;  // after the last row offered
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+        continue;
+      }
+      const std::size_t n =
+          encode_datagram(sequence++, row.time, std::span<const double>(row.values.data(), signals()), buf);
+      // A refused send (no one listening yet: ECONNREFUSED) is counted, never retried.
+      if (::send(fd_, buf, n, 0) != static_cast<ssize_t>(n))
+        reject(std::string("send failed: ") + std::strerror(errno));
+    }
+  }
+
+  int fd_ = -1;
 };
 
 }  // namespace
@@ -289,6 +333,10 @@ std::shared_ptr<LiveSource> acquire_follow(const FollowOptions& o) {
 
 std::shared_ptr<LiveSource> acquire_udp(const UdpOptions& o) {
   return acquire("udp:" + o.address + ":" + std::to_string(o.port), [&] { return std::make_shared<UdpReceiver>(o); });
+}
+
+std::shared_ptr<LiveSource> acquire_udp_out(const UdpOutOptions& o) {
+  return acquire("udp_out:" + o.address + ":" + std::to_string(o.port), [&] { return std::make_shared<UdpSender>(o); });
 }
 
 std::vector<LiveStatus> live_status() {

@@ -60,6 +60,9 @@ class LiveSource {
   void count_late() noexcept { late_.fetch_add(1, std::memory_order_relaxed); }
   void count_out_of_order() noexcept { out_of_order_.fetch_add(1, std::memory_order_relaxed); }
   [[nodiscard]] LiveStatus status() const;
+  // RT, for an outgoing source (`udp_out`): the frame hands a row to the
+  // sender thread; a full ring drops it and counts it.
+  void offer(const LiveRow& row) noexcept { deliver(row); }
 
  protected:
   // The receiver thread: runs `receive` until `stopping()`.
@@ -97,6 +100,13 @@ struct UdpOptions {
   std::size_t ring_rows = 1024;
 };
 
+struct UdpOutOptions {
+  std::string address;  // where to send (IPv4)
+  int port = 0;
+  std::size_t signals = 0;
+  std::size_t ring_rows = 1024;
+};
+
 // The signals a followed CSV file's header names; throws CsvError when the
 // file or its header is missing or wrong (set-up).
 std::vector<std::string> follow_header(const FollowOptions& options);
@@ -106,6 +116,8 @@ std::vector<std::string> follow_header(const FollowOptions& options);
 // what was wrong (set-up only).
 std::shared_ptr<LiveSource> acquire_follow(const FollowOptions& options);
 std::shared_ptr<LiveSource> acquire_udp(const UdpOptions& options);
+// An outgoing source: rows offered by the frames are sent as datagrams.
+std::shared_ptr<LiveSource> acquire_udp_out(const UdpOutOptions& options);
 
 // Every live source of the process, for `rtcosim run`'s summary and the daemon's status.
 std::vector<LiveStatus> live_status();

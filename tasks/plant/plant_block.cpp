@@ -232,6 +232,48 @@ class PlantLive final : public Block {
   double rate_ = 1.0;
 };
 
+/*
+ * UdpOut: a sink that sends its inputs, once per step at the step's start
+ * time, as plant datagrams (docs/plant.md) to a `plant` block with
+ * `source: udp` in another process or on another host. RT-safe: the frame
+ * offers one row to a pre-sized ring; a sender thread makes the datagrams.
+ */
+class UdpOut final : public Block {
+ public:
+  UdpOut(const std::string& name, const BlockParams& p) : Block(name, "udp_out") {
+    plant::UdpOutOptions o;
+    o.address = p.text(name, "address", "127.0.0.1");
+    o.port = static_cast<int>(p.count(name, "port", 0, 1, 65535));
+    if (!p.has("port"))
+      throw BlockError("block '" + name + "' (udp_out): 'port' is required — where to send", name, "port");
+    const auto signals = split_names(p.text(name, "signals", ""));
+    if (signals.empty() || signals.size() > plant::kMaxLiveSignals) {
+      throw BlockError("block '" + name + "' (udp_out): 'signals' names " + std::to_string(signals.size()) +
+                           " — expected 1 to 64 comma-separated names: the inputs, in the datagram's order",
+                       name, "signals");
+    }
+    o.signals = signals.size();
+    o.ring_rows = p.count(name, "ring", 1024, 2, 1u << 20);
+    try {
+      sender_ = plant::acquire_udp_out(o);
+    } catch (const std::runtime_error& e) {
+      throw BlockError("block '" + name + "' (udp_out): " + e.what(), name, "address");
+    }
+    for (const auto& s : signals) add_input(s, 1, false);
+    set_sample_time(kEveryMajorStep);
+  }
+  void output(const BlockContext&) const noexcept override {}
+  void update(const BlockContext& c) const noexcept override {
+    row_.time = c.t;
+    for (std::size_t i = 0; i < inputs().size(); ++i) row_.values[i] = c.in(i);
+    sender_->offer(row_);
+  }
+
+ private:
+  std::shared_ptr<plant::LiveSource> sender_;
+  mutable plant::LiveRow row_;  // the frame's scratch
+};
+
 std::unique_ptr<Block> make_plant(const std::string& name, const BlockParams& p) {
   const std::string source = p.text(name, "source", "csv");
   if (source == "udp") return std::make_unique<PlantLive>(name, p, source);
@@ -262,6 +304,13 @@ void register_plant_blocks(BlockRegistry& r) {
           {"events", "text", "", "comma-separated on-change signals: empty cells hold, values jump"},
           {"max_file_size", "positive number", "64", "the largest file read (MiB)"}},
          make_plant});
+  r.add({"udp_out",
+         "sends its inputs as plant datagrams, once per step (docs/plant.md)",
+         {{"address", "text", "127.0.0.1", "the IPv4 address to send to"},
+          {"port", "count", "", "the UDP port to send to (required)"},
+          {"signals", "text", "", "comma-separated input names, in the datagram's value order (required)"},
+          {"ring", "count", "1024", "rows the frames may hand over ahead of the sender thread"}},
+         make_factory<UdpOut>()});
 }
 
 }  // namespace rtcosim::tasks

@@ -250,3 +250,30 @@ TEST(PlantUdp, WrongSettingsAreRefusedAtSetUp) {
 
 }  // namespace
 }  // namespace rtcosim::tasks
+
+namespace rtcosim::tasks {
+namespace {
+
+TEST(PlantUdp, OneSimulationsSignalsReachAnotherThroughUdpOut) {
+  const int port = free_port();
+  auto made = udp_rig(port, "y");
+  Rig& plant_side = *made;
+  Rig sender({{"out", "udp_out", {{"port", static_cast<double>(port)}, {"signals", std::string("a")}}}}, {},
+             {{"src", {{"out", "a"}}, [](double t) { return std::sin(kOmega * t); }}});
+  for (long k = 0; k < 100; ++k) sender.step_at(k, 0.01);
+  const auto s = wait_handled(udp_key(port), 100);
+  EXPECT_EQ(s.good, 100u);
+  EXPECT_EQ(s.malformed, 0u);
+  EXPECT_EQ(s.sequence_gaps, 0u);
+  // Each datagram carries the sender's value at its step's start, bit for bit.
+  for (long k = 1; k < 100; ++k) {
+    plant_side.step_at(k - 1, 0.01);
+    EXPECT_EQ(plant_side.y("p", "y"), std::sin(kOmega * (static_cast<double>(k) * 0.01))) << k;
+  }
+  const auto out = status_of("udp_out:127.0.0.1:" + std::to_string(port));
+  EXPECT_EQ(out.good, 100u);
+  EXPECT_EQ(out.ring_full, 0u);
+}
+
+}  // namespace
+}  // namespace rtcosim::tasks
