@@ -19,6 +19,7 @@
 #include "tasks/plant/plant_datagram.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/scratch.hpp"
+#include "tests/support/udp_port.hpp"
 #include "tests/tasks/block_rig.hpp"
 
 namespace rtcosim::tasks {
@@ -122,19 +123,6 @@ TEST(PlantFollow, SteadyStateFramesAllocateNothingWhileRowsArrive) {
   EXPECT_EQ(allocations, 0u);
 }
 
-// A port no one listens on now.
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
-  socklen_t len = sizeof sa;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  ::close(fd);
-  return ntohs(sa.sin_port);
-}
-
 struct Sender {
   explicit Sender(int port) : fd(::socket(AF_INET, SOCK_DGRAM, 0)) {
     to.sin_family = AF_INET;
@@ -165,7 +153,7 @@ std::unique_ptr<Rig> udp_rig(int port, const std::string& signals, BlockParams e
 std::string udp_key(int port) { return "udp:127.0.0.1:" + std::to_string(port); }
 
 TEST(PlantUdp, GoodAndHostileDatagramsGiveExactCounts) {
-  const int port = free_port();
+  const int port = rtcosim::testing::free_udp_port();
   auto made = udp_rig(port, "a, b");
   Rig& rig = *made;
   const std::string key = udp_key(port);
@@ -203,7 +191,7 @@ TEST(PlantUdp, GoodAndHostileDatagramsGiveExactCounts) {
 }
 
 TEST(PlantUdp, AFloodFillsTheRingAndIsCountedNeverWaitedOn) {
-  const int port = free_port();
+  const int port = rtcosim::testing::free_udp_port();
   auto made = udp_rig(port, "a", {{"ring", 64.0}});
   Rig& rig = *made;
   const std::string key = udp_key(port);
@@ -225,7 +213,7 @@ TEST(PlantUdp, AFloodFillsTheRingAndIsCountedNeverWaitedOn) {
 }
 
 TEST(PlantUdp, ASenderNotAllowedIsRefusedWithItsAddress) {
-  const int port = free_port();
+  const int port = rtcosim::testing::free_udp_port();
   auto made = udp_rig(port, "a", {{"allow", std::string("192.0.2.7")}});
   const std::string key = udp_key(port);
   Sender send(port);
@@ -255,7 +243,7 @@ namespace rtcosim::tasks {
 namespace {
 
 TEST(PlantUdp, OneSimulationsSignalsReachAnotherThroughUdpOut) {
-  const int port = free_port();
+  const int port = rtcosim::testing::free_udp_port();
   auto made = udp_rig(port, "y");
   Rig& plant_side = *made;
   Rig sender({{"out", "udp_out", {{"port", static_cast<double>(port)}, {"signals", std::string("a")}}}}, {},
