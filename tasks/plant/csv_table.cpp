@@ -48,19 +48,24 @@ void split(std::string_view line, std::vector<CsvCell>& out) {
 
 }  // namespace
 
-CsvTable CsvTable::read(const std::string& path, const CsvOptions& options) {
+std::uint64_t regular_file_size(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) throw CsvError(path + ": cannot read the file: " + std::strerror(errno));
   // A device or FIFO would never end (or block): only a regular file is a recording.
   if (!S_ISREG(st.st_mode)) throw CsvError(path + ": not a regular file — expected a CSV recording");
-  if (static_cast<std::uint64_t>(st.st_size) > options.max_bytes) {
-    throw CsvError(path + ": the file is " + std::to_string(st.st_size) + " bytes — more than the limit of " +
+  return static_cast<std::uint64_t>(st.st_size);
+}
+
+CsvTable CsvTable::read(const std::string& path, const CsvOptions& options) {
+  const std::uint64_t size = regular_file_size(path);
+  if (size > options.max_bytes) {
+    throw CsvError(path + ": the file is " + std::to_string(size) + " bytes — more than the limit of " +
                    std::to_string(options.max_bytes) + " (the block's 'max_file_size', MiB)");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw CsvError(path + ": cannot read the file: " + std::strerror(errno));
   std::string text;
-  text.resize(static_cast<std::size_t>(st.st_size));
+  text.resize(static_cast<std::size_t>(size));
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<std::size_t>(in.gcount()));
   return parse(text, path, options);

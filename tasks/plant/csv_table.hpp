@@ -52,6 +52,9 @@ class CsvRowParser {
   std::vector<CsvCell> cells_;
 };
 
+// The size of a regular file; CsvError for anything else (a FIFO, a device).
+std::uint64_t regular_file_size(const std::string& path);
+
 // A blank line or a '#' comment: skipped in a recording.
 bool csv_skipped(std::string_view line) noexcept;
 

@@ -299,13 +299,22 @@ LiveStatus LiveSource::status() const {
 }
 
 std::vector<std::string> follow_header(const FollowOptions& o) {
+  (void)regular_file_size(o.path);
   std::ifstream in(o.path, std::ios::binary);
   if (!in)
     throw CsvError(o.path + ": cannot read the file: " + std::strerror(errno) +
                    " — a followed file must exist with its header when the graph is built");
-  std::string line;
-  std::size_t line_no = 0;
-  while (std::getline(in, line) && line.size() <= 65536) {
+  // The header is looked for in the first MiB only: a file of one endless
+  // line is refused, not read into memory.
+  std::string text(1u << 20, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t line_no = 0, pos = 0;
+  while (pos < text.size()) {
+    const std::size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) break;  // an unfinished line is no header yet
+    const std::string_view line(text.data() + pos, nl - pos);
+    pos = nl + 1;
     ++line_no;
     if (csv_skipped(line)) continue;
     std::string why;

@@ -133,6 +133,12 @@ TEST(PlantCsv, AWrongRecordingIsRefusedNamingLineAndColumn) {
   EXPECT_NE(error(big, {{"max_file_size", 1.0}}).find("bytes — more than the limit of 1048576"), std::string::npos);
   EXPECT_NE(testing::creation_error("plant", {{"file", std::string("/dev/zero")}}).find("not a regular file"),
             std::string::npos);
+  // Followed: the header must be complete (its newline written) when the graph is built.
+  EXPECT_NE(error("time,a", {{"follow", true}}).find("no header line yet"), std::string::npos);
+  // Followed, too: a device would never give a header line.
+  EXPECT_NE(testing::creation_error("plant", {{"file", std::string("/dev/zero")}, {"follow", true}})
+                .find("not a regular file"),
+            std::string::npos);
 }
 
 }  // namespace
