@@ -15,6 +15,7 @@ BlockRegistry BlockRegistry::with_builtins() {
   register_utility_blocks(r);
   register_fmu_blocks(r);
   register_mechanics_blocks(r);
+  register_plant_blocks(r);
   return r;
 }
 

@@ -68,5 +68,6 @@ void register_discrete_blocks(BlockRegistry& registry);    // discrete_transfer_
 void register_utility_blocks(BlockRegistry& registry);     // cpu_load
 void register_fmu_blocks(BlockRegistry& registry);         // fmu (tasks/fmu/)
 void register_mechanics_blocks(BlockRegistry& registry);   // mass_chain, planar_arm
+void register_plant_blocks(BlockRegistry& registry);       // plant (tasks/plant/)
 
 }  // namespace rtcosim::tasks

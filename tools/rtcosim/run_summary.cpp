@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/json.hpp"
+#include "tools/rtcosim/plant_summary.hpp"
 #include "tools/rtcosim/text_table.hpp"
 
 namespace rtcosim::tools {
@@ -158,7 +159,7 @@ std::string run_summary(runtime::Graph& graph) {
   std::string out = "tasks:\n" + render_table(task_columns, tasks);
   out += "timing:\n" + render_table(timing_columns, tasks);
   if (!links.empty()) out += "links:\n" + render_table(link_columns, links) + link_health_lines(graph);
-  return out + remote_link_lines(graph);
+  return out + remote_link_lines(graph) + plant_lines();
 }
 
 std::vector<Field<ReferenceError>> reference_error_columns() {
@@ -308,7 +309,7 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     out += "{\"name\":" + base::json_string(e.signal) + ",\"rms_error\":" + json_number(e.rms) +
            ",\"max_error\":" + json_number(e.max) + "}";
   }
-  out += "]";
+  out += "],\"plant\":" + plant_json();
   if (!graph.host_clocks().empty()) {
     out += ",\"hosts\":[";
     first = true;

@@ -1,0 +1,156 @@
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/lockfree/spsc_queue.hpp>
+
+namespace rtcosim::tasks::plant {
+
+// The most signals one live plant source carries (a datagram's values).
+inline constexpr std::size_t kMaxLiveSignals = 64;
+
+// One measured sample: the plant's time tag and a value per signal.
+struct LiveRow {
+  double time = 0.0;
+  std::array<double, kMaxLiveSignals> values{};
+};
+
+// A copy of a live source's counters (docs/plant.md defines each).
+struct LiveStatus {
+  std::string key;                  // "csv:<path>" or "udp:<address>:<port>"
+  std::uint64_t good = 0;           // rows or datagrams parsed and handed to the ring
+  std::uint64_t malformed = 0;      // rows or datagrams refused
+  std::uint64_t ring_full = 0;      // good ones dropped because the frame had not taken the ones before
+  std::uint64_t late = 0;           // taken by a frame whose time had already passed them
+  std::uint64_t out_of_order = 0;   // not after the newest taken: dropped by the frame
+  std::uint64_t sequence_gaps = 0;  // datagrams missing between two sequence numbers (udp)
+  std::string last_bad;             // where the last malformed one came from and why
+};
+
+/*
+ * LiveSource: a non-real-time receiver thread (a CSV file's tail, a UDP
+ * socket) and the lock-free single-producer/single-consumer ring through
+ * which it hands validated rows to the frames of one `plant` block. The
+ * ring is sized at construction; the thread never waits on the frame (a full
+ * ring drops and counts) and the frame never waits on the thread.
+ * Sources are shared per key within the process (`acquire`), so that the
+ * instances the configuration check makes of a block and the one that runs
+ * share one thread and one socket; only one of them may consume.
+ */
+class LiveSource {
+ public:
+  LiveSource(std::string key, std::size_t signals, std::size_t ring_rows);
+  virtual ~LiveSource();
+  LiveSource(const LiveSource&) = delete;
+  LiveSource& operator=(const LiveSource&) = delete;
+
+  [[nodiscard]] std::size_t signals() const noexcept { return signals_; }
+  // RT: the next row, if any.
+  bool pop(LiveRow& row) noexcept { return ring_.pop(row); }
+  // RT: counted by the consuming frame.
+  void count_late() noexcept { late_.fetch_add(1, std::memory_order_relaxed); }
+  void count_out_of_order() noexcept { out_of_order_.fetch_add(1, std::memory_order_relaxed); }
+  [[nodiscard]] LiveStatus status() const;
+  // RT, for an outgoing source (`udp_out`): the frame hands a row to the
+  // sender thread; a full ring drops it and counts it.
+  void offer(const LiveRow& row) noexcept { deliver(row); }
+
+ protected:
+  // The receiver thread: runs `receive` until `stopping()`.
+  void start();
+  void stop();
+  [[nodiscard]] bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
+  virtual void receive() = 0;
+  void deliver(const LiveRow& row) noexcept;
+  void reject(std::string where_and_why);
+  void count_gap(std::uint64_t n) noexcept { gaps_.fetch_add(n, std::memory_order_relaxed); }
+
+ private:
+  std::string key_;
+  std::size_t signals_;
+  boost::lockfree::spsc_queue<LiveRow> ring_;
+  std::atomic<std::uint64_t> good_{0}, malformed_{0}, ring_full_{0}, late_{0}, out_of_order_{0}, gaps_{0};
+  mutable std::mutex bad_mutex_;  // receiver and reporter only, never a frame
+  std::string last_bad_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+struct FollowOptions {
+  std::string path;
+  std::vector<std::string> events;
+  std::size_t ring_rows = 1024;
+  double poll_s = 0.002;  // how often the tail is read again at the end of the file
+};
+
+struct UdpOptions {
+  std::string address = "127.0.0.1";  // where to listen
+  int port = 0;
+  std::vector<std::string> signals;
+  std::vector<std::string> allow = {"127.0.0.1"};  // senders accepted (IPv4 addresses)
+  std::size_t ring_rows = 1024;
+};
+
+struct UdpOutOptions {
+  std::string address;  // where to send (IPv4)
+  int port = 0;
+  std::size_t signals = 0;
+  std::size_t ring_rows = 1024;
+};
+
+// The signals a followed CSV file's header names; throws CsvError when the
+// file or its header is missing or wrong (set-up).
+std::vector<std::string> follow_header(const FollowOptions& options);
+
+// The source for these options: the running one with the same key, else a
+// new one with its thread started. Throws CsvError / std::runtime_error with
+// what was wrong (set-up only).
+std::shared_ptr<LiveSource> acquire_follow(const FollowOptions& options);
+std::shared_ptr<LiveSource> acquire_udp(const UdpOptions& options);
+// An outgoing source: rows offered by the frames are sent as datagrams.
+std::shared_ptr<LiveSource> acquire_udp_out(const UdpOutOptions& options);
+
+// Every live source of the process, for `rtcosim run`'s summary and the daemon's status.
+std::vector<LiveStatus> live_status();
+
+/*
+ * LiveHistory: the consuming frame's side: the newest rows taken from the
+ * ring, kept in a circular buffer sized at set-up, looked up by time like a
+ * recording. RT: `take` and `at` are noexcept and allocate nothing.
+ */
+class LiveHistory {
+ public:
+  LiveHistory(std::size_t signals, std::size_t rows);
+  // Moves every row the ring holds into the history; `now` is the file time
+  // of the frame taking them (a row older than it arrived late).
+  void take(LiveSource& source, double now) noexcept;
+  // Signal s at file time t: linear between rows or held (`hold`), the
+  // newest held after it, 0 before any row; `slope` gets d/dt (per file second).
+  double at(std::size_t s, double t, bool hold, double& slope) const noexcept;
+  // The number of rows taken so far at or before t (a held signal's branch).
+  [[nodiscard]] double count_at(double t) const noexcept;
+
+ private:
+  [[nodiscard]] std::size_t slot(std::size_t i) const noexcept { return (head_ + i) % capacity_; }
+  [[nodiscard]] double time(std::size_t i) const noexcept { return times_[slot(i)]; }
+  // The last logical index with time <= t, or size_ when none is.
+  [[nodiscard]] std::size_t find(double t) const noexcept;
+
+  std::size_t signals_, capacity_;
+  std::vector<double> times_;
+  std::vector<double> values_;  // slot-major: values_[slot * signals + s]
+  std::size_t head_ = 0, size_ = 0;
+  std::uint64_t taken_ = 0;
+  LiveRow scratch_;
+};
+
+}  // namespace rtcosim::tasks::plant

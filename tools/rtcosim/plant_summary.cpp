@@ -1,0 +1,46 @@
+#include "tools/rtcosim/plant_summary.hpp"
+
+#include "base/json.hpp"
+#include "tasks/plant/live_feed.hpp"
+#include "tools/rtcosim/text_table.hpp"
+
+namespace rtcosim::tools {
+
+using tasks::plant::LiveStatus;
+
+std::string plant_lines() {
+  const auto sources = tasks::plant::live_status();
+  if (sources.empty()) return {};
+  auto count = [](std::uint64_t LiveStatus::*field) {
+    return [field](const LiveStatus& s) { return format_count(s.*field); };
+  };
+  const std::vector<Field<LiveStatus>> columns = {
+      {"source", Align::kLeft, [](const LiveStatus& s) { return s.key; }},
+      {"good", Align::kRight, count(&LiveStatus::good)},
+      {"malformed", Align::kRight, count(&LiveStatus::malformed)},
+      {"ring full", Align::kRight, count(&LiveStatus::ring_full)},
+      {"late", Align::kRight, count(&LiveStatus::late)},
+      {"out of order", Align::kRight, count(&LiveStatus::out_of_order)},
+      {"seq gaps", Align::kRight, count(&LiveStatus::sequence_gaps)},
+      {"last bad", Align::kLeft,
+       [](const LiveStatus& s) { return s.last_bad.empty() ? std::string("-") : s.last_bad; }},
+  };
+  return "plant sources:\n" + render_table(columns, sources);
+}
+
+std::string plant_json() {
+  std::string out = "[";
+  bool first = true;
+  for (const auto& s : tasks::plant::live_status()) {
+    out += first ? "" : ",";
+    first = false;
+    out += "{\"source\":" + base::json_string(s.key) + ",\"good\":" + std::to_string(s.good) +
+           ",\"malformed\":" + std::to_string(s.malformed) + ",\"ring_full\":" + std::to_string(s.ring_full) +
+           ",\"late\":" + std::to_string(s.late) + ",\"out_of_order\":" + std::to_string(s.out_of_order) +
+           ",\"sequence_gaps\":" + std::to_string(s.sequence_gaps) +
+           ",\"last_bad\":" + (s.last_bad.empty() ? std::string("null") : base::json_string(s.last_bad)) + "}";
+  }
+  return out + "]";
+}
+
+}  // namespace rtcosim::tools
