@@ -300,9 +300,12 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
     // Plots and reference errors need every sample in memory, which only a
     // finite run can afford; otherwise the recorder keeps none.
+    if (spec.sync.enabled && !(duration > 0.0)) {
+      throw UsageError(file + " runs until stopped; its 'sync:' comparison needs a finite run: give --duration");
+    }
     const bool keep_series = args.value("plot") || args.flag("compare-reference") || spec.sync.enabled;
     if (keep_series && !(duration > 0.0)) {
-      throw UsageError(file + " runs until stopped; --plot, --compare-reference and 'sync:' need a finite run: give --duration");
+      throw UsageError(file + " runs until stopped; --plot and --compare-reference need a finite run: give --duration");
     }
     if (virtual_time && args.value("trace")) {
       // A trace records the frames of real threads on real CPUs; a virtual
