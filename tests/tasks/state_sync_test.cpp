@@ -283,6 +283,32 @@ TEST(StateSync, GainAndConstantAreTunable) {
   EXPECT_EQ(constant->tunable(0), -4.0);
 }
 
+// Every solver keeps the 10x; a budget of 3 evaluations per macro step is
+// never exceeded and is reported as exhausted exactly when NLopt stopped on it.
+TEST(StateSync, SolversAndBudget) {
+  const auto m = read_recording();
+  SyncSettings s;
+  const auto free = run(m, false, s);
+  for (const Solver solver : {Solver::kNelderMead, Solver::kBobyqa, Solver::kSbplx}) {
+    s.solver = solver;
+    s.max_evaluations = 60;
+    EXPECT_GT(free.mse, 10.0 * run(m, true, s).mse) << static_cast<int>(solver);
+    s.max_evaluations = 3;
+    const auto tight = run(m, true, s);
+    int exhausted = 0;
+    for (const auto& f : tight.figures) {
+      EXPECT_LE(f.evaluations, 3);
+      if (f.budget_exhausted) {
+        EXPECT_EQ(f.evaluations, 3);
+        ++exhausted;
+      }
+      EXPECT_LE(f.objective_after, f.objective_before);
+      EXPECT_GE(f.seconds, 0.0);
+    }
+    EXPECT_GT(exhausted, 0) << static_cast<int>(solver);
+  }
+}
+
 // docs/sync.md's table (RTCOSIM_SYNC_REPORT=1 prints it).
 TEST(StateSync, HorizonsAndSchemesForTheDocs) {
   const auto m = read_recording();
