@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "coupling/registry.hpp"
+#include "rt_config/sync_spec.hpp"
 #include "tasks/diagram.hpp"
 #include "tasks/integrator.hpp"
 
@@ -137,6 +138,7 @@ struct GraphSpec {
   CouplingSpec default_coupling;
   RecordSpec record;
   TraceSpec trace;
+  SyncSpec sync;  // docs/sync.md
   std::vector<std::string> plugins;  // plugin ids (rt_config/plugins.hpp), not paths
 
   [[nodiscard]] const TaskSpec* find_task(const std::string& name) const;

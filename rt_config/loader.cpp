@@ -283,7 +283,8 @@ class Reader {
 };
 
 const std::vector<std::string> kTopKeys = {"name",     "duration", "realtime", "tasks",   "blocks", "wires",
-                                           "coupling", "record",   "trace",    "plugins", "hosts",  "dds"};
+                                           "coupling", "record",   "trace",    "plugins", "hosts",  "dds",
+                                           "sync"};
 const std::vector<std::string> kTaskKeys = {"name",    "period",   "cpu",        "priority",  "integrator", "step",
                                             "overrun", "max_step", "rate_group", "execution", "host"};
 const std::vector<std::string> kBlockKeys = {"name", "type", "task", "params"};
@@ -355,6 +356,7 @@ class GraphLoader {
     read_wires(root["wires"], root);
     read_record(root["record"]);
     read_trace(root["trace"]);
+    read_sync(root["sync"]);
     check_diagram();
     check_tasks();
     check_fixed_steps();
@@ -877,6 +879,121 @@ class GraphLoader {
     if (auto d = in_.text(node, "directory", "'trace'", false)) graph_.trace.directory = *d;
   }
 
+  // docs/sync.md. Elements name a dead time and a cycle time (or the task
+  // whose period is its cycle); hops are "A -> B sync|async".
+  void read_sync(const YAML::Node& node) {
+    if (!node) return;
+    if (!in_.mapping(node, "'sync'", {"delay", "compare"})) return;
+    SyncSpec& sync = graph_.sync;
+    sync.enabled = true;
+    const YAML::Node delay = node["delay"];
+    if (delay && delay.IsScalar() && delay.Scalar() != "auto") {
+      if (auto d = in_.duration(node, "delay", "'sync'", true)) sync.delay = *d;
+    } else if (delay && delay.IsMap()) {
+      read_sync_delay(delay);
+    } else if (delay) {
+      in_.error(delay, "'sync.delay' is " + Reader::kind(delay) +
+                           " — expected a duration (\"8ms\") or a mapping with 'auto: true', 'elements', "
+                           "'measurement' and 'simulation'");
+    }
+    const YAML::Node compare = node["compare"];
+    if (!compare || !compare.IsSequence() || compare.size() == 0) {
+      in_.error(compare ? compare : node, "'sync' needs 'compare': a list of {simulated: block.port, measured: "
+                                          "block.port}, both among 'record.signals'");
+      return;
+    }
+    for (const auto& pair : compare) {
+      if (!in_.mapping(pair, "a 'sync.compare' entry", {"simulated", "measured", "weight"})) continue;
+      auto sim = in_.endpoint(pair["simulated"], "'simulated'");
+      auto meas = in_.endpoint(pair["measured"], "'measured'");
+      if (!sim || !meas) continue;
+      SyncComparison c{*sim, *meas, 1.0};
+      if (pair["weight"]) {
+        if (!pair["weight"].IsScalar() || !(pair["weight"].as<double>(-1.0) > 0.0)) {
+          in_.error(pair["weight"], "'weight' is " + Reader::kind(pair["weight"]) + " — expected a number > 0");
+        } else {
+          c.weight = pair["weight"].as<double>();
+        }
+      }
+      for (const auto* e : {&c.simulated, &c.measured}) {
+        const bool recorded = std::any_of(graph_.record.signals.begin(), graph_.record.signals.end(),
+                                          [&](const tasks::Endpoint& r) { return r.str() == e->str(); });
+        if (!recorded) in_.error(pair, "'sync.compare' names '" + e->str() + "', which 'record.signals' does not list");
+      }
+      sync.compare.push_back(c);
+    }
+  }
+
+  void read_sync_delay(const YAML::Node& delay) {
+    SyncSpec& sync = graph_.sync;
+    if (!in_.mapping(delay, "'sync.delay'", {"auto", "grid", "acquisition", "elements", "measurement", "simulation"}))
+      return;
+    sync.automatic = in_.boolean(delay, "auto", "'sync.delay'").value_or(false);
+    if (!sync.automatic) {
+      in_.error(delay, "'sync.delay' as a mapping needs 'auto: true' — or give the delay itself, e.g. \"8ms\"");
+      return;
+    }
+    if (auto g = in_.duration(delay, "grid", "'sync.delay'", false)) sync.grid = *g;
+    if (auto a = in_.text(delay, "acquisition", "'sync.delay'", false)) acquisition_ = *a;
+    std::map<std::string, coupling::sync::DelayElement> elements;
+    const YAML::Node list = delay["elements"];
+    if (!list || !list.IsMap()) {
+      in_.error(list ? list : delay, "'sync.delay.elements' must be a mapping of element name to {dead_time, cycle "
+                                     "or task}, e.g. {P: {dead_time: 10ms, cycle: 0.1ms}}");
+      return;
+    }
+    for (const auto& e : list) {
+      const std::string name = e.first.Scalar();
+      const std::string what = "sync element '" + name + "'";
+      if (!in_.mapping(e.second, what, {"dead_time", "cycle", "task"})) continue;
+      coupling::sync::DelayElement element{name, in_.duration(e.second, "dead_time", what, true).value_or(0.0), 0.0};
+      if (auto task = in_.text(e.second, "task", what, false)) {
+        const auto it = std::find_if(graph_.tasks.begin(), graph_.tasks.end(),
+                                     [&](const TaskSpec& t) { return t.name == *task; });
+        if (it == graph_.tasks.end()) {
+          in_.error(e.second["task"], what + " takes its cycle from task '" + *task + "', which 'tasks' does not list");
+        } else {
+          element.cycle = it->period;
+        }
+      } else {
+        element.cycle = in_.duration(e.second, "cycle", what + " (or 'task')", true).value_or(0.0);
+      }
+      elements[name] = element;
+    }
+    if (!acquisition_.empty()) {
+      if (!elements.count(acquisition_)) {
+        in_.error(delay["acquisition"], "'sync.delay.acquisition' is '" + acquisition_ + "', not an element");
+      } else {
+        sync.acquisition_cycle = elements[acquisition_].cycle;
+      }
+    }
+    for (const char* path : {"measurement", "simulation"}) {
+      auto& hops = std::string(path) == "measurement" ? sync.measurement_path : sync.simulation_path;
+      const YAML::Node seq = delay[path];
+      if (!seq || !seq.IsSequence()) {
+        in_.error(seq ? seq : delay, std::string("'sync.delay.") + path + "' must be a list of hops like \"C -> P sync\"");
+        continue;
+      }
+      for (const auto& h : seq) {
+        std::istringstream words(h.IsScalar() ? h.Scalar() : std::string());
+        std::string from, arrow, to, kind;
+        words >> from >> arrow >> to >> kind;
+        if (arrow != "->" || (kind != "sync" && kind != "async") || !elements.count(from) || !elements.count(to)) {
+          in_.error(h, "hop " + Reader::kind(h) + " — expected \"A -> B sync\" or \"A -> B async\" with A and B "
+                                                  "among 'sync.delay.elements'");
+          continue;
+        }
+        hops.push_back({elements[from], elements[to],
+                        kind == "sync" ? coupling::sync::HopKind::synchronous : coupling::sync::HopKind::asynchronous});
+      }
+    }
+    try {
+      sync.delay = coupling::sync::output_delay(sync.measurement_path, sync.simulation_path, sync.grid).delta_o;
+    } catch (const coupling::sync::DelayModelError& e) {
+      in_.error(delay, e.what());
+    }
+  }
+
   void read_plugins(const YAML::Node& node) {
     if (!node) return;
     if (!node.IsSequence()) {
@@ -1162,6 +1279,7 @@ class GraphLoader {
   std::vector<BlockInfo> infos_;
   std::vector<YAML::Node> wire_nodes_;
   std::vector<YAML::Node> record_nodes_;
+  std::string acquisition_;  // sync.delay.acquisition
   bool wires_unread_ = false;           // 'wires' missing or not a list
   std::set<std::string> wired_inputs_;  // inputs of wires dropped for another error
 };

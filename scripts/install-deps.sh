@@ -20,6 +20,7 @@ packages=(
   libzip-dev libpugixml-dev                      # FMUs: unzip the archive, read modelDescription.xml
   libhdf5-dev hdf5-tools                         # HDF5 recordings (record: {file: run.h5}); h5dump, h5clear
   libmatio-dev                                   # MAT-file recordings (v7.3 and v5)
+  libnlopt-cxx-dev                               # state synchronisation optimisers (docs/sync.md)
   python3-h5py python3-scipy                     # tests read recordings back with h5py and scipy.io
   cyclonedds-dev cyclonedds-tools                # DDS bridge of graphs across hosts (idlc; ddsperf for bench/)
   iproute2 iptables                              # two-host tests: ip netns, veth, tc netem; loss without netem

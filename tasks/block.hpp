@@ -114,6 +114,14 @@ class Block {
   // Discrete state update at a sample hit, after `output` at that instant.
   virtual void update(const BlockContext& c) const noexcept { (void)c; }
 
+  // Tunable parameters: the ones a block lets its owner change between steps
+  // (the state synchronisation's decision variables, docs/sync.md). Names
+  // are static strings; `set_tunable` takes the index into them and returns
+  // false for an index it does not know. Noexcept, allocation-free.
+  [[nodiscard]] virtual std::span<const char* const> tunable_parameters() const noexcept { return {}; }
+  virtual bool set_tunable(std::size_t index, double value) noexcept { return (void)index, (void)value, false; }
+  [[nodiscard]] virtual double tunable(std::size_t index) const noexcept { return (void)index, 0.0; }
+
   // For a block that declared `set_jumps` (a step source, a switch): a
   // number that changes exactly when the output jumps (the branch it is
   // on). The partition compares it at the end of each step with the one

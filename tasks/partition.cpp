@@ -401,6 +401,7 @@ std::size_t Partition::state_size() const noexcept { return impl_->nx; }
 std::size_t Partition::discrete_state_size() const noexcept { return impl_->nxd; }
 std::size_t Partition::block_count() const noexcept { return impl_->slots.size(); }
 const Block& Partition::block(std::size_t i) const noexcept { return *impl_->slots[i].block; }
+Block& Partition::mutable_block(std::size_t i) noexcept { return *impl_->slots[i].block; }
 double Partition::time() const noexcept { return impl_->s.time; }
 std::span<const double> Partition::state() const noexcept { return impl_->s.x; }
 std::span<const double> Partition::discrete_state() const noexcept { return impl_->s.xd; }

@@ -91,6 +91,8 @@ class Partition {
   [[nodiscard]] std::size_t discrete_state_size() const noexcept;
   [[nodiscard]] std::size_t block_count() const noexcept;
   [[nodiscard]] const Block& block(std::size_t i) const noexcept;
+  // For tunable parameters between steps (Block::set_tunable); the partition's owner only.
+  [[nodiscard]] Block& mutable_block(std::size_t i) noexcept;
   [[nodiscard]] const std::vector<ExternalInputSpec>& externals() const noexcept { return externals_; }
   // Block names in evaluation order.
   [[nodiscard]] std::vector<std::string> evaluation_order() const;

@@ -23,6 +23,17 @@ class Gain final : public Block {
     add_input("u", cols_);
     add_output("y", rows_);
   }
+  // A scalar gain is tunable (docs/sync.md); a matrix is not.
+  std::span<const char* const> tunable_parameters() const noexcept override {
+    static constexpr const char* kNames[] = {"gain"};
+    return scalar_ ? std::span<const char* const>(kNames) : std::span<const char* const>();
+  }
+  bool set_tunable(std::size_t index, double value) noexcept override {
+    if (!scalar_ || index != 0) return false;
+    gain_[0] = value;
+    return true;
+  }
+  double tunable(std::size_t index) const noexcept override { return scalar_ && index == 0 ? gain_[0] : 0.0; }
   void output(const BlockContext& c) const noexcept override { apply(c.u[0], c.y[0]); }
   void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
     apply(c.du[0], c.dy[0]);

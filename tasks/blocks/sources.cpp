@@ -17,6 +17,19 @@ class Constant final : public Block {
   void output(const BlockContext& c) const noexcept override {
     for (std::size_t i = 0; i < value_.size(); ++i) c.out(0, i, value_[i]);
   }
+  // A scalar constant is tunable (docs/sync.md): a load, an offset.
+  std::span<const char* const> tunable_parameters() const noexcept override {
+    static constexpr const char* kNames[] = {"value"};
+    return value_.size() == 1 ? std::span<const char* const>(kNames) : std::span<const char* const>();
+  }
+  bool set_tunable(std::size_t index, double value) noexcept override {
+    if (value_.size() != 1 || index != 0) return false;
+    value_[0] = value;
+    return true;
+  }
+  double tunable(std::size_t index) const noexcept override {
+    return value_.size() == 1 && index == 0 ? value_[0] : 0.0;
+  }
   void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
     for (std::size_t i = 0; i < value_.size(); ++i) c.out_derivative(0, i, 0.0);
   }

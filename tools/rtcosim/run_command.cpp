@@ -27,6 +27,7 @@
 #include "tools/rtcosim/cli_args.hpp"
 #include "tools/rtcosim/recording_summary.hpp"
 #include "tools/rtcosim/run_summary.hpp"
+#include "tools/rtcosim/sync_report.hpp"
 #include "tools/rtcosim/trace_session.hpp"
 
 namespace rtcosim::tools {
@@ -300,7 +301,10 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
     // Plots and reference errors need every sample in memory, which only a
     // finite run can afford; otherwise the recorder keeps none.
-    const bool keep_series = args.value("plot") || args.flag("compare-reference");
+    if (spec.sync.enabled && !(duration > 0.0)) {
+      throw UsageError(file + " runs until stopped; its 'sync:' comparison needs a finite run: give --duration");
+    }
+    const bool keep_series = args.value("plot") || args.flag("compare-reference") || spec.sync.enabled;
     if (keep_series && !(duration > 0.0)) {
       throw UsageError(file + " runs until stopped; --plot and --compare-reference need a finite run: give --duration");
     }
@@ -450,6 +454,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       if (f && !f->commit()) recording.error += (recording.error.empty() ? "" : "; ") + f->error();
     }
     std::cout << run_summary(*graph) << recording_summary(*graph, recording);
+    if (spec.sync.enabled) std::cout << sync_summary(spec.sync, sync_comparison(spec.sync, recorder));
     if (reference) {
       std::cout << "error against the reference (merged diagram, RK4 at "
                 << base::format_duration(args.positive_duration("reference-step", 0.0005)) << "):\n";

@@ -1,0 +1,90 @@
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace rtcosim::coupling::sync {
+
+/*
+ * The delay model of the time synchronisation (thesis 4.6, eqs. 4.14-4.16):
+ * every element along a signal chain (control function R, communication C,
+ * plant P, data acquisition M, simulation S) has a dead time tau and a cycle
+ * time theta. A hop from element a to element b delays a datum by
+ *   delta(t - (tau_a + tau_b))  if a and b share a time base (synchronous),
+ *   U(t; 0, theta_b)            otherwise (asynchronous: it waits for b's next cycle),
+ * and the delay of a chain is the convolution of its hops' densities. The
+ * output delay is Delta_o = mode(measurement path) - mode(simulation path),
+ * taking the rightmost modal value where the mode is not unique (thesis 5.7).
+ *
+ * Densities are discretised on a grid of step dt as point masses (mass =
+ * density * dt); a uniform U(0, theta) is theta/dt equal masses at the cell
+ * centres, so that the convolution of two uniforms is exactly the sampled
+ * trapezoid. Set-up code: allocates, throws DelayModelError on values that do
+ * not lie on the grid. Nothing here runs in a real-time frame.
+ */
+class DelayModelError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+struct DelayElement {
+  std::string name;        // for error messages: "C", "plant", ...
+  double dead_time = 0.0;  // tau, seconds
+  double cycle = 0.0;      // theta, seconds
+};
+
+enum class HopKind { synchronous, asynchronous };
+
+struct Hop {
+  DelayElement from;
+  DelayElement to;
+  HopKind kind = HopKind::asynchronous;
+};
+
+// A probability density as point masses at offset + i * dt.
+class DelayDensity {
+ public:
+  static DelayDensity dirac(double at, double dt);
+  static DelayDensity uniform(double width, double dt);  // U(0, width), width a multiple of dt
+
+  DelayDensity convolve(const DelayDensity& other) const;
+
+  double dt() const { return dt_; }
+  double position(std::size_t i) const {
+    return (static_cast<double>(half_offset_) + 2.0 * static_cast<double>(i)) * dt_ / 2.0;
+  }
+  const std::vector<double>& masses() const { return masses_; }
+  double total_mass() const;
+  double mean() const;
+  // The rightmost point whose mass is the maximum (within 1e-9 relative). A
+  // plateau (two or more maximal points) that ends in a jump to zero ends
+  // half a cell further, where the continuous density jumps: U(0, theta)
+  // gives theta, not theta - dt/2.
+  double rightmost_mode() const;
+
+ private:
+  double dt_ = 0.0;
+  long half_offset_ = 0;  // position of masses_[0] in units of dt/2
+  std::vector<double> masses_;
+};
+
+DelayDensity hop_density(const Hop& hop, double dt);              // eq. 4.16
+DelayDensity path_density(std::span<const Hop> path, double dt);  // convolution of the hops
+
+// Eq. 4.15 from the two paths' rightmost modes. An empty path is delta(0).
+struct OutputDelay {
+  DelayDensity measurement;
+  DelayDensity simulation;
+  double measurement_mode = 0.0;
+  double simulation_mode = 0.0;
+  double delta_o = 0.0;
+};
+OutputDelay output_delay(std::span<const Hop> measurement_path, std::span<const Hop> simulation_path, double dt);
+
+// Eq. 4.14: Delta_i = mode(u reaches the plant) - mode(u reaches the simulation).
+double input_delay(std::span<const Hop> plant_path, std::span<const Hop> simulation_path, double dt);
+
+}  // namespace rtcosim::coupling::sync

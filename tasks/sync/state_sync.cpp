@@ -1,0 +1,295 @@
+#include "tasks/sync/state_sync.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <limits>
+#include <stdexcept>
+
+#include <nlopt.hpp>
+
+namespace rtcosim::tasks::sync {
+
+// Held external inputs of one component for the current macro step.
+class HeldInputs final : public InputSource {
+ public:
+  std::vector<double> values;
+  void sample(std::size_t input, double, std::span<double> out) noexcept override {
+    for (auto& v : out) v = values[input];
+  }
+};
+
+struct StateSync::Impl {
+  std::vector<HeldInputs> held;
+  // cache[c][i][j]: input i of component c at horizon step j, from the pass
+  // with the current u (the values a component that is not re-run supplies).
+  std::vector<std::vector<std::vector<double>>> cache;
+  std::vector<double> best_x;
+  double best_f = std::numeric_limits<double>::infinity();
+  int evaluations = 0;
+  std::size_t width = 0;  // variables per horizon step
+  std::size_t slots = 1;  // horizon steps with their own u (dynamic: T_P - T_D + 1)
+};
+
+namespace {
+
+nlopt::algorithm algorithm_of(Solver s) {
+  switch (s) {
+    case Solver::kNelderMead:
+      return nlopt::LN_NELDERMEAD;
+    case Solver::kSbplx:
+      return nlopt::LN_SBPLX;
+    case Solver::kBobyqa:
+      break;
+  }
+  return nlopt::LN_BOBYQA;
+}
+
+}  // namespace
+
+double objective_trampoline(unsigned, const double* x, double*, void* data) {
+  return static_cast<StateSync*>(data)->horizon_objective(x);
+}
+
+StateSync::StateSync(std::vector<Component> components, std::vector<DecisionVariable> variables,
+                     std::vector<ComparedPair> compared, const Measurements& measured, SyncSettings settings)
+    : impl_(std::make_unique<Impl>()),
+      components_(std::move(components)),
+      variables_(std::move(variables)),
+      compared_(std::move(compared)),
+      measured_(measured),
+      settings_(settings) {
+  const std::size_t n = components_.size();
+  if (variables_.empty()) throw std::invalid_argument("state synchronisation: no decision variables");
+  if (compared_.empty()) throw std::invalid_argument("state synchronisation: no compared pairs");
+  if (settings_.horizon < 1) throw std::invalid_argument("state synchronisation: the horizon T_P must be >= 1 step");
+  for (const auto& v : variables_) {
+    if (v.component >= n)
+      throw std::invalid_argument("state synchronisation: a decision variable's component is out of range");
+    const auto& block = components_[v.component].partition->block(v.block);
+    if (v.parameter >= block.tunable_parameters().size()) {
+      throw std::invalid_argument("state synchronisation: block '" + block.name() + "' (" + block.type() +
+                                  ") has no tunable parameter number " + std::to_string(v.parameter));
+    }
+    if (!(v.lower < v.upper) || v.start < v.lower || v.start > v.upper) {
+      throw std::invalid_argument("state synchronisation: '" + block.name() + "': bounds [" + std::to_string(v.lower) +
+                                  ", " + std::to_string(v.upper) + "] must be increasing and hold the start value " +
+                                  std::to_string(v.start));
+    }
+  }
+  // Edges source -> consumer; hop distances by breadth-first search.
+  std::vector<std::vector<std::size_t>> next(n), prev(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    if (components_[c].inputs.size() != components_[c].partition->externals().size()) {
+      throw std::invalid_argument("state synchronisation: component '" + components_[c].partition->name() + "' has " +
+                                  std::to_string(components_[c].partition->externals().size()) +
+                                  " external inputs and " + std::to_string(components_[c].inputs.size()) + " feeds");
+    }
+    for (const auto& f : components_[c].inputs) {
+      if (f.kind == InputFeed::Kind::kComponent) {
+        next[f.source].push_back(c);
+        prev[c].push_back(f.source);
+      }
+    }
+  }
+  auto reach = [&](const std::vector<std::vector<std::size_t>>& edges, std::vector<std::size_t> from) {
+    std::vector<int> hops(n, -1);
+    std::deque<std::size_t> queue;
+    for (auto f : from) {
+      hops[f] = 0;
+      queue.push_back(f);
+    }
+    while (!queue.empty()) {
+      const auto c = queue.front();
+      queue.pop_front();
+      for (auto d : edges[c]) {
+        if (hops[d] < 0) {
+          hops[d] = hops[c] + 1;
+          queue.push_back(d);
+        }
+      }
+    }
+    return hops;
+  };
+  std::vector<std::size_t> u_components, y_components;
+  for (const auto& v : variables_) u_components.push_back(v.component);
+  for (const auto& p : compared_) y_components.push_back(p.component);
+  const auto from_u = reach(next, u_components);
+  const auto to_y = reach(prev, y_components);
+  int shortest = -1;
+  for (auto c : y_components) {
+    if (from_u[c] >= 0 && (shortest < 0 || from_u[c] < shortest)) shortest = from_u[c];
+  }
+  if (shortest < 0)
+    throw std::invalid_argument("state synchronisation: no decision variable can influence a compared output");
+  distance_ = shortest + 1;  // thesis eq. 4.2: T_D
+  if (settings_.horizon < distance_) {
+    throw std::invalid_argument("state synchronisation: the horizon T_P = " + std::to_string(settings_.horizon) +
+                                " is shorter than the distance T_D = " + std::to_string(distance_) +
+                                " from u to the compared output");
+  }
+  rerun_.resize(n);
+  for (std::size_t c = 0; c < n; ++c) rerun_[c] = !settings_.reduce || (from_u[c] >= 0 && to_y[c] >= 0);
+  impl_->held.resize(n);
+  impl_->cache.resize(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    impl_->held[c].values.assign(components_[c].inputs.size(), 0.0);
+    impl_->cache[c].assign(components_[c].inputs.size(), std::vector<double>(settings_.horizon, 0.0));
+  }
+  impl_->width = variables_.size();
+  impl_->slots = settings_.dynamic ? static_cast<std::size_t>(settings_.horizon - distance_ + 1) : 1;
+  reset();
+}
+
+StateSync::~StateSync() = default;
+
+void StateSync::reset() {
+  u_.clear();
+  for (const auto& v : variables_) u_.push_back(v.start);
+  apply_u(u_.data());
+  for (auto& c : components_) {
+    c.partition->reset(0.0);
+  }
+  // Outputs at t0 from the inputs at t0.
+  for (std::size_t c = 0; c < components_.size(); ++c) {
+    for (std::size_t i = 0; i < components_[c].inputs.size(); ++i) {
+      const auto& f = components_[c].inputs[i];
+      impl_->held[c].values[i] = f.kind == InputFeed::Kind::kMeasured   ? measured_.columns[f.source][0]
+                                 : f.kind == InputFeed::Kind::kConstant ? f.value
+                                                                        : 0.0;
+    }
+    components_[c].partition->refresh_outputs(impl_->held[c]);
+  }
+  k_ = 0;
+  n_ges_ = 0;
+}
+
+void StateSync::apply_u(const double* u) noexcept {
+  for (std::size_t i = 0; i < variables_.size(); ++i) {
+    const auto& v = variables_[i];
+    (void)components_[v.component].partition->mutable_block(v.block).set_tunable(v.parameter, u[i]);
+  }
+}
+
+// Jacobi: every input is read before any component steps. `j` >= 0 is the
+// horizon step (a component that does not run supplies its cached value).
+void StateSync::step_components(const std::vector<bool>& which, std::size_t k) {
+  const auto j = static_cast<long>(k) - static_cast<long>(k_);
+  for (std::size_t c = 0; c < components_.size(); ++c) {
+    if (!which[c]) continue;
+    for (std::size_t i = 0; i < components_[c].inputs.size(); ++i) {
+      const auto& f = components_[c].inputs[i];
+      double v = f.value;
+      if (f.kind == InputFeed::Kind::kMeasured) {
+        const auto& col = measured_.columns[f.source];
+        v = col[std::min(k, col.size() - 1)];
+      } else if (f.kind == InputFeed::Kind::kComponent) {
+        v = which[f.source] ? components_[f.source].partition->output(f.ref)[0]
+                            : impl_->cache[c][i][static_cast<std::size_t>(j)];
+      }
+      impl_->held[c].values[i] = v;
+    }
+  }
+  const double h = settings_.step;
+  for (std::size_t c = 0; c < components_.size(); ++c) {
+    if (!which[c]) continue;
+    components_[c].partition->step(static_cast<double>(k) * h, h, impl_->held[c]);
+    ++n_ges_;
+  }
+}
+
+double StateSync::horizon_objective(const double* x) {
+  const bool nominal = x == nullptr;
+  const std::vector<bool> all(components_.size(), true);
+  const auto& which = nominal ? all : rerun_;
+  for (std::size_t c = 0; c < components_.size(); ++c) {
+    if (which[c]) components_[c].partition->restore();
+  }
+  double J = 0.0;
+  for (int j = 0; j < settings_.horizon; ++j) {
+    const std::size_t slot = std::min<std::size_t>(static_cast<std::size_t>(j), impl_->slots - 1);
+    apply_u(nominal ? u_.data() : x + slot * impl_->width);
+    step_components(which, k_ + static_cast<std::size_t>(j));
+    if (nominal) {
+      for (std::size_t c = 0; c < components_.size(); ++c) {
+        for (std::size_t i = 0; i < components_[c].inputs.size(); ++i) {
+          impl_->cache[c][i][static_cast<std::size_t>(j)] = impl_->held[c].values[i];
+        }
+      }
+    }
+    if (j + 1 < distance_) continue;
+    const long at = static_cast<long>(k_) + j + 1 + settings_.delay_steps;
+    for (const auto& p : compared_) {
+      const auto& col = measured_.columns[p.column];
+      if (at < 0 || static_cast<std::size_t>(at) >= col.size()) continue;
+      const double e = components_[p.component].partition->output(p.ref)[0] - col[static_cast<std::size_t>(at)];
+      J += p.weight * e * e;
+    }
+  }
+  if (!nominal) {
+    ++impl_->evaluations;
+    if (J < impl_->best_f) {
+      impl_->best_f = J;
+      impl_->best_x.assign(x, x + impl_->width * impl_->slots);
+    }
+  }
+  return J;
+}
+
+void StateSync::advance() {
+  step_components(std::vector<bool>(components_.size(), true), k_);
+  ++k_;
+}
+
+StepFigures StateSync::synchronise() {
+  StepFigures fig;
+  const auto start = std::chrono::steady_clock::now();
+  for (auto& c : components_) c.partition->snapshot();
+  fig.objective_before = horizon_objective(nullptr);  // also fills the cache
+  const std::size_t n = impl_->width * impl_->slots;
+  std::vector<double> x(n), lower(n), upper(n);
+  for (std::size_t s = 0; s < impl_->slots; ++s) {
+    for (std::size_t i = 0; i < impl_->width; ++i) {
+      const auto& v = variables_[i];
+      x[s * impl_->width + i] = std::clamp(settings_.warm_start ? u_[i] : v.start, v.lower, v.upper);
+      lower[s * impl_->width + i] = v.lower;
+      upper[s * impl_->width + i] = v.upper;
+    }
+  }
+  impl_->best_f = fig.objective_before;
+  impl_->best_x = x;
+  impl_->evaluations = 0;
+  if (fig.objective_before > settings_.tolerance) {
+    nlopt::opt opt(algorithm_of(settings_.solver), static_cast<unsigned>(n));
+    opt.set_lower_bounds(lower);
+    opt.set_upper_bounds(upper);
+    opt.set_min_objective(objective_trampoline, this);
+    opt.set_maxeval(settings_.max_evaluations);
+    if (settings_.max_seconds > 0.0) opt.set_maxtime(settings_.max_seconds);
+    opt.set_stopval(settings_.tolerance);
+    opt.set_xtol_rel(1e-10);
+    double f = 0.0;
+    try {
+      const auto result = opt.optimize(x, f);
+      fig.budget_exhausted = result == nlopt::MAXEVAL_REACHED || result == nlopt::MAXTIME_REACHED;
+    } catch (const std::exception&) {
+      // Round-off limits and the like: keep the best point seen.
+    }
+  }
+  fig.evaluations = impl_->evaluations;
+  fig.objective_after = impl_->best_f;
+  std::copy_n(impl_->best_x.begin(), impl_->width, u_.begin());
+  // Commit: from the snapshot, one macro step with the chosen u.
+  for (auto& c : components_) c.partition->restore();
+  apply_u(u_.data());
+  advance();
+  fig.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return fig;
+}
+
+double StateSync::output(std::size_t pair) const {
+  const auto& p = compared_.at(pair);
+  return components_[p.component].partition->output(p.ref)[0];
+}
+
+}  // namespace rtcosim::tasks::sync

@@ -1,0 +1,96 @@
+#include "coupling/sync/delay_model.hpp"
+
+#include <array>
+
+#include <gtest/gtest.h>
+
+namespace rtcosim::coupling::sync {
+namespace {
+
+TEST(DelayModel, UniformIsEqualMassesAtCellCentresWithModeAtItsRightEnd) {
+  const auto u = DelayDensity::uniform(0.004, 0.001);
+  ASSERT_EQ(u.masses().size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_DOUBLE_EQ(u.masses()[i], 0.25);
+    EXPECT_DOUBLE_EQ(u.position(i), 0.0005 + 0.001 * static_cast<double>(i));
+  }
+  EXPECT_DOUBLE_EQ(u.mean(), 0.002);
+  EXPECT_DOUBLE_EQ(u.rightmost_mode(), 0.004);
+}
+
+TEST(DelayModel, DiracModeIsItsPosition) {
+  const auto d = DelayDensity::dirac(0.0085, 0.001);
+  EXPECT_DOUBLE_EQ(d.rightmost_mode(), 0.0085);
+  EXPECT_DOUBLE_EQ(d.total_mass(), 1.0);
+}
+
+// U(0, 3 ms) * U(0, 5 ms) is the trapezoid rising as t / (3 ms * 5 ms) up to
+// 3 ms, flat at 1 / 5 ms up to 5 ms, falling to 0 at 8 ms. Sampled at 1 ms
+// nodes and times dt: 1/15, 2/15, 3/15, 3/15, 3/15, 2/15, 1/15 at 1..7 ms.
+TEST(DelayModel, ConvolutionOfTwoUniformsIsTheExactTrapezoid) {
+  const double dt = 0.001;
+  const auto t = DelayDensity::uniform(0.003, dt).convolve(DelayDensity::uniform(0.005, dt));
+  const std::array<double, 7> expected{1, 2, 3, 3, 3, 2, 1};
+  ASSERT_EQ(t.masses().size(), expected.size());
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    EXPECT_NEAR(t.masses()[k], expected[k] / 15.0, 1e-15) << k;
+    EXPECT_NEAR(t.position(k), 0.001 * static_cast<double>(k + 1), 1e-15) << k;
+    const double time = t.position(k);
+    const double density = std::min({time / (0.003 * 0.005), 1.0 / 0.005, (0.008 - time) / (0.003 * 0.005)});
+    EXPECT_NEAR(t.masses()[k], density * dt, 1e-12) << k;
+  }
+  EXPECT_NEAR(t.rightmost_mode(), 0.005, 1e-15);  // right end of the plateau, no jump there
+  EXPECT_NEAR(t.mean(), 0.004, 1e-15);
+  EXPECT_NEAR(t.total_mass(), 1.0, 1e-15);
+}
+
+TEST(DelayModel, HopsFollowEquation416) {
+  const DelayElement a{"a", 0.002, 0.010};
+  const DelayElement b{"b", 0.003, 0.004};
+  const auto sync = hop_density({a, b, HopKind::synchronous}, 0.001);
+  EXPECT_DOUBLE_EQ(sync.rightmost_mode(), 0.005);  // tau_a + tau_b
+  const auto async = hop_density({a, b, HopKind::asynchronous}, 0.001);
+  EXPECT_DOUBLE_EQ(async.rightmost_mode(), 0.004);  // theta of the target
+  EXPECT_EQ(async.masses().size(), 4u);
+}
+
+// Table 5.16 (upper-case T the dead time, lower-case t the cycle time):
+// R 0.1 ms/32 ms, C 0/8 ms, P 10 ms/0.1 ms, M 4/4 ms, S 4/4 ms. The plant is
+// coupled synchronously to the communication both ways: delta(10 ms) twice,
+// mode 20 ms; the data acquisition waits U(0, 4 ms) for the command and
+// hands it synchronously to the simulation, delta(8 ms): U on [8, 12] ms,
+// rightmost mode 12 ms. Delta_o = 8 ms, the thesis's value.
+TEST(DelayModel, Table516GivesTheThesisOutputDelay) {
+  const DelayElement c{"C", 0.0, 0.008};
+  const DelayElement p{"P", 0.010, 0.0001};
+  const DelayElement m{"M", 0.004, 0.004};
+  const DelayElement s{"S", 0.004, 0.004};
+  const std::array<Hop, 2> measurement{Hop{c, p, HopKind::synchronous}, Hop{p, c, HopKind::synchronous}};
+  const std::array<Hop, 2> simulation{Hop{c, m, HopKind::asynchronous}, Hop{m, s, HopKind::synchronous}};
+  for (double dt : {0.0001, 0.00005}) {
+    const auto delay = output_delay(measurement, simulation, dt);
+    EXPECT_NEAR(delay.measurement_mode, 0.020, 1e-12);
+    EXPECT_NEAR(delay.simulation_mode, 0.012, 1e-12);
+    EXPECT_NEAR(delay.delta_o, 0.008, 1e-12);
+  }
+  // Eq. 4.14 for the same timing: u reaches the plant after 10 ms, the
+  // simulation after at most 12 ms.
+  const std::array<Hop, 1> to_plant{Hop{c, p, HopKind::synchronous}};
+  EXPECT_NEAR(input_delay(to_plant, simulation, 0.0001), -0.002, 1e-12);
+}
+
+TEST(DelayModel, OffGridTimesAreRefusedWithTheValueAndTheGrid) {
+  try {
+    (void)DelayDensity::uniform(0.0035, 0.001);
+    FAIL() << "no error";
+  } catch (const DelayModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("0.0035"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("grid step 0.001"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)DelayDensity::dirac(-0.001, 0.001), DelayModelError);
+  EXPECT_THROW((void)DelayDensity::uniform(0.004, 0.001).convolve(DelayDensity::uniform(0.004, 0.002)),
+               DelayModelError);
+}
+
+}  // namespace
+}  // namespace rtcosim::coupling::sync
