@@ -7,17 +7,12 @@
 #include <vector>
 
 #include "coupling/registry.hpp"
+#include "rt_config/location.hpp"
 #include "rt_config/sync_spec.hpp"
 #include "tasks/diagram.hpp"
 #include "tasks/integrator.hpp"
 
 namespace rtcosim::config {
-
-// A place in the configuration file, 1-based; 0 when unknown.
-struct Location {
-  int line = 0;
-  int column = 0;
-};
 
 enum class StepPolicy { kFixed, kMeasured };
 enum class OverrunPolicy { kCatchUp, kSkip, kRephase };

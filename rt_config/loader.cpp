@@ -883,7 +883,7 @@ class GraphLoader {
   // whose period is its cycle); hops are "A -> B sync|async".
   void read_sync(const YAML::Node& node) {
     if (!node) return;
-    if (!in_.mapping(node, "'sync'", {"delay", "compare"})) return;
+    if (!in_.mapping(node, "'sync'", {"delay", "compare", "optimise"})) return;
     SyncSpec& sync = graph_.sync;
     sync.enabled = true;
     const YAML::Node delay = node["delay"];
@@ -921,6 +921,100 @@ class GraphLoader {
         if (!recorded) in_.error(pair, "'sync.compare' names '" + e->str() + "', which 'record.signals' does not list");
       }
       sync.compare.push_back(c);
+    }
+    read_sync_optimise(node["optimise"]);
+  }
+
+  // docs/sync.md, "The state synchronisation from a task graph".
+  void read_sync_optimise(const YAML::Node& node) {
+    if (!node) return;
+    const std::string what = "'sync.optimise'";
+    if (!in_.mapping(node, what,
+                     {"variables", "tasks", "step", "horizon", "scheme", "solver", "max_evaluations", "max_time",
+                      "reduce"}))
+      return;
+    SyncOptimiseSpec& o = graph_.sync.optimise;
+    o.enabled = true;
+    o.where = location_of(node);
+    if (const YAML::Node tasks = node["tasks"]) {
+      if (!tasks.IsSequence() || tasks.size() == 0) {
+        in_.error(tasks, what + ": 'tasks' is " + Reader::kind(tasks) + " — expected a list of task names");
+      } else {
+        for (const auto& t : tasks) {
+          if (!t.IsScalar() || !graph_.find_task(t.Scalar())) {
+            in_.error(t, what + ": 'tasks' names " + Reader::kind(t) + ", which is not a task of this graph");
+          } else {
+            o.tasks.push_back(t.Scalar());
+          }
+        }
+      }
+    }
+    if (auto h = in_.duration(node, "step", what, false)) {
+      if (!(*h > 0.0)) in_.error(node["step"], what + ": 'step' must be > 0 — the common macro step h");
+      o.step = *h;
+    }
+    if (auto n = in_.integer(node, "horizon", what, 1, 1000)) o.horizon = static_cast<int>(*n);
+    if (auto scheme = in_.choice(node, "scheme", what, {"static", "dynamic"})) o.dynamic = *scheme == "dynamic";
+    if (auto solver = in_.choice(node, "solver", what, {"bobyqa", "nelder_mead", "sbplx"})) o.solver = *solver;
+    if (auto n = in_.integer(node, "max_evaluations", what, 1, 1000000)) o.max_evaluations = static_cast<int>(*n);
+    if (auto t = in_.duration(node, "max_time", what, false)) o.max_time = *t;
+    if (auto r = in_.boolean(node, "reduce", what)) o.reduce = *r;
+    const YAML::Node vars = node["variables"];
+    if (!vars || !vars.IsSequence() || vars.size() == 0) {
+      in_.error(vars ? vars : node, what + " needs 'variables': a list of {parameter: block.name, lower, upper, "
+                                           "start}, each a tunable parameter of a block");
+      return;
+    }
+    for (const auto& v : vars) {
+      if (!in_.mapping(v, "a 'sync.optimise.variables' entry", {"parameter", "lower", "upper", "start"})) continue;
+      const auto param = in_.endpoint(v["parameter"], "'parameter'");
+      if (!param) continue;
+      SyncVariable var{param->block, param->port, 0.0, 0.0, 0.0, location_of(v)};
+      bool good = true;
+      for (auto [key, out] : {std::pair{"lower", &var.lower}, {"upper", &var.upper}, {"start", &var.start}}) {
+        const YAML::Node n = v[key];
+        double x = 0.0;
+        if (!n || !n.IsScalar() || !YAML::convert<double>::decode(n, x) || !std::isfinite(x)) {
+          in_.error(n ? n : v, std::string("a decision variable's '") + key + "' is " +
+                                   (n ? Reader::kind(n) : std::string("missing")) + " — expected a finite number");
+          good = false;
+        }
+        *out = x;
+      }
+      if (good && !(var.lower < var.upper && var.lower <= var.start && var.start <= var.upper)) {
+        auto num = [](double x) {
+          std::ostringstream text;
+          text << x;
+          return text.str();
+        };
+        in_.error(v, "decision variable '" + param->str() + "': lower " + num(var.lower) + ", start " +
+                         num(var.start) + ", upper " + num(var.upper) +
+                         " — expected lower < upper and the start between them");
+        good = false;
+      }
+      const auto it = block_index_.find(param->block);
+      if (it == block_index_.end()) {
+        in_.error(v["parameter"], "decision variable '" + param->str() + "': no block named '" + param->block + "'");
+        continue;
+      }
+      const auto& block = infos_[it->second].block;
+      if (block) {
+        std::vector<std::string> names;
+        std::string listed;
+        for (const char* n : block->tunable_parameters()) {
+          listed += (names.empty() ? "" : ", ") + std::string(n);
+          names.emplace_back(n);
+        }
+        if (std::find(names.begin(), names.end(), param->port) == names.end()) {
+          in_.error(v["parameter"], "block '" + param->block + "' (" + block->type() + ") has no tunable parameter '" +
+                                        param->port + "' — " +
+                                        (names.empty() ? std::string("it has none (a scalar gain's 'gain' and a "
+                                                                     "scalar constant's 'value' are)")
+                                                       : "expected one of: " + listed));
+          good = false;
+        }
+      }
+      if (good) o.variables.push_back(var);
     }
   }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "coupling/sync/delay_model.hpp"
+#include "rt_config/location.hpp"
 #include "tasks/diagram.hpp"
 
 namespace rtcosim::config {
@@ -23,6 +24,33 @@ struct SyncComparison {
   double weight = 1.0;
 };
 
+// A decision variable: a tunable parameter of a block (Block::tunable_parameters).
+struct SyncVariable {
+  std::string block, parameter;
+  double lower = 0.0, upper = 0.0, start = 0.0;
+  Location where;
+};
+
+/*
+ * The state synchronisation's settings (`sync.optimise`, docs/sync.md):
+ * which tasks are the synchronised components, the decision variables, the
+ * common macro step h, the horizon T_P in macro steps, static or dynamic u,
+ * the NLopt solver and its budget per macro step.
+ */
+struct SyncOptimiseSpec {
+  bool enabled = false;
+  std::vector<std::string> tasks;  // empty: every task without a measured signal
+  std::vector<SyncVariable> variables;
+  double step = 0.0;  // h; 0: the components' common period
+  int horizon = 1;
+  bool dynamic = false;
+  std::string solver = "bobyqa";  // bobyqa, nelder_mead, sbplx
+  int max_evaluations = 60;
+  double max_time = 0.0;  // seconds per macro step; 0: no limit
+  bool reduce = true;
+  Location where;
+};
+
 struct SyncSpec {
   bool enabled = false;
   bool automatic = false;          // delay: auto
@@ -32,6 +60,7 @@ struct SyncSpec {
   std::vector<coupling::sync::Hop> measurement_path;
   std::vector<coupling::sync::Hop> simulation_path;
   std::vector<SyncComparison> compare;
+  SyncOptimiseSpec optimise;
 };
 
 }  // namespace rtcosim::config

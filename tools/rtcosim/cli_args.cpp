@@ -1,5 +1,7 @@
 #include "tools/rtcosim/cli_args.hpp"
 
+#include <iostream>
+
 #include <unistd.h>
 
 #include <charconv>
@@ -13,6 +15,16 @@ namespace rtcosim::tools {
 CliArgs::CliArgs(std::string verb, std::set<std::string> valued, std::set<std::string> flags,
                  std::set<std::string> repeatable)
     : verb_(std::move(verb)), valued_(std::move(valued)), flags_(std::move(flags)), repeatable_(std::move(repeatable)) {}
+
+std::optional<std::string> CliArgs::parse_for_file(const std::vector<std::string>& args, const char* help) {
+  parse(args);
+  if (flag("help")) {
+    std::cout << help;
+    return std::nullopt;
+  }
+  if (positionals().size() != 1) throw UsageError("expected one task-graph file");
+  return positionals().front();
+}
 
 void CliArgs::parse(const std::vector<std::string>& args) {
   for (std::size_t i = 0; i < args.size(); ++i) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <iostream>
 #include <map>
 #include <optional>
 #include <set>
@@ -25,6 +26,9 @@ class CliArgs {
   CliArgs(std::string verb, std::set<std::string> valued, std::set<std::string> flags,
           std::set<std::string> repeatable = {});
   void parse(const std::vector<std::string>& args);
+  // parse() for a verb that takes one task-graph file: the file, or nullopt
+  // after printing `help` for --help; UsageError without exactly one file.
+  std::optional<std::string> parse_for_file(const std::vector<std::string>& args, const char* help);
 
   [[nodiscard]] bool flag(const std::string& name) const { return flags_seen_.count(name) != 0; }
   [[nodiscard]] std::optional<std::string> value(const std::string& name) const;
@@ -49,5 +53,21 @@ class CliArgs {
   std::set<std::string> flags_seen_;
   std::vector<std::string> positionals_;
 };
+
+// Runs a verb's body and turns what it throws into the CLI's exit codes:
+// a UsageError prints with a pointer to --help and gives 2, any other
+// exception prints its message and gives 1.
+template <class Body>
+int run_verb(const std::string& verb, Body&& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::cerr << "rtcosim " << verb << ": " << e.what() << "\nsee 'rtcosim " << verb << " --help'\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "rtcosim " << verb << ": " << e.what() << '\n';
+    return 1;
+  }
+}
 
 }  // namespace rtcosim::tools

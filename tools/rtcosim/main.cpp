@@ -11,6 +11,7 @@
 #include "tools/rtcosim/eval_command.hpp"
 #include "tools/rtcosim/fmu_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
+#include "tools/rtcosim/sync_command.hpp"
 #ifdef RTCOSIM_HAVE_BABELTRACE2
 #include "tools/trace/trace_report.hpp"
 #endif
@@ -31,6 +32,7 @@ commands:
   ctl       talk to a running rtcosimd (status, stop, start, reload, record, trace)
   trace     'trace report DIR': latency, execution time and deadline misses from an LTTng trace
   fmu       'fmu info FILE': what an FMU declares and whether it loads here
+  sync      replay a graph's state synchronisation: tunable parameters kept in step with measurements
   eval      evaluate the coupling methods on the paper's test signals (MSE, table, SVG plot)
 
   rtcosim <command> --help    options of one command
@@ -55,6 +57,7 @@ int main(int argc, char** argv) {
   if (verb == "check") return rtcosim::tools::run_check_command(args);
   if (verb == "run") return rtcosim::tools::run_run_command(args);
   if (verb == "ctl") return rtcosim::tools::run_ctl_command(args);
+  if (verb == "sync") return rtcosim::tools::run_sync_command(args);
   if (verb == "fmu") return rtcosim::tools::run_fmu_command(args);
   if (verb == "preflight") return rtcosim::tools::run_preflight_command(args);
   if (verb == "trace") {

@@ -25,6 +25,7 @@
 #endif
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
+#include "tools/rtcosim/graph_file.hpp"
 #include "tools/rtcosim/recording_summary.hpp"
 #include "tools/rtcosim/run_summary.hpp"
 #include "tools/rtcosim/sync_report.hpp"
@@ -250,29 +251,20 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
 }  // namespace
 
 int run_run_command(const std::vector<std::string>& raw_args) {
-  try {
+  return run_verb("run", [&]() -> int {
     CliArgs args("run",
                  {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale",
                   "plugin-dir", "max-file-size", "host"},
                  {"virtual", "compare-reference", "help"}, {"plugin-dir"});
-    args.parse(raw_args);
-    if (args.flag("help")) {
-      std::cout << kHelp;
-      return 0;
-    }
-    if (args.positionals().size() != 1) throw UsageError("expected one task-graph file");
-    const std::string file = args.positionals().front();
+    const auto parsed = args.parse_for_file(raw_args, kHelp);
+    if (!parsed) return 0;
+    const std::string file = *parsed;
     config::LoadOptions load_options;
     load_options.plugins = {args.values("plugin-dir"), true};
     load_options.max_file_bytes = args.max_file_bytes(load_options.max_file_bytes);
-    const auto loaded = config::load_graph_file(file, load_options);
-    for (const auto& d : loaded.diagnostics) std::cerr << d.str() << '\n';
-    if (!loaded.ok()) {
-      std::cerr << config::count(loaded.diagnostics, config::Diagnostic::Severity::kError) << " error(s) in " << file
-                << "; nothing was run\n";
-      return 1;
-    }
-    config::GraphSpec spec = loaded.graph;
+    auto loaded = load_graph_or_report(file, load_options);
+    if (!loaded) return 1;
+    config::GraphSpec& spec = *loaded;
     if (const auto scale_text = args.value("period-scale")) {
       // Every task period (and max step) times F, for finding the shortest
       // periods a machine sustains; block sample times stay as written.
@@ -455,6 +447,10 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
     std::cout << run_summary(*graph) << recording_summary(*graph, recording);
     if (spec.sync.enabled) std::cout << sync_summary(spec.sync, sync_comparison(spec.sync, recorder));
+    if (spec.sync.optimise.enabled) {
+      std::cout << "note: this run does not optimise; 'rtcosim sync " << file
+                << "' replays the state synchronisation of 'sync.optimise' (docs/sync.md)\n";
+    }
     if (reference) {
       std::cout << "error against the reference (merged diagram, RK4 at "
                 << base::format_duration(args.positive_duration("reference-step", 0.0005)) << "):\n";
@@ -492,13 +488,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       return 1;
     }
     return task_failed ? 1 : 0;
-  } catch (const UsageError& e) {
-    std::cerr << "rtcosim run: " << e.what() << "\nsee 'rtcosim run --help'\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "rtcosim run: " << e.what() << '\n';
-    return 1;
-  }
+  });
 }
 
 }  // namespace rtcosim::tools

@@ -28,6 +28,24 @@ double held(const runtime::Recorder::Series& s, double t, double cycle) {
 
 }  // namespace
 
+void PairErrors::add(double without, double with) noexcept {
+  sum_without_ += without * without;
+  sum_with_ += with * with;
+  max_without_ = std::max(max_without_, std::abs(without));
+  max_with_ = std::max(max_with_, std::abs(with));
+  ++instants_;
+}
+
+void PairErrors::finish(SyncPairResult& r) const noexcept {
+  r.instants = instants_;
+  r.max_without = max_without_;
+  r.max_with = max_with_;
+  if (instants_ > 0) {
+    r.mse_without = sum_without_ / static_cast<double>(instants_);
+    r.mse_with = sum_with_ / static_cast<double>(instants_);
+  }
+}
+
 std::vector<SyncPairResult> sync_comparison(const config::SyncSpec& sync, const runtime::Recorder& recorder) {
   std::vector<SyncPairResult> out;
   for (const auto& pair : sync.compare) {
@@ -39,22 +57,14 @@ std::vector<SyncPairResult> sync_comparison(const config::SyncSpec& sync, const 
       continue;
     }
     const double last = m.time.back();
-    double sum0 = 0.0, sum1 = 0.0;
+    PairErrors errors;
     for (std::size_t k = 0; k < y.time.size(); ++k) {
       const double t = y.time[k];
       if (t + sync.delay > last + 1e-9) break;
-      const double e0 = y.value[k] - held(m, t, sync.acquisition_cycle);
-      const double e1 = y.value[k] - held(m, t + sync.delay, sync.acquisition_cycle);
-      sum0 += e0 * e0;
-      sum1 += e1 * e1;
-      r.max_without = std::max(r.max_without, std::abs(e0));
-      r.max_with = std::max(r.max_with, std::abs(e1));
-      ++r.instants;
+      errors.add(y.value[k] - held(m, t, sync.acquisition_cycle),
+                 y.value[k] - held(m, t + sync.delay, sync.acquisition_cycle));
     }
-    if (r.instants > 0) {
-      r.mse_without = sum0 / static_cast<double>(r.instants);
-      r.mse_with = sum1 / static_cast<double>(r.instants);
-    }
+    errors.finish(r);
     out.push_back(r);
   }
   return out;

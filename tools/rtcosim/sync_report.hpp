@@ -24,6 +24,17 @@ struct SyncPairResult {
   double mse_with = 0.0, max_with = 0.0;
 };
 
+// MSE and MAX of y - y^ without and with Delta_o, one instant at a time.
+class PairErrors {
+ public:
+  void add(double without, double with) noexcept;
+  void finish(SyncPairResult& r) const noexcept;  // instants, mse_*, max_*
+
+ private:
+  double sum_without_ = 0.0, sum_with_ = 0.0, max_without_ = 0.0, max_with_ = 0.0;
+  std::size_t instants_ = 0;
+};
+
 std::vector<SyncPairResult> sync_comparison(const config::SyncSpec& sync, const runtime::Recorder& recorder);
 std::string sync_summary(const config::SyncSpec& sync, const std::vector<SyncPairResult>& results);
 

@@ -1,0 +1,162 @@
+// `rtcosim sync` (docs/sync.md, "From a task graph"): the motor example's
+// YAML against the state synchronisation's own figures (tests/tasks/
+// state_sync_test.cpp builds the same components by hand), the N_ges count
+// against eq. 5.1 from the reported evaluations, and the loader's messages.
+#include "tools/rtcosim/sync_command.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "rt_config/loader.hpp"
+#include "tests/support/graphs.hpp"
+
+namespace rtcosim {
+namespace {
+
+const tasks::BlockRegistry& registry() {
+  static const auto r = tasks::BlockRegistry::with_builtins();
+  return r;
+}
+
+std::uint64_t evaluations(const tools::SyncRun& run) {
+  return std::accumulate(run.steps.begin(), run.steps.end(), std::uint64_t{0},
+                         [](std::uint64_t s, const auto& f) { return s + static_cast<std::uint64_t>(f.evaluations); });
+}
+
+// Thesis eq. 5.1 as docs/sync.md counts it: per macro step n T_P (the
+// nominal pass) + E |R| T_P (E evaluations, |R| components re-run) + n.
+std::uint64_t expected_n_ges(const tools::SyncRun& run, int horizon) {
+  const std::uint64_t n = run.components.size(), steps = run.macro_steps, h = static_cast<std::uint64_t>(horizon);
+  return n * h * steps + evaluations(run) * run.rerun.size() * h + n * steps;
+}
+
+TEST(SyncCommand, MotorExampleKeepsTheSimulationInStepAsTheHandBuiltComponentsDo) {
+  const auto spec = testing::load_example("motor_sync.yaml");
+  const auto run = tools::run_state_sync(spec, registry(), spec.duration);
+  EXPECT_EQ(run.components, (std::vector<std::string>{"torque_in", "drive", "thermal"}));
+  EXPECT_EQ(run.measurement_tasks, (std::vector<std::string>{"measure"}));
+  EXPECT_EQ(run.rerun, (std::vector<std::string>{"drive"}));  // thermal feeds nothing compared
+  EXPECT_EQ(run.distance, 1);
+  EXPECT_DOUBLE_EQ(run.step, 0.01);
+  ASSERT_EQ(run.macro_steps, 500u);
+  ASSERT_EQ(run.pairs.size(), 1u);
+  const auto& p = run.pairs[0];
+  EXPECT_EQ(p.instants, 500u);
+  // docs/sync.md's table (StateSync.HorizonsAndSchemesForTheDocs): 500.1 and
+  // 0.05697 from the same plant recording, read here through a plant block.
+  EXPECT_NEAR(p.mse_without, 500.1, 0.05);
+  EXPECT_NEAR(p.mse_with, 0.05697, 0.00001);
+  EXPECT_GE(p.mse_without / p.mse_with, 10.0);
+  EXPECT_EQ(run.n_ges_without, 3u * 500u);
+  EXPECT_EQ(run.n_ges, expected_n_ges(run, 1));
+  EXPECT_EQ(run.n_ges, 6213u);
+  // At the end the load absorbs 0.5 N m of load; the inertia error is gone
+  // once the speed is steady (50 rad/s: the torque carries load + damping).
+  EXPECT_NEAR(run.u.at(0).back(), 0.5, 1e-3);
+  // The measured column is the recording: row 300 (t = 3 s) of motor_plant.csv.
+  std::ifstream csv(RTCOSIM_EXAMPLES_DIR "/data/motor_plant.csv");
+  std::string line;
+  for (int i = 0; i <= 301; ++i) std::getline(csv, line);
+  double t = 0, torque = 0, speed = 0;
+  ASSERT_EQ(std::sscanf(line.c_str(), "%lf,%lf,%lf", &t, &torque, &speed), 3) << line;
+  EXPECT_DOUBLE_EQ(t, 3.0);
+  EXPECT_NEAR(p.measured_values.at(299), speed, 1e-9);  // t_k = k h, k = 300
+}
+
+TEST(SyncCommand, DynamicHorizonOfFiveCountsEveryExecutionAndStillFitsTenfold) {
+  auto spec = testing::load_example("motor_sync.yaml");
+  spec.sync.optimise.horizon = 5;
+  spec.sync.optimise.dynamic = true;
+  spec.sync.optimise.max_evaluations = 20;
+  const auto run = tools::run_state_sync(spec, registry(), 1.0);
+  ASSERT_EQ(run.macro_steps, 100u);
+  EXPECT_EQ(run.n_ges, expected_n_ges(run, 5));
+  std::size_t exhausted = 0;
+  for (const auto& s : run.steps) {
+    EXPECT_LE(s.evaluations, 20);
+    EXPECT_LE(s.objective_after, s.objective_before);
+    exhausted += s.budget_exhausted ? 1 : 0;
+  }
+  EXPECT_GT(exhausted, 0u);  // 5 variables per step do not settle in 20 evaluations
+  EXPECT_GE(run.pairs[0].mse_without / run.pairs[0].mse_with, 10.0);
+}
+
+std::string errors_of(const std::string& optimise) {
+  const std::string text =
+      "tasks:\n  - {name: m, period: 10ms}\n  - {name: s, period: 10ms}\n"
+      "blocks:\n  - {name: meas, type: step, task: m}\n  - {name: g, type: gain, task: s, params: {gain: 2}}\n"
+      "  - {name: k, type: constant, task: s, params: {value: [1, 2]}}\n"
+      "wires:\n  - {from: meas.y, to: g.u}\n"
+      "record: {signals: [meas.y, g.y], file: x.csv}\n"
+      "sync:\n  delay: 0s\n  compare: [{simulated: g.y, measured: meas.y}]\n  optimise:\n" +
+      optimise;
+  const auto r = config::load_graph_text(text, "sync.yaml");
+  std::string all;
+  for (const auto& d : r.diagnostics) all += d.str() + "\n";
+  return all;
+}
+
+TEST(SyncCommand, LoaderNamesWhatIsWrongInTheOptimiseSection) {
+  EXPECT_EQ(errors_of("    variables: [{parameter: g.gain, lower: 0, upper: 4, start: 2}]\n"), "");
+  const auto vector_constant = errors_of("    variables: [{parameter: k.value, lower: 0, upper: 4, start: 2}]\n");
+  EXPECT_NE(vector_constant.find("sync.yaml:15:29: error: block 'k' (constant) has no tunable parameter 'value' — it "
+                                 "has none"),
+            std::string::npos)
+      << vector_constant;
+  const auto wrong_name = errors_of("    variables: [{parameter: g.k, lower: 0, upper: 4, start: 2}]\n");
+  EXPECT_NE(wrong_name.find("has no tunable parameter 'k' — expected one of: gain"), std::string::npos) << wrong_name;
+  const auto bounds = errors_of("    variables: [{parameter: g.gain, lower: 4, upper: 0, start: 2}]\n");
+  EXPECT_NE(bounds.find("sync.yaml:15:17: error: decision variable 'g.gain': lower 4, start 2, upper 0 — expected "
+                        "lower < upper"),
+            std::string::npos)
+      << bounds;
+  const auto no_vars = errors_of("    horizon: 0\n");
+  EXPECT_NE(no_vars.find("'horizon' is '0' — expected an integer from 1 to 1000"), std::string::npos) << no_vars;
+  EXPECT_NE(no_vars.find("needs 'variables'"), std::string::npos) << no_vars;
+  const auto solver =
+      errors_of("    solver: newton\n    variables: [{parameter: g.gain, lower: 0, upper: 4, start: 2}]\n");
+  EXPECT_NE(solver.find("newton"), std::string::npos) << solver;
+}
+
+TEST(SyncCommand, MeasuredTaskCannotBeSynchronisedAndTheMessageSaysWhere) {
+  auto spec = testing::load_example("motor_sync.yaml");
+  spec.sync.optimise.tasks = {"measure", "drive"};
+  try {
+    (void)tools::run_state_sync(spec, registry(), 0.1);
+    FAIL() << "expected a refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("motor_sync.yaml:58:5: task 'measure' holds a measured signal"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(SyncCommand, CliWritesTheSeriesAndTheSummaryItPrinted) {
+  const std::string dir = ::testing::TempDir();
+  const std::string csv = dir + "/sync_cli.csv", json = dir + "/sync_cli.json";
+  ::testing::internal::CaptureStdout();
+  const int code = tools::run_sync_command(
+      {RTCOSIM_EXAMPLES_DIR "/motor_sync.yaml", "--duration", "1s", "--csv", csv, "--json", json, "--quiet"});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("N_ges"), std::string::npos) << out;
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  EXPECT_EQ(header, "time_s,plant.speed_rad_s,speed.y_without,speed.y_with,load.value");
+  std::size_t rows = 0;
+  for (std::string line; std::getline(in, line);) ++rows;
+  EXPECT_EQ(rows, 100u);
+  std::ifstream j(json);
+  std::stringstream text;
+  text << j.rdbuf();
+  EXPECT_NE(text.str().find("\"macro_steps\":100,"), std::string::npos) << text.str();
+  EXPECT_EQ(tools::run_sync_command({RTCOSIM_EXAMPLES_DIR "/sync_delay.yaml"}), 2);  // no optimise section
+}
+
+}  // namespace
+}  // namespace rtcosim
