@@ -24,6 +24,7 @@ packages=(
   python3-h5py python3-scipy                     # tests read recordings back with h5py and scipy.io
   cyclonedds-dev cyclonedds-tools                # DDS bridge of graphs across hosts (idlc; ddsperf for bench/)
   iproute2 iptables                              # two-host tests: ip netns, veth, tc netem; loss without netem
+  libnetfilter-queue-dev                         # two-host tests: the 2 ms +- 1 ms delay without netem (NFQUEUE)
   chromium                                       # the live view's test loads the page headless (tests/tools/live_view_test.cpp)
 )
 

@@ -8,10 +8,11 @@ links over Cyclone DDS (docs/dds.md). Driven from CTest (tests/CMakeLists.txt).
 SCENARIO:
   accuracy  each recorded signal's RMS error against the reference stays
             within 1.5x of the same graph run in one process
-  loss      5 % of the UDP packets between the namespaces dropped (tc netem
-            loss 5% delay 2ms 1ms where the kernel has sch_netem, else an
-            iptables statistic rule on arrival: loss only, said in the
-            output): lost
+  loss      5 % of the UDP packets between the namespaces dropped and the
+            rest delayed 2 ms +- 1 ms (tc netem loss 5% delay 2ms 1ms where
+            the kernel has sch_netem, else an iptables statistic rule on
+            arrival and tests/dds/nfq_delay holding every surviving packet
+            through an NFQUEUE rule; said in the output): lost
             samples counted, both runs end with exit 0, no overrun
             that a late wake-up does not explain
   kill      the plant host killed mid-run: the other host reports it by name
@@ -32,6 +33,8 @@ import tempfile
 import time
 
 RTCOSIM, EXAMPLE, SCENARIO = sys.argv[1], sys.argv[2], sys.argv[3]
+NFQ_DELAY = sys.argv[4] if len(sys.argv) > 4 else ""  # tests/dds/nfq_delay.cpp, for kernels without netem
+DELAYERS = {}  # host -> the nfq_delay process holding its arriving packets
 TAG = f"rtc{os.getpid() % 100000}"
 NS = {"plant-pc": f"{TAG}a", "hil-pc": f"{TAG}b"}
 DEV = {"plant-pc": f"{TAG}va", "hil-pc": f"{TAG}vb"}
@@ -100,11 +103,43 @@ def inject_loss():
     if not iptables:
         skip(f"cannot inject loss: tc netem failed ({r.stderr.strip()}) and there is no iptables")
     # Dropped on arrival: a packet dropped on OUTPUT fails the sender's
-    # sendmsg (EPERM), which is not what a lossy network does.
-    for host in NS:
+    # sendmsg (EPERM), which is not what a lossy network does. The packets
+    # that survive are then held 2 ms +- 1 ms by nfq_delay (an NFQUEUE
+    # program; --queue-bypass lets them through should it not run).
+    for seed, host in enumerate(NS, start=1):
         sh("ip", "netns", "exec", NS[host], iptables, "-A", "INPUT", "-i", DEV[host], "-p", "udp", "-m", "statistic",
            "--mode", "random", "--probability", "0.05", "-j", "DROP")
-    return f"iptables statistic 5% loss on arrival (no delay: tc netem failed: {r.stderr.strip()})"
+        if NFQ_DELAY:
+            out = open(os.path.join(WORKDIR, f"{host}.delay"), "w")
+            DELAYERS[host] = subprocess.Popen(["ip", "netns", "exec", NS[host], NFQ_DELAY, "0", "2000", "1000",
+                                               str(seed)], stdout=out, stderr=subprocess.STDOUT, text=True)
+            sh("ip", "netns", "exec", NS[host], iptables, "-A", "INPUT", "-i", DEV[host], "-p", "udp", "-j",
+               "NFQUEUE", "--queue-num", "0", "--queue-bypass")
+    if NFQ_DELAY:
+        time.sleep(0.3)  # the queues bound before the first packet
+        for host, p in DELAYERS.items():
+            if p.poll() is not None:
+                fail(f"nfq_delay in {host} exited {p.returncode}: {delayer_output(host)}")
+        return f"iptables statistic 5% loss on arrival, then nfq_delay 2 ms +- 1 ms (tc netem failed: {r.stderr.strip()})"
+    return f"iptables statistic 5% loss on arrival (no delay: tc netem failed: {r.stderr.strip()}; no nfq_delay built)"
+
+
+def delayer_output(host):
+    with open(os.path.join(WORKDIR, f"{host}.delay")) as f:
+        return f.read().strip()
+
+
+def stop_delayers():
+    """Stops the delay programs; returns {host: packets held}."""
+    held = {}
+    for host, p in DELAYERS.items():
+        p.send_signal(signal.SIGTERM)
+        p.wait(timeout=10)
+        text = delayer_output(host)
+        print(f"{host}: {text.splitlines()[-1] if text else '(no output)'}")
+        m = re.search(r"held (\d+) packets", text)
+        held[host] = int(m.group(1)) if m else 0
+    return held
 
 
 def start(host, workdir, extra=()):
@@ -198,6 +233,18 @@ def loss(workdir):
     how = inject_loss()
     print(f"injected: {how}")
     runs = run_pair(workdir)
+    held = stop_delayers()
+    for host, n in held.items():
+        if n == 0:
+            fail(f"nfq_delay in {host} held no packet: the delay was not applied")
+    if "delay" in how and "no delay" not in how:
+        # Every packet is delayed >= 1 ms on arrival at either end, so the
+        # clock ping-pong's round trip cannot be shorter than 2 ms.
+        for host, s in runs.items():
+            for c in s.get("hosts", []):
+                print(f"{host}: round trip to {c['name']} {c['round_trip_s'] * 1e3:.3f} ms")
+                if c["round_trip_s"] < 0.002:
+                    fail(f"{host}: round trip {c['round_trip_s'] * 1e3:.3f} ms under a 2 ms +- 1 ms delay each way")
     lost = sum(r["lost"] for s in runs.values() for r in remote(s, "consumer"))
     received = sum(r["received"] for s in runs.values() for r in remote(s, "consumer"))
     written = sum(r["published"] for s in runs.values() for r in remote(s, "producer"))
@@ -254,6 +301,9 @@ def main():
     try:
         {"accuracy": accuracy, "loss": loss, "kill": kill}[SCENARIO](workdir)
     finally:
+        for p in DELAYERS.values():
+            if p.poll() is None:
+                p.kill()
         remove_namespaces()
     shutil.rmtree(workdir, ignore_errors=True)
     print(f"{SCENARIO}: passed")
