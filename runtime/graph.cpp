@@ -101,7 +101,16 @@ std::vector<std::string> TaskRuntime::allocation_reports() const {
   return out;
 }
 
+bool TaskRuntime::post_parameter(std::size_t block, std::size_t parameter, double value) noexcept {
+  return parameter_inbox_.push(ParameterUpdate{block, parameter, value});
+}
+
 void TaskRuntime::drain() noexcept {
+  ParameterUpdate u;
+  while (parameter_inbox_.pop(u)) {
+    (void)partition_->mutable_block(u.block).set_tunable(u.parameter, u.value);
+    parameters_applied_.fetch_add(1, std::memory_order_relaxed);
+  }
   const double t = partition_->time();
   for (GraphLink* l : inputs_.links()) {
     l->link->extrapolator().set_clock(t);

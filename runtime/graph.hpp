@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <memory>
+
+#include <boost/lockfree/spsc_queue.hpp>
 #include <string>
 #include <vector>
 
@@ -123,8 +125,19 @@ class TaskRuntime {
   [[nodiscard]] bool local() const noexcept { return local_; }
   void set_local(bool local) noexcept { local_ = local; }
 
-  // Drains every input link into its extrapolator.
+  // Drains every input link into its extrapolator, after applying the
+  // parameter updates posted since the last frame.
   void drain() noexcept;
+  // One non-RT thread (the state synchronisation, docs/sync.md) posts new
+  // values of tunable block parameters; the task's next frame applies them
+  // before it steps (Block::set_tunable, noexcept, allocation-free). False
+  // when kParameterInbox updates are already waiting.
+  static constexpr std::size_t kParameterInbox = 64;
+  bool post_parameter(std::size_t block, std::size_t parameter, double value) noexcept;
+  // Updates applied by frames so far (the task's thread writes it).
+  [[nodiscard]] std::uint64_t parameters_applied() const noexcept {
+    return parameters_applied_.load(std::memory_order_relaxed);
+  }
   // Steps the partition by h from its current time and stages the outputs
   // (nothing when h <= 0).
   void step(double h) noexcept;
@@ -161,6 +174,12 @@ class TaskRuntime {
   // Written by the task's thread (release: the block's failure is written
   // before), read by the status thread while it runs.
   std::atomic<std::uint64_t> failed_frame_{kNotFailed};
+  struct ParameterUpdate {
+    std::size_t block = 0, parameter = 0;
+    double value = 0.0;
+  };
+  boost::lockfree::spsc_queue<ParameterUpdate, boost::lockfree::capacity<kParameterInbox>> parameter_inbox_;
+  std::atomic<std::uint64_t> parameters_applied_{0};
 };
 
 /*

@@ -26,6 +26,7 @@
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
 #include "tools/rtcosim/graph_file.hpp"
+#include "tools/rtcosim/sync_live.hpp"
 #include "tools/rtcosim/recording_summary.hpp"
 #include "tools/rtcosim/run_summary.hpp"
 #include "tools/rtcosim/sync_report.hpp"
@@ -81,7 +82,7 @@ options:
 )";
 
 void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver* reference, const std::string& title,
-                const std::string& path) {
+                const std::string& path, const SyncRun* sync) {
   plot::Figure figure;
   figure.title = title;
   figure.x_label = "simulation time (s)";
@@ -98,6 +99,7 @@ void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver*
     panel.series.push_back({s.signal + " (" + s.task + ")", s.time, s.value, kColors[color++ % 6], 1.2, false, false});
     figure.panels.push_back(std::move(panel));
   }
+  if (sync) add_sync_panels(figure, *sync);
   figure.panel_height = 220;
   std::string why;
   if (!plot::write_svg(figure, path, &why)) throw std::runtime_error(why);
@@ -161,7 +163,7 @@ std::string thread_placements(runtime::Graph& graph) {
   return out + "\n";
 }
 
-void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool* fifo) {
+void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool* fifo, LiveSync* live) {
   auto report = runtime::prepare_process(graph.spec().realtime, highest_priority(graph));
   for (const auto& w : report.warnings) std::cerr << "warning: " << w << '\n';
   for (const auto& e : report.errors) std::cerr << "error: " << e << '\n';
@@ -207,8 +209,11 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
   while (!executor.finished()) {
     // This thread is the recording's writer: it never runs a frame, and the
     // tasks never wait for it (full rings drop and count).
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    // The live synchronisation reads the measurement here: looked at every
+    // 5 ms, u reaches the tasks a few macro steps after its data.
+    std::this_thread::sleep_for(std::chrono::milliseconds(live ? 5 : 50));
     outputs.drain();
+    if (live) live->poll();
 #ifdef RTCOSIM_HAVE_DDS
     if (bridge) {
       for (const auto& h : bridge->take_lost_hosts()) {
@@ -332,6 +337,9 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     runtime::Recorder::Options keep;
     keep.keep = keep_series ? runtime::Recorder::kKeepAll : 0;
     runtime::Recorder recorder(*graph, keep);
+    // docs/sync.md, "Live": the synchronisation beside the running graph.
+    std::unique_ptr<LiveSync> live;
+    if (spec.sync.optimise.enabled) live = std::make_unique<LiveSync>(spec, blocks, *graph, recorder, duration);
     const std::string record_path = args.value("record").value_or(spec.record.file);
     // The format: --record's extension, or the file's `format:` where it
     // fits (mat5 for a .mat file); docs/recording.md.
@@ -395,7 +403,10 @@ int run_run_command(const std::vector<std::string>& raw_args) {
                                                               std::llround((f.end - f.start) * 1e9),
                                                               f.start_lateness_ns});
         }
-        if (++frames % 4096 == 0) outputs.drain();
+        if (++frames % (live ? 16 : 4096) == 0) {
+          outputs.drain();
+          if (live) live->poll();
+        }
       });
     } else {
       std::unique_ptr<TraceSession> trace;
@@ -412,7 +423,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
                   << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000 << " ms)\n";
       }
-      run_realtime(*graph, outputs, duration, &fifo);
+      run_realtime(*graph, outputs, duration, &fifo, live.get());
       if (trace) {
         graph->trace_link_health();
         const std::uint64_t discarded = trace->stop();
@@ -422,6 +433,11 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       }
     }
     outputs.finish();
+    std::optional<SyncRun> sync_run;
+    if (live) {
+      live->poll(true);
+      sync_run = live->result();
+    }
     std::unique_ptr<tasks::ReferenceSolver> reference;
     std::vector<ReferenceError> errors;
     if (args.flag("compare-reference") && recorder.empty()) {
@@ -447,10 +463,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
     std::cout << run_summary(*graph) << recording_summary(*graph, recording);
     if (spec.sync.enabled) std::cout << sync_summary(spec.sync, sync_comparison(spec.sync, recorder));
-    if (spec.sync.optimise.enabled) {
-      std::cout << "note: this run does not optimise; 'rtcosim sync " << file
-                << "' replays the state synchronisation of 'sync.optimise' (docs/sync.md)\n";
-    }
+    if (live) std::cout << live->summary();
     if (reference) {
       std::cout << "error against the reference (merged diagram, RK4 at "
                 << base::format_duration(args.positive_duration("reference-step", 0.0005)) << "):\n";
@@ -471,7 +484,8 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     if (outputs.frames_csv && !outputs.frames_csv->failed()) std::cout << "frames written to " << *frames_path << '\n';
     if (const auto plot_path = args.value("plot")) {
       write_plot(recorder, reference.get(),
-                 (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"), *plot_path);
+                 (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"), *plot_path,
+                 sync_run ? &*sync_run : nullptr);
       std::cout << "plot written to " << *plot_path << '\n';
     }
     for (const auto& t : graph->tasks()) {

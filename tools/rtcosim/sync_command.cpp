@@ -16,17 +16,12 @@
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
 #include "tools/rtcosim/graph_file.hpp"
+#include "tools/rtcosim/sync_model.hpp"
 #include "tools/rtcosim/text_table.hpp"
 
 namespace rtcosim::tools {
 
 namespace {
-
-using tasks::sync::ComparedPair;
-using tasks::sync::Component;
-using tasks::sync::DecisionVariable;
-using tasks::sync::InputFeed;
-using tasks::sync::Measurements;
 
 constexpr const char* kHelp = R"(usage: rtcosim sync [options] FILE
 
@@ -47,251 +42,76 @@ options:
   -h, --help          this text
 )";
 
-struct Built {
-  std::vector<std::unique_ptr<tasks::Partition>> parts;  // components, then measurement tasks
-  std::vector<Component> components;
-  std::vector<DecisionVariable> variables;
-  std::vector<ComparedPair> compared;
-  Measurements measured;
-};
-
-std::string where(const config::GraphSpec& spec, const config::Location& at) {
-  return spec.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": ";
-}
-
-const tasks::BlockSpec& block_spec(const config::GraphSpec& spec, const std::string& name) {
-  for (const auto& b : spec.diagram.blocks) {
-    if (b.name == name) return b;
-  }
-  throw std::invalid_argument("no block named '" + name + "'");
-}
-
-std::size_t block_index(const tasks::Partition& p, const std::string& name) {
-  for (std::size_t i = 0; i < p.block_count(); ++i) {
-    if (p.block(i).name() == name) return i;
-  }
-  throw std::invalid_argument("block '" + name + "' is not in task '" + p.name() + "'");
-}
-
-// Inputs of a partition stepped on its own: a measurement task reads nothing.
-struct NoInputs final : tasks::InputSource {
-  void sample(std::size_t, double, std::span<double>) noexcept override {}
-};
-
 }  // namespace
 
-SyncRun run_state_sync(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks, double duration,
-                       const std::function<void(std::size_t, std::size_t, const SyncRun&)>& progress) {
-  const auto& o = spec.sync.optimise;
-  if (!o.enabled) throw std::invalid_argument(spec.file + " has no 'sync.optimise' section (docs/sync.md)");
-  const std::string at = where(spec, o.where);
-  const auto split = tasks::split_by_task(blocks, spec.diagram);
-  std::set<std::string> measured_tasks;
-  for (const auto& c : spec.sync.compare) measured_tasks.insert(block_spec(spec, c.measured.block).task);
-  std::vector<std::string> names = o.tasks;
-  if (names.empty()) {
-    for (const auto& p : split) {
-      if (!measured_tasks.count(p.task)) names.push_back(p.task);
-    }
-  }
-  for (const auto& n : names) {
-    if (measured_tasks.count(n)) {
-      throw std::invalid_argument(at + "task '" + n +
-                                  "' holds a measured signal of 'sync.compare' and cannot also "
-                                  "be synchronised — expected the measurement in a task of its own");
-    }
-  }
+SyncRun sync_run_for(const SyncModel& model, const config::GraphSpec& spec) {
   SyncRun run;
-  run.components = names;
-  auto component_of = [&](const std::string& task) -> long {
-    const auto it = std::find(names.begin(), names.end(), task);
-    return it == names.end() ? -1 : it - names.begin();
-  };
-  // h: given, or the components' common period.
-  double h = o.step;
-  if (h <= 0.0) {
-    for (const auto& n : names) {
-      const double period = spec.find_task(n)->period;
-      if (h > 0.0 && std::abs(period - h) > 1e-12 * h) {
-        throw std::invalid_argument(at + "the synchronised tasks run at " + base::format_duration(h) + " and " +
-                                    base::format_duration(period) + " ('" + n +
-                                    "') — give the common macro step as "
-                                    "'sync.optimise.step'");
-      }
-      h = period;
-    }
-  }
-  run.step = h;
-  run.macro_steps = static_cast<std::size_t>(std::llround(duration / h));
-  if (run.macro_steps == 0)
-    throw std::invalid_argument("the duration is shorter than one macro step of " + base::format_duration(h));
-  run.delay_steps = std::lround(spec.sync.delay / h);
-
-  Built b;
-  // Components in `names` order, then the measurement side.
-  std::vector<const tasks::TaskPartitionSpec*> ordered(names.size(), nullptr);
-  std::vector<const tasks::TaskPartitionSpec*> sources;
-  for (const auto& p : split) {
-    const long c = component_of(p.task);
-    if (c >= 0) {
-      ordered[static_cast<std::size_t>(c)] = &p;
-    } else {
-      sources.push_back(&p);
-    }
-  }
-  for (std::size_t c = 0; c < names.size(); ++c) {
-    if (!ordered[c]) throw std::invalid_argument(at + "task '" + names[c] + "' runs no block");
-  }
-  for (const auto* p : ordered) {
-    b.parts.push_back(tasks::build_partition(blocks, p->task, p->blocks, p->wires, p->externals,
-                                             spec.find_task(p->task)->integrator));
-  }
-  // The measurement side: every other task, stepped alone (it must read
-  // nothing) and sampled every h over the run, the horizon and the delay.
-  const std::size_t samples = run.macro_steps + static_cast<std::size_t>(o.horizon) +
-                              static_cast<std::size_t>(std::max(0L, run.delay_steps)) + 1;
-  std::map<std::string, std::size_t> column_of;  // "block.port" -> measured column
-  for (const auto* p : sources) {
-    if (!p->externals.empty()) {
-      throw std::invalid_argument(at + "task '" + p->task + "' is on the measurement side but reads '" +
-                                  p->externals.front().name +
-                                  "' from another task — expected measurement tasks "
-                                  "that only produce (a plant block replaying a recording)");
-    }
-    auto part = tasks::build_partition(blocks, p->task, p->blocks, p->wires, {}, spec.find_task(p->task)->integrator);
-    const double period = spec.find_task(p->task)->period;
-    const int sub = std::max(1, static_cast<int>(std::lround(h / period)));
-    std::vector<std::pair<std::size_t, tasks::OutputRef>> probes;
-    for (const auto& e : p->exported) {
-      const auto ref = part->find_output(e);
-      if (ref.width != 1) continue;  // StateSync's signals are scalar
-      column_of[e.str()] = b.measured.columns.size();
-      probes.emplace_back(b.measured.columns.size(), ref);
-      b.measured.columns.emplace_back();
-    }
-    for (const auto& c : spec.sync.compare) {
-      if (block_spec(spec, c.measured.block).task != p->task || column_of.count(c.measured.str())) continue;
-      column_of[c.measured.str()] = b.measured.columns.size();
-      probes.emplace_back(b.measured.columns.size(), part->find_output(c.measured));
-      b.measured.columns.emplace_back();
-    }
-    NoInputs none;
-    part->reset(0.0);
-    part->refresh_outputs(none);
-    for (std::size_t k = 0; k < samples; ++k) {
-      for (const auto& [col, ref] : probes) b.measured.columns[col].push_back(part->output(ref)[0]);
-      for (int i = 0; i < sub; ++i) part->step(static_cast<double>(k) * h + i * (h / sub), h / sub, none);
-      if (part->failed()) throw std::invalid_argument("task '" + p->task + "': " + part->failure());
-    }
-    run.measurement_tasks.push_back(p->task);
-    b.parts.push_back(std::move(part));
-  }
-  // Feeds of the components' external inputs.
-  for (std::size_t c = 0; c < names.size(); ++c) {
-    Component comp{b.parts[c].get(), {}};
-    for (const auto& x : b.parts[c]->externals()) {
-      const auto dot = x.name.find('.');
-      const tasks::Endpoint source{x.name.substr(0, dot), x.name.substr(dot + 1)};
-      if (x.width != 1) {
-        throw std::invalid_argument(at + "task '" + names[c] + "' reads '" + x.name + "' of width " +
-                                    std::to_string(x.width) + " — the synchronisation couples scalar signals only");
-      }
-      const std::string& from_task = block_spec(spec, source.block).task;
-      const long from = component_of(from_task);
-      if (from >= 0) {
-        comp.inputs.push_back({InputFeed::Kind::kComponent, static_cast<std::size_t>(from),
-                               b.parts[static_cast<std::size_t>(from)]->find_output(source), 0.0});
-      } else {
-        comp.inputs.push_back({InputFeed::Kind::kMeasured, column_of.at(x.name), {}, 0.0});
-      }
-    }
-    b.components.push_back(std::move(comp));
-  }
-  for (const auto& v : o.variables) {
-    const std::string& task = block_spec(spec, v.block).task;
-    const long c = component_of(task);
-    if (c < 0) {
-      throw std::invalid_argument(where(spec, v.where) + "decision variable '" + v.block + "." + v.parameter +
-                                  "' is in task '" + task +
-                                  "', which is not synchronised — expected a parameter of "
-                                  "a block in one of: " +
-                                  [&] {
-                                    std::string s;
-                                    for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-                                    return s;
-                                  }());
-    }
-    const auto& part = *b.parts[static_cast<std::size_t>(c)];
-    const std::size_t bi = block_index(part, v.block);
-    const auto tunables = part.block(bi).tunable_parameters();
-    std::size_t pi = 0;
-    while (pi < tunables.size() && v.parameter != tunables[pi]) ++pi;
-    b.variables.push_back({static_cast<std::size_t>(c), bi, pi, v.lower, v.upper, v.start});
-    run.variables.push_back(v.block + "." + v.parameter);
-  }
+  run.components = model.components();
+  run.measurement_tasks = model.measurement_tasks();
+  run.step = model.step();
+  run.delay_steps = model.delay_steps();
+  for (const auto& v : model.variables()) run.variables.push_back(v.name);
+  run.u.assign(run.variables.size(), {});
   for (const auto& p : spec.sync.compare) {
-    const long c = component_of(block_spec(spec, p.simulated.block).task);
-    if (c < 0) {
-      throw std::invalid_argument(at + "'sync.compare' simulates '" + p.simulated.str() + "' in task '" +
-                                  block_spec(spec, p.simulated.block).task + "', which is not synchronised");
-    }
-    b.compared.push_back({static_cast<std::size_t>(c), b.parts[static_cast<std::size_t>(c)]->find_output(p.simulated),
-                          column_of.at(p.measured.str()), p.weight});
     SyncPairSeries series;
     series.simulated = p.simulated.str();
     series.measured = p.measured.str();
     series.weight = p.weight;
     run.pairs.push_back(std::move(series));
   }
-  tasks::sync::SyncSettings settings;
-  settings.step = h;
-  settings.horizon = o.horizon;
-  settings.dynamic = o.dynamic;
-  settings.solver = o.solver == "nelder_mead" ? tasks::sync::Solver::kNelderMead
-                    : o.solver == "sbplx"     ? tasks::sync::Solver::kSbplx
-                                              : tasks::sync::Solver::kBobyqa;
-  settings.max_evaluations = o.max_evaluations;
-  settings.max_seconds = o.max_time;
-  settings.delay_steps = run.delay_steps;
-  settings.reduce = o.reduce;
-  try {
-    tasks::sync::StateSync sync(b.components, b.variables, b.compared, b.measured, settings);
-    run.distance = sync.distance();
-    for (std::size_t c = 0; c < names.size(); ++c) {
-      if (sync.rerun()[c]) run.rerun.push_back(names[c]);
-    }
-    for (std::size_t k = 1; k <= run.macro_steps; ++k) {
-      sync.advance();
-      run.time.push_back(static_cast<double>(k) * h);
-      for (std::size_t i = 0; i < run.pairs.size(); ++i) run.pairs[i].without.push_back(sync.output(i));
-    }
-    run.n_ges_without = sync.partition_steps();
-    sync.reset();
-    run.u.assign(run.variables.size(), {});
-    for (std::size_t k = 1; k <= run.macro_steps; ++k) {
-      run.steps.push_back(sync.synchronise());
-      for (std::size_t i = 0; i < run.variables.size(); ++i) run.u[i].push_back(sync.u()[i]);
-      for (std::size_t i = 0; i < run.pairs.size(); ++i) run.pairs[i].with.push_back(sync.output(i));
-      if (progress) progress(k, run.macro_steps, run);
-    }
-    run.n_ges = sync.partition_steps();
-  } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument(at + e.what());
-  }
-  // Metrics at the compared instants t_k against y^(t_k + Delta_o).
+  return run;
+}
+
+void score_sync_pairs(SyncRun& run, const SyncModel& model) {
+  // At the compared instants t_k against y^(t_k + Delta_o).
   for (std::size_t i = 0; i < run.pairs.size(); ++i) {
     auto& p = run.pairs[i];
-    const auto& col = b.measured.columns[b.compared[i].column];
+    const auto& col = model.measured().columns[model.compared_column(i)];
     PairErrors errors;
-    for (std::size_t k = 1; k <= run.macro_steps; ++k) {
+    p.measured_values.clear();
+    for (std::size_t k = 1; k <= run.time.size(); ++k) {
       const long idx = static_cast<long>(k) + run.delay_steps;
       const double m =
           idx >= 0 && static_cast<std::size_t>(idx) < col.size() ? col[static_cast<std::size_t>(idx)] : std::nan("");
       p.measured_values.push_back(m);
-      if (!std::isnan(m)) errors.add(p.without[k - 1] - m, p.with[k - 1] - m);
+      if (!std::isnan(m) && k <= p.without.size() && k <= p.with.size()) {
+        errors.add(p.without[k - 1] - m, p.with[k - 1] - m);
+      }
     }
     errors.finish(p);
   }
+}
+
+SyncRun run_state_sync(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks, double duration,
+                       const std::function<void(std::size_t, std::size_t, const SyncRun&)>& progress) {
+  SyncModel model(spec, blocks);
+  SyncRun run = sync_run_for(model, spec);
+  run.macro_steps = static_cast<std::size_t>(std::llround(duration / run.step));
+  if (run.macro_steps == 0)
+    throw std::invalid_argument("the duration is shorter than one macro step of " + base::format_duration(run.step));
+  // The run, the horizon after its last step and the delay.
+  model.replay_measurements(run.macro_steps + static_cast<std::size_t>(model.horizon()) +
+                            static_cast<std::size_t>(std::max(0L, run.delay_steps)) + 1);
+  const auto sync = model.make_sync();
+  run.distance = sync->distance();
+  for (std::size_t c = 0; c < run.components.size(); ++c) {
+    if (sync->rerun()[c]) run.rerun.push_back(run.components[c]);
+  }
+  for (std::size_t k = 1; k <= run.macro_steps; ++k) {
+    sync->advance();
+    run.time.push_back(static_cast<double>(k) * run.step);
+    for (std::size_t i = 0; i < run.pairs.size(); ++i) run.pairs[i].without.push_back(sync->output(i));
+  }
+  run.n_ges_without = sync->partition_steps();
+  sync->reset();
+  for (std::size_t k = 1; k <= run.macro_steps; ++k) {
+    run.steps.push_back(sync->synchronise());
+    for (std::size_t i = 0; i < run.variables.size(); ++i) run.u[i].push_back(sync->u()[i]);
+    for (std::size_t i = 0; i < run.pairs.size(); ++i) run.pairs[i].with.push_back(sync->output(i));
+    if (progress) progress(k, run.macro_steps, run);
+  }
+  run.n_ges = sync->partition_steps();
+  score_sync_pairs(run, model);
   return run;
 }
 
@@ -305,7 +125,9 @@ std::string formatted(const char* format, double x) {
 std::string sci(double x) { return formatted("%.4g", x); }
 std::string micro(double seconds) { return formatted("%.3g us", seconds * 1e6); }
 
-std::string summary(const SyncRun& run, const config::GraphSpec& spec) {
+}  // namespace
+
+std::string sync_run_summary(const SyncRun& run, const config::GraphSpec& spec) {
   std::string out;
   struct PairRow {
     const SyncPairSeries* p;
@@ -367,7 +189,7 @@ std::string summary(const SyncRun& run, const config::GraphSpec& spec) {
   return out;
 }
 
-void write_csv(const SyncRun& run, const std::string& path) {
+void write_sync_csv(const SyncRun& run, const std::string& path) {
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write " + path);
   out << "time_s";
@@ -394,10 +216,7 @@ void write_csv(const SyncRun& run, const std::string& path) {
   if (!out.flush()) throw std::runtime_error("writing " + path + " failed");
 }
 
-void write_plot(const SyncRun& run, const std::string& title, const std::string& path) {
-  plot::Figure figure;
-  figure.title = title;
-  figure.x_label = "simulation time (s)";
+void add_sync_panels(plot::Figure& figure, const SyncRun& run) {
   for (const auto& p : run.pairs) {
     plot::Panel panel;
     panel.y_label = p.simulated;
@@ -412,12 +231,19 @@ void write_plot(const SyncRun& run, const std::string& title, const std::string&
     panel.series.push_back({run.variables[i], run.time, run.u[i], "#9467bd", 1.2, false, true});
     figure.panels.push_back(std::move(panel));
   }
+}
+
+void write_sync_plot(const SyncRun& run, const std::string& title, const std::string& path) {
+  plot::Figure figure;
+  figure.title = title;
+  figure.x_label = "simulation time (s)";
+  add_sync_panels(figure, run);
   figure.panel_height = 220;
   std::string why;
   if (!plot::write_svg(figure, path, &why)) throw std::runtime_error(why);
 }
 
-std::string json(const SyncRun& run) {
+std::string sync_run_json(const SyncRun& run) {
   using base::json_number;
   std::string out = "{\"step_s\":" + json_number(run.step) + ",\"macro_steps\":" + std::to_string(run.macro_steps) +
                     ",\"delay_steps\":" + std::to_string(run.delay_steps) +
@@ -442,8 +268,6 @@ std::string json(const SyncRun& run) {
   for (std::size_t i = 0; i < run.u.size(); ++i) out += std::string(i ? "," : "") + json_number(run.u[i].back());
   return out + "]}\n";
 }
-
-}  // namespace
 
 int run_sync_command(const std::vector<std::string>& raw_args) {
   return run_verb("sync", [&]() -> int {
@@ -481,18 +305,18 @@ int run_sync_command(const std::vector<std::string>& raw_args) {
     std::cout << "; measurement: ";
     for (std::size_t i = 0; i < run.measurement_tasks.size(); ++i)
       std::cout << (i ? ", " : "") << run.measurement_tasks[i];
-    std::cout << "; h " << base::format_duration(run.step) << '\n' << summary(run, spec);
+    std::cout << "; h " << base::format_duration(run.step) << '\n' << sync_run_summary(run, spec);
     if (const auto path = args.value("csv")) {
-      write_csv(run, *path);
+      write_sync_csv(run, *path);
       std::cout << "series written to " << *path << '\n';
     }
     if (const auto path = args.value("plot")) {
-      write_plot(run, (spec.name.empty() ? file : spec.name) + " — state synchronisation", *path);
+      write_sync_plot(run, (spec.name.empty() ? file : spec.name) + " — state synchronisation", *path);
       std::cout << "plot written to " << *path << '\n';
     }
     if (const auto path = args.value("json")) {
       std::ofstream out(*path);
-      out << json(run);
+      out << sync_run_json(run);
       if (!out.flush()) throw std::runtime_error("cannot write " + *path);
       std::cout << "summary written to " << *path << '\n';
     }

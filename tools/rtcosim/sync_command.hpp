@@ -8,6 +8,7 @@
 #include "rt_config/graph_spec.hpp"
 #include "tasks/block_registry.hpp"
 #include "tasks/sync/state_sync.hpp"
+#include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/sync_report.hpp"
 
 namespace rtcosim::tools {
@@ -49,6 +50,20 @@ struct SyncRun {
 // graph cannot be synchronised this way. `progress(k, n)` after each step.
 SyncRun run_state_sync(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks, double duration,
                        const std::function<void(std::size_t, std::size_t, const SyncRun&)>& progress = {});
+
+class SyncModel;
+// A SyncRun with the model's names, step and delay, and no steps yet.
+SyncRun sync_run_for(const SyncModel& model, const config::GraphSpec& spec);
+// Fills each pair's measured_values and its MSE/MAX figures from the
+// model's compared columns, over run.time.
+void score_sync_pairs(SyncRun& run, const SyncModel& model);
+// The summary `rtcosim sync` prints (pairs, optimiser, u), and its files.
+std::string sync_run_summary(const SyncRun& run, const config::GraphSpec& spec);
+void write_sync_csv(const SyncRun& run, const std::string& path);
+// Each pair's measured, without and with, and each u, as panels.
+void add_sync_panels(plot::Figure& figure, const SyncRun& run);
+void write_sync_plot(const SyncRun& run, const std::string& title, const std::string& path);
+std::string sync_run_json(const SyncRun& run);
 
 // `rtcosim sync ARGS...`: returns the exit code; prints to stdout/stderr.
 int run_sync_command(const std::vector<std::string>& args);

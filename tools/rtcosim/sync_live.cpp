@@ -1,0 +1,138 @@
+#include "tools/rtcosim/sync_live.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace rtcosim::tools {
+
+namespace {
+
+std::size_t series_of(const runtime::Recorder& recorder, const config::GraphSpec& spec, const std::string& signal) {
+  const auto& all = recorder.series();
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (all[i].signal == signal) return i;
+  }
+  throw std::invalid_argument(spec.file + ": the live synchronisation reads '" + signal +
+                              "' from the recording, which does not record it — add it to 'record.signals'");
+}
+
+}  // namespace
+
+LiveSync::LiveSync(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks, runtime::Graph& graph,
+                   const runtime::Recorder& recorder, double duration)
+    : spec_(spec), recorder_(recorder), with_(spec, blocks), without_(spec, blocks) {
+  for (const auto& signal : with_.column_signals()) {
+    column_series_.push_back(series_of(recorder, spec, signal));
+    cursor_.push_back(0);
+  }
+  for (const auto& p : spec.sync.compare) simulated_series_.push_back(series_of(recorder, spec, p.simulated.str()));
+  for (const auto& v : with_.variables()) {
+    runtime::TaskRuntime* task = nullptr;
+    for (auto& t : graph.tasks()) {
+      if (t->spec().name == v.task) task = t.get();
+    }
+    if (!task || v.block >= task->partition().block_count() ||
+        task->partition().block(v.block).name() != v.name.substr(0, v.name.find('.'))) {
+      throw std::logic_error("live synchronisation: task '" + v.task + "' of the graph does not hold '" + v.name +
+                             "' where its copy does");
+    }
+    variable_tasks_.push_back(task);
+  }
+  macro_steps_ = static_cast<std::size_t>(std::llround(duration / with_.step()));
+  run_ = sync_run_for(with_, spec);
+}
+
+LiveSync::~LiveSync() = default;
+
+// Appends y^(n h) to every column once a sample at or after n h arrived.
+void LiveSync::append_measurements() {
+  const double h = with_.step(), eps = 1e-6 * h;
+  for (std::size_t c = 0; c < column_series_.size(); ++c) {
+    const auto& s = recorder_.series()[column_series_[c]];
+    auto& col = with_.measured().columns[c];
+    std::size_t& at = cursor_[c];
+    while (!s.time.empty()) {
+      const double tn = static_cast<double>(col.size()) * h;
+      if (s.time.back() < tn - eps) break;
+      while (at + 1 < s.time.size() && s.time[at + 1] <= tn + eps) ++at;
+      const double v = s.time[at] <= tn + eps ? s.value[at] : s.value.front();
+      col.push_back(v);
+      without_.measured().columns[c].push_back(v);
+    }
+  }
+}
+
+void LiveSync::poll(bool final) {
+  (void) final;  // steps whose horizon the measurement does not cover stay undone either way
+  append_measurements();
+  std::size_t covered = ~std::size_t{0};
+  for (const auto& col : with_.measured().columns) covered = std::min(covered, col.size());
+  if (covered == 0) return;
+  if (!sync_) {
+    // Built once y^(0) is known: StateSync starts its components from the
+    // measured inputs at t = 0.
+    sync_ = with_.make_sync();
+    shadow_ = without_.make_sync();
+    run_.distance = sync_->distance();
+    for (std::size_t c = 0; c < run_.components.size(); ++c) {
+      if (sync_->rerun()[c]) run_.rerun.push_back(run_.components[c]);
+    }
+  }
+  const auto needs = [&](std::size_t k) {
+    // Indices up to k + T_P + d of every column.
+    return static_cast<long>(k) + with_.horizon() + std::max(0L, with_.delay_steps()) + 1;
+  };
+  while (sync_->step_index() < macro_steps_ && static_cast<long>(covered) >= needs(sync_->step_index())) {
+    run_.steps.push_back(sync_->synchronise());
+    shadow_->advance();
+    const std::size_t k = sync_->step_index();  // after the step
+    run_.time.push_back(static_cast<double>(k) * with_.step());
+    for (std::size_t i = 0; i < run_.variables.size(); ++i) {
+      const double u = sync_->u()[i];
+      run_.u[i].push_back(u);
+      const auto& v = with_.variables()[i];
+      if (variable_tasks_[i]->post_parameter(v.block, v.parameter, u)) {
+        ++posted_;
+      } else {
+        ++refused_;
+      }
+    }
+    for (std::size_t i = 0; i < run_.pairs.size(); ++i) run_.pairs[i].without.push_back(shadow_->output(i));
+  }
+}
+
+SyncRun LiveSync::result() {
+  run_.macro_steps = run_.time.size();
+  run_.n_ges = sync_ ? sync_->partition_steps() : 0;
+  run_.n_ges_without = shadow_ ? shadow_->partition_steps() : 0;
+  const double h = with_.step(), eps = 1e-6 * h;
+  for (std::size_t i = 0; i < run_.pairs.size(); ++i) {
+    const auto& s = recorder_.series()[simulated_series_[i]];
+    auto& with = run_.pairs[i].with;
+    with.clear();
+    std::size_t at = 0;
+    for (const double t : run_.time) {
+      while (at + 1 < s.time.size() && s.time[at + 1] <= t + eps) ++at;
+      with.push_back(s.time.empty() ? std::nan("") : s.time[at] <= t + eps ? s.value[at] : s.value.front());
+    }
+  }
+  score_sync_pairs(run_, with_);
+  return run_;
+}
+
+std::string LiveSync::summary() {
+  const SyncRun run = result();
+  std::uint64_t applied = 0;
+  for (const auto* t : variable_tasks_) applied += t->parameters_applied();
+  std::string out =
+      "state synchronisation (live; 'with' is the running graph's recorded signal, 'without' a copy "
+      "left unsynchronised):\n";
+  out += sync_run_summary(run, spec_);
+  out += "  parameter updates: " + std::to_string(posted_) + " posted to the running tasks, " +
+         std::to_string(applied) + " applied by their frames, " + std::to_string(refused_) +
+         " refused (inbox full); macro steps synchronised " + std::to_string(run.steps.size()) + " of " +
+         std::to_string(macro_steps_) + "\n";
+  return out;
+}
+
+}  // namespace rtcosim::tools
