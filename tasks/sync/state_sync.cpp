@@ -154,7 +154,7 @@ void StateSync::reset() {
   for (std::size_t c = 0; c < components_.size(); ++c) {
     for (std::size_t i = 0; i < components_[c].inputs.size(); ++i) {
       const auto& f = components_[c].inputs[i];
-      impl_->held[c].values[i] = f.kind == InputFeed::Kind::kMeasured   ? measured_.columns[f.source][0]
+      impl_->held[c].values[i] = f.kind == InputFeed::Kind::kMeasured   ? measured_.held(f.source, 0)
                                  : f.kind == InputFeed::Kind::kConstant ? f.value
                                                                         : 0.0;
     }
@@ -181,8 +181,7 @@ void StateSync::step_components(const std::vector<bool>& which, std::size_t k) {
       const auto& f = components_[c].inputs[i];
       double v = f.value;
       if (f.kind == InputFeed::Kind::kMeasured) {
-        const auto& col = measured_.columns[f.source];
-        v = col[std::min(k, col.size() - 1)];
+        v = measured_.held(f.source, k);
       } else if (f.kind == InputFeed::Kind::kComponent) {
         v = which[f.source] ? components_[f.source].partition->output(f.ref)[0]
                             : impl_->cache[c][i][static_cast<std::size_t>(j)];
@@ -220,9 +219,9 @@ double StateSync::horizon_objective(const double* x) {
     if (j + 1 < distance_) continue;
     const long at = static_cast<long>(k_) + j + 1 + settings_.delay_steps;
     for (const auto& p : compared_) {
-      const auto& col = measured_.columns[p.column];
-      if (at < 0 || static_cast<std::size_t>(at) >= col.size()) continue;
-      const double e = components_[p.component].partition->output(p.ref)[0] - col[static_cast<std::size_t>(at)];
+      if (at < 0 || !measured_.has(p.column, static_cast<std::size_t>(at))) continue;
+      const double e = components_[p.component].partition->output(p.ref)[0] -
+                       measured_.columns[p.column][static_cast<std::size_t>(at) - measured_.first];
       J += p.weight * e * e;
     }
   }

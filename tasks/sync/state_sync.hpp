@@ -57,9 +57,19 @@ struct ComparedPair {
   double weight = 1.0;
 };
 
-// Sampled measurements: columns[c][k] is the value at t0 + k h.
+// Sampled measurements: columns[c][k - first] is the value at t0 + k h. A
+// live run appends at the back and drops from the front what no macro step
+// reads any more (first counts the dropped values).
 struct Measurements {
   std::vector<std::vector<double>> columns;
+  std::size_t first = 0;
+  // The value at index k (held at the ends: the first or the last known).
+  [[nodiscard]] double held(std::size_t c, std::size_t k) const {
+    const auto& col = columns[c];
+    return col[k < first ? 0 : std::min(k - first, col.size() - 1)];
+  }
+  // Whether index k is known.
+  [[nodiscard]] bool has(std::size_t c, std::size_t k) const { return k >= first && k - first < columns[c].size(); }
 };
 
 enum class Solver { kNelderMead, kBobyqa, kSbplx };

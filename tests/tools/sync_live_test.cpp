@@ -6,6 +6,7 @@
 #include "tools/rtcosim/sync_live.hpp"
 
 #include <cmath>
+#include <cstdlib>
 
 #include <gtest/gtest.h>
 
@@ -67,6 +68,43 @@ TEST(LiveSync, VirtualRunPostsEachMacroStepsUAndTheRunningDriveFollowsTheMeasure
   // without synchronisation: 18.2 against 500.1 here.
   EXPECT_GE(p.mse_without / p.mse_with, 10.0) << p.mse_with;
   EXPECT_GT(p.mse_with, replay.pairs[0].mse_with);
+}
+
+// The daemon's case: no duration, running totals, bounded memory. 60 s of
+// virtual time (the recording holds its last row after 5 s).
+TEST(LiveSync, AnEndlessRunKeepsTotalsAndDropsWhatNoStepReads) {
+  const auto spec = testing::load_example("motor_sync.yaml");
+  auto graph = testing::build_graph(spec);
+  runtime::Recorder::Options keep;
+  keep.keep = 4096;  // as rtcosimd keeps
+  runtime::Recorder recorder(*graph, keep);
+  tools::LiveSync live(spec, registry(), *graph, recorder, 0.0);
+  runtime::VirtualExecutor executor(*graph);
+  std::size_t frames = 0, most = 0;
+  executor.run(60.0, [&](runtime::TaskRuntime& task, const runtime::FrameRecord&) {
+    recorder.sample(task);
+    if (++frames % 16 == 0) {
+      recorder.drain();
+      live.poll();
+      most = std::max(most, live.retained_measurements());
+    }
+  });
+  recorder.finish(nullptr);
+  live.poll();
+  // Every step whose measurement arrived: y^ up to 60 s (index 6000) covers
+  // steps 0..5999 with the horizon 1.
+  EXPECT_EQ(live.totals().steps, 6000u);
+  EXPECT_EQ(live.posted(), 6000u);
+  EXPECT_LE(most, 4096u + 100u);
+  EXPECT_LT(live.retained_measurements(), 4200u);
+  const std::string json = live.status_json();
+  EXPECT_NE(json.find("\"steps\":6000,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"refused\":0,"), std::string::npos) << json;
+  // After 5 s the load holds 0.5 N m and the drive 50 rad/s: u settles there.
+  const auto u = json.find("\"u\":{\"load.value\":");
+  ASSERT_NE(u, std::string::npos) << json;
+  EXPECT_NEAR(std::strtod(json.c_str() + u + 18, nullptr), 0.5, 1e-3) << json;
+  EXPECT_EQ(live.result().time.size(), 0u);  // no per-step series kept
 }
 
 TEST(LiveSync, ParameterUpdatesAreAppliedByTheNextFrameWithoutAllocating) {

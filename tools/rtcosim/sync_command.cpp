@@ -66,13 +66,15 @@ void score_sync_pairs(SyncRun& run, const SyncModel& model) {
   // At the compared instants t_k against y^(t_k + Delta_o).
   for (std::size_t i = 0; i < run.pairs.size(); ++i) {
     auto& p = run.pairs[i];
-    const auto& col = model.measured().columns[model.compared_column(i)];
     PairErrors errors;
     p.measured_values.clear();
     for (std::size_t k = 1; k <= run.time.size(); ++k) {
       const long idx = static_cast<long>(k) + run.delay_steps;
-      const double m =
-          idx >= 0 && static_cast<std::size_t>(idx) < col.size() ? col[static_cast<std::size_t>(idx)] : std::nan("");
+      const auto& measured = model.measured();
+      const std::size_t column = model.compared_column(i);
+      const double m = idx >= 0 && measured.has(column, static_cast<std::size_t>(idx))
+                           ? measured.columns[column][static_cast<std::size_t>(idx) - measured.first]
+                           : std::nan("");
       p.measured_values.push_back(m);
       if (!std::isnan(m) && k <= p.without.size() && k <= p.with.size()) {
         errors.add(p.without[k - 1] - m, p.with[k - 1] - m);

@@ -1,7 +1,10 @@
 #include "tools/rtcosim/sync_live.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+
+#include "base/json.hpp"
 
 namespace rtcosim::tools {
 
@@ -23,7 +26,6 @@ LiveSync::LiveSync(const config::GraphSpec& spec, const tasks::BlockRegistry& bl
     : spec_(spec), recorder_(recorder), with_(spec, blocks), without_(spec, blocks) {
   for (const auto& signal : with_.column_signals()) {
     column_series_.push_back(series_of(recorder, spec, signal));
-    cursor_.push_back(0);
   }
   for (const auto& p : spec.sync.compare) simulated_series_.push_back(series_of(recorder, spec, p.simulated.str()));
   for (const auto& v : with_.variables()) {
@@ -38,24 +40,32 @@ LiveSync::LiveSync(const config::GraphSpec& spec, const tasks::BlockRegistry& bl
     }
     variable_tasks_.push_back(task);
   }
-  macro_steps_ = static_cast<std::size_t>(std::llround(duration / with_.step()));
+  endless_ = !(duration > 0.0);
+  macro_steps_ = endless_ ? ~std::size_t{0} : static_cast<std::size_t>(std::llround(duration / with_.step()));
+  if (!(spec.sync.optimise.max_time > 0.0)) {
+    with_.set_time_budget(with_.step());
+    without_.set_time_budget(with_.step());
+  }
   run_ = sync_run_for(with_, spec);
 }
 
 LiveSync::~LiveSync() = default;
 
 // Appends y^(n h) to every column once a sample at or after n h arrived.
+// Found by time, not by position: the recorder keeps only the latest
+// samples of an endless run.
 void LiveSync::append_measurements() {
   const double h = with_.step(), eps = 1e-6 * h;
+  auto& m = with_.measured();
   for (std::size_t c = 0; c < column_series_.size(); ++c) {
     const auto& s = recorder_.series()[column_series_[c]];
-    auto& col = with_.measured().columns[c];
-    std::size_t& at = cursor_[c];
+    auto& col = m.columns[c];
     while (!s.time.empty()) {
-      const double tn = static_cast<double>(col.size()) * h;
+      const double tn = static_cast<double>(m.first + col.size()) * h;
       if (s.time.back() < tn - eps) break;
-      while (at + 1 < s.time.size() && s.time[at + 1] <= tn + eps) ++at;
-      const double v = s.time[at] <= tn + eps ? s.value[at] : s.value.front();
+      const auto after = std::upper_bound(s.time.begin(), s.time.end(), tn + eps);
+      const double v =
+          after == s.time.begin() ? s.value.front() : s.value[static_cast<std::size_t>(after - s.time.begin()) - 1];
       col.push_back(v);
       without_.measured().columns[c].push_back(v);
     }
@@ -67,7 +77,7 @@ void LiveSync::poll(bool final) {
   append_measurements();
   std::size_t covered = ~std::size_t{0};
   for (const auto& col : with_.measured().columns) covered = std::min(covered, col.size());
-  if (covered == 0) return;
+  if (covered == 0 && with_.measured().first == 0) return;
   if (!sync_) {
     // Built once y^(0) is known: StateSync starts its components from the
     // measured inputs at t = 0.
@@ -82,23 +92,65 @@ void LiveSync::poll(bool final) {
     // Indices up to k + T_P + d of every column.
     return static_cast<long>(k) + with_.horizon() + std::max(0L, with_.delay_steps()) + 1;
   };
-  while (sync_->step_index() < macro_steps_ && static_cast<long>(covered) >= needs(sync_->step_index())) {
-    run_.steps.push_back(sync_->synchronise());
+  std::size_t known = covered + with_.measured().first;  // indices 0 .. known-1 are in
+  while (sync_->step_index() < macro_steps_ && static_cast<long>(known) >= needs(sync_->step_index())) {
+    const auto fig = sync_->synchronise();
     shadow_->advance();
-    const std::size_t k = sync_->step_index();  // after the step
-    run_.time.push_back(static_cast<double>(k) * with_.step());
+    ++totals_.steps;
+    totals_.evaluations += static_cast<std::uint64_t>(fig.evaluations);
+    totals_.max_evaluations = std::max(totals_.max_evaluations, fig.evaluations);
+    totals_.exhausted += fig.budget_exhausted ? 1 : 0;
+    totals_.seconds += fig.seconds;
+    totals_.max_seconds = std::max(totals_.max_seconds, fig.seconds);
+    totals_.before_last = fig.objective_before;
+    totals_.after_last = fig.objective_after;
     for (std::size_t i = 0; i < run_.variables.size(); ++i) {
-      const double u = sync_->u()[i];
-      run_.u[i].push_back(u);
       const auto& v = with_.variables()[i];
-      if (variable_tasks_[i]->post_parameter(v.block, v.parameter, u)) {
+      if (variable_tasks_[i]->post_parameter(v.block, v.parameter, sync_->u()[i])) {
         ++posted_;
       } else {
         ++refused_;
       }
     }
+    if (endless_) continue;
+    run_.steps.push_back(fig);
+    run_.time.push_back(static_cast<double>(sync_->step_index()) * with_.step());
+    for (std::size_t i = 0; i < run_.variables.size(); ++i) run_.u[i].push_back(sync_->u()[i]);
     for (std::size_t i = 0; i < run_.pairs.size(); ++i) run_.pairs[i].without.push_back(shadow_->output(i));
   }
+  // An endless run drops what the next macro step no longer reads (it
+  // reads from its own index on), in batches.
+  if (endless_) {
+    for (auto* m : {&with_.measured(), &without_.measured()}) {
+      const std::size_t k = sync_->step_index();
+      if (k > m->first + 4096) {
+        const std::size_t drop = k - m->first;
+        for (auto& col : m->columns) col.erase(col.begin(), col.begin() + static_cast<std::ptrdiff_t>(drop));
+        m->first += drop;
+      }
+    }
+  }
+}
+
+std::string LiveSync::status_json() const {
+  using base::json_number;
+  std::uint64_t applied = 0;
+  for (const auto* t : variable_tasks_) applied += t->parameters_applied();
+  const double n = totals_.steps ? static_cast<double>(totals_.steps) : 1.0;
+  std::string out =
+      "{\"steps\":" + std::to_string(totals_.steps) +
+      ",\"evaluations_mean\":" + json_number(static_cast<double>(totals_.evaluations) / n) +
+      ",\"evaluations_max\":" + std::to_string(totals_.max_evaluations) +
+      ",\"seconds_mean\":" + json_number(totals_.seconds / n) + ",\"seconds_max\":" + json_number(totals_.max_seconds) +
+      ",\"budget_exhausted\":" + std::to_string(totals_.exhausted) +
+      ",\"objective_before\":" + json_number(totals_.before_last) +
+      ",\"objective_after\":" + json_number(totals_.after_last) + ",\"posted\":" + std::to_string(posted_) +
+      ",\"applied\":" + std::to_string(applied) + ",\"refused\":" + std::to_string(refused_) + ",\"u\":{";
+  for (std::size_t i = 0; i < run_.variables.size(); ++i) {
+    out += (i ? "," : "") + base::json_string(run_.variables[i]) + ":" +
+           json_number(sync_ ? sync_->u()[i] : spec_.sync.optimise.variables[i].start);
+  }
+  return out + "}}";
 }
 
 SyncRun LiveSync::result() {

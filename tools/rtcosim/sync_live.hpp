@@ -23,8 +23,12 @@ namespace rtcosim::tools {
  * (TaskRuntime::post_parameter: applied at their next frame, allocation-
  * free). A second copy runs without synchronisation, for comparison.
  * Measured values at k h are the last recorded sample at or before k h (the
- * first one before any). Owns its copies; the graph and the recorder must
- * outlive it.
+ * first one before any). The optimiser's time budget per macro step is h
+ * unless `max_time` says otherwise: the copy must keep pace with the plant.
+ * A finite run keeps every step's figures for the summary and the plot; an
+ * endless one (the daemon) keeps running totals only and drops the measured
+ * values no macro step reads any more, so its memory stays bounded. Owns its
+ * copies; the graph and the recorder must outlive it.
  */
 class LiveSync {
  public:
@@ -36,13 +40,26 @@ class LiveSync {
   // that became ready. `final`: the run ended, the rest of the measurement
   // is all there will be (steps whose horizon it does not cover stay undone).
   void poll(bool final = false);
-  [[nodiscard]] std::size_t steps_done() const noexcept { return run_.steps.size(); }
+  [[nodiscard]] std::size_t steps_done() const noexcept { return totals_.steps; }
   [[nodiscard]] std::uint64_t posted() const noexcept { return posted_; }
   [[nodiscard]] std::uint64_t refused() const noexcept { return refused_; }
   // The run's figures: pairs' "with" is the running task's recorded signal
   // at k h, "without" the copy without synchronisation; call after poll(true).
   [[nodiscard]] SyncRun result();
   [[nodiscard]] std::string summary();
+  // Running totals since the start (docs/sync.md, "Live"), for a status.
+  struct Totals {
+    std::uint64_t steps = 0, evaluations = 0, exhausted = 0;
+    int max_evaluations = 0;
+    double seconds = 0.0, max_seconds = 0.0, before_last = 0.0, after_last = 0.0;
+  };
+  [[nodiscard]] const Totals& totals() const noexcept { return totals_; }
+  // Measured values held per column now (bounded in an endless run).
+  [[nodiscard]] std::size_t retained_measurements() const noexcept {
+    return with_.measured().columns.empty() ? 0 : with_.measured().columns.front().size();
+  }
+  // {"steps":..,"evaluations":..,...,"u":{"block.parameter":value}} for the daemon's status.
+  [[nodiscard]] std::string status_json() const;
 
  private:
   const config::GraphSpec& spec_;
@@ -50,10 +67,11 @@ class LiveSync {
   SyncModel with_, without_;
   std::unique_ptr<tasks::sync::StateSync> sync_, shadow_;
   std::vector<std::size_t> column_series_;             // recorder series per measured column
-  std::vector<std::size_t> cursor_;                    // next sample of that series to look at
   std::vector<std::size_t> simulated_series_;          // recorder series of each pair's simulated signal
   std::vector<runtime::TaskRuntime*> variable_tasks_;  // the running task of each decision variable
   std::size_t macro_steps_ = 0;
+  bool endless_ = false;
+  Totals totals_;
   std::uint64_t posted_ = 0, refused_ = 0;
   SyncRun run_;
 

@@ -31,6 +31,11 @@ class SyncModel {
   // Steps every measurement task alone (it must read nothing) and samples
   // each column every h, `samples` values from t = 0.
   void replay_measurements(std::size_t samples);
+  // The optimiser's wall-clock budget per macro step (live runs: one macro
+  // step h unless `sync.optimise.max_time` is given).
+  void set_time_budget(double seconds) noexcept { settings_.max_seconds = seconds; }
+  [[nodiscard]] double time_budget() const noexcept { return settings_.max_seconds; }
+  [[nodiscard]] int max_evaluations() const noexcept { return settings_.max_evaluations; }
   // A StateSync over this model; the model must outlive it.
   [[nodiscard]] std::unique_ptr<tasks::sync::StateSync> make_sync() const;
 
