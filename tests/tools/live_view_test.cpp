@@ -1,15 +1,21 @@
 // rtcosimd's live view (issue 19): the page in a real browser against a
 // running daemon, and the HTTP/WebSocket server against hostile clients.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include <atomic>
 #include <cstdio>
 #include <fstream>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "base/json.hpp"
+#include "runtime/thread_unit.hpp"
+#include "runtime/unit_loop.hpp"
+#include "runtime/virtual_executor.hpp"
+#include "tests/support/alloc_counter.hpp"
+#include "tests/support/graphs.hpp"
 #include "tests/tools/daemon_fixture.hpp"
+#include "tools/rtcosimd/live_feed.hpp"
 #include "tools/rtcosimd/web_server.hpp"
 
 namespace rtcosim::tools {
@@ -106,7 +112,8 @@ TEST_F(LiveView, ChromiumShowsTheStatusFramesAndDrawsTheHistograms) {
   const std::uint64_t before = frames_of(request("{\"cmd\":\"status\"}"), "fast");
   const fs::path dom = dir_ / "dom.html";
   const std::string url = "http://127.0.0.1:" + std::to_string(port_) + "/";
-  const std::string browser = "timeout 60 chromium --headless=new --no-sandbox --disable-gpu --virtual-time-budget=2000 ";
+  const std::string browser =
+      "timeout 60 chromium --headless=new --no-sandbox --disable-gpu --virtual-time-budget=2000 ";
   ASSERT_EQ(std::system((browser + "--dump-dom " + url + " > " + dom.string() + " 2>/dev/null").c_str()), 0);
   const std::uint64_t after = frames_of(request("{\"cmd\":\"status\"}"), "fast");
   std::ifstream in(dom);
@@ -160,8 +167,9 @@ TEST_F(LiveView, ActionsNeedTheTokenAndGoThroughTheControlSocket) {
             std::string::npos);
   EXPECT_NE(post(bearer, "{\"cmd\":\"stop\"}").find("{\"ok\":true"), std::string::npos);
   EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"running\":false"), std::string::npos);
-  EXPECT_NE(http(port_, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + bearer + "\r\n").find("{\"act\":true}"),
-            std::string::npos);
+  EXPECT_NE(
+      http(port_, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + bearer + "\r\n").find("{\"act\":true}"),
+      std::string::npos);
   EXPECT_NE(http(port_, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").find("{\"act\":false}"),
             std::string::npos);
   std::this_thread::sleep_for(400ms);  // the next snapshot (every 100 ms) carries the counters
@@ -191,10 +199,10 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
   std::this_thread::sleep_for(300ms);
 
   // A request of 10 MB: refused after 8 kB with 413.
-  EXPECT_EQ(http(port_, "POST /action HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n" +
-                            std::string(10'000'000, 'a'))
-                .rfind("HTTP/1.1 413", 0),
-            0u);
+  EXPECT_EQ(
+      http(port_, "POST /action HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n" + std::string(10'000'000, 'a'))
+          .rfind("HTTP/1.1 413", 0),
+      0u);
 
   const std::string upgrade =
       "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -202,7 +210,11 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
   // Malformed frames: an unmasked client frame, a reserved opcode and a
   // masked text frame announcing 10 MB (over the 4 kB a client may send);
   // each connection is closed (the read ends) and counted.
-  const std::string huge = std::string("\x81\xff\0\0\0\0\0\x98\x96\x80" "abcd", 14) + std::string(1000, 'x');
+  const std::string huge = std::string(
+                               "\x81\xff\0\0\0\0\0\x98\x96\x80"
+                               "abcd",
+                               14) +
+                           std::string(1000, 'x');
   for (const std::string& junk : {std::string("\x81\x05hello", 7), std::string("\x83\x80\0\0\0\0", 6), huge}) {
     const int fd = tcp_connect(port_);
     send_all(fd, upgrade);
@@ -245,7 +257,8 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
     counters = live();
   }
   for (int fd : sleepers) close(fd);
-  EXPECT_EQ(json_count(counters, "slow_dropped"), 4u) << counters.substr(std::min(counters.size(), counters.find("\"web\"")));
+  EXPECT_EQ(json_count(counters, "slow_dropped"), 4u)
+      << counters.substr(std::min(counters.size(), counters.find("\"web\"")));
   EXPECT_EQ(json_count(counters, "refused"), 184u);
   EXPECT_GE(json_count(counters, "bad_requests"), 4u);  // 413 and the three bad frames (the crowd may add timeouts)
 
@@ -255,6 +268,160 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
   EXPECT_NE(after.find("\"running\":true"), std::string::npos);
   EXPECT_GT(frames_of(after, "fast"), frames_before + 100);  // 2 ms frames over several seconds
   ASSERT_TRUE(alive());
+}
+
+// Virtual time for frames run on the test's thread, as unit_loop_test's
+// FakeClock: a frame takes its task's scripted execution time, a sleep
+// ends exactly at its deadline.
+struct FakeClock {
+  std::int64_t t = -1'000'000;
+  std::int64_t now() noexcept { return t; }
+  void sleep_until(std::int64_t deadline_ns) noexcept { t = std::max(t, deadline_ns); }
+  void before_integration(const runtime::TaskRuntime& task, std::uint64_t frame) noexcept {
+    t += runtime::seconds_to_ns(runtime::execution_time(task.spec(), frame));
+  }
+};
+
+// What a run leaves in its tasks' counters, for an exact comparison.
+struct RunFigures {
+  std::vector<std::uint64_t> frames, cycles, overruns, missed, samples, dropped;
+  std::vector<std::vector<std::uint64_t>> exec_buckets, latency_buckets;
+  std::vector<double> sim_time;
+  bool operator==(const RunFigures&) const = default;
+};
+
+// The flight-control example for 2 s of virtual time, its threads
+// interleaved in 10 ms windows on this thread, with the recorder the
+// daemon gives it. `between` runs after each window (outside no frame).
+// Returns the figures; *allocations counts this thread's heap allocations
+// over every window after a 0.2 s warm-up.
+template <class Between>
+RunFigures run_flight_control(runtime::Graph& graph, runtime::Recorder& recorder, std::uint64_t* allocations,
+                              Between&& between) {
+  graph.reset();
+  auto units = runtime::thread_units(graph);
+  std::vector<FakeClock> clocks(units.size());
+  const std::atomic<bool> running{true};
+  const std::int64_t end = runtime::seconds_to_ns(2.0), window = runtime::seconds_to_ns(0.01);
+  for (auto& u : units) u.reset(0, end);
+  std::optional<rtcosim::testing::AllocationScope> scope;
+  for (std::int64_t until = window; until <= end; until += window) {
+    if (until == runtime::seconds_to_ns(0.2)) scope.emplace();
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      runtime::run_unit(units[i], clocks[i], 0, until, running, runtime::UnitSinks{&recorder, nullptr});
+    }
+    between();
+  }
+  *allocations = scope->count();
+  RunFigures f;
+  for (const auto& t : graph.tasks()) {
+    const auto& st = t->stats();
+    f.frames.push_back(st.frames.load());
+    f.cycles.push_back(st.cycles.load());
+    f.overruns.push_back(st.overruns.load());
+    f.missed.push_back(st.missed_periods.load());
+    f.sim_time.push_back(t->partition().time());
+    std::vector<std::uint64_t> e, l;
+    for (int b = 0; b < runtime::LogHistogram::kBuckets; ++b) {
+      e.push_back(st.execution_ns.bucket(b));
+      l.push_back(st.wakeup_latency_ns.bucket(b));
+    }
+    f.exec_buckets.push_back(e);
+    f.latency_buckets.push_back(l);
+  }
+  return f;
+}
+
+// The recorder's counts once everything is drained (by the one thread that drains).
+void add_recorded(RunFigures& f, runtime::Recorder& recorder) {
+  recorder.drain();
+  for (const auto& c : recorder.counts()) {
+    f.samples.push_back(c.samples);
+    f.dropped.push_back(c.dropped);
+  }
+}
+
+// Frames allocate nothing while web clients are connected and served, and
+// the clients change no figure of the run: four WebSocket clients read the
+// snapshots a non-real-time thread builds from the running graph (as the
+// daemon's loop does: recorder drained, LiveFeed over the live statistics)
+// and pushes at 50 Hz, while the flight-control example's frames run on
+// this thread; afterwards the same run without the web server gives
+// exactly the same frames, cycles, overruns, missed periods, histograms
+// and recorded samples (virtual time: the only way the web side could
+// change them is by touching the tasks).
+TEST(LiveViewRealTime, FramesAllocateNothingAndRunTheSameWithWebClientsConnected) {
+  const auto spec = rtcosim::testing::load_example("flight_control.yaml");
+  auto graph = rtcosim::testing::build_graph(spec);
+  runtime::Recorder recorder(*graph, runtime::Recorder::Options{.keep = 4096});
+  daemon::WebOptions o;
+  o.port = free_port();
+  o.push_rate = 50;
+  daemon::WebServer server(o, "/nonexistent.sock");
+  std::string why;
+  ASSERT_TRUE(server.start(&why)) << why;
+  daemon::LiveFeed feed;
+  server.publish("{\"live\":{" + feed.json(graph.get(), &recorder) + "}}");
+
+  constexpr int kClients = 4;
+  std::atomic<bool> done{false};
+  std::vector<std::thread> readers;
+  std::vector<std::atomic<std::size_t>> received(kClients);
+  for (int i = 0; i < kClients; ++i) {
+    const int fd = tcp_connect(server.port());
+    ASSERT_GE(fd, 0);
+    send_all(fd,
+             "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+             "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
+    readers.emplace_back([fd, i, &done, &received] {
+      timeval tv{0, 100'000};
+      setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+      char buf[65536];
+      while (!done) {
+        const ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n > 0) received[static_cast<std::size_t>(i)] += static_cast<std::size_t>(n);
+        if (n == 0) break;
+      }
+      close(fd);
+    });
+  }
+  // The daemon's loop: drain, build, publish, every 20 ms.
+  std::thread publisher([&] {
+    while (!done) {
+      recorder.drain();
+      server.publish("{\"live\":{" + feed.json(graph.get(), &recorder) + "}}");
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  for (int i = 0; i < 100 && server.clients() < kClients; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(server.clients(), static_cast<std::size_t>(kClients));
+  const std::uint64_t snapshots_before = server.counters().snapshots.load();
+  std::uint64_t allocations = ~0ull;
+  // 200 windows, 5 ms of wall time after each: the web thread pushes about
+  // 50 snapshots to each client while the frames run.
+  RunFigures with = run_flight_control(*graph, recorder, &allocations, [] { std::this_thread::sleep_for(5ms); });
+  const std::uint64_t pushed = server.counters().snapshots.load() - snapshots_before;
+  done = true;
+  publisher.join();
+  for (auto& r : readers) r.join();
+  EXPECT_EQ(allocations, 0u) << "heap allocations in 1.8 s of frames with " << kClients << " web clients";
+  EXPECT_GE(pushed, static_cast<std::uint64_t>(kClients) * 10) << "snapshots pushed while the frames ran";
+  for (int i = 0; i < kClients; ++i) EXPECT_GT(received[static_cast<std::size_t>(i)].load(), 10000u) << "client " << i;
+  add_recorded(with, recorder);
+  EXPECT_EQ(recorder.dropped(), 0u);
+
+  auto quiet_graph = rtcosim::testing::build_graph(spec);
+  runtime::Recorder quiet_recorder(*quiet_graph, runtime::Recorder::Options{.keep = 4096});
+  std::uint64_t quiet_allocations = ~0ull;
+  RunFigures without = run_flight_control(*quiet_graph, quiet_recorder, &quiet_allocations, [] {});
+  add_recorded(without, quiet_recorder);
+  EXPECT_EQ(quiet_allocations, 0u);
+  EXPECT_TRUE(with == without) << "the run with web clients differs from the run without";
+  // 2 s of 10, 5 and 20 ms frames: the figures are the run's, not zeros.
+  EXPECT_EQ(with.frames, (std::vector<std::uint64_t>{200, 400, 100}));
+  EXPECT_EQ(with.samples,
+            (std::vector<std::uint64_t>{100, 400, 200}));  // per recording task, as the recorder orders them
+  EXPECT_EQ(with.overruns, (std::vector<std::uint64_t>{0, 0, 0}));
 }
 
 // A non-loopback address is refused unless --listen-public says so.

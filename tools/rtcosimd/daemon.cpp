@@ -162,7 +162,7 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     // With the live view, the latest 4096 samples per signal for its charts.
     recorder_ = std::make_unique<runtime::Recorder>(
         *graph_, runtime::Recorder::Options{.keep = options_.web.port != 0 ? std::size_t{4096} : std::size_t{1}});
-    web_sent_until_.clear();
+    feed_.reset();
     if (record_file_) {
       // The same file goes on; time_s starts again at 0 after the marker.
       runtime::Recorder::write_reload_marker(*record_file_, ++reloads_recorded_);
@@ -284,75 +284,9 @@ std::string Daemon::status_json() {
          ",\"status\":" + summary;
 }
 
-namespace {
-
-using base::json_number;
-
-// A run's histogram in the display buckets (four per octave), as
-// [[upper bound ns, count], ...] for the buckets that hold anything.
-std::string display_histogram(const runtime::LogHistogram& h) {
-  using D = runtime::DisplayBuckets;
-  std::array<std::uint64_t, D::kBuckets> counts{};
-  for (int i = 0; i < runtime::LogHistogram::kBuckets; ++i) {
-    if (const auto n = h.bucket(i)) counts[static_cast<std::size_t>(D::bucket_of(runtime::LogHistogram::bucket_lower(i)))] += n;
-  }
-  std::string out = "[";
-  for (int i = 0; i < D::kBuckets; ++i) {
-    if (counts[static_cast<std::size_t>(i)] == 0) continue;
-    out += (out.size() > 1 ? ",[" : "[") + std::to_string(D::bucket_upper(i)) + "," +
-           std::to_string(counts[static_cast<std::size_t>(i)]) + "]";
-  }
-  return out + "]";
-}
-
-}  // namespace
-
 std::string Daemon::live_json() {
-  std::string out = "{\"ok\":true," + status_json() + ",\"live\":{\"t\":" + json_number(now_s() - web_started_);
-  out += ",\"hist\":{";
-  std::string series = "[", tasks = "[", edges = "[";
-  if (graph_) {
-    bool first = true;
-    for (const auto& t : graph_->tasks()) {
-      const auto& st = t->stats();
-      out += (first ? "" : ",") + base::json_string(t->spec().name) + ":{\"latency\":" +
-             display_histogram(st.wakeup_latency_ns) + ",\"exec\":" + display_histogram(st.execution_ns) + "}";
-      tasks += (first ? "{" : ",{") + std::string("\"name\":") + base::json_string(t->spec().name) +
-               ",\"host\":" + base::json_string(t->spec().host) + ",\"period\":" + json_number(t->spec().period) + "}";
-      first = false;
-    }
-    const auto& spec = graph_->spec();
-    const auto task_of = [&](const std::string& block) {
-      for (const auto& b : spec.diagram.blocks) {
-        if (b.name == block) return b.task;
-      }
-      return std::string();
-    };
-    for (const auto& w : spec.wires) {
-      if (!w.crosses_tasks) continue;
-      edges += (edges.size() > 1 ? ",{" : "{") + std::string("\"from\":") + base::json_string(task_of(w.wire.from.block)) +
-               ",\"to\":" + base::json_string(task_of(w.wire.to.block)) + ",\"signal\":" +
-               base::json_string(w.wire.from.str()) + ",\"method\":" + base::json_string(spec.coupling_of(w).method) + "}";
-    }
-  }
-  if (recorder_) {
-    // Only what the page has not had, at most 1024 samples per signal and push.
-    for (const auto& s : recorder_->series()) {
-      const std::string key = s.signal;
-      double& until = web_sent_until_.try_emplace(key, -1e300).first->second;
-      std::size_t begin = s.time.size();
-      while (begin > 0 && s.time[begin - 1] > until && s.time.size() - begin < 1024) --begin;
-      std::string t = "[", v = "[";
-      for (std::size_t i = begin; i < s.time.size(); ++i) {
-        t += (i > begin ? "," : "") + json_number(s.time[i]);
-        v += (i > begin ? "," : "") + json_number(s.value[i]);
-      }
-      if (begin < s.time.size()) until = s.time.back();
-      series += (series.size() > 1 ? ",{" : "{") + std::string("\"signal\":") + base::json_string(key) +
-                ",\"task\":" + base::json_string(s.task) + ",\"t\":" + t + "],\"v\":" + v + "]}";
-    }
-  }
-  out += "},\"series\":" + series + "],\"graph\":{\"tasks\":" + tasks + "],\"edges\":" + edges + "]}";
+  std::string out = "{\"ok\":true," + status_json() + ",\"live\":{\"t\":" + base::json_number(now_s() - web_started_) +
+                    "," + feed_.json(graph_.get(), recorder_.get());
   if (web_) {
     const auto& c = web_->counters();
     out += ",\"web\":{\"clients\":" + std::to_string(web_->clients()) +

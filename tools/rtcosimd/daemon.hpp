@@ -17,6 +17,7 @@
 #include "runtime/recorder.hpp"
 #include "runtime/rt_executor.hpp"
 #include "tasks/block_registry.hpp"
+#include "tools/rtcosimd/live_feed.hpp"
 #include "tools/rtcosimd/web_server.hpp"
 
 namespace rtcosim::io {
@@ -136,7 +137,7 @@ class Daemon {
   std::unique_ptr<PendingTrace> pending_trace_;
   std::unique_ptr<WebServer> web_;
   double web_started_ = 0.0;
-  std::map<std::string, double> web_sent_until_;  // per recorded signal: the newest sample pushed
+  LiveFeed feed_;
   std::vector<std::uint64_t> last_frames_;
   bool quit_ = false;
 };
