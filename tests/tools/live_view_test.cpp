@@ -15,6 +15,7 @@
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
 #include "tests/tools/daemon_fixture.hpp"
+#include "tools/rtcosimd/daemon.hpp"
 #include "tools/rtcosimd/live_feed.hpp"
 #include "tools/rtcosimd/web_server.hpp"
 
@@ -176,6 +177,57 @@ TEST_F(LiveView, ActionsNeedTheTokenAndGoThroughTheControlSocket) {
   const auto counters = live();
   EXPECT_EQ(json_count(counters, "forbidden"), 2u);
   EXPECT_EQ(json_count(counters, "actions"), 1u);
+}
+
+// The control socket's group may act without the configured token: a
+// client of the control socket (this test runs as the daemon's user) asks
+// for a token with `web-token`; without it /action is refused (403), with
+// it `stop` stops the graph; with no live view there is no token.
+TEST_F(LiveView, TheControlSocketHandsOutATokenThatAllowsActions) {
+  start_live();
+  const std::string given = request("{\"cmd\":\"web-token\"}");
+  ASSERT_EQ(given.rfind("{\"ok\":true,\"token\":\"", 0), 0u) << given;
+  const std::string token = given.substr(20, given.find('"', 20) - 20);
+  EXPECT_EQ(token.size(), 48u);
+  EXPECT_EQ(token.find_first_not_of("0123456789abcdef"), std::string::npos) << token;
+  EXPECT_NE(given.find("\"expires_in_s\":900"), std::string::npos) << given;
+  EXPECT_NE(given.find("\"url\":\"http://127.0.0.1:" + std::to_string(port_) + "/#token=" + token + "\""),
+            std::string::npos)
+      << given;
+  const auto post = [&](const std::string& auth) {
+    const std::string body = "{\"cmd\":\"stop\"}";
+    return http(port_, "POST /action HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + auth +
+                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  };
+  EXPECT_EQ(post("").rfind("HTTP/1.1 403", 0), 0u);
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"running\":true"), std::string::npos);
+  EXPECT_NE(post("Authorization: Bearer " + token + "\r\n").find("{\"ok\":true"), std::string::npos);
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"running\":false"), std::string::npos);
+  // A second token is another one; both stay valid.
+  const std::string again = request("{\"cmd\":\"web-token\"}");
+  EXPECT_EQ(again.find(token), std::string::npos);
+  EXPECT_NE(
+      http(port_, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " + token + "\r\n\r\n")
+          .find("{\"act\":true}"),
+      std::string::npos);
+  std::this_thread::sleep_for(400ms);
+  const auto counters = live();
+  EXPECT_EQ(json_count(counters, "granted"), 2u);
+  EXPECT_EQ(json_count(counters, "forbidden"), 1u);
+}
+
+// A token from the control socket expires after --web-token-lifetime.
+TEST_F(LiveView, AHandedOutTokenExpires) {
+  start_live({"--web-token-lifetime", "1"});
+  const std::string given = request("{\"cmd\":\"web-token\"}");
+  ASSERT_EQ(given.rfind("{\"ok\":true,\"token\":\"", 0), 0u) << given;
+  EXPECT_NE(given.find("\"expires_in_s\":1,"), std::string::npos) << given;
+  const std::string token = given.substr(20, 48);
+  std::this_thread::sleep_for(1500ms);  // longer than its lifetime: any delay only ages it more
+  EXPECT_NE(
+      http(port_, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " + token + "\r\n\r\n")
+          .find("{\"act\":false}"),
+      std::string::npos);
 }
 
 // 200 connections at once against 16 allowed, a 10 MB request, malformed
@@ -422,6 +474,49 @@ TEST(LiveViewRealTime, FramesAllocateNothingAndRunTheSameWithWebClientsConnected
   EXPECT_EQ(with.samples,
             (std::vector<std::uint64_t>{100, 400, 200}));  // per recording task, as the recorder orders them
   EXPECT_EQ(with.overruns, (std::vector<std::uint64_t>{0, 0, 0}));
+}
+
+// Granted tokens, in the server itself: one valid for an hour allows acting,
+// one whose lifetime is over does not, the configured token is not needed,
+// and beyond kMaxGranted the oldest goes.
+TEST(LiveViewOptions, GrantedTokensAllowActingUntilTheyExpire) {
+  daemon::WebOptions o;
+  o.port = free_port();
+  daemon::WebServer server(o, "/nonexistent.sock");
+  std::string why;
+  ASSERT_TRUE(server.start(&why)) << why;
+  const auto act = [&](const std::string& token) {
+    const int fd = tcp_connect(server.port());
+    send_all(fd, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " + token + "\r\n\r\n");
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    close(fd);
+    return out.find("{\"act\":true}") != std::string::npos;
+  };
+  server.grant("valid-for-an-hour-0000", 3600);
+  server.grant("already-expired-000000", -1);
+  EXPECT_TRUE(act("valid-for-an-hour-0000"));
+  EXPECT_FALSE(act("already-expired-000000"));
+  EXPECT_FALSE(act("valid-for-an-hour-0001"));
+  EXPECT_FALSE(act(""));
+  for (std::size_t i = 0; i < daemon::WebServer::kMaxGranted; ++i) server.grant("later-" + std::to_string(i), 3600);
+  EXPECT_FALSE(act("valid-for-an-hour-0000")) << "the oldest of 17 goes";
+  EXPECT_TRUE(act("later-0"));
+  EXPECT_EQ(server.counters().granted.load(), 2u + daemon::WebServer::kMaxGranted);
+}
+
+// Who may have a token: root, the daemon's user, the socket's group as the
+// peer's primary or a supplementary group; nobody else.
+TEST(LiveViewOptions, OnlyTheControlSocketsGroupGetsAToken) {
+  constexpr std::uint32_t own = 990, group = 990;
+  EXPECT_TRUE(daemon::peer_in_group(0, 0, {}, own, group));
+  EXPECT_TRUE(daemon::peer_in_group(own, 100, {}, own, group));
+  EXPECT_TRUE(daemon::peer_in_group(1000, group, {}, own, group));
+  EXPECT_TRUE(daemon::peer_in_group(1000, 1000, {27, group, 100}, own, group));
+  EXPECT_FALSE(daemon::peer_in_group(1000, 1000, {27, 100}, own, group));
+  EXPECT_FALSE(daemon::peer_in_group(65534, 65534, {}, own, group));
 }
 
 // A non-loopback address is refused unless --listen-public says so.

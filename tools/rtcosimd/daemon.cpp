@@ -1,26 +1,27 @@
 #include "tools/rtcosimd/daemon.hpp"
 
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
-
-#include <array>
-#include <cctype>
-#include <cmath>
-#include <cstdio>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <sstream>
 
 #include "base/duration.hpp"
 #include "base/fd_ostream.hpp"
@@ -294,7 +295,8 @@ std::string Daemon::live_json() {
            ",\"bad_requests\":" + std::to_string(c.bad_requests.load()) +
            ",\"slow_dropped\":" + std::to_string(c.slow_dropped.load()) +
            ",\"snapshots\":" + std::to_string(c.snapshots.load()) + ",\"actions\":" + std::to_string(c.actions.load()) +
-           ",\"forbidden\":" + std::to_string(c.forbidden.load()) + "}";
+           ",\"forbidden\":" + std::to_string(c.forbidden.load()) + ",\"granted\":" + std::to_string(c.granted.load()) +
+           "}";
   }
   return out + "}}";
 }
@@ -310,7 +312,54 @@ std::string Daemon::host_json() const {
 
 std::string Daemon::handle(const std::string& line) { return respond(line, 0, nullptr); }
 
-std::string Daemon::respond(const std::string& line, std::uint64_t client, bool* deferred) {
+bool peer_in_group(std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups,
+                   std::uint32_t own_uid, std::uint32_t socket_gid) noexcept {
+  if (uid == 0 || uid == own_uid || gid == socket_gid) return true;
+  return std::find(groups.begin(), groups.end(), socket_gid) != groups.end();
+}
+
+bool peer_in_group(int fd, std::uint32_t socket_gid) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
+  // The peer's supplementary groups (Linux 4.13): the buffer's size is
+  // asked first; at most NGROUPS_MAX (65536) of them.
+  std::vector<gid_t> groups(64);
+  len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0 && errno == ERANGE &&
+      len <= 65536 * sizeof(gid_t)) {
+    groups.resize(len / sizeof(gid_t));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) len = 0;
+  }
+  groups.resize(std::min<std::size_t>(groups.size(), len / sizeof(gid_t)));
+  const std::vector<std::uint32_t> list(groups.begin(), groups.end());
+  return peer_in_group(cred.uid, cred.gid, list, geteuid(), socket_gid);
+}
+
+std::string Daemon::web_token(bool in_group) {
+  if (!web_) return reply_error("the live view is off — start rtcosimd with --listen ADDRESS:PORT (docs/live.md)");
+  // The web thread's forwarded actions come from the daemon's own user but
+  // never ask for this (it forwards start, stop, reload and record only).
+  if (!in_group) {
+    return reply_error("a web token is only given to root, rtcosimd's user and the control socket's group");
+  }
+  unsigned char random[24];
+  if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
+    return reply_error(std::string("no random bytes for a token: ") + std::strerror(errno));
+  }
+  std::string token;
+  for (const unsigned char b : random) {
+    static const char* hex = "0123456789abcdef";
+    token += hex[b >> 4];
+    token += hex[b & 15];
+  }
+  web_->grant(token, options_.web.token_lifetime_s);
+  return reply_ok(
+      "\"token\":\"" + token + "\",\"expires_in_s\":" + base::json_number(options_.web.token_lifetime_s) + ",\"url\":" +
+      base::json_string("http://" + options_.web.address + ":" + std::to_string(web_->port()) + "/#token=" + token));
+}
+
+std::string Daemon::respond(const std::string& line, std::uint64_t client, bool* deferred, bool in_group) {
   std::string why;
   const auto request = base::parse_flat_object(line, &why);
   if (!request) return reply_error("malformed request: " + why + " — expected one JSON object per line, e.g. {\"cmd\":\"status\"}");
@@ -320,6 +369,7 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
   };
   const std::string cmd = get("cmd");
   if (cmd == "status") return reply_ok(status_json());
+  if (cmd == "web-token") return web_token(in_group);
   if (cmd == "stop") {
     stop_graph();
     return reply_ok();
@@ -673,6 +723,8 @@ int Daemon::run() {
     return 1;
   }
   chmod(options_.socket_path.c_str(), 0660);
+  struct stat socket_stat {};
+  socket_gid_ = ::stat(options_.socket_path.c_str(), &socket_stat) == 0 ? socket_stat.st_gid : getegid();
 
   if (!start_graph(&why)) {
     std::cerr << "rtcosimd: " << why << '\n';
@@ -729,7 +781,7 @@ int Daemon::run() {
     for (auto& c : clients) {
       while (auto line = c.next_request()) {
         bool deferred = false;
-        const std::string reply = respond(*line, c.id(), &deferred);
+        const std::string reply = respond(*line, c.id(), &deferred, c.in_group());
         if (deferred) {
           c.set_busy();  // answered when the worker is done
           break;
@@ -756,6 +808,7 @@ int Daemon::run() {
           continue;
         }
         clients.emplace_back(cfd, next_client_id++, limits);
+        clients.back().set_in_group(peer_in_group(cfd, socket_gid_));
       }
     }
 

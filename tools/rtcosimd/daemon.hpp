@@ -76,7 +76,10 @@ class Daemon {
   bool load_text(const std::string& text, const std::string& label, std::string* errors);
   // handle(), for a client of the loop: a request that runs on a worker
   // sets *deferred and is answered later (finish_trace_start).
-  std::string respond(const std::string& line, std::uint64_t client, bool* deferred);
+  // `in_group`: the client is in the control socket's group (peer_in_group).
+  std::string respond(const std::string& line, std::uint64_t client, bool* deferred, bool in_group = false);
+  // A token for the live view's actions, for a client in the group.
+  std::string web_token(bool in_group);
   std::string reload(const std::string& file);
   [[nodiscard]] config::LoadOptions load_options() const;
   std::string record_start(const std::string& file, const std::string& format, bool overwrite,
@@ -140,6 +143,15 @@ class Daemon {
   LiveFeed feed_;
   std::vector<std::uint64_t> last_frames_;
   bool quit_ = false;
+  std::uint32_t socket_gid_ = 0;  // the control socket's group
 };
+
+// Whether a control-socket peer (uid, gid and supplementary groups as the
+// kernel gives them: SO_PEERCRED, SO_PEERGROUPS) may have a live-view token:
+// root, the daemon's own user, or a member of the socket's group.
+bool peer_in_group(std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups,
+                   std::uint32_t own_uid, std::uint32_t socket_gid) noexcept;
+// The same for a connected Unix socket; false when the kernel tells nothing.
+bool peer_in_group(int fd, std::uint32_t socket_gid);
 
 }  // namespace rtcosim::daemon

@@ -141,6 +141,10 @@ async function whoami(){
   const r=await fetch("/whoami",{headers:auth()}); const j=await r.json();
   $("#controls").className=j.act?"on":"";
 }
+// A token from `rtcosim ctl web-token` comes in the address (#token=…):
+// kept for this tab, and taken out of the address bar and its history.
+const given=/^#token=([0-9a-f]{16,128})$/.exec(location.hash);
+if(given){sessionStorage.setItem("rtcosim-token",given[1]);history.replaceState(null,"",location.pathname);}
 $("#token").value=sessionStorage.getItem("rtcosim-token")||"";
 $("#token").onchange=()=>{sessionStorage.setItem("rtcosim-token",$("#token").value);whoami();};
 document.querySelectorAll("#controls button").forEach(b=>b.onclick=async()=>{

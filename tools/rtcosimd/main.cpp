@@ -39,6 +39,8 @@ options:
                        is read-only for everyone
   --web-max-clients N  web connections served at once (default 16)
   --web-push-rate HZ   snapshots per second to each web client (default 10)
+  --web-token-lifetime S  how long a token from 'rtcosim ctl web-token' (given
+                       to the control socket's group) allows actions (default 900)
   -h, --help           this text
 )";
 
@@ -84,6 +86,14 @@ int main(int argc, char** argv) {
                   << "': cannot read a token of at least 16 characters from its first line\n";
         return 2;
       }
+    } else if (a == "--web-token-lifetime" && i + 1 < argc) {
+      char* end = nullptr;
+      const double s = std::strtod(argv[++i], &end);
+      if (*end != '\0' || !(s >= 1.0) || s > 86400.0) {
+        std::cerr << "rtcosimd: --web-token-lifetime '" << argv[i] << "' — expected seconds from 1 to 86400\n";
+        return 2;
+      }
+      options.web.token_lifetime_s = s;
     } else if ((a == "--web-max-clients" || a == "--web-push-rate") && i + 1 < argc) {
       char* end = nullptr;
       const double n = std::strtod(argv[++i], &end);
