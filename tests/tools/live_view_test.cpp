@@ -65,11 +65,11 @@ std::uint64_t json_count(const std::string& text, const std::string& key) {
 
 class LiveView : public Daemon {
  protected:
-  void start_live(const std::vector<std::string>& extra = {}) {
+  void start_live(const std::vector<std::string>& extra = {}, const std::string& config = {}) {
     port_ = free_port();
     std::vector<std::string> args = {"--listen", "127.0.0.1:" + std::to_string(port_)};
     args.insert(args.end(), extra.begin(), extra.end());
-    start(write_graph("graph.yaml", "1e9"), args);
+    start(config.empty() ? write_graph("graph.yaml", "1e9") : config, args);
     ASSERT_TRUE(any(notifications(2000ms), "READY=1"));
     // systemd reads every notification at once; this test's socket must
     // too: sd_notify blocks the daemon's loop once ten lie unread, and
@@ -228,6 +228,77 @@ TEST_F(LiveView, AHandedOutTokenExpires) {
       http(port_, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " + token + "\r\n\r\n")
           .find("{\"act\":false}"),
       std::string::npos);
+}
+
+// The numbers of one array `"key":[…]` after `from` in a snapshot.
+std::vector<double> json_array(const std::string& text, std::size_t from, const std::string& key) {
+  std::vector<double> out;
+  const auto at = text.find("\"" + key + "\":[", from);
+  if (at == std::string::npos) return out;
+  std::size_t i = at + key.size() + 4;
+  while (i < text.size() && text[i] != ']') {
+    std::size_t used = 0;
+    out.push_back(std::stod(text.substr(i, 40), &used));
+    i += used;
+    if (text[i] == ',') ++i;
+  }
+  return out;
+}
+
+// Any output of the running graph can be probed, not only the recorded
+// ones: g.y = 3 wave.y and the constant k.y (neither recorded) come in the
+// snapshot's `probes`, sampled at the same frames as the recorded wave.y:
+// at every common time g.y is 3 × wave.y (to the 9 digits a snapshot
+// carries) and k.y is exactly 2.5. One probe through the control socket,
+// one through the page's POST /probe (no token: probing is watching); an
+// unknown name is refused with examples; the graph's signals are listed.
+TEST_F(LiveView, AnyOutputOfTheGraphCanBeProbedAndComesWithItsValues) {
+  const auto config = configs_ / "probe.yaml";
+  std::ofstream(config) << "realtime: off\ntasks:\n  - {name: slow, period: 20ms, integrator: rk4}\n"
+                           "blocks:\n  - {name: wave, type: sine, task: slow, params: {frequency: 1}}\n"
+                           "  - {name: g, type: gain, task: slow, params: {gain: 3}}\n"
+                           "  - {name: k, type: constant, task: slow, params: {value: 2.5}}\n"
+                           "wires:\n  - {from: wave.y, to: g.u}\n"
+                           "record: {signals: [wave.y], file: unused.csv}\n";
+  start_live({}, config.string());
+  EXPECT_EQ(request("{\"cmd\":\"probe\",\"signal\":\"g.y\"}"),
+            "{\"ok\":true,\"slot\":0,\"signal\":\"g.y\",\"task\":\"slow\"}");
+  EXPECT_EQ(request("{\"cmd\":\"probe\",\"signal\":\"g.y\"}"),
+            "{\"ok\":true,\"slot\":0,\"signal\":\"g.y\",\"task\":\"slow\"}");
+  const std::string unknown = request("{\"cmd\":\"probe\",\"signal\":\"nope.y\"}");
+  EXPECT_NE(unknown.find("no output 'nope.y' in the running graph's tasks"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("wave.y"), std::string::npos) << unknown;
+  const std::string body = "{\"signal\":\"k.y\"}";
+  const std::string posted = http(port_, "POST /probe HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
+                                             std::to_string(body.size()) + "\r\n\r\n" + body);
+  EXPECT_NE(posted.find("{\"ok\":true,\"slot\":1,\"signal\":\"k.y\""), std::string::npos) << posted;
+
+  std::size_t common = 0, constants = 0;
+  for (int tries = 0; tries < 50 && (common < 5 || constants < 5); ++tries) {
+    std::this_thread::sleep_for(100ms);
+    const std::string s = live();
+    EXPECT_NE(s.find("\"signals\":[\"wave.y\",\"g.y\",\"k.y\"]"), std::string::npos) << s.substr(s.find("\"graph\""));
+    const auto wave_at = s.find("{\"signal\":\"wave.y\"");
+    const auto g_at = s.find("{\"slot\":0,\"signal\":\"g.y\",\"task\":\"slow\"");
+    const auto k_at = s.find("{\"slot\":1,\"signal\":\"k.y\",\"task\":\"slow\"");
+    ASSERT_NE(wave_at, std::string::npos);
+    ASSERT_NE(g_at, std::string::npos) << s.substr(s.find("\"probes\""), 200);
+    ASSERT_NE(k_at, std::string::npos);
+    const auto wt = json_array(s, wave_at, "t"), wv = json_array(s, wave_at, "v");
+    const auto gt = json_array(s, g_at, "t"), gv = json_array(s, g_at, "v");
+    const auto kv = json_array(s, k_at, "v");
+    for (double v : kv) EXPECT_EQ(v, 2.5);
+    constants += kv.size();
+    for (std::size_t i = 0; i < gt.size(); ++i) {
+      for (std::size_t j = 0; j < wt.size(); ++j) {
+        if (wt[j] != gt[i]) continue;
+        EXPECT_NEAR(gv[i], 3 * wv[j], 3e-8 * (1 + std::abs(wv[j]))) << "t = " << gt[i];
+        ++common;
+      }
+    }
+  }
+  EXPECT_GE(common, 5u);
+  EXPECT_GE(constants, 5u);
 }
 
 // 200 connections at once against 16 allowed, a 10 MB request, malformed
@@ -393,7 +464,8 @@ void add_recorded(RunFigures& f, runtime::Recorder& recorder) {
   }
 }
 
-// Frames allocate nothing while web clients are connected and served, and
+// Frames allocate nothing while web clients are connected and served (two
+// probes set, so the probes' path runs too), and
 // the clients change no figure of the run: four WebSocket clients read the
 // snapshots a non-real-time thread builds from the running graph (as the
 // daemon's loop does: recorder drained, LiveFeed over the live statistics)
@@ -405,7 +477,10 @@ void add_recorded(RunFigures& f, runtime::Recorder& recorder) {
 TEST(LiveViewRealTime, FramesAllocateNothingAndRunTheSameWithWebClientsConnected) {
   const auto spec = rtcosim::testing::load_example("flight_control.yaml");
   auto graph = rtcosim::testing::build_graph(spec);
-  runtime::Recorder recorder(*graph, runtime::Recorder::Options{.keep = 4096});
+  runtime::Recorder recorder(*graph, runtime::Recorder::Options{.keep = 4096, .probes = 4});
+  // Two probes as the daemon sets them (on the thread that drains).
+  ASSERT_TRUE(recorder.set_probe(0, recorder.find_probeable("actuator.y")));
+  ASSERT_TRUE(recorder.set_probe(1, recorder.find_probeable("pitch_error.y")));
   daemon::WebOptions o;
   o.port = free_port();
   o.push_rate = 50;
@@ -461,9 +536,12 @@ TEST(LiveViewRealTime, FramesAllocateNothingAndRunTheSameWithWebClientsConnected
   for (int i = 0; i < kClients; ++i) EXPECT_GT(received[static_cast<std::size_t>(i)].load(), 10000u) << "client " << i;
   add_recorded(with, recorder);
   EXPECT_EQ(recorder.dropped(), 0u);
+  EXPECT_EQ(recorder.probe_dropped(), 0u);
+  EXPECT_EQ(recorder.probes()[0].time.size(), 400u);  // actuator: 5 ms frames
+  EXPECT_EQ(recorder.probes()[1].time.size(), 200u);  // controller: 10 ms
 
   auto quiet_graph = rtcosim::testing::build_graph(spec);
-  runtime::Recorder quiet_recorder(*quiet_graph, runtime::Recorder::Options{.keep = 4096});
+  runtime::Recorder quiet_recorder(*quiet_graph, runtime::Recorder::Options{.keep = 4096, .probes = 4});
   std::uint64_t quiet_allocations = ~0ull;
   RunFigures without = run_flight_control(*quiet_graph, quiet_recorder, &quiet_allocations, [] {});
   add_recorded(without, quiet_recorder);

@@ -162,7 +162,9 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     // signal for the status preview.
     // With the live view, the latest 4096 samples per signal for its charts.
     recorder_ = std::make_unique<runtime::Recorder>(
-        *graph_, runtime::Recorder::Options{.keep = options_.web.port != 0 ? std::size_t{4096} : std::size_t{1}});
+        *graph_, runtime::Recorder::Options{.keep = options_.web.port != 0 ? std::size_t{4096} : std::size_t{1},
+                                            .probes = options_.web.port != 0 ? kProbeSlots : std::size_t{0}});
+    next_probe_slot_ = 0;
     feed_.reset();
     if (record_file_) {
       // The same file goes on; time_s starts again at 0 after the marker.
@@ -359,6 +361,34 @@ std::string Daemon::web_token(bool in_group) {
       base::json_string("http://" + options_.web.address + ":" + std::to_string(web_->port()) + "/#token=" + token));
 }
 
+std::string Daemon::probe(const std::string& signal) {
+  if (!recorder_ || recorder_->probes().empty()) {
+    return reply_error("probes are part of the live view — start rtcosimd with --listen ADDRESS:PORT (docs/live.md)");
+  }
+  const std::size_t index = recorder_->find_probeable(signal);
+  if (index == runtime::Recorder::kNoProbe) {
+    std::string some;
+    const auto& all = recorder_->probeable();
+    for (std::size_t i = 0; i < all.size() && i < 8; ++i) some += (some.empty() ? "" : ", ") + all[i].signal;
+    return reply_error("no output '" + signal.substr(0, 200) +
+                       "' in the running graph's tasks — expected BLOCK.PORT or BLOCK.PORT[i], e.g. " + some + " (" +
+                       std::to_string(all.size()) + " in all; the live view's graph.signals lists them)");
+  }
+  const auto& slots = recorder_->probes();
+  std::size_t slot = slots.size();
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i].probe == index) slot = i;
+  }
+  if (slot == slots.size()) {
+    // The slot chosen longest ago makes room.
+    slot = next_probe_slot_;
+    next_probe_slot_ = (next_probe_slot_ + 1) % slots.size();
+    recorder_->set_probe(slot, index);
+  }
+  return reply_ok("\"slot\":" + std::to_string(slot) + ",\"signal\":" + base::json_string(signal) +
+                  ",\"task\":" + base::json_string(slots[slot].task));
+}
+
 std::string Daemon::respond(const std::string& line, std::uint64_t client, bool* deferred, bool in_group) {
   std::string why;
   const auto request = base::parse_flat_object(line, &why);
@@ -370,6 +400,7 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
   const std::string cmd = get("cmd");
   if (cmd == "status") return reply_ok(status_json());
   if (cmd == "web-token") return web_token(in_group);
+  if (cmd == "probe") return probe(get("signal"));
   if (cmd == "stop") {
     stop_graph();
     return reply_ok();

@@ -78,6 +78,10 @@ class Daemon {
   // sets *deferred and is answered later (finish_trace_start).
   // `in_group`: the client is in the control socket's group (peer_in_group).
   std::string respond(const std::string& line, std::uint64_t client, bool* deferred, bool in_group = false);
+  // Probes a signal of the running graph for the live view (docs/live.md).
+  std::string probe(const std::string& signal);
+  static constexpr std::size_t kProbeSlots = 4;
+  std::size_t next_probe_slot_ = 0;
   // A token for the live view's actions, for a client in the group.
   std::string web_token(bool in_group);
   std::string reload(const std::string& file);

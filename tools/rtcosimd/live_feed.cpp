@@ -49,7 +49,7 @@ std::string new_samples(const std::string& signal, const std::string& task, cons
 
 std::string LiveFeed::json(runtime::Graph* graph, const runtime::Recorder* recorder) {
   std::string out = "\"hist\":{";
-  std::string series = "[", tasks = "[", edges = "[";
+  std::string series = "[", probes = "[", tasks = "[", edges = "[", signals = "[";
   if (graph) {
     bool first = true;
     for (const auto& t : graph->tasks()) {
@@ -83,8 +83,21 @@ std::string LiveFeed::json(runtime::Graph* graph, const runtime::Recorder* recor
       double& until = sent_until_.try_emplace(s.signal, -1e300).first->second;
       series += (series.size() > 1 ? "," : "") + new_samples(s.signal, s.task, s.time, s.value, until);
     }
+    const auto& slots = recorder->probes();
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const auto& s = slots[i];
+      if (s.signal.empty()) continue;
+      // A new choice of the slot starts from its first sample.
+      double& until = sent_until_.try_emplace("probe " + std::to_string(i) + " " + s.signal, -1e300).first->second;
+      probes += (probes.size() > 1 ? ",{\"slot\":" : "{\"slot\":") + std::to_string(i) + "," +
+                new_samples(s.signal, s.task, s.time, s.value, until).substr(1);
+    }
+    for (const auto& p : recorder->probeable()) {
+      signals += (signals.size() > 1 ? "," : "") + base::json_string(p.signal);
+    }
   }
-  return out + "},\"series\":" + series + "],\"graph\":{\"tasks\":" + tasks + "],\"edges\":" + edges + "]}";
+  return out + "},\"series\":" + series + "],\"probes\":" + probes + "],\"graph\":{\"tasks\":" + tasks +
+         "],\"edges\":" + edges + "],\"signals\":" + signals + "]}";
 }
 
 }  // namespace rtcosim::daemon

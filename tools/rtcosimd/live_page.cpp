@@ -40,9 +40,11 @@ td.bad{color:#b00;font-weight:bold} .hist{display:inline-block;margin:0 12px 8px
 <section><h2>Links</h2><table id="links"><thead><tr><th>link</th><th>method</th><th>published</th><th>dropped</th>
 <th>stale</th><th>beyond horizon</th><th>data age mean</th><th>max</th><th>longest gap</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Graph <small>click a task</small></h2><div id="graph"></div><div id="details"></div></section>
-<section class="wide"><h2>Signals <small>the graph's record: signals</small>
+<section class="wide"><h2>Signals <small>the graph's record: signals, and any output probed here</small>
 <label><input type="checkbox" id="pause"> pause</label>
 <label>window <input id="window" type="number" value="5" min="0.1" step="0.5" style="width:4em"> s</label></h2>
+<div><input id="probe" list="probeable" placeholder="BLOCK.PORT" size="24"><datalist id="probeable"></datalist>
+<button id="probebtn">probe</button> <small id="probereply">any output of the running graph (4 at a time)</small></div>
 <div id="picks"></div><div class="chart" id="chart"></div></section>
 <section class="wide"><h2>Step size over time <small>the last step of each task, as pushed</small></h2><div class="chart" id="steps"></div></section>
 </main>
@@ -113,18 +115,22 @@ function render(s){
   $("#lat").innerHTML=Object.keys(h).map(k=>histogram(k,h[k].latency||[])).join("");
   $("#exec").innerHTML=Object.keys(h).map(k=>histogram(k,h[k].exec||[])).join("");
   if(live.graph && !$("#graph svg")) drawGraph(live.graph);
-  for(const x of live.series||[]){
-    const key=x.signal; const S=series[key]||(series[key]={name:key,t:[],v:[]});
+  const merge=(key,x,pick)=>{
+    const S=series[key]||(series[key]={name:key,t:[],v:[]});
     const since=S.t.length?S.t[S.t.length-1]:-Infinity;
     for(let i=0;i<x.t.length;i++) if(x.t[i]>since){S.t.push(x.t[i]);S.v.push(x.v[i]);}
     while(S.t.length>20000){S.t.shift();S.v.shift();}
     if(!document.getElementById("pick-"+key)){
-      const id="pick-"+key; const on=firstSeries&&picked.size<3; if(on) picked.add(key);
-      $("#picks").insertAdjacentHTML("beforeend",`<label><input type="checkbox" id="${esc(id)}" ${on?"checked":""}> ${esc(key)}</label> `);
+      const id="pick-"+key; if(pick) picked.add(key);
+      $("#picks").insertAdjacentHTML("beforeend",`<label><input type="checkbox" id="${esc(id)}" ${pick?"checked":""}> ${esc(key)}</label> `);
       document.getElementById(id).onchange=e=>{e.target.checked?picked.add(key):picked.delete(key);};
     }
-  }
+  };
+  for(const x of live.series||[]) merge(x.signal,x,firstSeries&&picked.size<3);
   if((live.series||[]).length) firstSeries=false;
+  for(const x of live.probes||[]) merge(x.signal+" (probe)",x,true);
+  const names=(live.graph&&live.graph.signals)||[];
+  if(names.length!==$("#probeable").children.length) $("#probeable").innerHTML=names.map(n=>`<option value="${esc(n)}">`).join("");
   for(const t of st.tasks||[]){ if(!t.step_s) continue; const S=steps[t.name]||(steps[t.name]={name:t.name+" step (ms)",t:[],v:[]});
     S.t.push(live.t||0); S.v.push(t.step_s.last*1000); if(S.t.length>3000){S.t.shift();S.v.shift();} }
   if(!$("#pause").checked){ const win=Math.max(0.1,+$("#window").value||5);
@@ -154,6 +160,10 @@ document.querySelectorAll("#controls button").forEach(b=>b.onclick=async()=>{
   const r=await fetch("/action",{method:"POST",headers:Object.assign({"Content-Type":"application/json"},auth()),body:JSON.stringify(body)});
   $("#reply").textContent=(await r.text()).slice(0,160);
 });
+$("#probebtn").onclick=async()=>{
+  const r=await fetch("/probe",{method:"POST",headers:{"Content-Type":"application/json"},body:JSON.stringify({signal:$("#probe").value})});
+  const j=await r.json(); $("#probereply").textContent=j.ok?`slot ${j.slot}: ${j.signal} (task ${j.task})`:j.error;
+};
 fetch("/status.json").then(r=>r.json()).then(render).catch(()=>{});
 whoami(); connect();
 </script></body></html>

@@ -233,7 +233,31 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       }
       return reply(http::status::ok, "application/json", act(request.body()), keep);
     }
+    if (path == "/probe") {
+      if (request.method() != http::verb::post) {
+        return reply(http::status::method_not_allowed, "text/plain", "POST a signal to probe\n", keep);
+      }
+      return reply(http::status::ok, "application/json", probe(request.body()), keep);
+    }
     reply(http::status::not_found, "text/plain", "nothing at " + path + "\n", keep);
+  }
+
+  // Choosing a probe is watching, open to every client: the daemon checks
+  // the name against the running graph; only the name reaches the socket.
+  std::string probe(const std::string& body) {
+    std::string why;
+    const auto request = base::parse_flat_object(body, &why);
+    const auto signal = request ? request->find("signal") : decltype(request->end()){};
+    if (!request || signal == request->end() || signal->second.size() > 256) {
+      return "{\"ok\":false,\"error\":\"expected {\\\"signal\\\":\\\"BLOCK.PORT\\\"}\"}";
+    }
+    return forward("{\"cmd\":\"probe\",\"signal\":" + base::json_string(signal->second) + "}");
+  }
+
+  std::string forward(const std::string& line) {
+    std::string error;
+    const std::string reply = tools::control_request(shared_.control_socket, line, &error, 3000);
+    return reply.empty() ? "{\"ok\":false,\"error\":" + base::json_string(error) + "}" : reply;
   }
 
   // "Authorization: Bearer TOKEN", compared in constant time.
@@ -271,9 +295,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
               (v == "true" || v == "false" ? v : base::json_string(v));
     }
     line += "}";
-    std::string error;
-    const std::string reply = tools::control_request(shared_.control_socket, line, &error, 3000);
-    return reply.empty() ? "{\"ok\":false,\"error\":" + base::json_string(error) + "}" : reply;
+    return forward(line);
   }
 
   void reply(http::status status, const char* type, std::string body, bool keep) {
