@@ -24,6 +24,7 @@ packages=(
   cyclonedds-dev cyclonedds-tools                # DDS bridge of graphs across hosts (idlc; ddsperf for bench/)
   iproute2 iptables                              # two-host tests: ip netns, veth, tc netem; loss without netem
   chromium                                       # the live view's test loads the page headless (tests/tools/live_view_test.cpp)
+  graphviz                                       # rtcosimd lays out the live view's graph with dot (docs/live.md)
 )
 
 missing=()

@@ -16,6 +16,7 @@
 #include "tests/support/graphs.hpp"
 #include "tests/tools/daemon_fixture.hpp"
 #include "tools/rtcosimd/daemon.hpp"
+#include "tools/rtcosimd/graph_svg.hpp"
 #include "tools/rtcosimd/live_feed.hpp"
 #include "tools/rtcosimd/web_server.hpp"
 
@@ -99,6 +100,7 @@ class LiveView : public Daemon {
 };
 
 bool have_chromium() { return std::system("command -v chromium >/dev/null 2>&1") == 0; }
+bool have_dot() { return std::system("command -v dot >/dev/null 2>&1") == 0; }
 
 // Headless Chromium loads the page from a running daemon and runs its
 // script: the task table shows frame counts that lie between two `status`
@@ -138,6 +140,13 @@ TEST_F(LiveView, ChromiumShowsTheStatusFramesAndDrawsTheHistograms) {
   EXPECT_EQ(drawn, 4u) << "latency and execution histograms of two tasks";
   EXPECT_EQ(empty, 0u);
   EXPECT_NE(page.find("data-lines=\"2\""), std::string::npos) << "the two recorded signals in the strip chart";
+  if (have_dot()) {
+    // Graphviz's layout, its clusters and blocks tied to their tasks.
+    EXPECT_NE(page.find("data-layout=\"dot\""), std::string::npos);
+    EXPECT_NE(page.find("class=\"cluster\" data-task=\"slow\""), std::string::npos);
+    EXPECT_NE(page.find("class=\"node\" data-task=\"fast\""), std::string::npos);
+    EXPECT_NE(page.find("laid out by Graphviz"), std::string::npos);
+  }
   const std::string shot = fs::absolute("live_view_screenshot.png").string();
   EXPECT_EQ(std::system((browser + "--hide-scrollbars --window-size=1400,1300 --screenshot=" + shot + " " + url +
                          " >/dev/null 2>&1")
@@ -299,6 +308,35 @@ TEST_F(LiveView, AnyOutputOfTheGraphCanBeProbedAndComesWithItsValues) {
   }
   EXPECT_GE(common, 5u);
   EXPECT_GE(constants, 5u);
+}
+
+// The graph laid out by Graphviz at load time and served as /graph.svg:
+// the DOT of `rtcosim check --dot` (a cluster per task, a node per block);
+// with dot unavailable the page draws it and the snapshot says why.
+TEST_F(LiveView, TheGraphIsLaidOutByGraphvizOrTheSnapshotSaysWhyNot) {
+  if (!have_dot()) GTEST_SKIP() << "Graphviz is not installed (apt-get install graphviz)";
+  start_live();
+  const std::string svg = http(port_, "GET /graph.svg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(svg.rfind("HTTP/1.1 200", 0), 0u) << svg.substr(0, 200);
+  EXPECT_NE(svg.find("Content-Type: image/svg+xml"), std::string::npos);
+  const auto body = svg.find("\r\n\r\n");
+  EXPECT_EQ(svg.compare(body + 4, 4, "<svg"), 0) << "the <svg> element, no XML prologue";
+  for (const std::string title : {"cluster_slow", "cluster_fast", "wave", "follow", "load"}) {
+    EXPECT_NE(svg.find("<title>" + title + "</title>"), std::string::npos) << title;
+  }
+  const std::string s = live();
+  EXPECT_NE(s.find("\"layout\":{\"svg\":true,\"version\":1}"), std::string::npos) << s.substr(s.find("\"graph\""));
+  EXPECT_NE(s.find("\"blocks\":{\"wave\":\"slow\",\"follow\":\"fast\",\"load\":\"fast\"}"), std::string::npos);
+}
+
+TEST_F(LiveView, WithoutGraphvizThePageDrawsTheGraphAndSaysWhy) {
+  start_live({"--dot", "/nonexistent/dot"});
+  EXPECT_EQ(http(port_, "GET /graph.svg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").rfind("HTTP/1.1 404", 0),
+            0u);
+  const std::string s = live();
+  EXPECT_NE(s.find("\"layout\":{\"svg\":false,\"why\":\"cannot run '/nonexistent/dot': No such file or directory"),
+            std::string::npos)
+      << s.substr(s.find("\"graph\""));
 }
 
 // 200 connections at once against 16 allowed, a 10 MB request, malformed
@@ -595,6 +633,30 @@ TEST(LiveViewOptions, OnlyTheControlSocketsGroupGetsAToken) {
   EXPECT_TRUE(daemon::peer_in_group(1000, 1000, {27, group, 100}, own, group));
   EXPECT_FALSE(daemon::peer_in_group(1000, 1000, {27, 100}, own, group));
   EXPECT_FALSE(daemon::peer_in_group(65534, 65534, {}, own, group));
+}
+
+// render_svg: Graphviz's SVG for a small graph; a program that is not
+// there, that fails, that hangs past the timeout or that is given too much
+// input gives no SVG and says why.
+TEST(LiveViewOptions, RenderSvgIsBoundedAndSaysWhyItFailed) {
+  std::string why;
+  if (have_dot()) {
+    const std::string svg = daemon::render_svg("dot", "digraph g { a -> b; }", &why);
+    EXPECT_NE(svg.find("<title>a</title>"), std::string::npos) << why;
+    EXPECT_NE(svg.find("<title>a&#45;&gt;b</title>"), std::string::npos) << svg;
+  }
+  EXPECT_EQ(daemon::render_svg("/nonexistent/dot", "digraph g {}", &why), "");
+  EXPECT_EQ(why, "cannot run '/nonexistent/dot': No such file or directory (Debian: apt-get install graphviz)");
+  EXPECT_EQ(daemon::render_svg("false", "digraph g {}", &why), "");
+  EXPECT_EQ(why, "'false' failed (exit status 1)");
+  const auto hang = fs::temp_directory_path() / ("rtcosim_hang_" + std::to_string(getpid()));
+  std::ofstream(hang) << "#!/bin/sh\nexec sleep 30\n";
+  fs::permissions(hang, fs::perms::owner_all);
+  EXPECT_EQ(daemon::render_svg(hang.string(), "digraph g {}", &why, {.timeout_s = 0.5}), "");
+  EXPECT_EQ(why, "'" + hang.string() + "' did not finish within 0.5 s");
+  fs::remove(hang);
+  EXPECT_EQ(daemon::render_svg("dot", std::string(2u << 20, ' '), &why), "");
+  EXPECT_EQ(why, "the graph's DOT has 2097152 bytes, more than 1048576 are not laid out");
 }
 
 // A non-loopback address is refused unless --listen-public says so.

@@ -35,7 +35,9 @@
 #ifdef RTCOSIM_HAVE_DDS
 #include "io/dds_bridge.hpp"
 #endif
+#include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosimd/control_client.hpp"
+#include "tools/rtcosimd/graph_svg.hpp"
 
 namespace rtcosim::daemon {
 
@@ -149,6 +151,8 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
 #endif
       graph->set_host(options_.host);
     }
+    // Laid out before the running graph stops (dot takes up to 5 s).
+    if (options_.web.port != 0) lay_out(loaded.graph);
     stop_graph();
     if (record_columns_) {
       // A column file holds one graph's tasks and signals: the reload ends
@@ -166,6 +170,7 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
                                             .probes = options_.web.port != 0 ? kProbeSlots : std::size_t{0}});
     next_probe_slot_ = 0;
     feed_.reset();
+    if (web_) web_->set_graph_svg(graph_svg_);
     if (record_file_) {
       // The same file goes on; time_s starts again at 0 after the marker.
       runtime::Recorder::write_reload_marker(*record_file_, ++reloads_recorded_);
@@ -178,6 +183,17 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     *errors = label + ": " + e.what() + "\n";
     return false;
   }
+}
+
+void Daemon::lay_out(const config::GraphSpec& spec) {
+  std::string why;
+  graph_svg_ =
+      options_.dot_program.empty() ? std::string() : render_svg(options_.dot_program, tools::graph_dot(spec), &why);
+  if (options_.dot_program.empty()) why = "rtcosimd runs with --dot none";
+  // What the page inserts: the <svg> element, without XML prologue.
+  if (const auto at = graph_svg_.find("<svg"); at != std::string::npos) graph_svg_.erase(0, at);
+  if (!why.empty()) std::cerr << "rtcosimd: live view: the page draws the graph itself: " << why << '\n';
+  feed_.set_layout(!graph_svg_.empty(), why);
 }
 
 bool Daemon::start_graph(std::string* error) {
@@ -764,6 +780,7 @@ int Daemon::run() {
   double next_web = 0.0;
   if (options_.web.port != 0) {
     web_ = std::make_unique<WebServer>(options_.web, options_.socket_path);
+    web_->set_graph_svg(graph_svg_);
     web_started_ = now_s();
     web_->publish(live_json());
     if (!web_->start(&why)) {

@@ -44,6 +44,9 @@ struct Options {
   // This host's part of a graph across hosts (docs/dds.md): only its tasks
   // run, links to other hosts' tasks travel over DDS. Empty: every task.
   std::string host;
+  // Graphviz's dot, which lays out the live view's graph ("": the page
+  // draws it itself).
+  std::string dot_program = "dot";
   std::size_t max_request_bytes = 1u << 20;             // 1 MiB
   std::size_t max_pending_output = 1u << 20;            // per client, replies not yet read
   std::size_t max_clients = 64;                         // connections beyond it are refused
@@ -145,6 +148,8 @@ class Daemon {
   std::unique_ptr<WebServer> web_;
   double web_started_ = 0.0;
   LiveFeed feed_;
+  std::string graph_svg_;  // the loaded graph laid out by dot, or ""
+  void lay_out(const config::GraphSpec& spec);
   std::vector<std::uint64_t> last_frames_;
   bool quit_ = false;
   std::uint32_t socket_gid_ = 0;  // the control socket's group

@@ -49,7 +49,7 @@ std::string new_samples(const std::string& signal, const std::string& task, cons
 
 std::string LiveFeed::json(runtime::Graph* graph, const runtime::Recorder* recorder) {
   std::string out = "\"hist\":{";
-  std::string series = "[", probes = "[", tasks = "[", edges = "[", signals = "[";
+  std::string series = "[", probes = "[", tasks = "[", edges = "[", signals = "[", blocks = "{";
   if (graph) {
     bool first = true;
     for (const auto& t : graph->tasks()) {
@@ -68,6 +68,9 @@ std::string LiveFeed::json(runtime::Graph* graph, const runtime::Recorder* recor
       }
       return std::string();
     };
+    for (const auto& b : spec.diagram.blocks) {
+      blocks += (blocks.size() > 1 ? "," : "") + base::json_string(b.name) + ":" + base::json_string(b.task);
+    }
     for (const auto& w : spec.wires) {
       if (!w.crosses_tasks) continue;
       edges += (edges.size() > 1 ? ",{" : "{") + std::string("\"from\":") +
@@ -97,7 +100,10 @@ std::string LiveFeed::json(runtime::Graph* graph, const runtime::Recorder* recor
     }
   }
   return out + "},\"series\":" + series + "],\"probes\":" + probes + "],\"graph\":{\"tasks\":" + tasks +
-         "],\"edges\":" + edges + "],\"signals\":" + signals + "]}";
+         "],\"edges\":" + edges + "],\"signals\":" + signals + "],\"blocks\":" + blocks +
+         "},\"layout\":{\"svg\":" + (layout_svg_ ? "true" : "false") +
+         (layout_svg_ ? std::string() : ",\"why\":" + base::json_string(layout_why_)) +
+         ",\"version\":" + std::to_string(layout_version_) + "}}";
 }
 
 }  // namespace rtcosim::daemon

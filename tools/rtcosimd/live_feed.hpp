@@ -21,8 +21,18 @@ class LiveFeed {
   std::string json(runtime::Graph* graph, const runtime::Recorder* recorder);
   // A new graph: every series starts again.
   void reset() { sent_until_.clear(); }
+  // How the new graph is drawn: by Graphviz (served as /graph.svg) or, with
+  // `why`, by the page itself.
+  void set_layout(bool svg, std::string why) {
+    layout_svg_ = svg;
+    layout_why_ = std::move(why);
+    ++layout_version_;
+  }
 
  private:
+  bool layout_svg_ = false;
+  std::string layout_why_ = "no graph loaded";
+  unsigned layout_version_ = 0;
   std::map<std::string, double> sent_until_;  // per series: the newest sample pushed
 };
 

@@ -41,6 +41,9 @@ options:
   --web-push-rate HZ   snapshots per second to each web client (default 10)
   --web-token-lifetime S  how long a token from 'rtcosim ctl web-token' (given
                        to the control socket's group) allows actions (default 900)
+  --dot PROGRAM        Graphviz's dot, which lays out the live view's graph
+                       (default: dot, looked up in PATH); 'none': the page
+                       draws the graph itself
   -h, --help           this text
 )";
 
@@ -61,6 +64,9 @@ int main(int argc, char** argv) {
        : a == "--config-dir" ? options.config_dir
        : a == "--host"       ? options.host
                              : options.recording_dir) = argv[++i];
+    } else if (a == "--dot" && i + 1 < argc) {
+      options.dot_program = argv[++i];
+      if (options.dot_program == "none") options.dot_program.clear();
     } else if (a == "--plugin-dir" && i + 1 < argc) {
       options.plugin_dirs.emplace_back(argv[++i]);
     } else if (a == "--fmu-dir" && i + 1 < argc) {

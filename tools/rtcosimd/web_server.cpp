@@ -53,6 +53,7 @@ struct Shared {
   std::shared_ptr<const std::string> snapshot = std::make_shared<const std::string>("{}");
   // Tokens from the control socket and when they expire (under `mutex`).
   std::vector<std::pair<std::string, Clock::time_point>> granted;
+  std::shared_ptr<const std::string> graph_svg = std::make_shared<const std::string>();  // under `mutex`
 
   std::shared_ptr<const std::string> latest() {
     std::lock_guard lock(mutex);
@@ -215,6 +216,18 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     }
     if (request.method() == http::verb::get && path == "/status.json") {
       return reply(http::status::ok, "application/json", *shared_.latest(), keep);
+    }
+    if (request.method() == http::verb::get && path == "/graph.svg") {
+      std::shared_ptr<const std::string> svg;
+      {
+        std::lock_guard lock(shared_.mutex);
+        svg = shared_.graph_svg;
+      }
+      if (svg->empty()) {
+        return reply(http::status::not_found, "text/plain",
+                     "the graph has no Graphviz layout (see live.graph.layout)\n", keep);
+      }
+      return reply(http::status::ok, "image/svg+xml", *svg, keep);
     }
     if (request.method() == http::verb::get && path == "/whoami") {
       return reply(http::status::ok, "application/json",
@@ -450,6 +463,12 @@ void WebServer::grant(std::string token, double lifetime_s) {
   if (granted.size() >= kMaxGranted) granted.erase(granted.begin());
   granted.emplace_back(std::move(token), expires);
   impl_->shared.counters.granted.fetch_add(1);
+}
+
+void WebServer::set_graph_svg(std::string svg) {
+  auto next = std::make_shared<const std::string>(std::move(svg));
+  std::lock_guard lock(impl_->shared.mutex);
+  impl_->shared.graph_svg = std::move(next);
 }
 
 const WebCounters& WebServer::counters() const noexcept { return impl_->shared.counters; }

@@ -61,6 +61,9 @@ class WebServer {
   // positive). The latest kMaxGranted are kept; any thread.
   static constexpr std::size_t kMaxGranted = 16;
   void grant(std::string token, double lifetime_s);
+  // The running graph laid out by Graphviz, served as /graph.svg; empty:
+  // none (the page draws the graph itself). Any thread.
+  void set_graph_svg(std::string svg);
   [[nodiscard]] const WebCounters& counters() const noexcept;
   [[nodiscard]] std::size_t clients() const noexcept;
   [[nodiscard]] unsigned short port() const noexcept;  // the bound one
