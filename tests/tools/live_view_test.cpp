@@ -7,6 +7,8 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include "base/json.hpp"
 #include "runtime/thread_unit.hpp"
@@ -14,6 +16,7 @@
 #include "runtime/virtual_executor.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
+#include "tests/support/unprivileged.hpp"
 #include "tests/tools/daemon_fixture.hpp"
 #include "tools/rtcosimd/daemon.hpp"
 #include "tools/rtcosimd/graph_svg.hpp"
@@ -657,6 +660,45 @@ TEST(LiveViewOptions, RenderSvgIsBoundedAndSaysWhyItFailed) {
   fs::remove(hang);
   EXPECT_EQ(daemon::render_svg("dot", std::string(2u << 20, ' '), &why), "");
   EXPECT_EQ(why, "the graph's DOT has 2097152 bytes, more than 1048576 are not laid out");
+}
+
+// The same through the kernel: a peer that connected as nobody:nogroup
+// (no supplementary groups) is in a socket's group only when that group is
+// nogroup; this process (root, or the daemon's user) always is.
+TEST(LiveViewOptions, ThePeersGroupsComeFromTheKernel) {
+  const std::string path =
+      (fs::temp_directory_path() / ("rtcosim_peer_" + std::to_string(getpid()) + ".sock")).string();
+  ::unlink(path.c_str());
+  const int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(listener, 4), 0);
+  chmod(path.c_str(), 0777);
+  const bool root = geteuid() == 0;
+  const std::string connected = rtcosim::testing::run_unprivileged([&] {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+    close(fd);
+    return std::string(ok ? "connected" : "refused");
+  });
+  ASSERT_EQ(connected, "connected");
+  const int peer = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  ASSERT_GE(peer, 0);
+  if (root) {
+    EXPECT_FALSE(daemon::peer_in_group(peer, 0)) << "nobody is not in group root";
+    EXPECT_TRUE(daemon::peer_in_group(peer, 65534)) << "nobody's own group, nogroup";
+  }
+  close(peer);
+  const int self = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_EQ(connect(self, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const int me = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  EXPECT_TRUE(daemon::peer_in_group(me, 12345)) << "the daemon's own user";
+  close(me);
+  close(self);
+  close(listener);
+  ::unlink(path.c_str());
 }
 
 // A non-loopback address is refused unless --listen-public says so.

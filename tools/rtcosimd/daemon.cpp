@@ -340,16 +340,17 @@ bool peer_in_group(int fd, std::uint32_t socket_gid) {
   ucred cred{};
   socklen_t len = sizeof cred;
   if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
-  // The peer's supplementary groups (Linux 4.13): the buffer's size is
-  // asked first; at most NGROUPS_MAX (65536) of them.
+  // The peer's supplementary groups (Linux 4.13): with 64 first, then as
+  // many as the kernel says (at most NGROUPS_MAX, 65536); none when it
+  // cannot tell (a failed call leaves the buffer meaningless).
   std::vector<gid_t> groups(64);
   len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
-  if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0 && errno == ERANGE &&
-      len <= 65536 * sizeof(gid_t)) {
+  bool known = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0;
+  if (!known && errno == ERANGE && len <= 65536 * sizeof(gid_t)) {
     groups.resize(len / sizeof(gid_t));
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) != 0) len = 0;
+    known = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0;
   }
-  groups.resize(std::min<std::size_t>(groups.size(), len / sizeof(gid_t)));
+  groups.resize(known ? std::min<std::size_t>(groups.size(), len / sizeof(gid_t)) : 0);
   const std::vector<std::uint32_t> list(groups.begin(), groups.end());
   return peer_in_group(cred.uid, cred.gid, list, geteuid(), socket_gid);
 }
@@ -464,7 +465,8 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
     return reply_error("trace needs \"action\": \"start\" or \"stop\"");
   }
   if (cmd.empty()) return reply_error("the request has no \"cmd\" — expected one of: status, stop, start, reload, record, trace");
-  return reply_error("unknown command '" + cmd + "' — expected one of: status, stop, start, reload, record, trace");
+  return reply_error("unknown command '" + cmd +
+                     "' — expected one of: status, stop, start, reload, record, trace, probe, web-token");
 }
 
 config::LoadOptions Daemon::load_options() const {
