@@ -62,6 +62,29 @@ Recorder::Recorder(Graph& graph, Options options) : keep_(options.keep) {
     }
     channel->width += ref.width;
   }
+  if (options.probes > 0) {
+    for (const auto& t : graph.tasks()) {
+      if (!t->local()) continue;
+      const auto& p = t->partition();
+      for (std::size_t b = 0; b < p.block_count(); ++b) {
+        const auto& block = p.block(b);
+        for (const auto& port : block.outputs()) {
+          const auto ref = p.find_output({block.name(), port.name});
+          for (std::size_t i = 0; i < ref.width; ++i) {
+            const std::string name = block.name() + "." + port.name;
+            probeable_.push_back(
+                {ref.width == 1 ? name : name + "[" + std::to_string(i) + "]", t.get(), ref.offset + i});
+          }
+        }
+      }
+    }
+  }
+  for (std::size_t i = 0; i < options.probes; ++i) {
+    probe_slots_.push_back(std::make_unique<ProbeSlot>());
+    probe_slots_.back()->ring = std::make_unique<boost::lockfree::spsc_queue<double>>(3 * options.probe_samples);
+    probe_series_.push_back({});
+    probe_series_.back().probe = kNoProbe;
+  }
   for (auto& c : channels_) {
     c->ring = std::make_unique<boost::lockfree::spsc_queue<double>>(options.samples_per_task * (c->width + kHeader));
     c->scratch.assign(c->width + kHeader, 0.0);
@@ -92,6 +115,20 @@ std::size_t Recorder::retained_samples() const noexcept {
 }
 
 void Recorder::sample(const TaskRuntime& task) noexcept {
+  for (auto& slot : probe_slots_) {
+    // Acquire: the ring is the same, but the choice was made after the
+    // drain discarded the previous one's samples.
+    const std::uint64_t choice = slot->choice.load(std::memory_order_acquire);
+    const std::uint64_t index = choice & 0xffffffffu;
+    if (index == 0 || probeable_[index - 1].task != &task) continue;
+    if (slot->ring->write_available() < 3) {
+      slot->dropped.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    const double entry[3] = {static_cast<double>(choice >> 32), task.partition().time(),
+                             task.partition().output(tasks::OutputRef{probeable_[index - 1].offset, 1})[0]};
+    (void)slot->ring->push(entry, 3);
+  }
   for (auto& c : channels_) {
     if (c->task != &task) continue;
     const std::uint64_t dropped = c->dropped.load(std::memory_order_relaxed);
@@ -137,8 +174,49 @@ void Recorder::keep(Series& s, double time, double value) {
   s.value.push_back(value);
 }
 
+std::size_t Recorder::find_probeable(const std::string& signal) const noexcept {
+  for (std::size_t i = 0; i < probeable_.size(); ++i) {
+    if (probeable_[i].signal == signal) return i;
+  }
+  return kNoProbe;
+}
+
+bool Recorder::set_probe(std::size_t slot, std::size_t index) {
+  if (slot >= probe_slots_.size() || (index != kNoProbe && index >= probeable_.size())) return false;
+  drain_probes();  // what the previous choice left is kept or dropped now
+  ProbeSlot& s = *probe_slots_[slot];
+  ++s.generation;
+  Series& series = probe_series_[slot];
+  series.time.clear();
+  series.value.clear();
+  series.probe = index;
+  series.signal = index == kNoProbe ? std::string() : probeable_[index].signal;
+  series.task = index == kNoProbe ? std::string() : probeable_[index].task->spec().name;
+  s.choice.store(index == kNoProbe ? 0 : (std::uint64_t{s.generation} << 32) | (index + 1), std::memory_order_release);
+  return true;
+}
+
+std::uint64_t Recorder::probe_dropped() const noexcept {
+  std::uint64_t n = 0;
+  for (const auto& s : probe_slots_) n += s->dropped.load(std::memory_order_relaxed);
+  return n;
+}
+
+void Recorder::drain_probes() {
+  for (std::size_t i = 0; i < probe_slots_.size(); ++i) {
+    ProbeSlot& s = *probe_slots_[i];
+    double entry[3];
+    while (s.ring->read_available() >= 3) {
+      (void)s.ring->pop(entry, 3);
+      // Samples of an earlier choice, still in the ring, are not this one's.
+      if (static_cast<std::uint32_t>(entry[0]) == s.generation) keep(probe_series_[i], entry[1], entry[2]);
+    }
+  }
+}
+
 template <class OnSample>
 void Recorder::pop_all(OnSample&& on_sample) {
+  drain_probes();
   for (std::size_t index = 0; index < channels_.size(); ++index) {
     auto& c = *channels_[index];
     auto& row = c.row;

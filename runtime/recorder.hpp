@@ -27,6 +27,13 @@ namespace rtcosim::runtime {
  * rings, and in the series only what `Options::keep` asks for (none by
  * default; every sample only for callers that plot or compare a finite run).
  *
+ * Probes (`Options::probes` slots, none by default) sample one scalar output
+ * of any local task, chosen while the graph runs (the live view): the slot's
+ * choice is one atomic word (generation and signal) that `sample` reads, and
+ * each slot has its own lock-free ring (generation, time, value), sized at
+ * construction; the drain keeps the current choice's samples (as `keep`
+ * says) and discards those of an earlier one.
+ *
  * RT-safe: `sample` is noexcept, wait-free, allocation-free.
  * CSV: "time_s,task,signal,value", one row per signal and sample; a
  * ColumnFile (HDF5, MAT) gets per task its times and one column per signal.
@@ -39,6 +46,9 @@ class Recorder {
     // Samples each series keeps in memory: 0 none, kKeepAll every one, N the
     // latest N (at least N and fewer than 2N once N were drained).
     std::size_t keep = 0;
+    // Probe slots, and each one's ring capacity in samples.
+    std::size_t probes = 0;
+    std::size_t probe_samples = 1u << 12;
   };
 
   explicit Recorder(Graph& graph) : Recorder(graph, Options{}) {}
@@ -87,7 +97,39 @@ class Recorder {
   [[nodiscard]] std::vector<TaskCounts> counts() const;
   [[nodiscard]] std::uint64_t dropped() const noexcept;
 
+  // A scalar output a probe can sample: every element of every output port
+  // of every block of the local tasks, in the graph's task order.
+  struct Probeable {
+    std::string signal;  // "block.port" or "block.port[i]"
+    const TaskRuntime* task = nullptr;
+    std::size_t offset = 0;  // into the partition's outputs
+  };
+  [[nodiscard]] const std::vector<Probeable>& probeable() const noexcept { return probeable_; }
+  static constexpr std::size_t kNoProbe = std::numeric_limits<std::size_t>::max();
+  // Index into probeable() of a signal name, or kNoProbe.
+  [[nodiscard]] std::size_t find_probeable(const std::string& signal) const noexcept;
+  // The draining thread: `slot` samples probeable()[index] from the task's
+  // next frame on (kNoProbe: nothing); its series starts again. False when
+  // slot or index is out of range.
+  bool set_probe(std::size_t slot, std::size_t index);
+  // Per slot: the probed signal's samples kept (Series::probe = the
+  // probeable() index; an empty signal when the slot is free).
+  [[nodiscard]] const std::vector<Series>& probes() const noexcept { return probe_series_; }
+  // Samples the probes' full rings dropped.
+  [[nodiscard]] std::uint64_t probe_dropped() const noexcept;
+
  private:
+  struct ProbeSlot {
+    // (generation << 32) | (probeable index + 1); 0: off.
+    std::atomic<std::uint64_t> choice{0};
+    std::unique_ptr<boost::lockfree::spsc_queue<double>> ring;
+    std::atomic<std::uint64_t> dropped{0};
+    std::uint32_t generation = 0;  // the draining thread's
+  };
+  std::vector<Probeable> probeable_;
+  std::vector<std::unique_ptr<ProbeSlot>> probe_slots_;
+  std::vector<Series> probe_series_;
+  void drain_probes();
   struct Channel {
     const TaskRuntime* task;
     std::string csv_task;  // the task name as a CSV field

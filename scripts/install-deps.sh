@@ -26,6 +26,7 @@ packages=(
   iproute2 iptables                              # two-host tests: ip netns, veth, tc netem; loss without netem
   libnetfilter-queue-dev                         # two-host tests: the 2 ms +- 1 ms delay without netem (NFQUEUE)
   chromium                                       # the live view's test loads the page headless (tests/tools/live_view_test.cpp)
+  graphviz                                       # rtcosimd lays out the live view's graph with dot (docs/live.md)
 )
 
 missing=()

@@ -376,3 +376,70 @@ TEST(ColumnFile, MemoryStaysBoundedOverAMillionSamples) {
 
 }  // namespace
 }  // namespace rtcosim::runtime
+
+namespace rtcosim::runtime {
+namespace {
+
+// A constant 1.5 into an integrator, 10 ms fixed steps; nothing recorded.
+std::unique_ptr<Graph> ramp() {
+  const std::string yaml =
+      "name: probe\nrealtime: off\ntasks:\n  - {name: a, period: 10ms, step: fixed, integrator: rk4}\n"
+      "blocks:\n  - {name: k, type: constant, task: a, params: {value: 1.5}}\n"
+      "  - {name: i, type: integrator, task: a}\n"
+      "wires:\n  - {from: k.y, to: i.u}\n";
+  return rtcosim::testing::build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "probe.yaml")));
+}
+
+// Probes sample outputs that `record:` does not name, chosen while the
+// graph is built and running: k.y is 1.5 at each of the 50 frames of 0.5 s
+// (t = 10 ms .. 500 ms), i.y is 1.5 t; a freed slot samples nothing more,
+// and a full ring drops and counts exactly what does not fit.
+TEST(Recorder, ProbesSampleAnyOutputOfTheGraph) {
+  auto graph = ramp();
+  Recorder recorder(*graph, {.keep = 4096, .probes = 2, .probe_samples = 16});
+  EXPECT_TRUE(recorder.empty());  // no record: signals
+  std::vector<std::string> names;
+  for (const auto& p : recorder.probeable()) names.push_back(p.signal);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"i.y", "k.y"}));
+  EXPECT_EQ(recorder.find_probeable("nope.y"), Recorder::kNoProbe);
+  EXPECT_FALSE(recorder.set_probe(2, 0));
+  EXPECT_FALSE(recorder.set_probe(0, 2));
+  ASSERT_TRUE(recorder.set_probe(0, recorder.find_probeable("k.y")));
+  ASSERT_TRUE(recorder.set_probe(1, recorder.find_probeable("i.y")));
+
+  VirtualExecutor executor(*graph);
+  std::uint64_t frames = 0;
+  executor.run(0.5, [&](TaskRuntime& t, const FrameRecord&) {
+    recorder.sample(t);
+    if (++frames % 10 == 0) recorder.drain();  // rings of 16: drained in time
+  });
+  recorder.drain();
+  const auto& k = recorder.probes()[0];
+  const auto& i = recorder.probes()[1];
+  EXPECT_EQ(k.signal, "k.y");
+  EXPECT_EQ(k.task, "a");
+  ASSERT_EQ(k.time.size(), 50u);
+  ASSERT_EQ(i.time.size(), 50u);
+  for (std::size_t n = 0; n < 50; ++n) {
+    EXPECT_NEAR(k.time[n], 0.01 * static_cast<double>(n + 1), 1e-12);
+    EXPECT_EQ(k.value[n], 1.5);
+    EXPECT_EQ(i.time[n], k.time[n]);
+    EXPECT_NEAR(i.value[n], 1.5 * i.time[n], 1e-12);
+  }
+  EXPECT_EQ(recorder.probe_dropped(), 0u);
+
+  // Slot 0 freed, slot 1 not drained for 0.5 s: 16 kept, 34 dropped.
+  ASSERT_TRUE(recorder.set_probe(0, Recorder::kNoProbe));
+  ASSERT_TRUE(recorder.set_probe(1, recorder.find_probeable("i.y")));
+  executor.run(0.5, [&](TaskRuntime& t, const FrameRecord&) { recorder.sample(t); });
+  recorder.drain();
+  EXPECT_EQ(recorder.probes()[0].signal, "");
+  EXPECT_EQ(recorder.probes()[0].time.size(), 0u);
+  EXPECT_EQ(recorder.probes()[1].time.size(), 16u);
+  EXPECT_EQ(recorder.probe_dropped(), 34u);
+  EXPECT_NEAR(recorder.probes()[1].value.back(), 1.5 * 0.16, 1e-12);
+}
+
+}  // namespace
+}  // namespace rtcosim::runtime

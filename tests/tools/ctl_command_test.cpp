@@ -13,6 +13,8 @@ TEST(CtlCommand, WordsAndOptionsBecomeTheDocumentedRequests) {
   EXPECT_EQ(ctl_request_line({"status"}, {}), R"({"cmd":"status"})");
   EXPECT_EQ(ctl_request_line({"reload", "g.yaml"}, {}), R"({"cmd":"reload","file":"g.yaml"})");
   EXPECT_EQ(ctl_request_line({"record", "stop"}, {}), R"({"cmd":"record","action":"stop"})");
+  EXPECT_EQ(ctl_request_line({"web-token"}, {}), R"({"cmd":"web-token"})");
+  EXPECT_EQ(ctl_request_line({"probe", "k.y[2]"}, {}), R"({"cmd":"probe","signal":"k.y[2]"})");
   EXPECT_EQ(ctl_request_line({"trace", "start", "t1"}, {}), R"({"cmd":"trace","action":"start","dir":"t1"})");
   EXPECT_EQ(ctl_request_line({"record", "start", "run \"1\".h5"},
                              {{"max-file-size", "64MB"}, {"rotate-every", "1h"}, {"overwrite", ""}, {"format", "hdf5"}}),

@@ -38,6 +38,11 @@ commands:
   record stop
   trace start DIR         record an LTTng trace into the new directory DIR there
   trace stop
+  probe SIGNAL            show BLOCK.PORT[i] of the running graph in the live view
+                          (4 slots; the one chosen longest ago makes room)
+  web-token               a token for the live view's actions (start, stop, reload,
+                          record), valid for --web-token-lifetime (900 s), and
+                          the page's address with it: for the control socket's group
   raw JSON                send one request as written, e.g. raw '{"cmd":"status"}'
 )";
 
@@ -83,14 +88,15 @@ std::string control_request(const std::string& socket_path, const std::string& r
 }
 
 std::string ctl_request_line(const std::vector<std::string>& p, const std::map<std::string, std::string>& options) {
-  if (p.empty()) throw UsageError("no command — expected status, stop, start, reload, record, trace or raw");
+  if (p.empty())
+    throw UsageError("no command — expected status, stop, start, reload, record, trace, probe, web-token or raw");
   const std::string& cmd = p[0];
   const bool record_start = cmd == "record" && p.size() >= 2 && p[1] == "start";
   for (const auto& [name, value] : options) {
     if (!record_start) throw UsageError("--" + name + " belongs to 'record start FILE', not to '" + cmd + "'");
   }
   std::string request;
-  if ((cmd == "status" || cmd == "stop" || cmd == "start") && p.size() == 1) {
+  if ((cmd == "status" || cmd == "stop" || cmd == "start" || cmd == "web-token") && p.size() == 1) {
     request = "{\"cmd\":\"" + cmd + "\"}";
   } else if (cmd == "reload" && p.size() <= 2) {
     request = p.size() == 2 ? "{\"cmd\":\"reload\",\"file\":" + base::json_string(p[1]) + "}" : "{\"cmd\":\"reload\"}";
@@ -111,6 +117,8 @@ std::string ctl_request_line(const std::vector<std::string>& p, const std::map<s
       }
     }
     request += "}";
+  } else if (cmd == "probe" && p.size() == 2) {
+    request = "{\"cmd\":\"probe\",\"signal\":" + base::json_string(p[1]) + "}";
   } else if (cmd == "raw" && p.size() == 2) {
     request = p[1];
   } else {

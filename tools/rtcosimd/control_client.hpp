@@ -54,6 +54,10 @@ class ControlClient {
   // dropped, or the peer ended and every reply is out.
   [[nodiscard]] bool finished() const noexcept;
   [[nodiscard]] std::size_t buffered_bytes() const noexcept { return in_.size() + out_.size(); }
+  // The peer, as the kernel saw it connect, is root, the daemon's user or in
+  // the control socket's group (peer_in_group): it may have a web token.
+  void set_in_group(bool in_group) noexcept { in_group_ = in_group; }
+  [[nodiscard]] bool in_group() const noexcept { return in_group_; }
 
  private:
   void read_once();
@@ -72,6 +76,7 @@ class ControlClient {
   // away (closing with unread input would reset the connection and lose
   // the error reply), and the connection ends once the reply is out.
   bool discarding_ = false;
+  bool in_group_ = false;
 };
 
 }  // namespace rtcosim::daemon

@@ -1,26 +1,27 @@
 #include "tools/rtcosimd/daemon.hpp"
 
+#include <array>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
-
-#include <array>
-#include <cctype>
-#include <cmath>
-#include <cstdio>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
-#include <sstream>
 
 #include "base/duration.hpp"
 #include "base/fd_ostream.hpp"
@@ -34,7 +35,9 @@
 #ifdef RTCOSIM_HAVE_DDS
 #include "io/dds_bridge.hpp"
 #endif
+#include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosimd/control_client.hpp"
+#include "tools/rtcosimd/graph_svg.hpp"
 
 namespace rtcosim::daemon {
 
@@ -148,6 +151,8 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
 #endif
       graph->set_host(options_.host);
     }
+    // Laid out before the running graph stops (dot takes up to 5 s).
+    if (options_.web.port != 0) lay_out(loaded.graph);
     stop_graph();
     if (record_columns_) {
       // A column file holds one graph's tasks and signals: the reload ends
@@ -161,8 +166,11 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     // signal for the status preview.
     // With the live view, the latest 4096 samples per signal for its charts.
     recorder_ = std::make_unique<runtime::Recorder>(
-        *graph_, runtime::Recorder::Options{.keep = options_.web.port != 0 ? std::size_t{4096} : std::size_t{1}});
-    web_sent_until_.clear();
+        *graph_, runtime::Recorder::Options{.keep = options_.web.port != 0 ? std::size_t{4096} : std::size_t{1},
+                                            .probes = options_.web.port != 0 ? kProbeSlots : std::size_t{0}});
+    next_probe_slot_ = 0;
+    feed_.reset();
+    if (web_) web_->set_graph_svg(graph_svg_);
     if (record_file_) {
       // The same file goes on; time_s starts again at 0 after the marker.
       runtime::Recorder::write_reload_marker(*record_file_, ++reloads_recorded_);
@@ -175,6 +183,17 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     *errors = label + ": " + e.what() + "\n";
     return false;
   }
+}
+
+void Daemon::lay_out(const config::GraphSpec& spec) {
+  std::string why;
+  graph_svg_ =
+      options_.dot_program.empty() ? std::string() : render_svg(options_.dot_program, tools::graph_dot(spec), &why);
+  if (options_.dot_program.empty()) why = "rtcosimd runs with --dot none";
+  // What the page inserts: the <svg> element, without XML prologue.
+  if (const auto at = graph_svg_.find("<svg"); at != std::string::npos) graph_svg_.erase(0, at);
+  if (!why.empty()) std::cerr << "rtcosimd: live view: the page draws the graph itself: " << why << '\n';
+  feed_.set_layout(!graph_svg_.empty(), why);
 }
 
 bool Daemon::start_graph(std::string* error) {
@@ -284,75 +303,9 @@ std::string Daemon::status_json() {
          ",\"status\":" + summary;
 }
 
-namespace {
-
-using base::json_number;
-
-// A run's histogram in the display buckets (four per octave), as
-// [[upper bound ns, count], ...] for the buckets that hold anything.
-std::string display_histogram(const runtime::LogHistogram& h) {
-  using D = runtime::DisplayBuckets;
-  std::array<std::uint64_t, D::kBuckets> counts{};
-  for (int i = 0; i < runtime::LogHistogram::kBuckets; ++i) {
-    if (const auto n = h.bucket(i)) counts[static_cast<std::size_t>(D::bucket_of(runtime::LogHistogram::bucket_lower(i)))] += n;
-  }
-  std::string out = "[";
-  for (int i = 0; i < D::kBuckets; ++i) {
-    if (counts[static_cast<std::size_t>(i)] == 0) continue;
-    out += (out.size() > 1 ? ",[" : "[") + std::to_string(D::bucket_upper(i)) + "," +
-           std::to_string(counts[static_cast<std::size_t>(i)]) + "]";
-  }
-  return out + "]";
-}
-
-}  // namespace
-
 std::string Daemon::live_json() {
-  std::string out = "{\"ok\":true," + status_json() + ",\"live\":{\"t\":" + json_number(now_s() - web_started_);
-  out += ",\"hist\":{";
-  std::string series = "[", tasks = "[", edges = "[";
-  if (graph_) {
-    bool first = true;
-    for (const auto& t : graph_->tasks()) {
-      const auto& st = t->stats();
-      out += (first ? "" : ",") + base::json_string(t->spec().name) + ":{\"latency\":" +
-             display_histogram(st.wakeup_latency_ns) + ",\"exec\":" + display_histogram(st.execution_ns) + "}";
-      tasks += (first ? "{" : ",{") + std::string("\"name\":") + base::json_string(t->spec().name) +
-               ",\"host\":" + base::json_string(t->spec().host) + ",\"period\":" + json_number(t->spec().period) + "}";
-      first = false;
-    }
-    const auto& spec = graph_->spec();
-    const auto task_of = [&](const std::string& block) {
-      for (const auto& b : spec.diagram.blocks) {
-        if (b.name == block) return b.task;
-      }
-      return std::string();
-    };
-    for (const auto& w : spec.wires) {
-      if (!w.crosses_tasks) continue;
-      edges += (edges.size() > 1 ? ",{" : "{") + std::string("\"from\":") + base::json_string(task_of(w.wire.from.block)) +
-               ",\"to\":" + base::json_string(task_of(w.wire.to.block)) + ",\"signal\":" +
-               base::json_string(w.wire.from.str()) + ",\"method\":" + base::json_string(spec.coupling_of(w).method) + "}";
-    }
-  }
-  if (recorder_) {
-    // Only what the page has not had, at most 1024 samples per signal and push.
-    for (const auto& s : recorder_->series()) {
-      const std::string key = s.signal;
-      double& until = web_sent_until_.try_emplace(key, -1e300).first->second;
-      std::size_t begin = s.time.size();
-      while (begin > 0 && s.time[begin - 1] > until && s.time.size() - begin < 1024) --begin;
-      std::string t = "[", v = "[";
-      for (std::size_t i = begin; i < s.time.size(); ++i) {
-        t += (i > begin ? "," : "") + json_number(s.time[i]);
-        v += (i > begin ? "," : "") + json_number(s.value[i]);
-      }
-      if (begin < s.time.size()) until = s.time.back();
-      series += (series.size() > 1 ? ",{" : "{") + std::string("\"signal\":") + base::json_string(key) +
-                ",\"task\":" + base::json_string(s.task) + ",\"t\":" + t + "],\"v\":" + v + "]}";
-    }
-  }
-  out += "},\"series\":" + series + "],\"graph\":{\"tasks\":" + tasks + "],\"edges\":" + edges + "]}";
+  std::string out = "{\"ok\":true," + status_json() + ",\"live\":{\"t\":" + base::json_number(now_s() - web_started_) +
+                    "," + feed_.json(graph_.get(), recorder_.get());
   if (web_) {
     const auto& c = web_->counters();
     out += ",\"web\":{\"clients\":" + std::to_string(web_->clients()) +
@@ -360,7 +313,8 @@ std::string Daemon::live_json() {
            ",\"bad_requests\":" + std::to_string(c.bad_requests.load()) +
            ",\"slow_dropped\":" + std::to_string(c.slow_dropped.load()) +
            ",\"snapshots\":" + std::to_string(c.snapshots.load()) + ",\"actions\":" + std::to_string(c.actions.load()) +
-           ",\"forbidden\":" + std::to_string(c.forbidden.load()) + "}";
+           ",\"forbidden\":" + std::to_string(c.forbidden.load()) + ",\"granted\":" + std::to_string(c.granted.load()) +
+           "}";
   }
   return out + "}}";
 }
@@ -376,7 +330,83 @@ std::string Daemon::host_json() const {
 
 std::string Daemon::handle(const std::string& line) { return respond(line, 0, nullptr); }
 
-std::string Daemon::respond(const std::string& line, std::uint64_t client, bool* deferred) {
+bool peer_in_group(std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups,
+                   std::uint32_t own_uid, std::uint32_t socket_gid) noexcept {
+  if (uid == 0 || uid == own_uid || gid == socket_gid) return true;
+  return std::find(groups.begin(), groups.end(), socket_gid) != groups.end();
+}
+
+bool peer_in_group(int fd, std::uint32_t socket_gid) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return false;
+  // The peer's supplementary groups (Linux 4.13): with 64 first, then as
+  // many as the kernel says (at most NGROUPS_MAX, 65536); none when it
+  // cannot tell (a failed call leaves the buffer meaningless).
+  std::vector<gid_t> groups(64);
+  len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+  bool known = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0;
+  if (!known && errno == ERANGE && len <= 65536 * sizeof(gid_t)) {
+    groups.resize(len / sizeof(gid_t));
+    known = getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0;
+  }
+  groups.resize(known ? std::min<std::size_t>(groups.size(), len / sizeof(gid_t)) : 0);
+  const std::vector<std::uint32_t> list(groups.begin(), groups.end());
+  return peer_in_group(cred.uid, cred.gid, list, geteuid(), socket_gid);
+}
+
+std::string Daemon::web_token(bool in_group) {
+  if (!web_) return reply_error("the live view is off — start rtcosimd with --listen ADDRESS:PORT (docs/live.md)");
+  // The web thread's forwarded actions come from the daemon's own user but
+  // never ask for this (it forwards start, stop, reload and record only).
+  if (!in_group) {
+    return reply_error("a web token is only given to root, rtcosimd's user and the control socket's group");
+  }
+  unsigned char random[24];
+  if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
+    return reply_error(std::string("no random bytes for a token: ") + std::strerror(errno));
+  }
+  std::string token;
+  for (const unsigned char b : random) {
+    static const char* hex = "0123456789abcdef";
+    token += hex[b >> 4];
+    token += hex[b & 15];
+  }
+  web_->grant(token, options_.web.token_lifetime_s);
+  return reply_ok(
+      "\"token\":\"" + token + "\",\"expires_in_s\":" + base::json_number(options_.web.token_lifetime_s) + ",\"url\":" +
+      base::json_string("http://" + options_.web.address + ":" + std::to_string(web_->port()) + "/#token=" + token));
+}
+
+std::string Daemon::probe(const std::string& signal) {
+  if (!recorder_ || recorder_->probes().empty()) {
+    return reply_error("probes are part of the live view — start rtcosimd with --listen ADDRESS:PORT (docs/live.md)");
+  }
+  const std::size_t index = recorder_->find_probeable(signal);
+  if (index == runtime::Recorder::kNoProbe) {
+    std::string some;
+    const auto& all = recorder_->probeable();
+    for (std::size_t i = 0; i < all.size() && i < 8; ++i) some += (some.empty() ? "" : ", ") + all[i].signal;
+    return reply_error("no output '" + signal.substr(0, 200) +
+                       "' in the running graph's tasks — expected BLOCK.PORT or BLOCK.PORT[i], e.g. " + some + " (" +
+                       std::to_string(all.size()) + " in all; the live view's graph.signals lists them)");
+  }
+  const auto& slots = recorder_->probes();
+  std::size_t slot = slots.size();
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    if (slots[i].probe == index) slot = i;
+  }
+  if (slot == slots.size()) {
+    // The slot chosen longest ago makes room.
+    slot = next_probe_slot_;
+    next_probe_slot_ = (next_probe_slot_ + 1) % slots.size();
+    recorder_->set_probe(slot, index);
+  }
+  return reply_ok("\"slot\":" + std::to_string(slot) + ",\"signal\":" + base::json_string(signal) +
+                  ",\"task\":" + base::json_string(slots[slot].task));
+}
+
+std::string Daemon::respond(const std::string& line, std::uint64_t client, bool* deferred, bool in_group) {
   std::string why;
   const auto request = base::parse_flat_object(line, &why);
   if (!request) return reply_error("malformed request: " + why + " — expected one JSON object per line, e.g. {\"cmd\":\"status\"}");
@@ -386,6 +416,8 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
   };
   const std::string cmd = get("cmd");
   if (cmd == "status") return reply_ok(status_json());
+  if (cmd == "web-token") return web_token(in_group);
+  if (cmd == "probe") return probe(get("signal"));
   if (cmd == "stop") {
     stop_graph();
     return reply_ok();
@@ -433,7 +465,8 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
     return reply_error("trace needs \"action\": \"start\" or \"stop\"");
   }
   if (cmd.empty()) return reply_error("the request has no \"cmd\" — expected one of: status, stop, start, reload, record, trace");
-  return reply_error("unknown command '" + cmd + "' — expected one of: status, stop, start, reload, record, trace");
+  return reply_error("unknown command '" + cmd +
+                     "' — expected one of: status, stop, start, reload, record, trace, probe, web-token");
 }
 
 config::LoadOptions Daemon::load_options() const {
@@ -739,6 +772,8 @@ int Daemon::run() {
     return 1;
   }
   chmod(options_.socket_path.c_str(), 0660);
+  struct stat socket_stat {};
+  socket_gid_ = ::stat(options_.socket_path.c_str(), &socket_stat) == 0 ? socket_stat.st_gid : getegid();
 
   if (!start_graph(&why)) {
     std::cerr << "rtcosimd: " << why << '\n';
@@ -747,6 +782,7 @@ int Daemon::run() {
   double next_web = 0.0;
   if (options_.web.port != 0) {
     web_ = std::make_unique<WebServer>(options_.web, options_.socket_path);
+    web_->set_graph_svg(graph_svg_);
     web_started_ = now_s();
     web_->publish(live_json());
     if (!web_->start(&why)) {
@@ -795,7 +831,7 @@ int Daemon::run() {
     for (auto& c : clients) {
       while (auto line = c.next_request()) {
         bool deferred = false;
-        const std::string reply = respond(*line, c.id(), &deferred);
+        const std::string reply = respond(*line, c.id(), &deferred, c.in_group());
         if (deferred) {
           c.set_busy();  // answered when the worker is done
           break;
@@ -822,6 +858,7 @@ int Daemon::run() {
           continue;
         }
         clients.emplace_back(cfd, next_client_id++, limits);
+        clients.back().set_in_group(peer_in_group(cfd, socket_gid_));
       }
     }
 

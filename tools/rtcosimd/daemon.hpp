@@ -17,6 +17,7 @@
 #include "runtime/recorder.hpp"
 #include "runtime/rt_executor.hpp"
 #include "tasks/block_registry.hpp"
+#include "tools/rtcosimd/live_feed.hpp"
 #include "tools/rtcosimd/web_server.hpp"
 
 namespace rtcosim::io {
@@ -43,6 +44,9 @@ struct Options {
   // This host's part of a graph across hosts (docs/dds.md): only its tasks
   // run, links to other hosts' tasks travel over DDS. Empty: every task.
   std::string host;
+  // Graphviz's dot, which lays out the live view's graph ("": the page
+  // draws it itself).
+  std::string dot_program = "dot";
   std::size_t max_request_bytes = 1u << 20;             // 1 MiB
   std::size_t max_pending_output = 1u << 20;            // per client, replies not yet read
   std::size_t max_clients = 64;                         // connections beyond it are refused
@@ -75,7 +79,14 @@ class Daemon {
   bool load_text(const std::string& text, const std::string& label, std::string* errors);
   // handle(), for a client of the loop: a request that runs on a worker
   // sets *deferred and is answered later (finish_trace_start).
-  std::string respond(const std::string& line, std::uint64_t client, bool* deferred);
+  // `in_group`: the client is in the control socket's group (peer_in_group).
+  std::string respond(const std::string& line, std::uint64_t client, bool* deferred, bool in_group = false);
+  // Probes a signal of the running graph for the live view (docs/live.md).
+  std::string probe(const std::string& signal);
+  static constexpr std::size_t kProbeSlots = 4;
+  std::size_t next_probe_slot_ = 0;
+  // A token for the live view's actions, for a client in the group.
+  std::string web_token(bool in_group);
   std::string reload(const std::string& file);
   [[nodiscard]] config::LoadOptions load_options() const;
   std::string record_start(const std::string& file, const std::string& format, bool overwrite,
@@ -136,9 +147,20 @@ class Daemon {
   std::unique_ptr<PendingTrace> pending_trace_;
   std::unique_ptr<WebServer> web_;
   double web_started_ = 0.0;
-  std::map<std::string, double> web_sent_until_;  // per recorded signal: the newest sample pushed
+  LiveFeed feed_;
+  std::string graph_svg_;  // the loaded graph laid out by dot, or ""
+  void lay_out(const config::GraphSpec& spec);
   std::vector<std::uint64_t> last_frames_;
   bool quit_ = false;
+  std::uint32_t socket_gid_ = 0;  // the control socket's group
 };
+
+// Whether a control-socket peer (uid, gid and supplementary groups as the
+// kernel gives them: SO_PEERCRED, SO_PEERGROUPS) may have a live-view token:
+// root, the daemon's own user, or a member of the socket's group.
+bool peer_in_group(std::uint32_t uid, std::uint32_t gid, const std::vector<std::uint32_t>& groups,
+                   std::uint32_t own_uid, std::uint32_t socket_gid) noexcept;
+// The same for a connected Unix socket; false when the kernel tells nothing.
+bool peer_in_group(int fd, std::uint32_t socket_gid);
 
 }  // namespace rtcosim::daemon

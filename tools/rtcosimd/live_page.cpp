@@ -39,10 +39,12 @@ td.bad{color:#b00;font-weight:bold} .hist{display:inline-block;margin:0 12px 8px
 <section><h2>Execution time</h2><div id="exec"></div></section>
 <section><h2>Links</h2><table id="links"><thead><tr><th>link</th><th>method</th><th>published</th><th>dropped</th>
 <th>stale</th><th>beyond horizon</th><th>data age mean</th><th>max</th><th>longest gap</th></tr></thead><tbody></tbody></table></section>
-<section><h2>Graph <small>click a task</small></h2><div id="graph"></div><div id="details"></div></section>
-<section class="wide"><h2>Signals <small>the graph's record: signals</small>
+<section><h2>Graph <small>click a task or a block</small> <small id="layoutnote"></small></h2><div id="graph"></div><div id="details"></div></section>
+<section class="wide"><h2>Signals <small>the graph's record: signals, and any output probed here</small>
 <label><input type="checkbox" id="pause"> pause</label>
 <label>window <input id="window" type="number" value="5" min="0.1" step="0.5" style="width:4em"> s</label></h2>
+<div><input id="probe" list="probeable" placeholder="BLOCK.PORT" size="24"><datalist id="probeable"></datalist>
+<button id="probebtn">probe</button> <small id="probereply">any output of the running graph (4 at a time)</small></div>
 <div id="picks"></div><div class="chart" id="chart"></div></section>
 <section class="wide"><h2>Step size over time <small>the last step of each task, as pushed</small></h2><div class="chart" id="steps"></div></section>
 </main>
@@ -53,7 +55,7 @@ const esc=s=>String(s).replace(/[&<>"']/g,c=>({"&":"&amp;","<":"&lt;",">":"&gt;"
 const us=ns=>ns==null?"-":(ns/1000).toFixed(1)+" µs";
 const ms=s=>s==null?"-":(s*1000).toFixed(3)+" ms";
 const colors=["#1f77b4","#d62728","#2ca02c","#ff7f0e","#9467bd","#8c564b","#e377c2","#17becf"];
-let last=null, picked=new Set(), series={}, steps={}, firstSeries=true;
+let last=null, picked=new Set(), series={}, steps={}, firstSeries=true, layoutVersion=-1;
 function table(id,rows){$(id+" tbody").innerHTML=rows.join("");}
 function histogram(name,buckets){
   const w=300,h=90; const n=buckets.length;
@@ -93,9 +95,22 @@ function drawGraph(g){
   g.edges.forEach((e,k)=>{const a=pos[e.from],b=pos[e.to];if(!a||!b)return;const up=(k%2?1:-1)*(30+8*k);
     out+=`<path d="M${a.x+55},${a.y+(up<0?0:30)} Q${(a.x+b.x)/2+55},${a.y+15+up} ${b.x+55},${b.y+(up<0?0:30)}" fill="none" stroke="#d62728" marker-end="url(#arr)"><title>${esc(e.signal)} → ${esc(e.to)} (${esc(e.method)})</title></path>`;});
   g.tasks.forEach(t=>{const p=pos[t.name];out+=`<g class="task" data-task="${esc(t.name)}" style="cursor:pointer"><rect x="${p.x}" y="${p.y}" width="110" height="30" rx="6" fill="#eef3fb" stroke="#1f2d3d"/><text x="${p.x+55}" y="${p.y+19}" text-anchor="middle" font-size="12">${esc(t.name)}</text></g>`;});
-  $("#graph").innerHTML=`<svg width="${w}" height="${h}">${out}</svg>`;
-  document.querySelectorAll("#graph .task").forEach(el=>el.onclick=()=>{
-    const t=(last.status.tasks||[]).find(x=>x.name===el.dataset.task);$("#details").textContent=JSON.stringify(t,null,1);});
+  $("#graph").innerHTML=`<svg width="${w}" height="${h}" data-layout="page">${out}</svg>`;
+  clickable();
+}
+function clickable(){
+  document.querySelectorAll("#graph [data-task]").forEach(el=>{el.style.cursor="pointer";el.onclick=()=>{
+    const t=((last.status||{}).tasks||[]).find(x=>x.name===el.dataset.task);$("#details").textContent=JSON.stringify(t,null,1);};});
+}
+// The daemon's Graphviz layout (the DOT of `rtcosim check --dot`): each
+// task's cluster and each block open the task's details.
+function showSvg(text,g){
+  $("#graph").innerHTML=text; const svg=$("#graph svg"); if(!svg){drawGraph(g);return;}
+  svg.setAttribute("data-layout","dot"); svg.style.maxWidth="100%"; svg.style.height="auto";
+  svg.querySelectorAll("g.cluster,g.node").forEach(el=>{const title=(el.querySelector("title")||{}).textContent||"";
+    const task=el.classList.contains("cluster")?title.replace(/^cluster_/,""):(g.blocks||{})[title];
+    if(task) el.setAttribute("data-task",task);});
+  clickable();
 }
 function render(s){
   last=s; const st=s.status||{}; const live=s.live||{};
@@ -112,19 +127,28 @@ function render(s){
   const h=live.hist||{};
   $("#lat").innerHTML=Object.keys(h).map(k=>histogram(k,h[k].latency||[])).join("");
   $("#exec").innerHTML=Object.keys(h).map(k=>histogram(k,h[k].exec||[])).join("");
-  if(live.graph && !$("#graph svg")) drawGraph(live.graph);
-  for(const x of live.series||[]){
-    const key=x.signal; const S=series[key]||(series[key]={name:key,t:[],v:[]});
+  const L=live.graph&&live.graph.layout;
+  if(L && L.version!==layoutVersion){ layoutVersion=L.version; const g=live.graph;
+    if(L.svg){ $("#layoutnote").textContent="laid out by Graphviz";
+      fetch("/graph.svg").then(r=>r.ok?r.text():Promise.reject(r.status)).then(t=>showSvg(t,g)).catch(()=>drawGraph(g)); }
+    else { $("#layoutnote").textContent="drawn by the page, not Graphviz: "+(L.why||""); drawGraph(g); } }
+  else if(!L && live.graph && !$("#graph svg")) drawGraph(live.graph);
+  const merge=(key,x,pick)=>{
+    const S=series[key]||(series[key]={name:key,t:[],v:[]});
     const since=S.t.length?S.t[S.t.length-1]:-Infinity;
     for(let i=0;i<x.t.length;i++) if(x.t[i]>since){S.t.push(x.t[i]);S.v.push(x.v[i]);}
     while(S.t.length>20000){S.t.shift();S.v.shift();}
     if(!document.getElementById("pick-"+key)){
-      const id="pick-"+key; const on=firstSeries&&picked.size<3; if(on) picked.add(key);
-      $("#picks").insertAdjacentHTML("beforeend",`<label><input type="checkbox" id="${esc(id)}" ${on?"checked":""}> ${esc(key)}</label> `);
+      const id="pick-"+key; if(pick) picked.add(key);
+      $("#picks").insertAdjacentHTML("beforeend",`<label><input type="checkbox" id="${esc(id)}" ${pick?"checked":""}> ${esc(key)}</label> `);
       document.getElementById(id).onchange=e=>{e.target.checked?picked.add(key):picked.delete(key);};
     }
-  }
+  };
+  for(const x of live.series||[]) merge(x.signal,x,firstSeries&&picked.size<3);
   if((live.series||[]).length) firstSeries=false;
+  for(const x of live.probes||[]) merge(x.signal+" (probe)",x,true);
+  const names=(live.graph&&live.graph.signals)||[];
+  if(names.length!==$("#probeable").children.length) $("#probeable").innerHTML=names.map(n=>`<option value="${esc(n)}">`).join("");
   for(const t of st.tasks||[]){ if(!t.step_s) continue; const S=steps[t.name]||(steps[t.name]={name:t.name+" step (ms)",t:[],v:[]});
     S.t.push(live.t||0); S.v.push(t.step_s.last*1000); if(S.t.length>3000){S.t.shift();S.v.shift();} }
   if(!$("#pause").checked){ const win=Math.max(0.1,+$("#window").value||5);
@@ -141,6 +165,10 @@ async function whoami(){
   const r=await fetch("/whoami",{headers:auth()}); const j=await r.json();
   $("#controls").className=j.act?"on":"";
 }
+// A token from `rtcosim ctl web-token` comes in the address (#token=…):
+// kept for this tab, and taken out of the address bar and its history.
+const given=/^#token=([0-9a-f]{16,128})$/.exec(location.hash);
+if(given){sessionStorage.setItem("rtcosim-token",given[1]);history.replaceState(null,"",location.pathname);}
 $("#token").value=sessionStorage.getItem("rtcosim-token")||"";
 $("#token").onchange=()=>{sessionStorage.setItem("rtcosim-token",$("#token").value);whoami();};
 document.querySelectorAll("#controls button").forEach(b=>b.onclick=async()=>{
@@ -150,6 +178,10 @@ document.querySelectorAll("#controls button").forEach(b=>b.onclick=async()=>{
   const r=await fetch("/action",{method:"POST",headers:Object.assign({"Content-Type":"application/json"},auth()),body:JSON.stringify(body)});
   $("#reply").textContent=(await r.text()).slice(0,160);
 });
+$("#probebtn").onclick=async()=>{
+  const r=await fetch("/probe",{method:"POST",headers:{"Content-Type":"application/json"},body:JSON.stringify({signal:$("#probe").value})});
+  const j=await r.json(); $("#probereply").textContent=j.ok?`slot ${j.slot}: ${j.signal} (task ${j.task})`:j.error;
+};
 fetch("/status.json").then(r=>r.json()).then(render).catch(()=>{});
 whoami(); connect();
 </script></body></html>

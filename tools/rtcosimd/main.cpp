@@ -39,6 +39,11 @@ options:
                        is read-only for everyone
   --web-max-clients N  web connections served at once (default 16)
   --web-push-rate HZ   snapshots per second to each web client (default 10)
+  --web-token-lifetime S  how long a token from 'rtcosim ctl web-token' (given
+                       to the control socket's group) allows actions (default 900)
+  --dot PROGRAM        Graphviz's dot, which lays out the live view's graph
+                       (default: dot, looked up in PATH); 'none': the page
+                       draws the graph itself
   -h, --help           this text
 )";
 
@@ -59,6 +64,9 @@ int main(int argc, char** argv) {
        : a == "--config-dir" ? options.config_dir
        : a == "--host"       ? options.host
                              : options.recording_dir) = argv[++i];
+    } else if (a == "--dot" && i + 1 < argc) {
+      options.dot_program = argv[++i];
+      if (options.dot_program == "none") options.dot_program.clear();
     } else if (a == "--plugin-dir" && i + 1 < argc) {
       options.plugin_dirs.emplace_back(argv[++i]);
     } else if (a == "--fmu-dir" && i + 1 < argc) {
@@ -84,6 +92,14 @@ int main(int argc, char** argv) {
                   << "': cannot read a token of at least 16 characters from its first line\n";
         return 2;
       }
+    } else if (a == "--web-token-lifetime" && i + 1 < argc) {
+      char* end = nullptr;
+      const double s = std::strtod(argv[++i], &end);
+      if (*end != '\0' || !(s >= 1.0) || s > 86400.0) {
+        std::cerr << "rtcosimd: --web-token-lifetime '" << argv[i] << "' — expected seconds from 1 to 86400\n";
+        return 2;
+      }
+      options.web.token_lifetime_s = s;
     } else if ((a == "--web-max-clients" || a == "--web-push-rate") && i + 1 < argc) {
       char* end = nullptr;
       const double n = std::strtod(argv[++i], &end);

@@ -1,13 +1,6 @@
 #include "tools/rtcosimd/web_server.hpp"
 
 // Boost 1.74's asio uses std::exchange without including it (C++20).
-#include <utility>
-
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <iostream>
@@ -15,6 +8,13 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/websocket.hpp>
 
 #include "base/json.hpp"
 #include "tools/rtcosim/ctl_command.hpp"
@@ -51,6 +51,9 @@ struct Shared {
   std::atomic<std::size_t> clients{0};
   std::mutex mutex;
   std::shared_ptr<const std::string> snapshot = std::make_shared<const std::string>("{}");
+  // Tokens from the control socket and when they expire (under `mutex`).
+  std::vector<std::pair<std::string, Clock::time_point>> granted;
+  std::shared_ptr<const std::string> graph_svg = std::make_shared<const std::string>();  // under `mutex`
 
   std::shared_ptr<const std::string> latest() {
     std::lock_guard lock(mutex);
@@ -214,6 +217,18 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     if (request.method() == http::verb::get && path == "/status.json") {
       return reply(http::status::ok, "application/json", *shared_.latest(), keep);
     }
+    if (request.method() == http::verb::get && path == "/graph.svg") {
+      std::shared_ptr<const std::string> svg;
+      {
+        std::lock_guard lock(shared_.mutex);
+        svg = shared_.graph_svg;
+      }
+      if (svg->empty()) {
+        return reply(http::status::not_found, "text/plain",
+                     "the graph has no Graphviz layout (see live.graph.layout)\n", keep);
+      }
+      return reply(http::status::ok, "image/svg+xml", *svg, keep);
+    }
     if (request.method() == http::verb::get && path == "/whoami") {
       return reply(http::status::ok, "application/json",
                    std::string("{\"act\":") + (authorised(request) ? "true" : "false") + "}", keep);
@@ -225,11 +240,37 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       if (!authorised(request)) {
         shared_.counters.forbidden.fetch_add(1);
         return reply(http::status::forbidden, "application/json",
-                     "{\"ok\":false,\"error\":\"actions need the daemon's token (docs/live.md)\"}", keep);
+                     "{\"ok\":false,\"error\":\"actions need the daemon's token or one from 'rtcosim ctl web-token' "
+                     "(docs/live.md)\"}",
+                     keep);
       }
       return reply(http::status::ok, "application/json", act(request.body()), keep);
     }
+    if (path == "/probe") {
+      if (request.method() != http::verb::post) {
+        return reply(http::status::method_not_allowed, "text/plain", "POST a signal to probe\n", keep);
+      }
+      return reply(http::status::ok, "application/json", probe(request.body()), keep);
+    }
     reply(http::status::not_found, "text/plain", "nothing at " + path + "\n", keep);
+  }
+
+  // Choosing a probe is watching, open to every client: the daemon checks
+  // the name against the running graph; only the name reaches the socket.
+  std::string probe(const std::string& body) {
+    std::string why;
+    const auto request = base::parse_flat_object(body, &why);
+    const auto signal = request ? request->find("signal") : decltype(request->end()){};
+    if (!request || signal == request->end() || signal->second.size() > 256) {
+      return "{\"ok\":false,\"error\":\"expected {\\\"signal\\\":\\\"BLOCK.PORT\\\"}\"}";
+    }
+    return forward("{\"cmd\":\"probe\",\"signal\":" + base::json_string(signal->second) + "}");
+  }
+
+  std::string forward(const std::string& line) {
+    std::string error;
+    const std::string reply = tools::control_request(shared_.control_socket, line, &error, 3000);
+    return reply.empty() ? "{\"ok\":false,\"error\":" + base::json_string(error) + "}" : reply;
   }
 
   // "Authorization: Bearer TOKEN", compared in constant time.
@@ -239,7 +280,13 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const std::string value(it->value());
     const std::string prefix = "Bearer ";
     if (value.rfind(prefix, 0) != 0) return false;
-    return token_matches(value.substr(prefix.size()), shared_.options.token);
+    const std::string presented = value.substr(prefix.size());
+    bool ok = token_matches(presented, shared_.options.token);
+    const auto now = Clock::now();
+    std::lock_guard lock(shared_.mutex);
+    // Every granted token is compared, whichever matches (constant time).
+    for (const auto& [token, expires] : shared_.granted) ok = (token_matches(presented, token) && now < expires) || ok;
+    return ok;
   }
 
   // Only the control socket's own actions, one flat JSON object each; the
@@ -261,9 +308,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
               (v == "true" || v == "false" ? v : base::json_string(v));
     }
     line += "}";
-    std::string error;
-    const std::string reply = tools::control_request(shared_.control_socket, line, &error, 3000);
-    return reply.empty() ? "{\"ok\":false,\"error\":" + base::json_string(error) + "}" : reply;
+    return forward(line);
   }
 
   void reply(http::status status, const char* type, std::string body, bool keep) {
@@ -407,6 +452,23 @@ void WebServer::publish(std::string snapshot) {
   auto next = std::make_shared<const std::string>(std::move(snapshot));
   std::lock_guard lock(impl_->shared.mutex);
   impl_->shared.snapshot = std::move(next);
+}
+
+void WebServer::grant(std::string token, double lifetime_s) {
+  const auto expires =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(lifetime_s));
+  std::lock_guard lock(impl_->shared.mutex);
+  auto& granted = impl_->shared.granted;
+  std::erase_if(granted, [now = Clock::now()](const auto& g) { return g.second <= now; });
+  if (granted.size() >= kMaxGranted) granted.erase(granted.begin());
+  granted.emplace_back(std::move(token), expires);
+  impl_->shared.counters.granted.fetch_add(1);
+}
+
+void WebServer::set_graph_svg(std::string svg) {
+  auto next = std::make_shared<const std::string>(std::move(svg));
+  std::lock_guard lock(impl_->shared.mutex);
+  impl_->shared.graph_svg = std::move(next);
 }
 
 const WebCounters& WebServer::counters() const noexcept { return impl_->shared.counters; }

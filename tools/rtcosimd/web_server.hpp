@@ -11,24 +11,26 @@ namespace rtcosim::daemon {
 // How rtcosimd serves its live view (docs/live.md). Off unless `port` is set.
 struct WebOptions {
   std::string address = "127.0.0.1";
-  unsigned short port = 0;        // 0: no live view
-  bool allow_public = false;      // an address other than loopback needs it
-  std::string token;              // actions need it; empty: read-only for everyone
-  std::size_t max_clients = 16;   // HTTP and WebSocket connections at once; more get 503
-  double push_rate = 10.0;        // WebSocket snapshots per second
+  unsigned short port = 0;               // 0: no live view
+  bool allow_public = false;             // an address other than loopback needs it
+  std::string token;                     // actions need it (or a granted one); empty: read-only unless granted
+  double token_lifetime_s = 900;         // how long a token handed out by `web-token` allows actions
+  std::size_t max_clients = 16;          // HTTP and WebSocket connections at once; more get 503
+  double push_rate = 10.0;               // WebSocket snapshots per second
   std::size_t max_request_bytes = 8192;  // header + body of one HTTP request
   double slow_client_s = 2.0;     // a client that has not taken a snapshot for this long is dropped
 };
 
 // What the live view counted since it started (docs/live.md).
 struct WebCounters {
-  std::atomic<std::uint64_t> connections{0};  // accepted and served
-  std::atomic<std::uint64_t> refused{0};      // beyond max_clients: 503
-  std::atomic<std::uint64_t> bad_requests{0}; // malformed, oversized or timed-out requests and WebSocket frames
-  std::atomic<std::uint64_t> slow_dropped{0}; // WebSocket clients that did not read
-  std::atomic<std::uint64_t> snapshots{0};    // WebSocket messages sent
-  std::atomic<std::uint64_t> actions{0};      // actions forwarded to the control socket
-  std::atomic<std::uint64_t> forbidden{0};    // actions refused for want of the token
+  std::atomic<std::uint64_t> connections{0};   // accepted and served
+  std::atomic<std::uint64_t> refused{0};       // beyond max_clients: 503
+  std::atomic<std::uint64_t> bad_requests{0};  // malformed, oversized or timed-out requests and WebSocket frames
+  std::atomic<std::uint64_t> slow_dropped{0};  // WebSocket clients that did not read
+  std::atomic<std::uint64_t> snapshots{0};     // WebSocket messages sent
+  std::atomic<std::uint64_t> actions{0};       // actions forwarded to the control socket
+  std::atomic<std::uint64_t> forbidden{0};     // actions refused for want of the token
+  std::atomic<std::uint64_t> granted{0};       // tokens handed out through the control socket
 };
 
 /*
@@ -54,6 +56,14 @@ class WebServer {
   bool start(std::string* why);
   // The newest snapshot (a JSON object); any thread.
   void publish(std::string snapshot);
+  // A token the daemon handed out through its control socket (`rtcosim ctl
+  // web-token`): it allows actions for lifetime_s from now (none when not
+  // positive). The latest kMaxGranted are kept; any thread.
+  static constexpr std::size_t kMaxGranted = 16;
+  void grant(std::string token, double lifetime_s);
+  // The running graph laid out by Graphviz, served as /graph.svg; empty:
+  // none (the page draws the graph itself). Any thread.
+  void set_graph_svg(std::string svg);
   [[nodiscard]] const WebCounters& counters() const noexcept;
   [[nodiscard]] std::size_t clients() const noexcept;
   [[nodiscard]] unsigned short port() const noexcept;  // the bound one

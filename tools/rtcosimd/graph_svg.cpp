@@ -1,0 +1,132 @@
+#include "tools/rtcosimd/graph_svg.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace rtcosim::daemon {
+
+std::string render_svg(const std::string& program, const std::string& dot, std::string* why, const SvgLimits& limits) {
+  if (dot.size() > limits.max_input) {
+    *why = "the graph's DOT has " + std::to_string(dot.size()) + " bytes, more than " +
+           std::to_string(limits.max_input) + " are not laid out";
+    return {};
+  }
+  int in[2], out[2];
+  if (pipe2(in, O_CLOEXEC) != 0) {
+    *why = std::string("pipe: ") + std::strerror(errno);
+    return {};
+  }
+  if (pipe2(out, O_CLOEXEC) != 0) {
+    *why = std::string("pipe: ") + std::strerror(errno);
+    close(in[0]);
+    close(in[1]);
+    return {};
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  // The daemon blocks its signals (they go to a signalfd) and ignores
+  // SIGPIPE; the child gets the defaults, so SIGKILL aside it ends normally.
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none, defaults;
+  sigemptyset(&none);
+  sigemptyset(&defaults);
+  sigaddset(&defaults, SIGPIPE);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::string arg0 = program, arg1 = "-Tsvg";
+  char* argv[] = {arg0.data(), arg1.data(), nullptr};
+  pid_t pid = 0;
+  const int spawned = posix_spawnp(&pid, program.c_str(), &actions, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  close(in[0]);
+  close(out[1]);
+  if (spawned != 0) {
+    *why = "cannot run '" + program + "': " + std::strerror(spawned) + " (Debian: apt-get install graphviz)";
+    close(in[1]);
+    close(out[0]);
+    return {};
+  }
+  fcntl(in[1], F_SETFL, O_NONBLOCK);
+  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  using Clock = std::chrono::steady_clock;
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.timeout_s));
+  std::string svg;
+  std::size_t written = 0;
+  int to = in[1];
+  bool eof = false, too_large = false, timed_out = false;
+  if (dot.empty()) {
+    close(to);
+    to = -1;
+  }
+  while (!eof && !too_large) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd fds[2] = {{out[0], POLLIN, 0}, {to, POLLOUT, 0}};
+    if (poll(fds, to >= 0 ? 2 : 1, static_cast<int>(left)) < 0 && errno != EINTR) break;
+    if (to >= 0 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      const ssize_t n = write(to, dot.data() + written, dot.size() - written);
+      if (n > 0) written += static_cast<std::size_t>(n);
+      if (n < 0 && errno != EAGAIN) written = dot.size();  // it stopped reading: its exit status tells
+      if (written == dot.size()) {
+        close(to);
+        to = -1;
+      }
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+      char buf[65536];
+      const ssize_t n = read(out[0], buf, sizeof buf);
+      if (n > 0) {
+        svg.append(buf, static_cast<std::size_t>(n));
+        too_large = svg.size() > limits.max_output;
+      } else if (n == 0 || errno != EAGAIN) {
+        eof = true;
+      }
+    }
+  }
+  if (to >= 0) close(to);
+  close(out[0]);
+  if (!eof) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", limits.timeout_s);
+    *why = "'" + program + "' did not finish within " + seconds + " s";
+  } else if (too_large) {
+    *why = "'" + program + "' wrote more than " + std::to_string(limits.max_output) + " bytes of SVG";
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *why = "'" + program + "' failed (" +
+           (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                              : "signal " + std::to_string(WTERMSIG(status))) +
+           ")" + (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? " — is Graphviz installed?" : "");
+  } else if (svg.find("<svg") == std::string::npos) {
+    *why = "'" + program + "' wrote no SVG";
+  } else {
+    return svg;
+  }
+  return {};
+}
+
+}  // namespace rtcosim::daemon
