@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <sstream>
 
 #include "tests/tools/daemon_fixture.hpp"
 
@@ -373,6 +374,60 @@ TEST_F(Daemon, RotationWritesCompleteFilesThatContinueEachOther) {
   EXPECT_NE(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"x.csv\",\"max_file_size\":\"12\"}")
                 .find("max_file_size '12' — expected a size of 4kB or more"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace rtcosim::tools
+
+namespace rtcosim::tools {
+namespace {
+
+std::uint64_t number_after(const std::string& text, const std::string& key) {
+  const auto at = text.find("\"" + key + "\":");
+  return at == std::string::npos ? ~std::uint64_t{0} : std::stoull(text.substr(at + key.size() + 3));
+}
+
+// The daemon runs a graph's state synchronisation beside it (docs/sync.md,
+// "Live") and its status reports the optimiser's running totals; a stop and
+// a start begin it again.
+TEST_F(Daemon, StatusReportsTheStateSynchronisationOfAGraphThatHasOne) {
+  std::ifstream in(RTCOSIM_EXAMPLES_DIR "/motor_sync.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string graph = text.str();
+  graph.replace(graph.find("realtime: preferred"), 19, "realtime: off");
+  graph.replace(graph.find("duration: 5s"), 12, "duration: 0s");
+  // The recording beside the graph, inside the directories the daemon reads.
+  fs::create_directories(configs_ / "data");
+  fs::copy_file(RTCOSIM_EXAMPLES_DIR "/data/motor_plant.csv", configs_ / "data" / "motor_plant.csv");
+  const auto path = configs_ / "motor.yaml";
+  std::ofstream(path) << graph;
+  start(path.string());
+  ASSERT_TRUE(any(notifications(3000ms), "READY=1"));
+  std::string status;
+  for (int i = 0; i < 200; ++i) {
+    status = request("{\"cmd\":\"status\"}");
+    const auto steps = number_after(status, "steps");
+    if (steps != ~std::uint64_t{0} && steps >= 100) break;
+    (void)notifications(100ms);  // keeps sd_notify from blocking the daemon
+  }
+  const auto sync = status.substr(status.find("\"sync\":"));
+  const auto steps = number_after(sync, "steps");
+  ASSERT_GE(steps, 100u) << sync;
+  EXPECT_EQ(number_after(sync, "posted"), steps) << sync;  // one variable: one update per macro step
+  EXPECT_EQ(number_after(sync, "refused"), 0u) << sync;
+  EXPECT_LE(number_after(sync, "applied"), steps) << sync;
+  EXPECT_NE(sync.find("\"u\":{\"load.value\":"), std::string::npos) << sync;
+  // The drive's frames bound the steps: a macro step needs the measurement
+  // of the step after it, which the drive's own frames cannot outrun by more
+  // than the recorder's lag.
+  EXPECT_LE(steps, frames_of(status, "drive")) << status;
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}"), "{\"ok\":true}");
+  EXPECT_EQ(request("{\"cmd\":\"start\"}"), "{\"ok\":true}");
+  const auto again = request("{\"cmd\":\"status\"}");
+  EXPECT_LT(number_after(again.substr(again.find("\"sync\":")), "steps"), steps) << again;
+  kill(pid_, SIGTERM);
+  EXPECT_EQ(wait_exit(), 0);
 }
 
 }  // namespace

@@ -31,6 +31,7 @@
 #include "runtime/realtime.hpp"
 #include "tools/rtcosim/recording_summary.hpp"
 #include "tools/rtcosim/run_summary.hpp"
+#include "tools/rtcosim/sync_live.hpp"
 #include "tools/rtcosim/trace_session.hpp"
 #ifdef RTCOSIM_HAVE_DDS
 #include "io/dds_bridge.hpp"
@@ -135,6 +136,12 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
     // built: a file that fails leaves everything as it was.
     auto methods = config::plugin_registry(loaded.graph, options_.plugin_dirs);
     auto graph = runtime::Graph::build(loaded.graph, blocks_, methods);
+    if (loaded.graph.sync.optimise.enabled) {
+      // Refused now, with the running graph untouched, if it cannot run
+      // (a measured signal it reads that the file does not record, ...).
+      const runtime::Recorder trial(*graph, {});
+      const tools::LiveSync check(graph->spec(), blocks_, *graph, trial, 0.0);
+    }
     if (!options_.host.empty()) {
       // As `rtcosim run --host`: only this host's tasks run.
       if (!loaded.graph.find_host(options_.host)) {
@@ -161,12 +168,15 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
       record_error_ = end_recording();
     }
     methods_ = std::move(methods);
+    live_sync_.reset();
     graph_ = std::move(graph);
     // Memory stays fixed for months: the rings, and the latest sample per
     // signal for the status preview.
     // With the live view, the latest 4096 samples per signal for its charts.
+    // The state synchronisation reads the latest 4096 too.
+    const bool keep_latest = options_.web.port != 0 || graph_->spec().sync.optimise.enabled;
     recorder_ = std::make_unique<runtime::Recorder>(
-        *graph_, runtime::Recorder::Options{.keep = options_.web.port != 0 ? std::size_t{4096} : std::size_t{1},
+        *graph_, runtime::Recorder::Options{.keep = keep_latest ? std::size_t{4096} : std::size_t{1},
                                             .probes = options_.web.port != 0 ? kProbeSlots : std::size_t{0}});
     next_probe_slot_ = 0;
     feed_.reset();
@@ -240,6 +250,11 @@ bool Daemon::start_graph(std::string* error) {
   }
   for (const auto& e : executor_->thread_errors()) std::cerr << "warning: " << e << '\n';
   running_ = true;
+  // A fresh run starts at t = 0: so does its synchronisation.
+  live_sync_.reset();
+  if (graph_->spec().sync.optimise.enabled) {
+    live_sync_ = std::make_unique<tools::LiveSync>(graph_->spec(), blocks_, *graph_, *recorder_, 0.0);
+  }
   last_frames_.assign(graph_->tasks().size(), 0);
   return true;
 }
@@ -300,6 +315,7 @@ std::string Daemon::status_json() {
          ",\"recording\":" + (this->recording() ? base::json_string(record_path_) : std::string("null")) +
          ",\"recording_error\":" + (record_error_.empty() ? std::string("null") : base::json_string(record_error_)) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + host_json() +
+         ",\"sync\":" + (live_sync_ ? live_sync_->status_json() : std::string("null")) +
          ",\"status\":" + summary;
 }
 
@@ -809,7 +825,9 @@ int Daemon::run() {
     const bool accepting = now_s() >= accept_again;
     std::vector<pollfd> fds = {{sfd, POLLIN, 0}, {accepting ? lfd : -1, POLLIN, 0}};
     for (const auto& c : clients) fds.push_back({c.fd(), c.events(), 0});
-    poll(fds.data(), fds.size(), 100);
+    // With a state synchronisation the measurement is read every 5 ms, so
+    // that u reaches the tasks a few macro steps after its data.
+    poll(fds.data(), fds.size(), live_sync_ && running_ ? 5 : 100);
 
     if (fds[0].revents & POLLIN) {
       signalfd_siginfo info{};
@@ -863,6 +881,7 @@ int Daemon::run() {
     }
 
     drain_recorder();
+    if (live_sync_ && running_) live_sync_->poll();
     rotate_if_due();
     if (web_ && now_s() >= next_web) {
       next_web = now_s() + 1.0 / std::max(options_.web.push_rate, 0.1);

@@ -24,6 +24,10 @@ namespace rtcosim::io {
 class DdsBridge;
 }
 
+namespace rtcosim::tools {
+class LiveSync;
+}
+
 namespace rtcosim::daemon {
 
 struct Options {
@@ -125,6 +129,10 @@ class Daemon {
   std::string config_text_;  // what the running graph was built from
   std::unique_ptr<runtime::Graph> graph_;
   std::unique_ptr<runtime::Recorder> recorder_;
+  // The state synchronisation of a graph with `sync.optimise` (docs/sync.md,
+  // "Live"), made fresh at each start; it reads the recorder and posts to the
+  // graph's tasks, so it is declared after them (and goes first).
+  std::unique_ptr<tools::LiveSync> live_sync_;
   std::unique_ptr<runtime::RealtimeExecutor> executor_;
   std::unique_ptr<io::DdsBridge> bridge_;  // with --host, while the graph runs
   std::vector<std::string> lost_hosts_;    // hosts that fell silent during this run
