@@ -108,6 +108,15 @@ std::vector<Recorder::TaskCounts> Recorder::counts() const {
   return out;
 }
 
+void Recorder::clear_kept() noexcept {
+  for (auto* list : {&series_, &probe_series_}) {
+    for (auto& s : *list) {
+      s.time.clear();
+      s.value.clear();
+    }
+  }
+}
+
 std::size_t Recorder::retained_samples() const noexcept {
   std::size_t n = 0;
   for (const auto& s : series_) n += s.time.size();

