@@ -122,6 +122,14 @@ class Block {
   virtual bool set_tunable(std::size_t index, double value) noexcept { return (void)index, (void)value, false; }
   [[nodiscard]] virtual double tunable(std::size_t index) const noexcept { return (void)index, 0.0; }
 
+  // State a block keeps outside the partition's vectors (an FMU's, inside
+  // the FMU): saved with Partition::snapshot and put back by its restore.
+  // False when the block cannot (an FMU without canGetAndSetFMUstate): a
+  // snapshot of its partition is then no snapshot. Not RT for an FMU (the
+  // FMU allocates): outside the frame path, as snapshots are.
+  virtual bool save_state() noexcept { return true; }
+  virtual bool restore_state() noexcept { return true; }
+
   // For a block that declared `set_jumps` (a step source, a switch): a
   // number that changes exactly when the output jumps (the branch it is
   // on). The partition compares it at the end of each step with the one

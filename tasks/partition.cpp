@@ -644,7 +644,18 @@ void Partition::refresh_outputs(InputSource& inputs) noexcept {
   m.mark_jumps(false);
 }
 
-void Partition::snapshot() noexcept { impl_->saved = impl_->s; }
-void Partition::restore() noexcept { impl_->s = impl_->saved; }
+bool Partition::snapshot() noexcept {
+  impl_->saved = impl_->s;
+  bool ok = true;
+  for (std::size_t i = 0; i < block_count(); ++i) ok = mutable_block(i).save_state() && ok;
+  return ok;
+}
+
+bool Partition::restore() noexcept {
+  impl_->s = impl_->saved;
+  bool ok = true;
+  for (std::size_t i = 0; i < block_count(); ++i) ok = mutable_block(i).restore_state() && ok;
+  return ok;
+}
 
 }  // namespace rtcosim::tasks

@@ -142,9 +142,11 @@ class Partition {
   [[nodiscard]] double truncation_error() const noexcept;
 
   // Copies the whole state (continuous, discrete, integrator history,
-  // sample-hit schedule, outputs) into preallocated storage, and back.
-  void snapshot() noexcept;
-  void restore() noexcept;
+  // sample-hit schedule, outputs) into preallocated storage, and back, with
+  // the state its blocks keep themselves (Block::save_state: an FMU's).
+  // False when a block could not save or restore its own.
+  bool snapshot() noexcept;
+  bool restore() noexcept;
 
  private:
   struct Impl;

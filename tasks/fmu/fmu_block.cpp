@@ -250,6 +250,11 @@ class FmuBlock final : public Block {
   [[nodiscard]] std::uint64_t foreign_allocations() const noexcept override { return fmu_->allocations(); }
   [[nodiscard]] std::string fixed_step_reason() const override { return fixed_reason_; }
 
+  // The FMU's own state (GetFMUstate/SetFMUstate) with the partition's
+  // snapshot: the state synchronisation re-runs an FMU from it.
+  bool save_state() noexcept override { return fmu_->save_state(); }
+  bool restore_state() noexcept override { return fmu_->restore_state(); }
+
  private:
   bool at_end(double t) const noexcept { return t >= t_next_ - 1e-12 * std::max(1.0, std::fabs(t_next_)); }
   void gather_inputs(const BlockContext& c) const noexcept {

@@ -128,6 +128,18 @@ StateSync::StateSync(std::vector<Component> components, std::vector<DecisionVari
                                 " is shorter than the distance T_D = " + std::to_string(distance_) +
                                 " from u to the compared output");
   }
+  // A component's snapshot must be one: a block that keeps its own state
+  // (an FMU) has to be able to save and restore it.
+  for (const auto& c : components_) {
+    for (std::size_t b = 0; b < c.partition->block_count(); ++b) {
+      if (!c.partition->mutable_block(b).save_state()) {
+        throw std::invalid_argument("state synchronisation: block '" + c.partition->block(b).name() + "' (" +
+                                    c.partition->block(b).type() + ") of component '" + c.partition->name() +
+                                    "' cannot save its state (an FMU must declare canGetAndSetFMUstate) — it cannot "
+                                    "be re-run from a snapshot");
+      }
+    }
+  }
   rerun_.resize(n);
   for (std::size_t c = 0; c < n; ++c) rerun_[c] = !settings_.reduce || (from_u[c] >= 0 && to_y[c] >= 0);
   impl_->held.resize(n);
