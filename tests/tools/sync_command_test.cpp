@@ -147,7 +147,9 @@ TEST(SyncCommand, CliWritesTheSeriesAndTheSummaryItPrinted) {
   std::ifstream in(csv);
   std::string header;
   std::getline(in, header);
-  EXPECT_EQ(header, "time_s,plant.speed_rad_s,speed.y_without,speed.y_with,load.value");
+  EXPECT_EQ(header,
+            "time_s,plant.speed_rad_s,speed.y_without,speed.y_with,load.value,evaluations,optimiser_s,objective_before,"
+            "objective_after,budget_exhausted");
   std::size_t rows = 0;
   for (std::string line; std::getline(in, line);) ++rows;
   EXPECT_EQ(rows, 100u);

@@ -68,6 +68,9 @@ options:
                           solution (the whole diagram merged, RK4); needs a finite run
   --reference-step D      step of the RK4 reference (default 0.5ms)
   --plot FILE.svg         draw every recorded signal beside the reference solution; needs a finite run
+                          (with 'sync.optimise': also measured, without and with synchronisation, and u)
+  --sync-csv FILE         with 'sync.optimise': each macro step's measured / without / with, u and the
+                          optimiser's figures (docs/sync.md, "Live")
   --json FILE.json        write the summary as JSON
   --frames FILE.csv       one row per frame: task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns
   --trace DIR             record an LTTng trace of the run into DIR (real time only; see 'rtcosim trace report')
@@ -259,7 +262,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
   return run_verb("run", [&]() -> int {
     CliArgs args("run",
                  {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale",
-                  "plugin-dir", "max-file-size", "host"},
+                  "plugin-dir", "max-file-size", "host", "sync-csv"},
                  {"virtual", "compare-reference", "help"}, {"plugin-dir"});
     const auto parsed = args.parse_for_file(raw_args, kHelp);
     if (!parsed) return 0;
@@ -292,7 +295,10 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     const double duration = args.positive_duration("duration", spec.duration);
     const bool virtual_time = args.flag("virtual");
     if (virtual_time && !(duration > 0.0)) throw UsageError(file + " runs until stopped; a virtual run needs --duration");
-    for (const char* output : {"record", "frames", "json", "plot"}) (void)args.output_path(output);
+    for (const char* output : {"record", "frames", "json", "plot", "sync-csv"}) (void)args.output_path(output);
+    if (args.value("sync-csv") && !spec.sync.optimise.enabled) {
+      throw UsageError("--sync-csv needs a 'sync.optimise' section in " + file + " (docs/sync.md)");
+    }
     if (args.value("plot") && spec.record.signals.empty()) {
       throw UsageError("--plot needs recorded signals: add a 'record:' section to " + file);
     }
@@ -464,6 +470,10 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     std::cout << run_summary(*graph) << recording_summary(*graph, recording);
     if (spec.sync.enabled) std::cout << sync_summary(spec.sync, sync_comparison(spec.sync, recorder));
     if (live) std::cout << live->summary();
+    if (const auto path = args.value("sync-csv"); path && sync_run) {
+      write_sync_csv(*sync_run, *path);
+      std::cout << "synchronisation series written to " << *path << '\n';
+    }
     if (reference) {
       std::cout << "error against the reference (merged diagram, RK4 at "
                 << base::format_duration(args.positive_duration("reference-step", 0.0005)) << "):\n";

@@ -198,7 +198,8 @@ void write_sync_csv(const SyncRun& run, const std::string& path) {
   for (const auto& p : run.pairs)
     out << ',' << p.measured << ',' << p.simulated << "_without," << p.simulated << "_with";
   for (const auto& v : run.variables) out << ',' << v;
-  out << '\n';
+  // The optimiser's figures of each macro step (docs/sync.md).
+  out << ",evaluations,optimiser_s,objective_before,objective_after,budget_exhausted\n";
   char buf[32];
   auto put = [&](double x) {
     std::snprintf(buf, sizeof buf, ",%.17g", x);
@@ -213,7 +214,12 @@ void write_sync_csv(const SyncRun& run, const std::string& path) {
       put(p.with[k]);
     }
     for (const auto& u : run.u) put(u[k]);
-    out << '\n';
+    const auto& f = run.steps[k];
+    out << ',' << f.evaluations;
+    put(f.seconds);
+    put(f.objective_before);
+    put(f.objective_after);
+    out << ',' << (f.budget_exhausted ? 1 : 0) << '\n';
   }
   if (!out.flush()) throw std::runtime_error("writing " + path + " failed");
 }
