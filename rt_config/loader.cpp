@@ -887,14 +887,16 @@ class GraphLoader {
     SyncSpec& sync = graph_.sync;
     sync.enabled = true;
     const YAML::Node delay = node["delay"];
-    if (delay && delay.IsScalar() && delay.Scalar() != "auto") {
+    if (delay && delay.IsScalar() && delay.Scalar() == "measured") {
+      sync.measured = true;
+    } else if (delay && delay.IsScalar() && delay.Scalar() != "auto") {
       if (auto d = in_.duration(node, "delay", "'sync'", true)) sync.delay = *d;
     } else if (delay && delay.IsMap()) {
       read_sync_delay(delay);
     } else if (delay) {
       in_.error(delay, "'sync.delay' is " + Reader::kind(delay) +
-                           " — expected a duration (\"8ms\") or a mapping with 'auto: true', 'elements', "
-                           "'measurement' and 'simulation'");
+                           " — expected a duration (\"8ms\"), 'measured' (from the plant data's time tags) or a "
+                           "mapping with 'auto: true', 'elements', 'measurement' and 'simulation'");
     }
     const YAML::Node compare = node["compare"];
     if (!compare || !compare.IsSequence() || compare.size() == 0) {

@@ -54,6 +54,7 @@ struct SyncOptimiseSpec {
 struct SyncSpec {
   bool enabled = false;
   bool automatic = false;          // delay: auto
+  bool measured = false;           // delay: measured — from the live plant rows' time tags (docs/sync.md)
   double delay = 0.0;              // seconds, when not automatic
   double grid = 1e-4;              // of the delay densities
   double acquisition_cycle = 0.0;  // measured samples held on this grid; 0: as recorded

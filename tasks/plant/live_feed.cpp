@@ -284,8 +284,28 @@ void LiveSource::reject(std::string where_and_why) {
   last_bad_ = std::move(where_and_why);
 }
 
+void LiveSource::count_age(double age_s) noexcept {
+  if (!std::isfinite(age_s)) return;
+  const double at = std::floor(age_s / kAgeBucket) + static_cast<double>(kAgeBuckets / 2);
+  const auto b = static_cast<std::size_t>(std::clamp(at, 0.0, static_cast<double>(kAgeBuckets - 1)));
+  ages_[b].fetch_add(1, std::memory_order_relaxed);
+}
+
 LiveStatus LiveSource::status() const {
   LiveStatus s;
+  std::uint64_t total = 0;
+  for (const auto& a : ages_) total += a.load(std::memory_order_relaxed);
+  s.aged = total;
+  s.age_median_s = std::nan("");
+  std::uint64_t seen = 0;
+  for (std::size_t b = 0; b < kAgeBuckets && total > 0; ++b) {
+    seen += ages_[b].load(std::memory_order_relaxed);
+    if (2 * seen >= total) {
+      // The bucket's centre.
+      s.age_median_s = (static_cast<double>(b) - static_cast<double>(kAgeBuckets / 2) + 0.5) * kAgeBucket;
+      break;
+    }
+  }
   s.key = key_;
   s.good = good_.load(std::memory_order_relaxed);
   s.malformed = malformed_.load(std::memory_order_relaxed);
@@ -372,6 +392,7 @@ void LiveHistory::take(LiveSource& source, double now) noexcept {
       continue;
     }
     if (scratch_.time < now) source.count_late();
+    source.count_age(now - scratch_.time);
     if (size_ == capacity_) {
       head_ = (head_ + 1) % capacity_;  // the oldest row makes room
       --size_;

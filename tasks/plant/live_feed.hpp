@@ -34,6 +34,12 @@ struct LiveStatus {
   std::uint64_t out_of_order = 0;   // not after the newest taken: dropped by the frame
   std::uint64_t sequence_gaps = 0;  // datagrams missing between two sequence numbers (udp)
   std::string last_bad;             // where the last malformed one came from and why
+  // Rows taken by a frame, and the median of their age then: the taking
+  // frame's simulation time minus the row's time tag (0.25 ms buckets,
+  // -1 s .. 1 s; NaN before any). The measured output delay of `sync:
+  // {delay: measured}` (docs/sync.md).
+  std::uint64_t aged = 0;
+  double age_median_s = 0.0;
 };
 
 /*
@@ -59,6 +65,10 @@ class LiveSource {
   // RT: counted by the consuming frame.
   void count_late() noexcept { late_.fetch_add(1, std::memory_order_relaxed); }
   void count_out_of_order() noexcept { out_of_order_.fetch_add(1, std::memory_order_relaxed); }
+  // RT: the age of a row a frame took (frame time - tag), in its bucket.
+  void count_age(double age_s) noexcept;
+  static constexpr double kAgeBucket = 0.25e-3;    // seconds
+  static constexpr std::size_t kAgeBuckets = 8000;  // -1 s .. 1 s
   [[nodiscard]] LiveStatus status() const;
   // RT, for an outgoing source (`udp_out`): the frame hands a row to the
   // sender thread; a full ring drops it and counts it.
@@ -79,6 +89,7 @@ class LiveSource {
   std::size_t signals_;
   boost::lockfree::spsc_queue<LiveRow> ring_;
   std::atomic<std::uint64_t> good_{0}, malformed_{0}, ring_full_{0}, late_{0}, out_of_order_{0}, gaps_{0};
+  std::array<std::atomic<std::uint32_t>, kAgeBuckets> ages_{};
   mutable std::mutex bad_mutex_;  // receiver and reporter only, never a frame
   std::string last_bad_;
   std::atomic<bool> stop_{false};

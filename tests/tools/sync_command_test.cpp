@@ -122,6 +122,24 @@ TEST(SyncCommand, LoaderNamesWhatIsWrongInTheOptimiseSection) {
   EXPECT_NE(solver.find("newton"), std::string::npos) << solver;
 }
 
+TEST(SyncCommand, AMeasuredDelayIsLoadedAndAReplayRefusesItSayingWhy) {
+  auto spec = testing::load_example("motor_sync.yaml");
+  spec.sync.measured = true;
+  try {
+    (void)tools::run_state_sync(spec, registry(), 0.1);
+    FAIL() << "expected a refusal";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("which a replay has none of — give the delay"), std::string::npos) << e.what();
+  }
+  const std::string text = "tasks:\n  - {name: m, period: 10ms}\nblocks:\n  - {name: s, type: step, task: m}\n  - {name: g, type: gain, task: m, params: {gain: 2}}\n"
+                           "wires:\n  - {from: s.y, to: g.u}\n"
+                           "record: {signals: [s.y], file: x.csv}\n"
+                           "sync: {delay: measured, compare: [{simulated: s.y, measured: s.y}]}\n";
+  const auto r = config::load_graph_text(text, "m.yaml");
+  EXPECT_TRUE(r.ok());
+  EXPECT_TRUE(r.graph.sync.measured);
+}
+
 TEST(SyncCommand, MeasuredTaskCannotBeSynchronisedAndTheMessageSaysWhere) {
   auto spec = testing::load_example("motor_sync.yaml");
   spec.sync.optimise.tasks = {"measure", "drive"};

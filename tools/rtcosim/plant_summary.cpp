@@ -1,5 +1,8 @@
 #include "tools/rtcosim/plant_summary.hpp"
 
+#include <cmath>
+
+#include "base/duration.hpp"
 #include "base/json.hpp"
 #include "tasks/plant/live_feed.hpp"
 #include "tools/rtcosim/text_table.hpp"
@@ -22,6 +25,11 @@ std::string plant_lines() {
       {"late", Align::kRight, count(&LiveStatus::late)},
       {"out of order", Align::kRight, count(&LiveStatus::out_of_order)},
       {"seq gaps", Align::kRight, count(&LiveStatus::sequence_gaps)},
+      {"taken", Align::kRight, count(&LiveStatus::aged)},
+      {"age p50", Align::kRight,
+       [](const LiveStatus& s) {
+         return std::isnan(s.age_median_s) ? std::string("-") : base::format_duration(s.age_median_s);
+       }},
       {"last bad", Align::kLeft,
        [](const LiveStatus& s) { return s.last_bad.empty() ? std::string("-") : s.last_bad; }},
   };
@@ -38,7 +46,8 @@ std::string plant_json() {
            ",\"malformed\":" + std::to_string(s.malformed) + ",\"ring_full\":" + std::to_string(s.ring_full) +
            ",\"late\":" + std::to_string(s.late) + ",\"out_of_order\":" + std::to_string(s.out_of_order) +
            ",\"sequence_gaps\":" + std::to_string(s.sequence_gaps) +
-           ",\"last_bad\":" + (s.last_bad.empty() ? std::string("null") : base::json_string(s.last_bad)) + "}";
+           ",\"last_bad\":" + (s.last_bad.empty() ? std::string("null") : base::json_string(s.last_bad)) +
+           ",\"taken\":" + std::to_string(s.aged) + ",\"age_median_s\":" + base::json_number(s.age_median_s) + "}";
   }
   return out + "]";
 }

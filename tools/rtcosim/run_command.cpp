@@ -468,7 +468,11 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       if (f && !f->commit()) recording.error += (recording.error.empty() ? "" : "; ") + f->error();
     }
     std::cout << run_summary(*graph) << recording_summary(*graph, recording);
-    if (spec.sync.enabled) std::cout << sync_summary(spec.sync, sync_comparison(spec.sync, recorder));
+    if (spec.sync.enabled) {
+      config::SyncSpec sync = spec.sync;
+      if (sync.measured) sync.delay = measured_output_delay().value_or(0.0);
+      std::cout << sync_summary(sync, sync_comparison(sync, recorder));
+    }
     if (live) std::cout << live->summary();
     if (const auto path = args.value("sync-csv"); path && sync_run) {
       write_sync_csv(*sync_run, *path);

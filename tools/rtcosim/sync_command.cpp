@@ -86,6 +86,11 @@ void score_sync_pairs(SyncRun& run, const SyncModel& model) {
 
 SyncRun run_state_sync(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks, double duration,
                        const std::function<void(std::size_t, std::size_t, const SyncRun&)>& progress) {
+  if (spec.sync.measured) {
+    throw std::invalid_argument(spec.file +
+                                ": 'sync.delay: measured' takes Delta_o from live plant rows, which a replay has "
+                                "none of — give the delay (e.g. 'delay: 10ms') or run it live with 'rtcosim run'");
+  }
   SyncModel model(spec, blocks);
   SyncRun run = sync_run_for(model, spec);
   run.macro_steps = static_cast<std::size_t>(std::llround(duration / run.step));

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "base/json.hpp"
+#include "tools/rtcosim/sync_report.hpp"
 
 namespace rtcosim::tools {
 
@@ -78,6 +79,15 @@ void LiveSync::poll(bool final) {
   std::size_t covered = ~std::size_t{0};
   for (const auto& col : with_.measured().columns) covered = std::min(covered, col.size());
   if (covered == 0 && with_.measured().first == 0) return;
+  if (!sync_ && spec_.sync.measured) {
+    // `delay: measured`: Delta_o from the first kMeasuredRows rows' ages;
+    // the columns wait meanwhile (nothing is cut before the first step).
+    const auto delay = measured_output_delay(kMeasuredRows);
+    if (!delay) return;
+    with_.set_delay(*delay);
+    without_.set_delay(*delay);
+    run_.delay_steps = with_.delay_steps();
+  }
   if (!sync_) {
     // Built once y^(0) is known: StateSync starts its components from the
     // measured inputs at t = 0.

@@ -76,6 +76,7 @@ class LiveSync {
   SyncRun run_;
 
   void append_measurements();
+  static constexpr std::uint64_t kMeasuredRows = 50;  // `delay: measured` waits for as many
 };
 
 }  // namespace rtcosim::tools

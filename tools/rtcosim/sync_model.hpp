@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ class SyncModel {
   // The optimiser's wall-clock budget per macro step (live runs: one macro
   // step h unless `sync.optimise.max_time` is given).
   void set_time_budget(double seconds) noexcept { settings_.max_seconds = seconds; }
+  // Delta_o when it is known only once measurements came (`delay: measured`).
+  void set_delay(double seconds) noexcept { settings_.delay_steps = std::lround(seconds / settings_.step); }
   [[nodiscard]] double time_budget() const noexcept { return settings_.max_seconds; }
   [[nodiscard]] int max_evaluations() const noexcept { return settings_.max_evaluations; }
   // A StateSync over this model; the model must outlive it.

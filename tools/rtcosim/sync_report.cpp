@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "base/duration.hpp"
+#include "tasks/plant/live_feed.hpp"
 
 namespace rtcosim::tools {
 namespace {
@@ -27,6 +28,18 @@ double held(const runtime::Recorder::Series& s, double t, double cycle) {
 }
 
 }  // namespace
+
+std::optional<double> measured_output_delay(std::uint64_t min_rows) {
+  std::optional<double> delay;
+  std::uint64_t most = 0;
+  for (const auto& s : tasks::plant::live_status()) {
+    if (s.aged >= std::max<std::uint64_t>(min_rows, 1) && s.aged > most) {
+      most = s.aged;
+      delay = s.age_median_s;
+    }
+  }
+  return delay;
+}
 
 void PairErrors::add(double without, double with) noexcept {
   sum_without_ += without * without;
@@ -73,7 +86,9 @@ std::vector<SyncPairResult> sync_comparison(const config::SyncSpec& sync, const 
 std::string sync_summary(const config::SyncSpec& sync, const std::vector<SyncPairResult>& results) {
   std::ostringstream o;
   o << "sync: output delay Delta_o " << base::format_duration(sync.delay);
-  if (sync.automatic) {
+  if (sync.measured) {
+    o << " (measured: the median age of the live plant rows when the frames took them)";
+  } else if (sync.automatic) {
     const auto d = coupling::sync::output_delay(sync.measurement_path, sync.simulation_path, sync.grid);
     o << " (delay model: measurement path mode " << base::format_duration(d.measurement_mode)
       << ", simulation path mode " << base::format_duration(d.simulation_mode) << ", grid "

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,11 @@ class PairErrors {
   double sum_without_ = 0.0, sum_with_ = 0.0, max_without_ = 0.0, max_with_ = 0.0;
   std::size_t instants_ = 0;
 };
+
+// `delay: measured` (docs/sync.md): the median age of the live plant rows
+// when frames took them (the source with the most rows), once at least
+// `min_rows` were taken; nullopt before, or without a live plant source.
+std::optional<double> measured_output_delay(std::uint64_t min_rows = 1);
 
 std::vector<SyncPairResult> sync_comparison(const config::SyncSpec& sync, const runtime::Recorder& recorder);
 std::string sync_summary(const config::SyncSpec& sync, const std::vector<SyncPairResult>& results);
