@@ -407,6 +407,9 @@ std::unique_ptr<Block> make_mass_chain(const std::string& name, const BlockParam
     }
   }
   mp.interface_mass = integer(name, "interface_mass", p.number(name, "interface_mass", 0.0), 0, last);
+  if (const auto masses = p.vector_if(name, "interface_masses")) {
+    for (double m : *masses) mp.interface_masses.push_back(integer(name, "interface_masses", m, 0, last));
+  }
   return model_block<mechanics::MassChain>(name, "mass_chain", p, std::move(mp));
 }
 
@@ -458,8 +461,10 @@ void register_mechanics_blocks(BlockRegistry& r) {
                 {"damping", "list of numbers >= 0", "zeros", "element k, N s/m"},
                 {"force", "list of numbers", "zeros", "constant applied force per mass, N"},
                 {"joints", "matrix", "none", "rigid joints [a, b]: v_a = v_b (b = -1: mass a fixed)"},
-                {"interface_mass", "integer", "0", "the mass whose velocity is the interface (ni = 1)"}});
-  r.add({"mass_chain", "masses on a line with springs, dampers and rigid joints; interface: one mass (ni = 1)",
+                {"interface_mass", "integer", "0", "the mass whose velocity is the interface (ni = 1)"},
+                {"interface_masses", "list of integers", "[interface_mass]",
+                 "the masses whose velocities form the interface, in order (ni = their count)"}});
+  r.add({"mass_chain", "masses on a line with springs, dampers and rigid joints; interface: one or more masses",
          std::move(chain), make_mass_chain});
   auto arm = interface_docs();
   arm.insert(arm.begin(), {{"lengths", "list of positive numbers", "", "m, one per link"},

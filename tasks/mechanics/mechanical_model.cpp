@@ -65,9 +65,16 @@ MassChain::MassChain(Params params) : p_(std::move(params)) {
             "mass chain: joint (" + std::to_string(j.a) + ", " + std::to_string(j.b) +
                 ") must name two different masses in [0, " + std::to_string(n - 1) + "] (-1 for the ground as second)");
   }
-  require(p_.interface_mass >= 0 && p_.interface_mass < ni, "mass chain: interface_mass " +
-                                                                std::to_string(p_.interface_mass) + " is not in [0, " +
-                                                                std::to_string(n - 1) + "]");
+  if (p_.interface_masses.empty()) p_.interface_masses.push_back(p_.interface_mass);
+  for (std::size_t r = 0; r < p_.interface_masses.size(); ++r) {
+    const int m = p_.interface_masses[r];
+    require(m >= 0 && m < ni,
+            "mass chain: interface mass " + std::to_string(m) + " is not in [0, " + std::to_string(n - 1) + "]");
+    for (std::size_t k = 0; k < r; ++k) {
+      // Twice the same velocity would make M_eff singular by construction.
+      require(p_.interface_masses[k] != m, "mass chain: interface mass " + std::to_string(m) + " is named twice");
+    }
+  }
 }
 
 int MassChain::dofs() const noexcept { return static_cast<int>(p_.masses.size()); }
@@ -99,12 +106,12 @@ void MassChain::evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, dou
     if (j.b >= 0) terms.ac(r, j.b) = -1.0;
   }
   terms.ai.setZero();
-  terms.ai(0, p_.interface_mass) = 1.0;
+  for (int r = 0; r < interface_dims(); ++r) terms.ai(r, p_.interface_masses[static_cast<std::size_t>(r)]) = 1.0;
   terms.ai_dot_v.setZero();
 }
 
 void MassChain::interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept {
-  out(0) = q(p_.interface_mass);
+  for (int r = 0; r < interface_dims(); ++r) out(r) = q(p_.interface_masses[static_cast<std::size_t>(r)]);
 }
 
 double MassChain::potential(const Eigen::VectorXd& q) const noexcept {

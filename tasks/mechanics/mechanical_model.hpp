@@ -58,7 +58,8 @@ class MechanicalModel {
  * the ground and mass 0; a zero stiffness and damping means no element).
  * Applied forces are constant per mass. Constraints are rigid joints
  * v_a - v_b = 0 (b = -1: v_a = 0, the mass is fixed). The interface is
- * the velocity of one mass.
+ * the velocity of one mass, or of several (interface_masses: ni = their
+ * count, each an independent direction of the interface).
  */
 class MassChain final : public MechanicalModel {
  public:
@@ -73,19 +74,20 @@ class MassChain final : public MechanicalModel {
     std::vector<double> force{};      // applied force per mass, same size
     std::vector<Joint> joints{};
     int interface_mass = 0;
+    std::vector<int> interface_masses{};  // non-empty: these, in order, instead of interface_mass
   };
   // Throws std::invalid_argument saying which field is wrong.
   explicit MassChain(Params params);
   [[nodiscard]] int dofs() const noexcept override;
   [[nodiscard]] int constraints() const noexcept override;
-  [[nodiscard]] int interface_dims() const noexcept override { return 1; }
+  [[nodiscard]] int interface_dims() const noexcept override { return static_cast<int>(p_.interface_masses.size()); }
   void evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double t,
                 MechanicalTerms& terms) const noexcept override;
   void interface_position(const Eigen::VectorXd& q, Eigen::Ref<Eigen::VectorXd> out) const noexcept override;
   [[nodiscard]] double potential(const Eigen::VectorXd& q) const noexcept override;
 
  private:
-  Params p_;
+  Params p_;  // interface_masses filled from interface_mass when empty
 };
 
 /*

@@ -101,6 +101,39 @@ TEST(MassChainRim, FixedInterfaceMassIsReportedSingular) {
   EXPECT_EQ(r.rim.m_eff(0, 0), 0.0);
 }
 
+// An interface of two masses (ni = 2): masses 2, 3, 4, the second and third
+// joined rigidly (v_1 = v_2), interface velocities (v_0, v_2). Mass 0 moves
+// alone, masses 1 and 2 as one body, so M_eff = diag(2, 3 + 4) and lambda~
+// is the applied force on each: springs 10 (ground-0), 20 (0-1), 100 (1-2)
+// at q = (0.1, 0.3, 0.35), forces (1, 2, 3):
+//   f_0 = 1 - 10 * 0.1 + 20 * 0.2 = 4
+//   f_1 + f_2 = 2 - 20 * 0.2 + 3 (the 1-2 spring is internal) = 1
+TEST(MassChainRim, TwoInterfaceMassesGiveTheirBodiesInertia) {
+  const MassChain chain({.masses = {2.0, 3.0, 4.0},
+                         .stiffness = {10.0, 20.0, 100.0},
+                         .damping = {},
+                         .force = {1.0, 2.0, 3.0},
+                         .joints = {{1, 2}},
+                         .interface_mass = 0,
+                         .interface_masses = {0, 2}});
+  ASSERT_EQ(chain.interface_dims(), 2);
+  const auto r = reduce(chain, vec({0.1, 0.3, 0.35}), vec({0.0, 0.0, 0.0}));
+  EXPECT_EQ(r.rim.status, RimStatus::kOk);
+  EXPECT_NEAR(r.rim.m_eff(0, 0), 2.0, kTol);
+  EXPECT_NEAR(r.rim.m_eff(1, 1), 7.0, 1e-11);
+  EXPECT_NEAR(r.rim.m_eff(0, 1), 0.0, kTol);
+  EXPECT_NEAR(r.rim.m_eff(1, 0), 0.0, kTol);
+  EXPECT_NEAR(r.rim.lambda_tilde(0), 4.0, kTol);
+  EXPECT_NEAR(r.rim.lambda_tilde(1), 1.0, 1e-11);
+  EXPECT_NEAR(r.rim.z.norm(), 0.0, kTol);
+  Eigen::VectorXd x(2);
+  chain.interface_position(vec({0.1, 0.3, 0.35}), x);
+  EXPECT_EQ(x(0), 0.1);
+  EXPECT_EQ(x(1), 0.35);
+  EXPECT_THROW(MassChain({.masses = {1.0, 1.0}, .interface_masses = {1, 1}}), std::invalid_argument);
+  EXPECT_THROW(MassChain({.masses = {1.0, 1.0}, .interface_masses = {0, 2}}), std::invalid_argument);
+}
+
 TEST(MassChainRim, BadParametersSayWhatIsWrong) {
   try {
     MassChain chain({.masses = {2.0, -1.0}});
