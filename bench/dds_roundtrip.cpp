@@ -1,7 +1,10 @@
 // Round trip of one 16-signal data block between two processes, three ways
 // (bench/dds_roundtrip.sh runs them):
 //   rtcosim ping|pong  through rtcosim's remote links: ring -> bridge
-//                      thread -> DDS -> bridge thread -> ring, and back
+//                      thread -> DDS -> bridge thread -> ring, and back;
+//                      the ping and pong threads sleep until a block
+//                      arrives (a wake word on their incoming link), so
+//                      the figure is the links' own, not a task's phase
 //   udp ping|pong      a raw UDP datagram of the same payload
 // Prints p50 / p99 / max of the round trips in microseconds, one line:
 //   roundtrip KIND n=N p50_us=.. p99_us=.. max_us=..
@@ -82,21 +85,25 @@ int rtcosim_side(bool ping, int count, const std::string& domain) {
   for (auto* l : graph->remote_links()) (l->producer_local ? out : in) = l->link.get();
   // The initial blocks of the reset are not ours.
   in->drain_to([](const rtcosim::coupling::DataBlock&) noexcept {});
+  rtcosim::base::WakeWord arrived;
+  in->set_wake(&arrived);
   bridge.start(false);
   rtcosim::coupling::DataBlock block(kSignals);
   for (std::size_t i = 0; i < kSignals; ++i) block.set(i, static_cast<double>(i), 0.5, true);
   if (!ping) {
     // Echo every block until the pinger's last one.
     for (std::uint64_t last = 0; last < static_cast<std::uint64_t>(count) + 1;) {
+      const std::uint32_t seen = arrived.value();
       in->drain_to([&](const rtcosim::coupling::DataBlock& b) noexcept {
         block.assign_from(b);
         last = b.sequence;
         (void)out->publish(block);
       });
-      nap(25'000);
+      arrived.wait(seen, 100'000'000);
     }
     nap(200'000'000);  // the last echo on its way
     bridge.stop();
+    in->set_wake(nullptr);
     return 0;
   }
   std::vector<double> us;
@@ -108,14 +115,16 @@ int rtcosim_side(bool ping, int count, const std::string& domain) {
     (void)out->publish(block);
     bool back = false;
     while (!back && now_ns() - t0 < 1'000'000'000) {
+      const std::uint32_t seen = arrived.value();
       in->drain_to(
           [&](const rtcosim::coupling::DataBlock& b) noexcept { back = back || b.sequence == block.sequence; });
-      if (!back) nap(25'000);
+      if (!back) arrived.wait(seen, 100'000'000);
     }
     if (k > 0 && back) us.push_back(static_cast<double>(now_ns() - t0) * 1e-3);  // the first warms up
     nap(1'000'000);
   }
   bridge.stop();
+  in->set_wake(nullptr);
   report("rtcosim", us);
   return 0;
 }

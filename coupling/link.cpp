@@ -46,6 +46,7 @@ bool Link::publish(const DataBlock& block) noexcept {
   (void)ring_.push(header.data(), kHeaderWords);
   (void)ring_.push(payload.data(), payload.size());
   base::add_single_writer(published_);
+  if (wake_ != nullptr) wake_->notify();
   return true;
 }
 

@@ -9,6 +9,7 @@
 #include <boost/lockfree/spsc_queue.hpp>
 
 #include "base/counter.hpp"
+#include "base/wake_word.hpp"
 #include "coupling/data_block.hpp"
 #include "coupling/extrapolator.hpp"
 
@@ -40,6 +41,9 @@ struct LinkTiming {
  * RT-safe: `publish` and `drain` are noexcept, wait-free and allocate
  * nothing; all storage is sized in the constructor. A full ring drops the
  * new block and counts it: a producer never waits for a slow consumer.
+ * With a wake word set (before the producer starts: the DDS bridge for a
+ * link it sends), each published block also notifies it: one FUTEX_WAKE
+ * while the word's thread sleeps (base/wake_word.hpp), nothing else.
  */
 class Link {
  public:
@@ -50,6 +54,10 @@ class Link {
   // Producer side. Returns false when the ring was full and the block was
   // dropped (counted in dropped()). Precondition: same signal count.
   [[nodiscard]] bool publish(const DataBlock& block) noexcept;
+
+  // Set-up: `word` (not owned; nullptr: none) is notified after every
+  // published block. Set it before the producer's first publish.
+  void set_wake(base::WakeWord* word) noexcept { wake_ = word; }
 
   // Consumer side: hands every waiting block, oldest first, to the
   // extrapolator. Returns how many.
@@ -100,6 +108,7 @@ class Link {
   boost::lockfree::spsc_queue<double> ring_;
   DataBlock staging_;  // consumer-owned
   std::unique_ptr<Extrapolator> extrapolator_;
+  base::WakeWord* wake_ = nullptr;
   // Producer and consumer counters on separate cache lines: each is written
   // by one thread every frame, and sharing a line would make them ping-pong.
   alignas(64) std::atomic<std::uint64_t> published_{0};

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "base/duration.hpp"
+#include "base/wake_word.hpp"
 #include "io/clock_offset.hpp"
 #include "rt_config/hosts.hpp"
 #include "rtcosim_dds.h"
@@ -138,9 +139,10 @@ struct DdsBridge::Impl {
   std::vector<std::unique_ptr<RemoteEnd>> ends;
   std::map<std::string, Peer> peers;  // every other host of the graph
   rtcosim_StartAnnounce self{};
-  std::thread thread;
+  std::thread thread;       // receives, announces, answers pings
+  std::thread sender;       // sends what producers publish, woken by them
+  base::WakeWord produced;  // every producer-side remote link notifies it
   std::atomic<bool> running{false};
-  dds_duration_t poll = DDS_MSECS(1);
   std::uint64_t max_sequence_gap;
   mutable std::mutex mutex;  // lost_hosts and placement; never on a task's path
   std::vector<std::string> lost_hosts;
@@ -358,27 +360,49 @@ struct DdsBridge::Impl {
     }
   }
 
-  void run(bool fifo) noexcept {
+  // Both bridge threads run at the configured CPU and priority; the first
+  // one's placement is reported.
+  void place(bool fifo, bool report) noexcept {
     const auto& dds = graph.spec().dds;
-    std::string problem;
     try {
-      problem = runtime::prepare_thread(dds.bridge_cpu, dds.bridge_priority, fifo && dds.bridge_priority > 0);
+      const std::string problem =
+          runtime::prepare_thread(dds.bridge_cpu, dds.bridge_priority, fifo && dds.bridge_priority > 0);
       const runtime::ThreadPlacement p = runtime::current_placement();
-      std::lock_guard lock(mutex);
-      placement = runtime::policy_text(p) + (p.cpu >= 0 ? " cpu " + std::to_string(p.cpu) : std::string()) +
-                  (problem.empty() ? "" : " (" + problem + ")");
+      if (report) {
+        std::lock_guard lock(mutex);
+        placement = runtime::policy_text(p) + (p.cpu >= 0 ? " cpu " + std::to_string(p.cpu) : std::string()) +
+                    (problem.empty() ? "" : " (" + problem + ")");
+      }
     } catch (...) {
     }
     // Sleeps end when asked, not up to 50 us later (the default slack).
     (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+  }
+
+  // The sending thread: asleep until a producer's frame publishes into a
+  // remote link (its one FUTEX_WAKE), then every waiting block out as a
+  // sample. The timeout only bounds the wait at stop.
+  void send(bool fifo) noexcept {
+    place(fifo, false);
+    while (running.load(std::memory_order_relaxed)) {
+      const std::uint32_t seen = produced.value();
+      for (auto& e : ends) {
+        if (e->writer) write_out(*e);
+      }
+      produced.wait(seen, kAnnouncePeriod);
+    }
+    for (auto& e : ends) {
+      if (e->writer) write_out(*e);
+    }
+  }
+
+  void run(bool fifo) noexcept {
+    place(fifo, true);
     std::int64_t next_announce = 0;
     while (running.load(std::memory_order_relaxed)) {
       hear_pings();
       for (auto& e : ends) {
-        if (e->writer)
-          write_out(*e);
-        else
-          read_in(*e);
+        if (!e->writer) read_in(*e);
       }
       const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
       if (now >= next_announce) {
@@ -393,17 +417,9 @@ struct DdsBridge::Impl {
         check_peers(now);
         count_deadlines();
       }
-      // Samples arriving wake the wait at once; the producers' rings, which
-      // cannot signal, are looked at every `poll`.
-      if (waitset > 0) {
-        (void)dds_waitset_wait(waitset, nullptr, 0, poll);
-      } else {
-        timespec ts{0, static_cast<long>(poll)};
-        nanosleep(&ts, nullptr);
-      }
-    }
-    for (auto& e : ends) {
-      if (e->writer) write_out(*e);
+      // Samples arriving wake the wait at once.
+      const dds_duration_t wait = std::max<dds_duration_t>(0, next_announce - clock_ns(CLOCK_MONOTONIC));
+      (void)dds_waitset_wait(waitset, nullptr, 0, wait);
     }
     count_deadlines();
   }
@@ -448,7 +464,6 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
   m.waitset = check(dds_create_waitset(m.participant), "creating the waitset");
   attach(m.waitset, m.clock_reader);
 
-  double shortest = 0.0;
   for (runtime::GraphLink* l : graph.remote_links()) {
     auto e = std::make_unique<RemoteEnd>();
     e->link = l;
@@ -469,10 +484,10 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
     }
     if (l->producer_local) {
       e->writer = dds_create_writer(m.participant, e->topic, q, nullptr);
+      l->link->set_wake(&m.produced);
       e->values.assign(n, 0.0);
       e->derivatives.assign(n, 0.0);
       e->known = std::make_unique<bool[]>(n);
-      if (producer && (shortest == 0.0 || producer->period < shortest)) shortest = producer->period;
     } else {
       e->reader = dds_create_reader(m.participant, e->topic, q, nullptr);
       e->block = coupling::DataBlock(n);
@@ -482,14 +497,15 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
     check(e->writer ? e->writer : e->reader, ("creating the endpoint of topic " + l->topic).c_str());
     m.ends.push_back(std::move(e));
   }
-  // The bridge looks at the producers' rings 20 times per shortest period
-  // (50 us .. 1 ms): the delay it adds stays a small part of a period.
-  if (shortest > 0.0)
-    m.poll =
-        std::clamp<dds_duration_t>(static_cast<dds_duration_t>(shortest / 20.0 * 1e9), DDS_USECS(50), DDS_MSECS(1));
 }
 
-DdsBridge::~DdsBridge() { stop(); }
+DdsBridge::~DdsBridge() {
+  stop();
+  // The graph outlives the bridge and may publish again (a restart).
+  for (auto& e : impl_->ends) {
+    if (e->writer) e->link->link->set_wake(nullptr);
+  }
+}
 
 std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
   Impl& m = *impl_;
@@ -563,11 +579,14 @@ void DdsBridge::start(bool fifo) {
   }
   m.running.store(true);
   m.thread = std::thread([this, fifo] { impl_->run(fifo); });
+  m.sender = std::thread([this, fifo] { impl_->send(fifo); });
 }
 
 void DdsBridge::stop() {
   Impl& m = *impl_;
   m.running.store(false);
+  m.produced.notify();
+  if (m.sender.joinable()) m.sender.join();
   if (m.thread.joinable()) m.thread.join();
 }
 
