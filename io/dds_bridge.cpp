@@ -93,6 +93,14 @@ struct RemoteEnd {
   std::unique_ptr<bool[]> known;
   // Consumer side: the block pushed into the ring.
   coupling::DataBlock block;
+  // Consumer side: whoever takes samples (the reader's listener in
+  // Cyclone's receive thread, or the catch-up at start) holds `busy`;
+  // `pending` makes the holder look again for samples that arrived while
+  // it held it (DdsBridge::Impl::pump).
+  std::atomic_flag busy;
+  std::atomic<std::uint32_t> pending{0};
+  void* owner = nullptr;  // the DdsBridge::Impl
+  bool held = false;      // stop() holds `busy` for good
   bool seen_any = false;
   std::uint32_t deadline_base = 0;  // DDS's missed-deadline count when the run started
 };
@@ -134,7 +142,7 @@ struct DdsBridge::Impl {
   dds_entity_t participant = 0;
   dds_entity_t announce_topic = 0, announce_writer = 0, announce_reader = 0;
   dds_entity_t clock_topic = 0, clock_writer = 0, clock_reader = 0;
-  dds_entity_t waitset = 0;         // the readers of links consumed here and of pings: a sample wakes the bridge
+  dds_entity_t waitset = 0;         // the reader of pings: a ping wakes the receiving thread
   std::int64_t clock_shift_ns = 0;  // added to CLOCK_REALTIME in the ping-pong (tests: a host whose clock is off)
   std::vector<std::unique_ptr<RemoteEnd>> ends;
   std::map<std::string, Peer> peers;  // every other host of the graph
@@ -396,14 +404,31 @@ struct DdsBridge::Impl {
     }
   }
 
+  // Takes every waiting sample of a consumer-side end into its ring, from
+  // whichever thread asks, one thread at a time: the ring has one producer.
+  void pump(RemoteEnd& e) noexcept {
+    e.pending.fetch_add(1, std::memory_order_seq_cst);
+    while (running.load(std::memory_order_acquire)) {
+      if (e.busy.test_and_set(std::memory_order_acquire)) return;  // the holder looks again
+      e.pending.store(0, std::memory_order_seq_cst);
+      read_in(e);
+      e.busy.clear(std::memory_order_release);
+      if (e.pending.load(std::memory_order_seq_cst) == 0) return;
+    }
+  }
+
+  // A sample arrived (Cyclone's receive thread): into the consumer's ring at
+  // once, without waking another thread (docs/dds.md).
+  static void on_data_available(dds_entity_t, void* arg) {
+    auto* e = static_cast<RemoteEnd*>(arg);
+    static_cast<Impl*>(e->owner)->pump(*e);
+  }
+
   void run(bool fifo) noexcept {
     place(fifo, true);
     std::int64_t next_announce = 0;
     while (running.load(std::memory_order_relaxed)) {
       hear_pings();
-      for (auto& e : ends) {
-        if (!e->writer) read_in(*e);
-      }
       const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
       if (now >= next_announce) {
         next_announce = now + kAnnouncePeriod;
@@ -489,9 +514,12 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
       e->derivatives.assign(n, 0.0);
       e->known = std::make_unique<bool[]>(n);
     } else {
-      e->reader = dds_create_reader(m.participant, e->topic, q, nullptr);
       e->block = coupling::DataBlock(n);
-      if (e->reader > 0) attach(m.waitset, e->reader);
+      e->owner = &m;
+      dds_listener_t* listener = dds_create_listener(nullptr);
+      dds_lset_data_available_arg(listener, &Impl::on_data_available, e.get(), true);
+      e->reader = dds_create_reader(m.participant, e->topic, q, listener);
+      dds_delete_listener(listener);
     }
     dds_delete_qos(q);
     check(e->writer ? e->writer : e->reader, ("creating the endpoint of topic " + l->topic).c_str());
@@ -578,6 +606,11 @@ void DdsBridge::start(bool fifo) {
     e->deadline_base = deadline_count(*e);
   }
   m.running.store(true);
+  // What arrived before the start waited in the readers: the listener only
+  // takes samples while the bridge runs.
+  for (auto& e : m.ends) {
+    if (!e->writer) m.pump(*e);
+  }
   m.thread = std::thread([this, fifo] { impl_->run(fifo); });
   m.sender = std::thread([this, fifo] { impl_->send(fifo); });
 }
@@ -588,6 +621,13 @@ void DdsBridge::stop() {
   m.produced.notify();
   if (m.sender.joinable()) m.sender.join();
   if (m.thread.joinable()) m.thread.join();
+  // A listener call that saw the bridge running may still be pushing:
+  // wait for it and keep every end busy, so that none pushes after stop.
+  for (auto& e : m.ends) {
+    if (e->writer || e->held) continue;
+    while (e->busy.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+    e->held = true;
+  }
 }
 
 std::vector<std::string> DdsBridge::take_lost_hosts() {
