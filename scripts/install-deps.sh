@@ -13,7 +13,7 @@ packages=(
   liblttng-ust-dev lttng-tools                   # tracepoints and tracing sessions (rtcosim run --trace)
   strace                                         # the test that traced frames make no system call
   libbabeltrace2-dev                             # rtcosim trace report
-  libsystemd-dev systemd                         # rtcosimd: sd_notify; systemd-analyze verify in CI
+  systemd                                        # systemd-analyze verify in CI
   rt-tests                                       # cyclictest, the baseline of bench/latency_vs_cyclictest.sh
   clang libclang-rt-14-dev                       # libFuzzer target of the config loader
   python3-yaml python3-jsonschema                # JSON Schema check of the examples

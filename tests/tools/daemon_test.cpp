@@ -409,7 +409,7 @@ TEST_F(Daemon, StatusReportsTheStateSynchronisationOfAGraphThatHasOne) {
     status = request("{\"cmd\":\"status\"}");
     const auto steps = number_after(status, "steps");
     if (steps != ~std::uint64_t{0} && steps >= 100) break;
-    (void)notifications(100ms);  // keeps sd_notify from blocking the daemon
+    (void)notifications(100ms);  // reads them as systemd does
   }
   const auto sync = status.substr(status.find("\"sync\":"));
   const auto steps = number_after(sync, "steps");

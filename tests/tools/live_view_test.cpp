@@ -76,9 +76,9 @@ class LiveView : public Daemon {
     args.insert(args.end(), extra.begin(), extra.end());
     start(config.empty() ? write_graph("graph.yaml", "1e9") : config, args);
     ASSERT_TRUE(any(notifications(2000ms), "READY=1"));
-    // systemd reads every notification at once; this test's socket must
-    // too: sd_notify blocks the daemon's loop once ten lie unread, and
-    // these tests run longer than ten STATUS= seconds on a loaded machine.
+    // systemd reads every notification at once; so does this test's
+    // socket (an unread queue no longer stalls the daemon, but its
+    // STATUS= and WATCHDOG= messages would be dropped and counted).
     drainer_ = std::thread([this] {
       while (!stop_draining_) (void)notifications(100ms);
     });

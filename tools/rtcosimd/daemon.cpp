@@ -20,7 +20,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "base/duration.hpp"
@@ -748,10 +747,10 @@ void Daemon::notify_status() {
   std::snprintf(status, sizeof status, "STATUS=%s: %llu frames, %llu overruns, worst wake-up latency %.1f us",
                 running_ ? "running" : "stopped", static_cast<unsigned long long>(frames),
                 static_cast<unsigned long long>(overruns), static_cast<double>(worst) * 1e-3);
-  sd_notify(0, status);
+  (void)notifier_.send(status);
   // The watchdog is fed only while every task makes progress: a hung task
   // stops the pings and systemd restarts the service.
-  if (progress) sd_notify(0, "WATCHDOG=1");
+  if (progress) (void)notifier_.send("WATCHDOG=1");
 }
 
 int Daemon::run() {
@@ -813,7 +812,7 @@ int Daemon::run() {
     }
     std::cerr << "rtcosimd: live view on http://" << options_.web.address << ':' << web_->port() << "/\n";
   }
-  sd_notify(0, "READY=1");
+  (void)notifier_.send("READY=1");
   std::cerr << "rtcosimd: running " << options_.config << " (" << graph_->tasks().size() << " tasks); control socket "
             << options_.socket_path << '\n';
 
@@ -897,7 +896,7 @@ int Daemon::run() {
     }
   }
 
-  sd_notify(0, "STOPPING=1");
+  (void)notifier_.send("STOPPING=1");
   stop_graph();
   if (pending_trace_) pending_trace_->result.wait();
   (void)finish_trace_start();

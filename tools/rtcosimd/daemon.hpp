@@ -18,6 +18,7 @@
 #include "runtime/rt_executor.hpp"
 #include "tasks/block_registry.hpp"
 #include "tools/rtcosimd/live_feed.hpp"
+#include "tools/rtcosimd/notify.hpp"
 #include "tools/rtcosimd/web_server.hpp"
 
 namespace rtcosim::io {
@@ -135,6 +136,7 @@ class Daemon {
   std::unique_ptr<tools::LiveSync> live_sync_;
   std::unique_ptr<runtime::RealtimeExecutor> executor_;
   std::unique_ptr<io::DdsBridge> bridge_;  // with --host, while the graph runs
+  SystemdNotifier notifier_;               // READY, STATUS, WATCHDOG, STOPPING
   std::vector<std::string> lost_hosts_;    // hosts that fell silent during this run
   runtime::RealtimeReport report_;
   bool running_ = false;
