@@ -1,6 +1,7 @@
-// Mechanical subsystems as blocks (issue 16): a mass chain and a planar arm
-// whose interface is driven by a force, a spring to another body's motion,
-// or the other body's reduced interface model (RIM, the `rim` coupling).
+// Mechanical subsystems as blocks (issue 16): a mass chain, a planar arm
+// (rigid, or with one flexible link) and a point mass, whose interface is
+// driven by a force, a spring to another body's motion, or the other body's
+// reduced interface model (RIM, the `rim` coupling).
 #include <algorithm>
 #include <cmath>
 #include <limits>
