@@ -17,6 +17,7 @@
 #include "rt_config/loader.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "tasks/diagram.hpp"
+#include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
 #include "tools/plot/svg_plot.hpp"
 
@@ -71,6 +72,24 @@ TEST(RimFlexible, ALockedBeamRingsAtTheCantileverFrequency) {
   EXPECT_NEAR(period / expected, 1.0, 1e-6);
   EXPECT_LT(worst_e, 1e-9 * e0);
   EXPECT_LT(worst_lock, 1e-12);
+}
+
+// The frames of both tasks of the flexible example (the arm's model and
+// RIM, the payload's rim solve through it) allocate nothing once running.
+TEST(RimFlexible, FramesOfTheFlexibleExampleAllocateNothing) {
+  auto graph = build_graph(rtcosim::testing::load_example("rim_arm_contact_flexible.yaml"));
+  graph->reset();
+  const auto one_round = [&] {
+    for (auto& t : graph->tasks()) {
+      t->drain();
+      t->step(t->spec().period);
+      t->publish();
+    }
+  };
+  for (int i = 0; i < 10; ++i) one_round();  // warm-up
+  rtcosim::testing::AllocationScope scope;
+  for (int i = 0; i < 200; ++i) one_round();
+  EXPECT_EQ(scope.count(), 0u);
 }
 
 // One example run: the payload's x at its frames (co-simulation) and the
