@@ -2,7 +2,6 @@
 // (rigid, or with one flexible link) and a point mass, whose interface is
 // driven by a force, a spring to another body's motion, or the other body's
 // reduced interface model (RIM, the `rim` coupling).
-#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -440,7 +439,8 @@ std::unique_ptr<Block> make_flexible_arm(const std::string& name, const BlockPar
   }
   ap.joint_stiffness = p.vector_if(name, "joint_stiffness").value_or(Vector{});
   ap.joint_targets = p.vector_if(name, "joint_targets").value_or(Vector{});
-  ap.flexible_link = integer(name, "flexible_link", p.number(name, "flexible_link", last), 0, std::max(last, 0));
+  // No links: the model names `lengths`, not a flexible_link out of range.
+  if (last >= 0) ap.flexible_link = integer(name, "flexible_link", p.number(name, "flexible_link", last), 0, last);
   ap.modes = integer(name, "modes", p.number(name, "modes", 1.0), 1, mechanics::FlexibleArm::kMaxModes);
   ap.bending_stiffness = p.positive(name, "bending_stiffness");
   ap.mass_per_length = p.positive(name, "mass_per_length");
