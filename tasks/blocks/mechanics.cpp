@@ -1,6 +1,7 @@
-// Mechanical subsystems as blocks (issue 16): a mass chain and a planar arm
-// whose interface is driven by a force, a spring to another body's motion,
-// or the other body's reduced interface model (RIM, the `rim` coupling).
+// Mechanical subsystems as blocks (issue 16): a mass chain, a planar arm
+// (rigid, or with one flexible link) and a point mass, whose interface is
+// driven by a force, a spring to another body's motion, or the other body's
+// reduced interface model (RIM, the `rim` coupling).
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -8,6 +9,7 @@
 
 #include "base/rim_payload.hpp"
 #include "tasks/block_registry.hpp"
+#include "tasks/mechanics/flexible_arm.hpp"
 #include "tasks/mechanics/mechanical_model.hpp"
 #include "tasks/mechanics/reduced_interface.hpp"
 
@@ -428,6 +430,27 @@ std::unique_ptr<Block> make_planar_arm(const std::string& name, const BlockParam
   return model_block<mechanics::PlanarArm>(name, "planar_arm", p, std::move(ap));
 }
 
+std::unique_ptr<Block> make_flexible_arm(const std::string& name, const BlockParams& p) {
+  mechanics::FlexibleArm::Params ap;
+  ap.lengths = p.vector(name, "lengths");
+  ap.masses = p.vector(name, "masses");
+  ap.joint_damping = p.vector_if(name, "joint_damping").value_or(Vector{});
+  ap.gravity = p.number(name, "gravity", 9.81);
+  const int last = static_cast<int>(ap.lengths.size()) - 1;
+  if (const auto locked = p.vector_if(name, "locked_joints")) {
+    for (double j : *locked) ap.locked_joints.push_back(integer(name, "locked_joints", j, 0, last));
+  }
+  ap.joint_stiffness = p.vector_if(name, "joint_stiffness").value_or(Vector{});
+  ap.joint_targets = p.vector_if(name, "joint_targets").value_or(Vector{});
+  // No links: the model names `lengths`, not a flexible_link out of range.
+  if (last >= 0) ap.flexible_link = integer(name, "flexible_link", p.number(name, "flexible_link", last), 0, last);
+  ap.modes = integer(name, "modes", p.number(name, "modes", 1.0), 1, mechanics::FlexibleArm::kMaxModes);
+  ap.bending_stiffness = p.positive(name, "bending_stiffness");
+  ap.mass_per_length = p.positive(name, "mass_per_length");
+  ap.modal_damping = p.vector_if(name, "modal_damping").value_or(Vector{});
+  return model_block<mechanics::FlexibleArm>(name, "flexible_arm", p, std::move(ap));
+}
+
 std::unique_ptr<Block> make_point_mass(const std::string& name, const BlockParams& p) {
   mechanics::PointMass::Params mp;
   mp.mass = p.positive(name, "mass");
@@ -476,6 +499,25 @@ void register_mechanics_blocks(BlockRegistry& r) {
                            {"joint_targets", "list of numbers", "zeros", "rad, the angles the joint springs pull to"}});
   r.add({"planar_arm", "planar serial arm of rigid links, point masses; interface: the tip velocity (ni = 2)",
          std::move(arm), make_planar_arm});
+  auto flex = interface_docs();
+  flex.insert(flex.begin(),
+              {{"lengths", "list of positive numbers", "", "m, one per link (the flexible link's is the beam's L)"},
+               {"masses", "list of numbers", "",
+                "kg, point mass at each link's tip (> 0; >= 0 for the flexible link: its tip mass)"},
+               {"flexible_link", "integer", "last link", "the link that is an Euler-Bernoulli beam"},
+               {"modes", "integer", "1", "assumed modes of the beam (clamped-free cantilever shapes), 1..3"},
+               {"bending_stiffness", "positive number", "", "EI of the beam, N m^2"},
+               {"mass_per_length", "positive number", "", "rhoA of the beam, kg/m"},
+               {"modal_damping", "list of numbers >= 0", "zeros", "damping ratio per mode (of the clamped beam)"},
+               {"joint_damping", "list of numbers >= 0", "zeros", "N m s/rad per joint"},
+               {"gravity", "number", "9.81", "m/s^2 along -y"},
+               {"locked_joints", "list of numbers", "none", "joints held at their q0"},
+               {"joint_stiffness", "list of numbers >= 0", "zeros", "position control: N m/rad per joint"},
+               {"joint_targets", "list of numbers", "zeros", "rad, the angles the joint springs pull to"}});
+  r.add({"flexible_arm",
+         "planar serial arm with one flexible link (assumed modes, floating frame); q = [joint angles; modal "
+         "coordinates]; interface: the tip velocity (ni = 2)",
+         std::move(flex), make_flexible_arm});
   auto mass = interface_docs();
   mass.insert(mass.begin(), {{"mass", "positive number", "", "kg"},
                              {"gravity", "number", "9.81", "m/s^2 along -y"},
