@@ -97,9 +97,10 @@ TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
   for (std::size_t i = 0; i < units.size(); ++i) {
     EXPECT_EQ(allocations[i], 0u) << units[i].owner().spec().name;
   }
-  // 1.3 s of frames crossed the bridge both ways: the airframe's 65
-  // (20 ms) and the controller's 130 (10 ms), give or take the last ones
-  // still on their way when the bridges stopped.
+  // 1.3 s of frames crossed the bridge both ways: every block a producer's
+  // frame published was written (the sending thread flushes at stop), about
+  // the airframe's 65 (20 ms) and the controller's 130 (10 ms) when every
+  // period ran (a loaded machine misses some: they are not published).
   auto stats = [](runtime::Graph& g, const std::string& producer) -> const runtime::RemoteLinkStats& {
     for (auto* l : g.remote_links()) {
       if (l->producer == producer) return l->remote_stats;
@@ -110,8 +111,12 @@ TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
   const auto& airframe_in = stats(*hil, "airframe");
   const auto& controller_out = stats(*hil, "controller");
   const auto& controller_in = stats(*plant, "controller");
-  EXPECT_NEAR(static_cast<double>(airframe_out.written.load()), 65.0, 3.0);
-  EXPECT_NEAR(static_cast<double>(controller_out.written.load()), 130.0, 3.0);
+  const std::uint64_t airframe_frames = plant->find_task("airframe")->stats().frames.load();
+  const std::uint64_t controller_frames = hil->find_task("controller")->stats().frames.load();
+  EXPECT_EQ(airframe_out.written.load(), airframe_frames);
+  EXPECT_EQ(controller_out.written.load(), controller_frames);
+  EXPECT_GE(airframe_frames, 40u);
+  EXPECT_GE(controller_frames, 80u);
   EXPECT_GE(airframe_in.received.load() + 2, airframe_out.written.load());
   EXPECT_GE(controller_in.received.load() + 2, controller_out.written.load());
   EXPECT_EQ(airframe_in.lost.load() + controller_in.lost.load(), 0u);  // in-process: nothing lost
