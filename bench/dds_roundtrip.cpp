@@ -6,13 +6,21 @@
 //                      arrives (a wake word on their incoming link), so
 //                      the figure is the links' own, not a task's phase
 //   udp ping|pong      a raw UDP datagram of the same payload
+//   handoff            no network: two threads of one process wake each
+//                      other through a WakeWord, as a producer wakes the
+//                      bridge and the bridge a consumer; its round trip is
+//                      two thread hand-offs, the unit of what rtcosim's
+//                      remote link adds to a DDS round trip (four of them:
+//                      a sending thread and a consumer on each side)
 // Prints p50 / p99 / max of the round trips in microseconds, one line:
 //   roundtrip KIND n=N p50_us=.. p99_us=.. max_us=..
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <arpa/inet.h>
@@ -22,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/wake_word.hpp"
 #include "coupling/registry.hpp"
 #include "io/dds_bridge.hpp"
 #include "rt_config/loader.hpp"
@@ -167,17 +176,56 @@ int udp_side(bool ping, int count, const std::string& peer, int port) {
   return 0;
 }
 
+int handoff_side(int count) {
+  rtcosim::base::WakeWord to_b, to_a;
+  std::atomic<int> turn{0};
+  std::atomic<bool> done{false};
+  std::thread b([&] {
+    int answered = 0;
+    while (!done.load()) {
+      const std::uint32_t seen = to_b.value();
+      if (turn.load() == 2 * answered + 1) {
+        turn.store(2 * answered + 2);
+        ++answered;
+        to_a.notify();
+        continue;
+      }
+      to_b.wait(seen, 100'000'000);
+    }
+  });
+  std::vector<double> us;
+  for (int k = 0; k < count + 1; ++k) {
+    const std::int64_t t0 = now_ns();
+    turn.store(2 * k + 1);
+    to_b.notify();
+    for (;;) {
+      const std::uint32_t seen = to_a.value();
+      if (turn.load() == 2 * k + 2) break;
+      to_a.wait(seen, 100'000'000);
+    }
+    if (k > 0) us.push_back(static_cast<double>(now_ns() - t0) * 1e-3);
+    nap(1'000'000);
+  }
+  done.store(true);
+  to_b.notify();
+  b.join();
+  report("handoff", us);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
+  (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // naps as short as asked
+  if (args.size() == 2 && args[0] == "handoff") return handoff_side(std::stoi(args[1]));
   if (args.size() < 3 || (args[1] != "ping" && args[1] != "pong")) {
     std::cerr << "usage: dds_roundtrip rtcosim ping|pong COUNT [DOMAIN]\n"
-                 "       dds_roundtrip udp ping|pong COUNT PEER_ADDRESS [PORT]\n";
+                 "       dds_roundtrip udp ping|pong COUNT PEER_ADDRESS [PORT]\n"
+                 "       dds_roundtrip handoff COUNT\n";
     return 2;
   }
   const int count = std::stoi(args[2]);
-  (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);  // naps as short as asked
   if (args[0] == "rtcosim") return rtcosim_side(args[1] == "ping", count, args.size() > 3 ? args[3] : "0");
   if (args[0] == "udp" && args.size() > 3) {
     return udp_side(args[1] == "ping", count, args[3], args.size() > 4 ? std::stoi(args[4]) : 47300);
