@@ -219,7 +219,7 @@ class UdpSender final : public LiveSource {
           encode_datagram(sequence++, row.time, std::span<const double>(row.values.data(), signals()), buf);
       // A refused send (no one listening yet: ECONNREFUSED) is counted, never retried.
       if (::send(fd_, buf, n, 0) != static_cast<ssize_t>(n))
-        reject(std::string("send failed: ") + std::strerror(errno));
+        count_unsent(std::string("send failed: ") + std::strerror(errno));
     }
   }
 
@@ -284,6 +284,12 @@ void LiveSource::reject(std::string where_and_why) {
   last_bad_ = std::move(where_and_why);
 }
 
+void LiveSource::count_unsent(std::string why) {
+  unsent_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard lock(bad_mutex_);
+  last_bad_ = std::move(why);
+}
+
 void LiveSource::count_age(double age_s) noexcept {
   if (!std::isfinite(age_s)) return;
   const double at = std::floor(age_s / kAgeBucket) + static_cast<double>(kAgeBuckets / 2);
@@ -313,6 +319,7 @@ LiveStatus LiveSource::status() const {
   s.late = late_.load(std::memory_order_relaxed);
   s.out_of_order = out_of_order_.load(std::memory_order_relaxed);
   s.sequence_gaps = gaps_.load(std::memory_order_relaxed);
+  s.unsent = unsent_.load(std::memory_order_relaxed);
   std::lock_guard lock(bad_mutex_);
   s.last_bad = last_bad_;
   return s;

@@ -33,6 +33,7 @@ struct LiveStatus {
   std::uint64_t late = 0;           // taken by a frame whose time had already passed them
   std::uint64_t out_of_order = 0;   // not after the newest taken: dropped by the frame
   std::uint64_t sequence_gaps = 0;  // datagrams missing between two sequence numbers (udp)
+  std::uint64_t unsent = 0;         // udp_out: datagrams the kernel did not send (no receiver yet, ...)
   std::string last_bad;             // where the last malformed one came from and why
   // Rows taken by a frame, and the median of their age then: the taking
   // frame's simulation time minus the row's time tag (0.25 ms buckets,
@@ -67,7 +68,7 @@ class LiveSource {
   void count_out_of_order() noexcept { out_of_order_.fetch_add(1, std::memory_order_relaxed); }
   // RT: the age of a row a frame took (frame time - tag), in its bucket.
   void count_age(double age_s) noexcept;
-  static constexpr double kAgeBucket = 0.25e-3;    // seconds
+  static constexpr double kAgeBucket = 0.25e-3;     // seconds
   static constexpr std::size_t kAgeBuckets = 8000;  // -1 s .. 1 s
   [[nodiscard]] LiveStatus status() const;
   // RT, for an outgoing source (`udp_out`): the frame hands a row to the
@@ -82,13 +83,15 @@ class LiveSource {
   virtual void receive() = 0;
   void deliver(const LiveRow& row) noexcept;
   void reject(std::string where_and_why);
+  // A datagram of ours that could not be sent: not malformed input.
+  void count_unsent(std::string why);
   void count_gap(std::uint64_t n) noexcept { gaps_.fetch_add(n, std::memory_order_relaxed); }
 
  private:
   std::string key_;
   std::size_t signals_;
   boost::lockfree::spsc_queue<LiveRow> ring_;
-  std::atomic<std::uint64_t> good_{0}, malformed_{0}, ring_full_{0}, late_{0}, out_of_order_{0}, gaps_{0};
+  std::atomic<std::uint64_t> good_{0}, malformed_{0}, ring_full_{0}, late_{0}, out_of_order_{0}, gaps_{0}, unsent_{0};
   std::array<std::atomic<std::uint32_t>, kAgeBuckets> ages_{};
   mutable std::mutex bad_mutex_;  // receiver and reporter only, never a frame
   std::string last_bad_;

@@ -261,6 +261,28 @@ TEST(PlantUdp, OneSimulationsSignalsReachAnotherThroughUdpOut) {
   const auto out = status_of("udp_out:127.0.0.1:" + std::to_string(port));
   EXPECT_EQ(out.good, 100u);
   EXPECT_EQ(out.ring_full, 0u);
+  EXPECT_EQ(out.unsent, 0u);
+  EXPECT_EQ(out.malformed, 0u);
+}
+
+// Nobody listens: the kernel answers with ICMP port unreachable, and a later
+// send fails with ECONNREFUSED. That is our send failing, not bad input:
+// counted unsent with its reason, never malformed.
+TEST(PlantUdp, SendsNobodyReceivesAreCountedUnsentNotMalformed) {
+  const int port = rtcosim::testing::free_udp_port();
+  Rig sender({{"out", "udp_out", {{"port", static_cast<double>(port)}, {"signals", std::string("a")}}}}, {},
+             {{"src", {{"out", "a"}}, [](double t) { return t; }}});
+  const std::string key = "udp_out:127.0.0.1:" + std::to_string(port);
+  plant::LiveStatus out;
+  // Each step offers one datagram; the sender thread sends them as they come.
+  for (long k = 0; k < 2000 && out.unsent == 0; ++k) {
+    sender.step_at(k, 0.01);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    out = status_of(key);
+  }
+  EXPECT_GT(out.unsent, 0u);
+  EXPECT_EQ(out.malformed, 0u);
+  EXPECT_NE(out.last_bad.find("Connection refused"), std::string::npos) << out.last_bad;
 }
 
 }  // namespace
