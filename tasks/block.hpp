@@ -114,6 +114,23 @@ class Block {
   // Discrete state update at a sample hit, after `output` at that instant.
   virtual void update(const BlockContext& c) const noexcept { (void)c; }
 
+  // State-only outputs: ports declared with add_output(..., true) depend on
+  // the block's state and time, never directly on an input. The partition
+  // calls state_outputs() for every block that has them before the
+  // evaluation order starts (and output_derivatives() once before it too),
+  // so a wire from such a port orders nothing and closes no algebraic loop:
+  // two mechanical bodies that each integrate the other's reduced interface
+  // model (docs/rim.md). state_outputs() writes at least those ports;
+  // output() writes them again, with the same values.
+  virtual void state_outputs(const BlockContext& c) const noexcept { (void)c; }
+  [[nodiscard]] bool state_only(std::size_t port) const noexcept { return state_only_[port] != 0; }
+  [[nodiscard]] bool has_state_only_outputs() const noexcept {
+    for (unsigned char s : state_only_) {
+      if (s != 0) return true;
+    }
+    return false;
+  }
+
   // Tunable parameters: the ones a block lets its owner change between steps
   // (the state synchronisation's decision variables, docs/sync.md). Names
   // are static strings; `set_tunable` takes the index into them and returns
@@ -176,8 +193,9 @@ class Block {
     feedthrough_.push_back(feedthrough ? 1 : 0);
     return inputs_.size() - 1;
   }
-  std::size_t add_output(std::string name, std::size_t width) {
+  std::size_t add_output(std::string name, std::size_t width, bool state_only = false) {
     outputs_.push_back({std::move(name), width});
+    state_only_.push_back(state_only ? 1 : 0);
     return outputs_.size() - 1;
   }
   void set_continuous_states(std::size_t n) noexcept { continuous_states_ = n; }
@@ -194,6 +212,7 @@ class Block {
   std::vector<PortInfo> inputs_;
   std::vector<PortInfo> outputs_;
   std::vector<unsigned char> feedthrough_;
+  std::vector<unsigned char> state_only_;
   std::size_t continuous_states_ = 0;
   std::size_t discrete_states_ = 0;
   double sample_time_ = 0.0;

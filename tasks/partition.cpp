@@ -58,7 +58,8 @@ struct Partition::Impl {
   };
 
   std::vector<Slot> slots;
-  std::vector<std::size_t> order;  // slot indices in evaluation order
+  std::vector<std::size_t> order;     // slot indices in evaluation order
+  std::vector<std::size_t> early;     // slots with state-only outputs (Block::state_outputs), before `order`
   std::vector<std::size_t> stateful;  // slots with continuous states
   std::vector<std::size_t> discrete;  // slots with discrete updates
   std::vector<std::size_t> jumpers;   // slots whose output can jump (Block::jumps)
@@ -79,6 +80,11 @@ struct Partition::Impl {
   std::vector<double> k1, k2, k3, k4, xs, scratch_ext, scratch_xd;
 
   void outputs(double t) noexcept {
+    for (std::size_t i : early) {
+      Slot& slot = slots[i];
+      slot.context.t = t;
+      slot.block->state_outputs(slot.context);
+    }
     for (std::size_t i : order) {
       Slot& slot = slots[i];
       slot.context.t = t;
@@ -162,6 +168,12 @@ struct Partition::Impl {
   }
 
   void output_derivatives(std::span<const double> dx) noexcept {
+    // State-only outputs' derivatives depend on no input either: fresh
+    // before a block that reads them comes first in the order.
+    for (std::size_t i : early) {
+      Slot& slot = slots[i];
+      slot.block->output_derivatives(slot.context, dx.subspan(slot.x_offset, slot.block->continuous_states()));
+    }
     for (std::size_t i : order) {
       Slot& slot = slots[i];
       slot.block->output_derivatives(slot.context, dx.subspan(slot.x_offset, slot.block->continuous_states()));
@@ -258,7 +270,7 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     m.downstream[from_block].push_back(to_block);
     const Block& tb = *m.slots[to_block].block;
     const std::size_t to_port = find_port(tb.inputs(), w.to, tb, "input", context);
-    if (tb.feedthrough(to_port)) edges[from_block].push_back(to_block);
+    if (tb.feedthrough(to_port) && !fb.state_only(from_port)) edges[from_block].push_back(to_block);
   }
   std::size_t ext_size = 0;
   for (const auto& e : externals_) {
@@ -390,6 +402,7 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     slot.context.x = std::span<const double>(m.xe.data() + slot.x_offset, b.continuous_states());
     slot.context.xd = std::span<double>(s.xd.data() + slot.xd_offset, b.discrete_states());
     if (b.continuous_states() > 0) m.stateful.push_back(i);
+    if (b.has_state_only_outputs()) m.early.push_back(i);
     if (slot.discrete) m.discrete.push_back(i);
   }
   reset(0.0);

@@ -67,8 +67,9 @@ int integer(const std::string& block, const std::string& name, double v, int min
  * (v^T M v / 2 plus the model's potential), this body's own RIM packed for
  * a `rim` link, and, for spring and rim, `force` (lambda, on this body) and
  * `reaction` (-lambda, on the other body). The RIM output depends on the
- * state only (lambda~ holds f_e + f_d + f_o, not the interface force), so
- * two bodies wired both ways form no algebraic loop.
+ * state only (lambda~ holds f_e + f_d + f_o, not the interface force): a
+ * state-only output (Block::state_outputs), so two bodies wired both ways
+ * form no algebraic loop.
  * A RIM input that does not unpack, or reports singular_mass/non_finite,
  * counts as no RIM (lambda = 0) for that evaluation; singular_interface
  * uses the finite pseudo-inverse M_eff (no inertia in the blocked
@@ -117,7 +118,7 @@ class MechanicalBlock final : public Block {
     add_output("x", ni);
     add_output("w", ni);
     add_output("energy", 1);
-    add_output("rim", base::RimPayload::flat_size(ni));
+    add_output("rim", base::RimPayload::flat_size(ni), true);  // state only: two-way rim closes no loop
     add_output("motion", 2 * ni);
     if (drive_ == Drive::kSpring || drive_ == Drive::kRim) {
       add_output("force", ni);
@@ -194,6 +195,15 @@ class MechanicalBlock final : public Block {
         c.out(kReaction, i, -lambda_(e) + correction_(e));
       }
     }
+  }
+
+  // This body's RIM at (t, x): it holds no interface force, so it is ready
+  // before any input is (docs/rim.md, both directions).
+  void state_outputs(const BlockContext& c) const noexcept override {
+    load_state(c);
+    model_->evaluate(q_, v_, c.t, terms_);
+    wi_.noalias() = terms_.ai * v_;
+    publish_rim(c);
   }
 
   void derivatives(const BlockContext& c, std::span<double> dx) const noexcept override {

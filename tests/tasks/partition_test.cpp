@@ -53,6 +53,65 @@ TEST(Partition, AnAlgebraicLoopIsAnErrorNamingItsBlocks) {
   EXPECT_NE(e.find("unit_delay"), std::string::npos) << e;
 }
 
+// A block with one state x0 (held: x' = 0), a state-only output y = x and
+// an output z = u that passes its input straight through.
+class Mirror final : public Block {
+ public:
+  Mirror(std::string name, double x0) : Block(std::move(name), "mirror"), x0_(x0) {
+    add_input("u", 1, true);
+    add_output("y", 1, true);
+    add_output("z", 1);
+    set_continuous_states(1);
+  }
+  void initialize(std::span<double> x, std::span<double>) const noexcept override { x[0] = x0_; }
+  void state_outputs(const BlockContext& c) const noexcept override { c.out(0, 0, c.x[0]); }
+  void output(const BlockContext& c) const noexcept override {
+    c.out(0, 0, c.x[0]);
+    c.out(1, 0, c.in(0));
+  }
+  void derivatives(const BlockContext&, std::span<double> dx) const noexcept override { dx[0] = 0.0; }
+
+ private:
+  double x0_;
+};
+
+std::unique_ptr<Partition> mirrors(const std::vector<WireSpec>& wires) {
+  std::vector<std::unique_ptr<Block>> blocks;
+  blocks.push_back(std::make_unique<Mirror>("a", 1.0));
+  blocks.push_back(std::make_unique<Mirror>("b", 2.0));
+  auto p = std::make_unique<Partition>("p", std::move(blocks), wires, std::vector<ExternalInputSpec>{},
+                                       IntegratorKind::kEuler);
+  p->reset(0.0);
+  Sine none;
+  p->refresh_outputs(none);
+  return p;
+}
+
+// Two blocks that feed each other only from state-only outputs (as two
+// mechanical bodies exchange their reduced interface models) form no
+// algebraic loop: each sees the other's state in the same evaluation.
+TEST(Partition, AWireFromAStateOnlyOutputClosesNoLoop) {
+  auto p = mirrors({{{"a", "y"}, {"b", "u"}}, {{"b", "y"}, {"a", "u"}}});
+  EXPECT_EQ(p->output(p->find_output({"a", "z"}))[0], 2.0);
+  EXPECT_EQ(p->output(p->find_output({"b", "z"}))[0], 1.0);
+  // a.u <- b.z still orders b before a: b.z = a.y = 1 reaches a.z in the
+  // same evaluation only in that order.
+  auto q = mirrors({{{"a", "y"}, {"b", "u"}}, {{"b", "z"}, {"a", "u"}}});
+  const auto order = q->evaluation_order();
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_EQ(order[0], "b");
+  EXPECT_EQ(q->output(q->find_output({"a", "z"}))[0], 1.0);
+}
+
+TEST(Partition, ALoopThroughPassThroughOutputsIsStillRefused) {
+  try {
+    (void)mirrors({{{"a", "z"}, {"b", "u"}}, {{"b", "z"}, {"a", "u"}}});
+    FAIL() << "a real algebraic loop was accepted";
+  } catch (const BlockError& e) {
+    EXPECT_NE(std::string(e.what()).find("algebraic loop through blocks a -> b -> a"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Partition, WiringErrorsNameWhatIsWrong) {
   const std::vector<BlockSpec> two = {{"src", "constant", {{"value", Vector{1, 2}}}, ""}, {"g", "gain", {{"gain", 1.0}}, ""}};
   EXPECT_EQ(error_of(two, {{{"scr", "y"}, {"g", "u"}}}),

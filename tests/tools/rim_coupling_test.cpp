@@ -74,6 +74,21 @@ std::string rim_yaml(const Scenario& s) {
          s.force_method + horizon(s) + "}}\n";
 }
 
+// Both directions: each body integrates the other's RIM and solves the bolt
+// force of its own model; only state-only RIMs cross (docs/rim.md).
+std::string two_way_yaml(const Scenario& s) {
+  std::string payload = kPayload;
+  payload.replace(payload.find("q0:"), 3, "interface: rim, q0:");
+  return "name: rim_two_way\n" + tasks_yaml(s) + "blocks:\n" + payload +
+         "  - {name: arm, type: mass_chain, task: body1, params: {masses: [1.0], stiffness: [100], interface: rim, "
+         "q0: [0.1]}}\n"
+         "wires:\n"
+         "  - {from: payload.rim, to: arm.rim, coupling: {method: rim}}\n"
+         "  - {from: arm.rim, to: payload.rim, coupling: {method: rim" +
+         horizon(s) + "}}\n";
+}
+const std::string kTwoWay = "rim, both directions";
+
 // Signal-based coupling cannot join two bodies rigidly: the bolt becomes a
 // stiff penalty spring (10^4 N/m, 20 N s/m) between body1 and body2's
 // motion, and body1 sends its force back.
@@ -182,6 +197,45 @@ TEST(RimCoupling, TheExampleFollowsTheMonolithicSolution) {
 
 // ------------------------------------------------- monolithic, bit for bit
 
+// The co-simulated graph `yaml` with both blocks in one task, wired directly.
+std::string monolithic(std::string mono) {
+  mono.replace(mono.find("task: body2"), 11, "task: body1");
+  for (auto at = mono.find(", coupling: {"); at != std::string::npos; at = mono.find(", coupling: {")) {
+    mono.erase(at, mono.find('}', at) + 1 - at);
+  }
+  mono.replace(mono.find("  - {name: body2"), mono.find("  - {name: body1") - mono.find("  - {name: body2"), "");
+  return mono;
+}
+
+// Euler, both tasks at 1 ms: the co-simulation of `yaml` against the same
+// blocks in one task, frame by frame; the number of frames that differ.
+std::size_t frames_unlike_the_monolithic_run(const std::string& yaml, std::vector<double>* force_out) {
+  const double duration = 2.0;
+  const Trace cosim = run(spec_of(yaml), duration);
+  auto mono_spec = spec_of(monolithic(yaml));
+  EXPECT_EQ(mono_spec.tasks.size(), 1u);
+  auto graph = build_graph(mono_spec);
+  runtime::TaskRuntime* task = graph->find_task("body1");
+  const auto q1 = task->partition().find_output({"arm", "q"});
+  const auto f1 = task->partition().find_output({"arm", "force"});
+  const auto q2 = task->partition().find_output({"payload", "q"});
+  std::vector<double> x1, force, x2;
+  runtime::VirtualExecutor(*graph).run(duration, [&](runtime::TaskRuntime& t, const runtime::FrameRecord&) {
+    x1.push_back(t.partition().output(q1)[0]);
+    force.push_back(t.partition().output(f1)[0]);
+    x2.push_back(t.partition().output(q2)[0]);
+  });
+  EXPECT_EQ(cosim.x1.size(), 2000u);
+  EXPECT_EQ(x1.size(), 2000u);
+  EXPECT_EQ(cosim.x2.size(), 2000u);
+  std::size_t differ = 0;
+  for (std::size_t k = 0; k < std::min({x1.size(), cosim.x1.size(), cosim.x2.size()}); ++k) {
+    differ += cosim.x1[k] != x1[k] || cosim.force[k] != force[k] || cosim.x2[k] != x2[k];
+  }
+  *force_out = force;
+  return differ;
+}
+
 // With explicit Euler and the macro step equal to the micro step, body1's
 // single derivative evaluation per step at t_n sees the payload's RIM of
 // t_n exactly (the payload runs first at every instant), and the payload
@@ -194,37 +248,21 @@ TEST(RimCoupling, EulerAtEqualStepsIsTheMonolithicRunBitForBit) {
   s.macro = s.micro = 0.001;
   s.integrator = "euler";
   s.force_method = "zoh";
-  const double duration = 2.0;
-  const Trace cosim = run(spec_of(rim_yaml(s)), duration);
-  std::string mono = rim_yaml(s);
-  // One task runs both blocks, wired directly.
-  mono.replace(mono.find("task: body2"), 11, "task: body1");
-  for (auto at = mono.find(", coupling: {"); at != std::string::npos; at = mono.find(", coupling: {")) {
-    mono.erase(at, mono.find('}', at) + 1 - at);
-  }
-  mono.replace(mono.find("  - {name: body2"), mono.find("  - {name: body1") - mono.find("  - {name: body2"), "");
-  auto mono_spec = spec_of(mono);
-  ASSERT_EQ(mono_spec.tasks.size(), 1u);
-  auto graph = build_graph(mono_spec);
-  runtime::TaskRuntime* task = graph->find_task("body1");
-  const auto q1 = task->partition().find_output({"arm", "q"});
-  const auto f1 = task->partition().find_output({"arm", "force"});
-  const auto q2 = task->partition().find_output({"payload", "q"});
-  std::vector<double> x1, force, x2;
-  runtime::VirtualExecutor(*graph).run(duration, [&](runtime::TaskRuntime& t, const runtime::FrameRecord&) {
-    x1.push_back(t.partition().output(q1)[0]);
-    force.push_back(t.partition().output(f1)[0]);
-    x2.push_back(t.partition().output(q2)[0]);
-  });
-  ASSERT_EQ(cosim.x1.size(), 2000u);
-  ASSERT_EQ(x1.size(), 2000u);
-  ASSERT_EQ(cosim.x2.size(), 2000u);
-  std::size_t differ = 0;
-  for (std::size_t k = 0; k < x1.size(); ++k) {
-    differ += cosim.x1[k] != x1[k] || cosim.force[k] != force[k] || cosim.x2[k] != x2[k];
-  }
-  EXPECT_EQ(differ, 0u) << "first values: " << cosim.x1[1] << " vs " << x1[1];
+  std::vector<double> force;
+  EXPECT_EQ(frames_unlike_the_monolithic_run(rim_yaml(s), &force), 0u);
   // Not a trivially quiet run: the bolt force swings by newtons.
+  EXPECT_GT(*std::max_element(force.begin(), force.end()) - *std::min_element(force.begin(), force.end()), 1.0);
+}
+
+// Both directions in one task: each block integrates the other's RIM of
+// the same evaluation (state-only outputs), the co-simulation the one of
+// the same instant through the links.
+TEST(RimCoupling, BothDirectionsAtEqualStepsAreTheMonolithicRunBitForBit) {
+  Scenario s;
+  s.macro = s.micro = 0.001;
+  s.integrator = "euler";
+  std::vector<double> force;
+  EXPECT_EQ(frames_unlike_the_monolithic_run(two_way_yaml(s), &force), 0u);
   EXPECT_GT(*std::max_element(force.begin(), force.end()) - *std::min_element(force.begin(), force.end()), 1.0);
 }
 
@@ -235,15 +273,9 @@ TEST(RimCoupling, EulerAtEqualStepsIsTheMonolithicRunBitForBit) {
 // straight line between its models (rim order 1) and body2 extrapolates the
 // bolt force linearly: halving both steps quarters the largest energy
 // error. Held instead (rim order 0, zoh), both are first order: it halves.
-double energy_error(double micro, const std::string& rim_method, const std::string& force_method) {
-  Scenario s;
-  s.micro = micro;
-  s.macro = 4 * micro;
-  s.force_method = force_method;
-  std::string yaml = rim_yaml(s);
-  yaml.replace(yaml.find("{method: rim}"), 13, "{method: " + rim_method + "}");
-  const Trace tr = run(spec_of(yaml), 2.0);
-  // The sum at body2's frames (body1 has a frame at each of them).
+// The largest change of the two bodies' summed energy, relative to its
+// start, at body2's frames (body1 has a frame at each of them).
+double largest_energy_drift(const Trace& tr) {
   double e0 = NAN, worst = 0.0;
   std::size_t j = 0;
   for (std::size_t k = 0; k < tr.t2.size(); ++k) {
@@ -256,11 +288,40 @@ double energy_error(double micro, const std::string& rim_method, const std::stri
   return worst / e0;
 }
 
+double energy_error(double micro, const std::string& rim_method, const std::string& force_method) {
+  Scenario s;
+  s.micro = micro;
+  s.macro = 4 * micro;
+  s.force_method = force_method;
+  std::string yaml = rim_yaml(s);
+  yaml.replace(yaml.find("{method: rim}"), 13, "{method: " + rim_method + "}");
+  return largest_energy_drift(run(spec_of(yaml), 2.0));
+}
+
 TEST(RimCoupling, UndampedEnergyErrorIsSecondOrderInTheStep) {
   const double coarse = energy_error(0.001, "rim", "polynomial, order: 1");
   const double fine = energy_error(0.0005, "rim", "polynomial, order: 1");
   std::printf("largest relative energy error: %.4g (h 1 ms, H 4 ms), %.4g (0.5 ms, 2 ms), ratio %.3f\n", coarse, fine,
               coarse / fine);
+  EXPECT_LT(coarse, 1e-3);
+  EXPECT_GT(coarse / fine, 3.6);
+  EXPECT_LT(coarse / fine, 4.4);
+}
+
+// Both directions: body2 extrapolates body1's model linearly over its step
+// and body1 interpolates body2's, so the energy error is second order too.
+double two_way_energy_error(double micro) {
+  Scenario s;
+  s.micro = micro;
+  s.macro = 4 * micro;
+  return largest_energy_drift(run(spec_of(two_way_yaml(s)), 2.0));
+}
+
+TEST(RimCoupling, BothDirectionsKeepTheEnergyToSecondOrder) {
+  const double coarse = two_way_energy_error(0.001);
+  const double fine = two_way_energy_error(0.0005);
+  std::printf("both directions: largest relative energy error %.4g (h 1 ms, H 4 ms), %.4g (0.5 ms, 2 ms), ratio %.3f\n",
+              coarse, fine, coarse / fine);
   EXPECT_LT(coarse, 1e-3);
   EXPECT_GT(coarse / fine, 3.6);
   EXPECT_LT(coarse / fine, 4.4);
@@ -281,7 +342,7 @@ TEST(RimCoupling, StaysStableWhereSignalCouplingDiverges) {
   const std::vector<double> steps = {0.001, 0.002, 0.005, 0.010, 0.020, 0.050};
   // ecc at its default order 3 diverges at every step here, 1 ms included;
   // order 1 is its best.
-  const std::vector<std::string> methods = {"rim", "predictor", "hermite", "ecc, order: 1, interp_order: 1"};
+  const std::vector<std::string> methods = {"rim", kTwoWay, "predictor", "hermite", "ecc, order: 1, interp_order: 1"};
   std::ostringstream table;
   table << "| macro step | method | RMS x1 (m) | RMS x2 (m) | RMS interface force (N) | stable |\n"
         << "|---|---|---|---|---|---|\n";
@@ -293,7 +354,7 @@ TEST(RimCoupling, StaysStableWhereSignalCouplingDiverges) {
       s.macro = h;
       const char* force = std::getenv("RIM_FORCE_METHOD");
       if (force) s.force_method = force;
-      const auto spec = spec_of(m == "rim" ? rim_yaml(s) : signal_yaml(s, m));
+      const auto spec = spec_of(m == "rim" ? rim_yaml(s) : m == kTwoWay ? two_way_yaml(s) : signal_yaml(s, m));
       const Trace tr = run(spec, s.duration);
       const Errors e = errors_of(spec, tr, s.duration);
       char row[300];
@@ -326,9 +387,10 @@ TEST(RimCoupling, StaysStableWhereSignalCouplingDiverges) {
   double best_signal = 0.0;
   for (const auto& m : methods) {
     std::printf("%s: largest stable macro step %g ms\n", m.c_str(), largest_stable[m] * 1e3);
-    if (m != "rim") best_signal = std::max(best_signal, largest_stable[m]);
+    if (m != "rim" && m != kTwoWay) best_signal = std::max(best_signal, largest_stable[m]);
   }
   EXPECT_EQ(largest_stable["rim"], 0.050);
+  EXPECT_EQ(largest_stable[kTwoWay], 0.050);
   EXPECT_GE(largest_stable["rim"], 4 * best_signal);
 
   if (const char* dir = std::getenv("RTCOSIM_RIM_REPORT")) {
@@ -338,7 +400,7 @@ TEST(RimCoupling, StaysStableWhereSignalCouplingDiverges) {
     fig.x_label = "macro step (ms)";
     plot::Panel panel;
     panel.y_label = "log10 RMS x2 error (m)";
-    const char* colors[] = {"#d62728", "#1f77b4", "#2ca02c", "#9467bd"};
+    const char* colors[] = {"#d62728", "#ff7f0e", "#1f77b4", "#2ca02c", "#9467bd"};
     std::vector<double> ms;
     for (double h : steps) ms.push_back(h * 1e3);
     for (std::size_t i = 0; i < methods.size(); ++i) {
