@@ -161,6 +161,11 @@ struct DdsBridge::Impl {
       : graph(g), host(g.host()), hash(g.spec().text_hash), max_sequence_gap(g.spec().dds.max_sequence_gap) {}
 
   ~Impl() {
+    // Here, not in ~DdsBridge: a constructor that throws half-way has
+    // already pointed some links' wake-ups at `produced`.
+    for (auto& e : ends) {
+      if (e->writer) e->link->link->set_wake(nullptr);
+    }
     if (participant > 0) dds_delete(participant);
   }
 
@@ -397,6 +402,10 @@ struct DdsBridge::Impl {
       for (auto& e : ends) {
         if (e->writer) write_out(*e);
       }
+      // stop() clears `running` before its notify: either this sees it, or
+      // the notify changes the word after `seen` was read and the wait
+      // returns at once.
+      if (!running.load(std::memory_order_seq_cst)) break;
       produced.wait(seen, kAnnouncePeriod);
     }
     for (auto& e : ends) {
@@ -409,10 +418,13 @@ struct DdsBridge::Impl {
   void pump(RemoteEnd& e) noexcept {
     e.pending.fetch_add(1, std::memory_order_seq_cst);
     while (running.load(std::memory_order_acquire)) {
-      if (e.busy.test_and_set(std::memory_order_acquire)) return;  // the holder looks again
+      // All four in one total order: a caller that finds `busy` held has
+      // raised `pending` before the holder's clear, so the holder's load
+      // after its clear sees it (with release/acquire both could miss).
+      if (e.busy.test_and_set(std::memory_order_seq_cst)) return;  // the holder looks again
       e.pending.store(0, std::memory_order_seq_cst);
       read_in(e);
-      e.busy.clear(std::memory_order_release);
+      e.busy.clear(std::memory_order_seq_cst);
       if (e.pending.load(std::memory_order_seq_cst) == 0) return;
     }
   }
@@ -509,7 +521,6 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
     }
     if (l->producer_local) {
       e->writer = dds_create_writer(m.participant, e->topic, q, nullptr);
-      l->link->set_wake(&m.produced);
       e->values.assign(n, 0.0);
       e->derivatives.assign(n, 0.0);
       e->known = std::make_unique<bool[]>(n);
@@ -523,17 +534,14 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
     }
     dds_delete_qos(q);
     check(e->writer ? e->writer : e->reader, ("creating the endpoint of topic " + l->topic).c_str());
+    if (e->writer) l->link->set_wake(&m.produced);
     m.ends.push_back(std::move(e));
   }
 }
 
-DdsBridge::~DdsBridge() {
-  stop();
-  // The graph outlives the bridge and may publish again (a restart).
-  for (auto& e : impl_->ends) {
-    if (e->writer) e->link->link->set_wake(nullptr);
-  }
-}
+// The graph outlives the bridge and may publish again (a restart): ~Impl
+// takes the links' wake-ups back.
+DdsBridge::~DdsBridge() { stop(); }
 
 std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
   Impl& m = *impl_;
@@ -605,6 +613,14 @@ void DdsBridge::start(bool fifo) {
     e->link->remote_stats.last_sequence.store(kInitialSequence, std::memory_order_relaxed);
     e->deadline_base = deadline_count(*e);
   }
+  // A start after a stop: the ends stop() held are free again.
+  for (auto& e : m.ends) {
+    if (e->held) {
+      e->held = false;
+      e->busy.clear(std::memory_order_seq_cst);
+    }
+  }
+  (void)dds_waitset_set_trigger(m.waitset, false);
   m.running.store(true);
   // What arrived before the start waited in the readers: the listener only
   // takes samples while the bridge runs.
@@ -619,6 +635,9 @@ void DdsBridge::stop() {
   Impl& m = *impl_;
   m.running.store(false);
   m.produced.notify();
+  // Ends the receiving thread's wait now, not at its timeout (up to an
+  // announce period).
+  if (m.waitset > 0) (void)dds_waitset_set_trigger(m.waitset, true);
   if (m.sender.joinable()) m.sender.join();
   if (m.thread.joinable()) m.thread.join();
   // A listener call that saw the bridge running may still be pushing:

@@ -116,20 +116,15 @@ class Block {
 
   // State-only outputs: ports declared with add_output(..., true) depend on
   // the block's state and time, never directly on an input. The partition
-  // calls state_outputs() for every block that has them before the
-  // evaluation order starts (and output_derivatives() once before it too),
+  // calls state_outputs() before the evaluation order starts for a block
+  // whose state-only port feeds a feedthrough input in the same partition
+  // (and output_derivatives() once before it too),
   // so a wire from such a port orders nothing and closes no algebraic loop:
   // two mechanical bodies that each integrate the other's reduced interface
   // model (docs/rim.md). state_outputs() writes at least those ports;
   // output() writes them again, with the same values.
   virtual void state_outputs(const BlockContext& c) const noexcept { (void)c; }
   [[nodiscard]] bool state_only(std::size_t port) const noexcept { return state_only_[port] != 0; }
-  [[nodiscard]] bool has_state_only_outputs() const noexcept {
-    for (unsigned char s : state_only_) {
-      if (s != 0) return true;
-    }
-    return false;
-  }
 
   // Tunable parameters: the ones a block lets its owner change between steps
   // (the state synchronisation's decision variables, docs/sync.md). Names

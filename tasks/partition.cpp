@@ -59,7 +59,7 @@ struct Partition::Impl {
 
   std::vector<Slot> slots;
   std::vector<std::size_t> order;     // slot indices in evaluation order
-  std::vector<std::size_t> early;     // slots with state-only outputs (Block::state_outputs), before `order`
+  std::vector<std::size_t> early;     // slots whose state-only outputs feed a feedthrough input here, before `order`
   std::vector<std::size_t> stateful;  // slots with continuous states
   std::vector<std::size_t> discrete;  // slots with discrete updates
   std::vector<std::size_t> jumpers;   // slots whose output can jump (Block::jumps)
@@ -258,6 +258,10 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     slot_source = std::move(source);
   };
   std::vector<std::vector<std::size_t>> edges(m.slots.size());  // feedthrough: from -> to
+  // Only a state-only output that a feedthrough input reads without an
+  // ordering edge needs computing before the order: any other block's
+  // state_outputs would be a second evaluation of its model for nothing.
+  std::vector<unsigned char> needs_early(m.slots.size(), 0);
   m.downstream.resize(m.slots.size());
   for (const auto& w : wires) {
     const std::string context = "wire '" + w.from.str() + " -> " + w.to.str() + "'";
@@ -270,7 +274,12 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     m.downstream[from_block].push_back(to_block);
     const Block& tb = *m.slots[to_block].block;
     const std::size_t to_port = find_port(tb.inputs(), w.to, tb, "input", context);
-    if (tb.feedthrough(to_port) && !fb.state_only(from_port)) edges[from_block].push_back(to_block);
+    if (tb.feedthrough(to_port)) {
+      if (fb.state_only(from_port))
+        needs_early[from_block] = 1;
+      else
+        edges[from_block].push_back(to_block);
+    }
   }
   std::size_t ext_size = 0;
   for (const auto& e : externals_) {
@@ -402,7 +411,7 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     slot.context.x = std::span<const double>(m.xe.data() + slot.x_offset, b.continuous_states());
     slot.context.xd = std::span<double>(s.xd.data() + slot.xd_offset, b.discrete_states());
     if (b.continuous_states() > 0) m.stateful.push_back(i);
-    if (b.has_state_only_outputs()) m.early.push_back(i);
+    if (needs_early[i]) m.early.push_back(i);
     if (slot.discrete) m.discrete.push_back(i);
   }
   reset(0.0);

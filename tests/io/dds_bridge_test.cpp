@@ -101,11 +101,14 @@ TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
   // frame published was written (the sending thread flushes at stop), about
   // the airframe's 65 (20 ms) and the controller's 130 (10 ms) when every
   // period ran (a loaded machine misses some: they are not published).
-  auto stats = [](runtime::Graph& g, const std::string& producer) -> const runtime::RemoteLinkStats& {
+  auto remote = [](runtime::Graph& g, const std::string& producer) -> const runtime::GraphLink& {
     for (auto* l : g.remote_links()) {
-      if (l->producer == producer) return l->remote_stats;
+      if (l->producer == producer) return *l;
     }
     throw std::logic_error("no remote link from " + producer);
+  };
+  auto stats = [&](runtime::Graph& g, const std::string& producer) -> const runtime::RemoteLinkStats& {
+    return remote(g, producer).remote_stats;
   };
   const auto& airframe_out = stats(*plant, "airframe");
   const auto& airframe_in = stats(*hil, "airframe");
@@ -113,8 +116,16 @@ TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
   const auto& controller_in = stats(*plant, "controller");
   const std::uint64_t airframe_frames = plant->find_task("airframe")->stats().frames.load();
   const std::uint64_t controller_frames = hil->find_task("controller")->stats().frames.load();
-  EXPECT_EQ(airframe_out.written.load(), airframe_frames);
-  EXPECT_EQ(controller_out.written.load(), controller_frames);
+  // Each frame's block is published into the ring (or dropped when the
+  // sending thread fell a ring behind), and so is the initial block at the
+  // start, which is not sent (the consumer's host computes its own); every
+  // other published block is written.
+  const coupling::Link& airframe_link = *remote(*plant, "airframe").link;
+  const coupling::Link& controller_link = *remote(*hil, "controller").link;
+  EXPECT_EQ(airframe_link.published() + airframe_link.dropped(), airframe_frames + 1);
+  EXPECT_EQ(controller_link.published() + controller_link.dropped(), controller_frames + 1);
+  EXPECT_EQ(airframe_out.written.load() + airframe_out.write_errors.load() + 1, airframe_link.published());
+  EXPECT_EQ(controller_out.written.load() + controller_out.write_errors.load() + 1, controller_link.published());
   EXPECT_GE(airframe_frames, 40u);
   EXPECT_GE(controller_frames, 80u);
   EXPECT_GE(airframe_in.received.load() + 2, airframe_out.written.load());
@@ -218,15 +229,30 @@ void await_received(const runtime::RemoteLinkStats& st, std::uint64_t count) {
   for (int i = 0; i < 500 && st.received.load() < count; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
+// The hil-pc host's bridge, started, and a foreign writer on the topic of
+// the link it consumes (from the airframe, period 20 ms: deadline 40 ms).
+struct HilEnd {
+  explicit HilEnd(int domain)
+      : spec(two_hosts(domain)), hil(host_graph(spec)), bridge(*hil), link(consumed_here(*hil)),
+        foreign(domain, link, 0.040) {
+    hil->reset();
+    bridge.start(false);
+  }
+  static std::unique_ptr<runtime::Graph> host_graph(const config::GraphSpec& s) {
+    auto g = rtcosim::testing::build_graph(s);
+    g->set_host("hil-pc");
+    return g;
+  }
+  const config::GraphSpec spec;
+  std::unique_ptr<runtime::Graph> hil;
+  DdsBridge bridge;
+  runtime::GraphLink& link;
+  ForeignWriter foreign;
+};
+
 TEST(DdsBridge, AHostileSequenceNumberIsOneResetNotBillionsLost) {
-  const config::GraphSpec spec = two_hosts(45);
-  auto hil = rtcosim::testing::build_graph(spec);
-  hil->set_host("hil-pc");
-  DdsBridge bridge(*hil);
-  runtime::GraphLink& link = consumed_here(*hil);
-  ForeignWriter foreign(45, link, 0.040);
-  hil->reset();
-  bridge.start(false);
+  HilEnd end(45);
+  auto& [spec, hil, bridge, link, foreign] = end;
   ASSERT_TRUE(foreign.matched(5.0));
   // The producer's frames 2, 3, 5 (4 lost), one sample claiming 2^62, then
   // the producer goes on with 6 and 7.
@@ -242,16 +268,27 @@ TEST(DdsBridge, AHostileSequenceNumberIsOneResetNotBillionsLost) {
   EXPECT_EQ(link.remote_stats.sequence_resets.load(), 2u);  // to 2^62 and back
 }
 
-TEST(DdsBridge, ASilentProducerMissesTheLinksDeadlineOncePerTwoPeriods) {
-  const config::GraphSpec spec = two_hosts(46);
-  auto hil = rtcosim::testing::build_graph(spec);
-  hil->set_host("hil-pc");
-  DdsBridge bridge(*hil);
-  runtime::GraphLink& link = consumed_here(*hil);  // from the airframe, period 20 ms: deadline 40 ms
-  ASSERT_EQ(link.producer, "airframe");
-  ForeignWriter producer(46, link, 0.040);
-  hil->reset();
+// stop() keeps the listener out of every consumer's ring; a start after it
+// lets it in again (a bridge that once stopped took nothing more).
+TEST(DdsBridge, ABridgeStartedAgainAfterItsStopReceivesAgain) {
+  HilEnd end(50);
+  auto& [spec, hil, bridge, link, foreign] = end;
+  ASSERT_TRUE(foreign.matched(5.0));
+  foreign.write(spec.text_hash, 2);
+  await_received(link.remote_stats, 1);
+  bridge.stop();
+  ASSERT_EQ(link.remote_stats.received.load(), 1u);
   bridge.start(false);
+  foreign.write(spec.text_hash, 3);
+  await_received(link.remote_stats, 2);
+  bridge.stop();
+  EXPECT_EQ(link.remote_stats.received.load(), 2u);
+}
+
+TEST(DdsBridge, ASilentProducerMissesTheLinksDeadlineOncePerTwoPeriods) {
+  HilEnd end(46);
+  auto& [spec, hil, bridge, link, producer] = end;
+  ASSERT_EQ(link.producer, "airframe");
   ASSERT_TRUE(producer.matched(5.0));
   producer.write(spec.text_hash, 2);
   await_received(link.remote_stats, 1);
