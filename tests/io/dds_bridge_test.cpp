@@ -233,7 +233,10 @@ void await_received(const runtime::RemoteLinkStats& st, std::uint64_t count) {
 // the link it consumes (from the airframe, period 20 ms: deadline 40 ms).
 struct HilEnd {
   explicit HilEnd(int domain)
-      : spec(two_hosts(domain)), hil(host_graph(spec)), bridge(*hil), link(consumed_here(*hil)),
+      : spec(two_hosts(domain)),
+        hil(host_graph(spec)),
+        bridge(*hil),
+        link(consumed_here(*hil)),
         foreign(domain, link, 0.040) {
     hil->reset();
     bridge.start(false);
