@@ -15,6 +15,7 @@ std::size_t RimPayload::pack(std::span<double> out) const noexcept {
   for (std::size_t i = 0; i < dims; ++i) out[k++] = lambda_tilde[i];
   for (std::size_t i = 0; i < dims; ++i) out[k++] = z[i];
   for (std::size_t i = 0; i < dims; ++i) out[k++] = velocity[i];
+  for (std::size_t i = 0; i < dims; ++i) out[k++] = position[i];
   return k;
 }
 
@@ -23,7 +24,7 @@ std::string_view rim_unpack_error_text(RimUnpackError error) noexcept {
     case RimUnpackError::kNone:
       return "ok";
     case RimUnpackError::kTooShort:
-      return "RIM payload shorter than its header or than 4 + ni^2 + 3 ni doubles";
+      return "RIM payload shorter than its header or than 4 + ni^2 + 4 ni doubles";
     case RimUnpackError::kBadDimension:
       return "RIM payload interface dimension is not an integer in [1, 6]";
     case RimUnpackError::kBadStatus:
@@ -62,6 +63,7 @@ RimUnpackError unpack_rim_payload(std::span<const double> in, RimPayload& out) n
   for (std::size_t i = 0; i < dims; ++i) out.lambda_tilde[i] = in[k++];
   for (std::size_t i = 0; i < dims; ++i) out.z[i] = in[k++];
   for (std::size_t i = 0; i < dims; ++i) out.velocity[i] = in[k++];
+  for (std::size_t i = 0; i < dims; ++i) out.position[i] = in[k++];
   return RimUnpackError::kNone;
 }
 

@@ -23,10 +23,12 @@ namespace rtcosim::base {
  * (0 ok, 1 singular_interface, 2 singular_mass, 3 non_finite); coupling does
  * not link the tasks layer.
  *
- * Flat layout, flat_size(ni) = 4 + ni^2 + 3 ni doubles:
+ * Flat layout, flat_size(ni) = 4 + ni^2 + 4 ni doubles:
  *   [0] tag (simulation seconds at which the model holds)
  *   [1] ni   [2] status   [3] condition of G (>= 1, or +inf)
- *   then M_eff row-major (ni^2), lambda~ (ni), z_i (ni), w_i (ni).
+ *   then M_eff row-major (ni^2), lambda~ (ni), z_i (ni), w_i (ni), x_i (ni).
+ * The interface position x_i lets the receiver hold the two bodies'
+ * interfaces together at position level (docs/rim.md, drift).
  */
 struct RimPayload {
   static constexpr std::size_t kMaxInterfaceDims = 6;
@@ -40,8 +42,9 @@ struct RimPayload {
   std::array<double, kMaxInterfaceDims> lambda_tilde{};
   std::array<double, kMaxInterfaceDims> z{};
   std::array<double, kMaxInterfaceDims> velocity{};  // w_i at `tag`
+  std::array<double, kMaxInterfaceDims> position{};  // x_i at `tag`
 
-  [[nodiscard]] static constexpr std::size_t flat_size(std::size_t ni) noexcept { return kHeader + ni * ni + 3 * ni; }
+  [[nodiscard]] static constexpr std::size_t flat_size(std::size_t ni) noexcept { return kHeader + ni * ni + 4 * ni; }
   [[nodiscard]] double& m(std::size_t row, std::size_t col) noexcept { return m_eff[row * dims + col]; }
   [[nodiscard]] double m(std::size_t row, std::size_t col) const noexcept { return m_eff[row * dims + col]; }
 

@@ -24,7 +24,7 @@ void Rim::evaluate(double t, std::span<double> out) const noexcept {
   const double* ve = history_.values_of(early);
   const double* vl = history_.values_of(late);
   constexpr std::size_t kHeader = base::RimPayload::kHeader;
-  // The layout: [tag, ni, status, condition, M_eff (ni^2), lambda~, z, w].
+  // The layout: [tag, ni, status, condition, M_eff (ni^2), lambda~, z, w, x].
   if (out.size() < kHeader || ve[1] != vl[1] || ve[2] != vl[2]) return;
   const auto ni = static_cast<std::size_t>(vl[1]);
   if (ni == 0 || base::RimPayload::flat_size(ni) != out.size()) return;

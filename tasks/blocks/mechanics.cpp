@@ -100,7 +100,10 @@ class MechanicalBlock final : public Block {
           "block '" + name + "': parameter 'interface' is '" + drive + "' — expected force, spring, rim or none", name,
           "interface");
     }
-    if (drive_ == Drive::kRim) drift_time_ = p.non_negative(name, "drift_time", 0.0);
+    if (drive_ == Drive::kRim) {
+      drift_time_ = p.non_negative(name, "drift_time", 0.0);
+      position_drift_time_ = p.non_negative(name, "position_drift_time", 0.0);
+    }
     if (drive_ == Drive::kSpring) {
       stiffness_ = p.non_negative(name, "coupling_stiffness", 0.0);
       damping_ = p.non_negative(name, "coupling_damping", 0.0);
@@ -152,9 +155,11 @@ class MechanicalBlock final : public Block {
     wo_ = Eigen::VectorXd::Zero(ni_);
     correction_ = Eigen::VectorXd::Zero(ni_);
     z_in_ = Eigen::VectorXd::Zero(ni_);
+    offset_ = Eigen::VectorXd::Zero(ni_);
   }
 
   void initialize(std::span<double> x, std::span<double>) const noexcept override {
+    offset_known_ = false;
     for (std::size_t i = 0; i < q0_.size(); ++i) {
       x[i] = q0_[i];
       x[q0_.size() + i] = v0_[i];
@@ -182,12 +187,28 @@ class MechanicalBlock final : public Block {
     if (drive_ == Drive::kSpring || drive_ == Drive::kRim) {
       // The other body, driven by `reaction` over its own longer step,
       // drifts from the interface velocity this body computed; with a
-      // drift_time its reaction also pulls it back: M_eff (w_i - w_other) / T.
+      // drift_time its reaction also pulls it back: M_eff (w_i - w_other) / T,
+      // and with a position_drift_time T_p to this body's interface
+      // position as well: M_eff (x_i - x_other - d_0) / T_p^2, d_0 the
+      // offset of the two interfaces at the first RIM (a grip point need
+      // not be the payload's reference point).
       correction_.setZero();
-      if (rim_ok_ && drift_time_ > 0.0) {
-        for (Eigen::Index i = 0; i < ni_; ++i) wo_(i) = wi_(i) - payload_.velocity[static_cast<std::size_t>(i)];
-        correction_.noalias() = meff_ * wo_;
-        correction_ /= drift_time_;
+      if (rim_ok_ && (drift_time_ > 0.0 || position_drift_time_ > 0.0)) {
+        if (!offset_known_) {
+          for (Eigen::Index i = 0; i < ni_; ++i) offset_(i) = xi_(i) - payload_.position[static_cast<std::size_t>(i)];
+          offset_known_ = true;
+        }
+        if (drift_time_ > 0.0) {
+          for (Eigen::Index i = 0; i < ni_; ++i) wo_(i) = wi_(i) - payload_.velocity[static_cast<std::size_t>(i)];
+          correction_.noalias() = meff_ * wo_;
+          correction_ /= drift_time_;
+        }
+        if (position_drift_time_ > 0.0) {
+          const double k = 1.0 / (position_drift_time_ * position_drift_time_);
+          for (Eigen::Index i = 0; i < ni_; ++i)
+            wo_(i) = k * (xi_(i) - payload_.position[static_cast<std::size_t>(i)] - offset_(i));
+          correction_.noalias() += meff_ * wo_;
+        }
       }
       for (std::size_t i = 0; i < ni; ++i) {
         const auto e = static_cast<Eigen::Index>(i);
@@ -202,6 +223,7 @@ class MechanicalBlock final : public Block {
   void state_outputs(const BlockContext& c) const noexcept override {
     load_state(c);
     model_->evaluate(q_, v_, c.t, terms_);
+    model_->interface_position(q_, xi_);
     wi_.noalias() = terms_.ai * v_;
     publish_rim(c);
   }
@@ -363,6 +385,7 @@ class MechanicalBlock final : public Block {
       out.lambda_tilde[rs] = own_.lambda_tilde(r);
       out.z[rs] = own_.z(r);
       out.velocity[rs] = wi_(r);
+      out.position[rs] = xi_(r);
       for (Eigen::Index k = 0; k < ni_; ++k) out.m(rs, static_cast<std::size_t>(k)) = own_.m_eff(r, k);
     }
     (void)out.pack(c.y[kRim]);
@@ -374,6 +397,7 @@ class MechanicalBlock final : public Block {
   double stiffness_ = 0.0;
   double damping_ = 0.0;
   double drift_time_ = 0.0;
+  double position_drift_time_ = 0.0;
   int n_ = 0, nc_ = 0, ni_ = 0;
   std::vector<double> q0_, v0_;
   // Work memory of the evaluations (one thread owns the partition).
@@ -383,6 +407,8 @@ class MechanicalBlock final : public Block {
   mutable base::RimPayload outgoing_;
   mutable Eigen::VectorXd q_, v_, vdot_, f_, mu_, rc_, ri_, lambda_, xi_, wi_, wdot_, lt_in_, z_in_, wo_, correction_;
   mutable bool rim_ok_ = false;
+  mutable bool offset_known_ = false;
+  mutable Eigen::VectorXd offset_;  // x_i - x_other at the first RIM (position_drift_time)
   mutable Eigen::MatrixXd m_, minv_act_, s_, meff_, meff_ai_;
   mutable Eigen::LDLT<Eigen::MatrixXd> m_ldlt_, s_ldlt_;
 };

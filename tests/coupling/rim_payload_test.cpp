@@ -26,13 +26,14 @@ RimPayload arm_payload() {
   p.lambda_tilde = {0.0, -34.335};
   p.z = {0.0, 1.6};
   p.velocity = {-0.8, 1.0};
+  p.position = {1.9, -0.25};
   return p;
 }
 
-TEST(RimPayload, FlatSizeIsHeaderPlusMatrixPlusThreeVectors) {
-  EXPECT_EQ(RimPayload::flat_size(1), 8U);
-  EXPECT_EQ(RimPayload::flat_size(3), 22U);
-  EXPECT_EQ(RimPayload::flat_size(6), 58U);
+TEST(RimPayload, FlatSizeIsHeaderPlusMatrixPlusFourVectors) {
+  EXPECT_EQ(RimPayload::flat_size(1), 9U);
+  EXPECT_EQ(RimPayload::flat_size(3), 25U);
+  EXPECT_EQ(RimPayload::flat_size(6), 64U);
 }
 
 // Round trip through the values of a DataBlock, the way a Link carries it.
@@ -41,7 +42,7 @@ TEST(RimPayload, RoundTripsThroughDataBlockValues) {
   DataBlock block(RimPayload::flat_size(2));
   RimPayload got;
   testing::AllocationScope scope;
-  ASSERT_EQ(sent.pack(block.values()), 14U);
+  ASSERT_EQ(sent.pack(block.values()), 16U);
   ASSERT_EQ(unpack_rim_payload(block.values(), got), RimUnpackError::kNone);
   EXPECT_EQ(scope.count(), 0U);
   EXPECT_EQ(got.tag, 0.25);
@@ -55,6 +56,8 @@ TEST(RimPayload, RoundTripsThroughDataBlockValues) {
   EXPECT_EQ(got.z[1], 1.6);
   EXPECT_EQ(got.velocity[0], -0.8);
   EXPECT_EQ(got.velocity[1], 1.0);
+  EXPECT_EQ(got.position[0], 1.9);
+  EXPECT_EQ(got.position[1], -0.25);
 }
 
 TEST(RimPayload, SixDimensionalRowMajorLayout) {
@@ -63,12 +66,14 @@ TEST(RimPayload, SixDimensionalRowMajorLayout) {
   for (std::size_t r = 0; r < 6; ++r) {
     for (std::size_t c = 0; c < 6; ++c) p.m(r, c) = static_cast<double>(10 * r + c);
     p.velocity[r] = -static_cast<double>(r);
+    p.position[r] = 0.5 * static_cast<double>(r);
   }
-  std::vector<double> flat(58);
-  ASSERT_EQ(p.pack(flat), 58U);
+  std::vector<double> flat(64);
+  ASSERT_EQ(p.pack(flat), 64U);
   EXPECT_EQ(flat[4 + 2 * 6 + 5], 25.0);  // M_eff(2, 5), row-major after the header
   EXPECT_EQ(flat[57], -5.0);             // last velocity
-  EXPECT_EQ(p.pack(std::span<double>(flat).first(57)), 0U);
+  EXPECT_EQ(flat[63], 2.5);              // last position
+  EXPECT_EQ(p.pack(std::span<double>(flat).first(63)), 0U);
   RimPayload got;
   ASSERT_EQ(unpack_rim_payload(flat, got), RimUnpackError::kNone);
   EXPECT_EQ(got.m(5, 2), 52.0);
@@ -96,7 +101,7 @@ TEST(RimPayload, HostilePayloadsAreRefusedWithTheReason) {
   };
   const double nan = std::numeric_limits<double>::quiet_NaN();
   EXPECT_EQ(unpack_rim_payload(std::span<const double>(good).first(3), got), RimUnpackError::kTooShort);
-  EXPECT_EQ(unpack_rim_payload(std::span<const double>(good).first(13), got), RimUnpackError::kTooShort);
+  EXPECT_EQ(unpack_rim_payload(std::span<const double>(good).first(15), got), RimUnpackError::kTooShort);
   EXPECT_EQ(with(1, 7.0), RimUnpackError::kBadDimension);
   EXPECT_EQ(with(1, 0.0), RimUnpackError::kBadDimension);
   EXPECT_EQ(with(1, 1.5), RimUnpackError::kBadDimension);
@@ -108,6 +113,7 @@ TEST(RimPayload, HostilePayloadsAreRefusedWithTheReason) {
   EXPECT_EQ(with(0, nan), RimUnpackError::kNonFinite);
   EXPECT_EQ(with(5, std::numeric_limits<double>::infinity()), RimUnpackError::kNonFinite);
   EXPECT_EQ(with(13, nan), RimUnpackError::kNonFinite);  // last velocity
+  EXPECT_EQ(with(15, nan), RimUnpackError::kNonFinite);  // last position
   EXPECT_NE(rim_unpack_error_text(RimUnpackError::kBadDimension).find("[1, 6]"), std::string_view::npos);
 }
 
