@@ -67,7 +67,7 @@ MethodRegistry MethodRegistry::with_builtins() {
          "reduced interface model (issue 16): the newest model held for the receiving mechanical block "
          "(interface: rim) to integrate with its own; docs/rim.md",
          false, {ParamSpec{"order", ParamKind::kInteger, 0, 1, 1,
-                           "0: hold the newest model; 1: interpolate and extrapolate lambda~, z, w linearly"}},
+                           "0: hold the newest model; 1: interpolate and extrapolate lambda~, z, w, x linearly"}},
          [](const ParamValues& p) { return std::make_unique<methods::Rim>(p.get_int("order")); }});
   return r;
 }

@@ -7,13 +7,13 @@ namespace rtcosim::coupling::methods {
 
 /*
  * `rim`: the receiving side of a link that carries reduced interface models
- * (base/rim_payload.hpp: tag, ni, status, condition, M_eff, lambda~, z, w).
+ * (base/rim_payload.hpp: tag, ni, status, condition, M_eff, lambda~, z, w, x).
  * The mechanical block that receives them (interface: rim) integrates its
  * own model with the model this returns at each of its evaluation times.
  *
  * order 0 holds the newest model with tag <= t. order 1 (the default)
  * interpolates linearly between the two models around t, and extrapolates
- * lambda~, z and w linearly beyond the newest one while holding its M_eff
+ * lambda~, z, w and x linearly beyond the newest one while holding its M_eff
  * there (a straight line through two positive definite matrices can leave
  * them). A held lambda~ makes the coupling first order in the macro step,
  * the line second order (tests/tools/rim_coupling_test.cpp). Two models of

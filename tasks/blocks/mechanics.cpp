@@ -103,6 +103,13 @@ class MechanicalBlock final : public Block {
     if (drive_ == Drive::kRim) {
       drift_time_ = p.non_negative(name, "drift_time", 0.0);
       position_drift_time_ = p.non_negative(name, "position_drift_time", 0.0);
+      if (position_drift_time_ > 0.0 && !(drift_time_ > 0.0)) {
+        throw BlockError("block '" + name +
+                             "': parameter 'position_drift_time' needs a drift_time > 0 — without the velocity "
+                             "term the position pull is an undamped spring (critical damping: drift_time = "
+                             "position_drift_time / 2)",
+                         name, "position_drift_time");
+      }
     }
     if (drive_ == Drive::kSpring) {
       stiffness_ = p.non_negative(name, "coupling_stiffness", 0.0);
@@ -156,10 +163,12 @@ class MechanicalBlock final : public Block {
     correction_ = Eigen::VectorXd::Zero(ni_);
     z_in_ = Eigen::VectorXd::Zero(ni_);
     offset_ = Eigen::VectorXd::Zero(ni_);
+    saved_offset_ = Eigen::VectorXd::Zero(ni_);
   }
 
   void initialize(std::span<double> x, std::span<double>) const noexcept override {
     offset_known_ = false;
+    saved_offset_known_ = false;
     for (std::size_t i = 0; i < q0_.size(); ++i) {
       x[i] = q0_[i];
       x[q0_.size() + i] = v0_[i];
@@ -220,6 +229,20 @@ class MechanicalBlock final : public Block {
 
   // This body's RIM at (t, x): it holds no interface force, so it is ready
   // before any input is (docs/rim.md, both directions).
+  // d_0 is state kept outside the partition's vectors: a snapshot taken
+  // before the first usable RIM must not keep the one a rejected trial
+  // latched (state synchronisation).
+  bool save_state() noexcept override {
+    saved_offset_known_ = offset_known_;
+    saved_offset_ = offset_;
+    return true;
+  }
+  bool restore_state() noexcept override {
+    offset_known_ = saved_offset_known_;
+    offset_ = saved_offset_;
+    return true;
+  }
+
   void state_outputs(const BlockContext& c) const noexcept override {
     load_state(c);
     model_->evaluate(q_, v_, c.t, terms_);
@@ -409,6 +432,8 @@ class MechanicalBlock final : public Block {
   mutable bool rim_ok_ = false;
   mutable bool offset_known_ = false;
   mutable Eigen::VectorXd offset_;  // x_i - x_other at the first RIM (position_drift_time)
+  mutable bool saved_offset_known_ = false;
+  Eigen::VectorXd saved_offset_;
   mutable Eigen::MatrixXd m_, minv_act_, s_, meff_, meff_ai_;
   mutable Eigen::LDLT<Eigen::MatrixXd> m_ldlt_, s_ldlt_;
 };
@@ -504,6 +529,9 @@ std::vector<BlockParamDoc> interface_docs() {
           {"drift_time", "number >= 0", "0",
            "interface: rim only, s: the reaction also pulls the other body's interface velocity to this one's "
            "within about this time (0: off)"},
+          {"position_drift_time", "number >= 0", "0",
+           "interface: rim only, s: the reaction also pulls the other body's interface position to this one's "
+           "(needs drift_time; critically damped at drift_time = position_drift_time / 2; 0: off)"},
           {"coupling_stiffness", "number >= 0", "0", "interface: spring only, N/m"},
           {"coupling_damping", "number >= 0", "0", "interface: spring only, N s/m"},
           {"q0", "list of numbers", "zeros", "generalized coordinates at t = 0"},
