@@ -115,6 +115,9 @@ class StateSync {
   [[nodiscard]] int distance() const noexcept { return distance_; }                // T_D
   [[nodiscard]] const std::vector<bool>& rerun() const noexcept { return rerun_; }
   [[nodiscard]] const std::vector<double>& u() const noexcept { return u_; }  // current, per variable
+  // The optimiser's wall-clock budget for the next macro steps (0: none).
+  void set_time_budget(double seconds) noexcept { settings_.max_seconds = seconds; }
+  [[nodiscard]] double time_budget() const noexcept { return settings_.max_seconds; }
 
  private:
   struct Impl;

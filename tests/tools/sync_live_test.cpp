@@ -68,6 +68,30 @@ TEST(LiveSync, VirtualRunPostsEachMacroStepsUAndTheRunningDriveFollowsTheMeasure
   // without synchronisation: 18.2 against 500.1 here.
   EXPECT_GE(p.mse_without / p.mse_with, 10.0) << p.mse_with;
   EXPECT_GT(p.mse_with, replay.pairs[0].mse_with);
+  // max_time 0: each step's budget came from the frames' measured load.
+  EXPECT_GE(live.totals().budget_last, 0.1 * 0.010);
+  EXPECT_LE(live.totals().budget_last, 0.010);
+  EXPECT_NE(live.status_json().find("\"budget_s\":"), std::string::npos);
+  EXPECT_NE(live.summary().find("time budget per macro step: "), std::string::npos);
+}
+
+// The default budget: h less the busiest component CPU's share of the
+// real-time frames (p99 execution time / period); unpinned tasks load every
+// CPU; never below h/10.
+TEST(LiveSync, TheDefaultTimeBudgetIsWhatTheFramesLeaveOfTheBusiestComponentCpu) {
+  using tools::TaskLoad;
+  const double h = 0.010;
+  // CPU 0: 100 us of 1 ms and 1 ms of 10 ms (0.2); CPU 1: 1 ms of 2 ms (0.5).
+  std::vector<TaskLoad> tasks = {{0, 0.001, 100e-6, true}, {0, 0.010, 1e-3, false}, {1, 0.002, 1e-3, false}};
+  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, tasks), h * 0.8);
+  tasks[2].component = true;  // a component on the busier CPU
+  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, tasks), h * 0.5);
+  tasks.push_back({-1, 0.005, 1e-3, false});  // unpinned: 0.2 on every CPU
+  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, tasks), h * 0.3);
+  tasks.push_back({1, 0.001, 0.9e-3, false});  // CPU 1 now over-full
+  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, tasks), h * 0.1);
+  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, std::vector<TaskLoad>{}), h);  // no frames measured yet
+  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, std::vector<TaskLoad>{{0, 0.001, 0.0, true}}), h);
 }
 
 // The daemon's case: no duration, running totals, bounded memory. 60 s of

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "base/duration.hpp"
 #include "base/json.hpp"
 #include "tools/rtcosim/sync_report.hpp"
 
@@ -22,9 +23,31 @@ std::size_t series_of(const runtime::Recorder& recorder, const config::GraphSpec
 
 }  // namespace
 
+double live_time_budget(double h, std::span<const TaskLoad> tasks) noexcept {
+  double unpinned = 0.0;
+  for (const auto& t : tasks) {
+    if (t.cpu < 0 && t.period > 0.0) unpinned += t.exec_p99 / t.period;
+  }
+  double busiest = 0.0;
+  bool any_component = false;
+  for (const auto& c : tasks) {
+    if (!c.component) continue;
+    any_component = true;
+    double load = unpinned;
+    if (c.cpu >= 0) {
+      for (const auto& t : tasks) {
+        if (t.cpu == c.cpu && t.period > 0.0) load += t.exec_p99 / t.period;
+      }
+    }
+    busiest = std::max(busiest, load);
+  }
+  if (!any_component) busiest = unpinned;
+  return h * std::max(0.1, 1.0 - busiest);
+}
+
 LiveSync::LiveSync(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks, runtime::Graph& graph,
                    const runtime::Recorder& recorder, double duration)
-    : spec_(spec), recorder_(recorder), with_(spec, blocks), without_(spec, blocks) {
+    : spec_(spec), recorder_(recorder), with_(spec, blocks), without_(spec, blocks), graph_(graph) {
   for (const auto& signal : with_.column_signals()) {
     column_series_.push_back(series_of(recorder, spec, signal));
   }
@@ -44,9 +67,15 @@ LiveSync::LiveSync(const config::GraphSpec& spec, const tasks::BlockRegistry& bl
   endless_ = !(duration > 0.0);
   macro_steps_ = endless_ ? ~std::size_t{0} : static_cast<std::size_t>(std::llround(duration / with_.step()));
   if (!(spec.sync.optimise.max_time > 0.0)) {
+    auto_budget_ = true;
     with_.set_time_budget(with_.step());
     without_.set_time_budget(with_.step());
   }
+  for (const auto& t : graph.tasks()) {
+    const auto& names = with_.components();
+    is_component_.push_back(std::find(names.begin(), names.end(), t->spec().name) != names.end());
+  }
+  loads_.resize(graph.tasks().size());
   run_ = sync_run_for(with_, spec);
 }
 
@@ -104,6 +133,17 @@ void LiveSync::poll(bool final) {
   };
   std::size_t known = covered + with_.measured().first;  // indices 0 .. known-1 are in
   while (sync_->step_index() < macro_steps_ && static_cast<long>(known) >= needs(sync_->step_index())) {
+    if (auto_budget_) {
+      const auto& tasks = graph_.tasks();
+      for (std::size_t i = 0; i < tasks.size(); ++i) {
+        const auto& t = *tasks[i];
+        loads_[i] =
+            TaskLoad{t.spec().cpu, t.spec().period, static_cast<double>(t.stats().execution_ns.percentile(0.99)) * 1e-9,
+                     is_component_[i] != 0};
+      }
+      sync_->set_time_budget(live_time_budget(with_.step(), loads_));
+    }
+    totals_.budget_last = sync_->time_budget();
     const auto fig = sync_->synchronise();
     shadow_->advance();
     ++totals_.steps;
@@ -153,6 +193,7 @@ std::string LiveSync::status_json() const {
       ",\"evaluations_max\":" + std::to_string(totals_.max_evaluations) +
       ",\"seconds_mean\":" + json_number(totals_.seconds / n) + ",\"seconds_max\":" + json_number(totals_.max_seconds) +
       ",\"budget_exhausted\":" + std::to_string(totals_.exhausted) +
+      ",\"budget_s\":" + json_number(totals_.budget_last) +
       ",\"objective_before\":" + json_number(totals_.before_last) +
       ",\"objective_after\":" + json_number(totals_.after_last) + ",\"posted\":" + std::to_string(posted_) +
       ",\"applied\":" + std::to_string(applied) + ",\"refused\":" + std::to_string(refused_) + ",\"u\":{";
@@ -194,6 +235,10 @@ std::string LiveSync::summary() {
          std::to_string(applied) + " applied by their frames, " + std::to_string(refused_) +
          " refused (inbox full); macro steps synchronised " + std::to_string(run.steps.size()) + " of " +
          std::to_string(macro_steps_) + "\n";
+  if (auto_budget_) {
+    out += "  time budget per macro step: " + base::format_duration(totals_.budget_last) + " in the last (h " +
+           base::format_duration(with_.step()) + " less the CPU share of the real-time frames, p99)\n";
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,22 @@
 #include "tools/rtcosim/sync_model.hpp"
 
 namespace rtcosim::tools {
+
+// One running task's measured load, for live_time_budget.
+struct TaskLoad {
+  int cpu = -1;            // -1: not pinned
+  double period = 0.0;     // seconds
+  double exec_p99 = 0.0;   // seconds, the task's frames' measured p99 execution time
+  bool component = false;  // a synchronised task (its copy is what the optimiser re-runs)
+};
+
+// The optimiser's default time budget per macro step of a live run
+// (docs/sync.md): h of wall time less the share that real-time frames take
+// of the busiest CPU a component task runs on (sum of p99 execution time /
+// period there; an unpinned task counts on every CPU), so that the
+// synchronisation keeps pace with the plant on the CPU time the tasks leave
+// it. At least h/10: a saturated CPU still gets a (late) step.
+[[nodiscard]] double live_time_budget(double h, std::span<const TaskLoad> tasks) noexcept;
 
 /*
  * LiveSync: the state synchronisation beside a running graph (docs/sync.md,
@@ -23,7 +40,8 @@ namespace rtcosim::tools {
  * (TaskRuntime::post_parameter: applied at their next frame, allocation-
  * free). A second copy runs without synchronisation, for comparison.
  * Measured values at k h are the last recorded sample at or before k h (the
- * first one before any). The optimiser's time budget per macro step is h
+ * first one before any). The optimiser's time budget per macro step is
+ * live_time_budget of the tasks' measured frames, renewed at every step,
  * unless `max_time` says otherwise: the copy must keep pace with the plant.
  * A finite run keeps every step's figures for the summary and the plot; an
  * endless one (the daemon) keeps running totals only and drops the measured
@@ -52,6 +70,7 @@ class LiveSync {
     std::uint64_t steps = 0, evaluations = 0, exhausted = 0;
     int max_evaluations = 0;
     double seconds = 0.0, max_seconds = 0.0, before_last = 0.0, after_last = 0.0;
+    double budget_last = 0.0;  // seconds: the time budget of the last macro step (0: none)
   };
   [[nodiscard]] const Totals& totals() const noexcept { return totals_; }
   // Measured values held per column now (bounded in an endless run).
@@ -69,6 +88,10 @@ class LiveSync {
   std::vector<std::size_t> column_series_;             // recorder series per measured column
   std::vector<std::size_t> simulated_series_;          // recorder series of each pair's simulated signal
   std::vector<runtime::TaskRuntime*> variable_tasks_;  // the running task of each decision variable
+  runtime::Graph& graph_;
+  std::vector<unsigned char> is_component_;  // per graph task
+  bool auto_budget_ = false;                 // max_time 0: live_time_budget at each step
+  std::vector<TaskLoad> loads_;
   std::size_t macro_steps_ = 0;
   bool endless_ = false;
   Totals totals_;
