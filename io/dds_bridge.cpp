@@ -102,7 +102,8 @@ struct RemoteEnd {
   void* owner = nullptr;  // the DdsBridge::Impl
   bool held = false;      // stop() holds `busy` for good
   bool seen_any = false;
-  std::uint32_t deadline_base = 0;  // DDS's missed-deadline count when the run started
+  const runtime::HostClock* producer_clock = nullptr;  // consumer side: the producer host's, for latency
+  std::uint32_t deadline_base = 0;                     // DDS's missed-deadline count when the run started
 };
 
 // This end's missed deadlines so far (DDS counts them per reader / writer).
@@ -231,6 +232,7 @@ struct DdsBridge::Impl {
       s.producer_step = b.producer_step;
       s.sequence_number = b.sequence;
       s.discontinuity = b.discontinuity;
+      s.write_time_ns = realtime_now();
       const auto v = b.values();
       const auto d = b.derivatives();
       for (std::size_t i = 0; i < n; ++i) {
@@ -257,6 +259,7 @@ struct DdsBridge::Impl {
     for (;;) {
       const dds_return_t n = dds_take(e.reader, samples, infos, 32, 32);
       if (n <= 0) return;
+      const std::int64_t taken = realtime_now();
       for (dds_return_t i = 0; i < n; ++i) {
         if (!infos[i].valid_data) continue;
         const auto* s = static_cast<const rtcosim_LinkBlock*>(samples[i]);
@@ -271,6 +274,13 @@ struct DdsBridge::Impl {
         if (step.lost > 0 || step.reset)
           runtime::trace::remote_lost(e.link->id, s->sequence_number, step.lost, step.reset);
         st.received.fetch_add(1, std::memory_order_relaxed);
+        // Their clock minus ours taken out of their write time: the sample's
+        // age in our clock. Without an estimate yet (no ping-pong done) the
+        // clocks count as equal.
+        const std::int64_t offset = e.producer_clock && e.producer_clock->exchanges.load(std::memory_order_relaxed) > 0
+                                        ? e.producer_clock->offset_ns.load(std::memory_order_relaxed)
+                                        : 0;
+        st.latency.add(static_cast<double>(taken - s->write_time_ns + offset) * 1e-9);
         e.block.tag = s->tag;
         e.block.producer_step = s->producer_step;
         e.block.sequence = s->sequence_number;
@@ -527,6 +537,11 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
     } else {
       e->block = coupling::DataBlock(n);
       e->owner = &m;
+      if (producer) {
+        for (const auto& c : graph.host_clocks()) {
+          if (c->host == producer->host) e->producer_clock = c.get();
+        }
+      }
       dds_listener_t* listener = dds_create_listener(nullptr);
       dds_lset_data_available_arg(listener, &Impl::on_data_available, e.get(), true);
       e->reader = dds_create_reader(m.participant, e->topic, q, listener);

@@ -237,11 +237,16 @@ struct RemoteLinkStats {
   std::atomic<std::uint64_t> sequence_resets{0};  // sequence numbers beyond max_sequence_gap of the last, either way
   std::atomic<std::uint64_t> deadline_missed{0};  // DDS deadline periods without a sample (this end's count)
   std::atomic<std::uint64_t> last_sequence{0};
+  // One-way latency estimate of each received sample, seconds: this host's
+  // CLOCK_REALTIME when the sample was taken minus the producer's bridge's
+  // at its write, the producer host's clock offset (HostClock) taken out.
+  RunningRange latency;
 
   void reset() noexcept {
     for (auto* c : {&written, &write_errors, &received, &lost, &malformed, &ring_full, &sequence_resets,
                     &deadline_missed, &last_sequence})
       c->store(0, std::memory_order_relaxed);
+    latency.reset();
   }
 
   // A received sample's sequence number (one thread, the bridge's). The

@@ -222,7 +222,9 @@ def accuracy(workdir):
                 fail(f"{sig['name']} on {host}: error {ratio:.2f}x the single-process run's, expected <= 1.5x")
             checked += 1
         for r in remote(s, "consumer"):
-            print(f"{host}: {r['topic']}: received {r['received']}, lost {r['lost']}, malformed {r['malformed']}")
+            lat = r["latency_s"]
+            print(f"{host}: {r['topic']}: received {r['received']}, lost {r['lost']}, malformed {r['malformed']}, "
+                  f"one-way latency mean {lat['mean'] * 1e6:.1f} us, max {lat['max'] * 1e6:.1f} us")
             if r["received"] == 0 or r["malformed"] != 0:
                 fail(f"{host}: remote link {r['topic']} received {r['received']}, malformed {r['malformed']}")
     if checked != len(single):

@@ -130,7 +130,9 @@ TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
   EXPECT_GE(controller_frames, 80u);
   EXPECT_GE(airframe_in.received.load() + 2, airframe_out.written.load());
   EXPECT_GE(controller_in.received.load() + 2, controller_out.written.load());
-  EXPECT_EQ(airframe_in.lost.load() + controller_in.lost.load(), 0u);  // in-process: nothing lost
+  EXPECT_EQ(airframe_in.lost.load() + controller_in.lost.load(), 0u);   // in-process: nothing lost
+  EXPECT_EQ(airframe_in.latency.count(), airframe_in.received.load());  // one estimate per sample taken
+  EXPECT_EQ(controller_in.latency.count(), controller_in.received.load());
   EXPECT_EQ(airframe_in.malformed.load() + controller_in.malformed.load(), 0u);
 }
 
@@ -314,7 +316,7 @@ TEST(DdsBridge, ASilentProducerMissesTheLinksDeadlineOncePerTwoPeriods) {
 TEST(DdsBridge, TheClockPingPongFindsAFakeOffsetBetweenHosts) {
   const config::GraphSpec spec = two_hosts(49);
   auto [plant, hil] = both_hosts(spec);
-  constexpr std::int64_t kAhead = 5'000'000;
+  constexpr std::int64_t kAhead = 50'000'000;
   DdsBridge plant_bridge(*plant);
   DdsBridge hil_bridge(*hil, kAhead);
   plant->reset();
@@ -329,8 +331,33 @@ TEST(DdsBridge, TheClockPingPongFindsAFakeOffsetBetweenHosts) {
   for (int i = 0; i < 500 && (of_hil.exchanges.load() < 10 || of_plant.exchanges.load() < 10); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  // Three airframe blocks from the plant host (its clock behind) to the hil
+  // host: their one-way latency has the estimated offset taken out, so it
+  // is the hand-over's, not the 50 ms the clocks differ by.
+  runtime::GraphLink* out = nullptr;
+  for (auto* l : plant->remote_links()) {
+    if (l->producer_local) out = l;
+  }
+  ASSERT_NE(out, nullptr);
+  const runtime::GraphLink* in = nullptr;
+  for (auto* l : hil->remote_links()) {
+    if (l->producer == out->producer) in = l;
+  }
+  ASSERT_NE(in, nullptr);
+  coupling::DataBlock block(out->link->signal_count());
+  for (std::uint64_t seq = 2; seq <= 4; ++seq) {
+    block.sequence = seq;
+    block.tag = 0.02 * static_cast<double>(seq - 1);
+    ASSERT_TRUE(out->link->publish(block));
+  }
+  await_received(in->remote_stats, 3);
   plant_bridge.stop();
   hil_bridge.stop();
+  const auto& latency = in->remote_stats.latency;
+  EXPECT_EQ(latency.count(), in->remote_stats.received.load());
+  EXPECT_GE(latency.count(), 3u);
+  EXPECT_LT(std::abs(latency.mean()), 0.5 * static_cast<double>(kAhead) * 1e-9) << latency.mean();
+  EXPECT_LT(std::abs(latency.max()), 0.5 * static_cast<double>(kAhead) * 1e-9) << latency.max();
   ASSERT_GE(of_hil.exchanges.load(), 10u);  // one per 100 ms each way
   ASSERT_GE(of_plant.exchanges.load(), 10u);
   EXPECT_LE(std::llabs(of_hil.offset_ns.load() - kAhead), of_hil.round_trip_ns.load() / 2 + 1)

@@ -63,11 +63,23 @@ std::string remote_link_lines(runtime::Graph& graph) {
       {"lost", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.lost.load()); }},
       {"resets", Align::kRight,
-       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.sequence_resets.load()); }},
+       [&](const GraphLink& l) {
+         return here(l) ? std::string("-") : format_count(l.remote_stats.sequence_resets.load());
+       }},
       {"malformed", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.malformed.load()); }},
       {"deadline missed", Align::kRight,
        [](const GraphLink& l) { return format_count(l.remote_stats.deadline_missed.load()); }},
+      {"latency mean", Align::kRight,
+       [&](const GraphLink& l) {
+         return here(l) || l.remote_stats.latency.count() == 0 ? std::string("-")
+                                                               : format_seconds(l.remote_stats.latency.mean());
+       }},
+      {"latency max", Align::kRight,
+       [&](const GraphLink& l) {
+         return here(l) || l.remote_stats.latency.count() == 0 ? std::string("-")
+                                                               : format_seconds(l.remote_stats.latency.max());
+       }},
       {"data age mean", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats.data_age.mean()); }},
       {"data age max", Align::kRight,
@@ -235,8 +247,8 @@ std::string percentiles(const runtime::LogHistogram& h) {
 }
 
 std::string range(const runtime::RunningRange& r) {
-  return "{\"min\":" + json_number(r.min()) + ",\"mean\":" + json_number(r.mean()) + ",\"max\":" + json_number(r.max()) +
-         ",\"last\":" + json_number(r.last()) + "}";
+  return "{\"min\":" + json_number(r.min()) + ",\"mean\":" + json_number(r.mean()) +
+         ",\"max\":" + json_number(r.max()) + ",\"last\":" + json_number(r.last()) + "}";
 }
 
 // A remote link's counters (docs/figures.md, "Per remote link"); nothing
@@ -252,7 +264,8 @@ std::string remote_json(const GraphLink& l) {
          ",\"sequence_resets\":" + std::to_string(r.sequence_resets.load()) +
          ",\"malformed\":" + std::to_string(r.malformed.load()) +
          ",\"deadline_missed\":" + std::to_string(r.deadline_missed.load()) +
-         ",\"ring_full\":" + std::to_string(r.ring_full.load()) + ",\"data_age_s\":" + range(l.stats.data_age) + "}";
+         ",\"ring_full\":" + std::to_string(r.ring_full.load()) + ",\"latency_s\":" + range(r.latency) +
+         ",\"data_age_s\":" + range(l.stats.data_age) + "}";
 }
 
 }  // namespace
