@@ -58,6 +58,16 @@ class FmuBlock final : public Block {
       throw BlockError("block '" + name + "' (fmu): " + e.what(), name, e.option().empty() ? "file" : e.option());
     }
     const auto& md = fmu_->description();
+    // A clocked partition would never tick here: its variables would hold
+    // their start values for ever, silently. Refused, before it runs.
+    for (const auto& v : md.variables) {
+      if (v.clocked) {
+        throw BlockError("block '" + name + "' (fmu): " + file + " declares the clock or clocked variable '" + v.name +
+                             "' — FMI 3.0 clocks are not supported (rtcosim cannot tick them); use an FMU without "
+                             "clocks",
+                         name, "file");
+      }
+    }
     std::vector<std::string> names;
     for (const auto& v : md.variables) names.push_back(v.name);
     std::vector<std::pair<std::string, double>> start;

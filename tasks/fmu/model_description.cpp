@@ -206,6 +206,7 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
       md.unsupported.push_back("array variable '" + v.name + "'");
     }
     if (major == 3 && (v.type_name == "Clock" || n.attribute("clocks"))) {
+      v.clocked = true;
       md.unsupported.push_back("clock or clocked variable '" + v.name + "'");
     }
     derivative_refs.emplace_back(typed.attribute("derivative").value());

@@ -40,7 +40,8 @@ struct Variable {
   std::string description;
   // The variable this one is the derivative of (index into variables), if any.
   std::optional<std::size_t> derivative_of;
-  bool array = false;  // FMI 3.0 <Dimension>: refused as a port
+  bool array = false;    // FMI 3.0 <Dimension>: refused as a port
+  bool clocked = false;  // FMI 3.0 Clock, or a variable with `clocks`: the FMU is refused as a block
 };
 
 struct Interface {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <list>
 
 #include <gtest/gtest.h>
@@ -413,6 +414,42 @@ TEST(Fmu, HostileArchivesAreRefusedWithoutWritingOutside) {
       EXPECT_NE(std::string(e.what()).find("is 1048576 bytes — more than the 1000 allowed per entry"), std::string::npos)
           << e.what();
     }
+  }
+}
+
+// msd3 with one clocked variable added: the block refuses it before the
+// run (its clocks would never tick), naming the variable and the file.
+TEST(Fmu, AnFmuWithClocksIsRefusedAsABlock) {
+  const std::string dir = ::testing::TempDir() + "fmu_clocked";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/msd3_clocked.fmu";
+  {
+    fmu::ExtractedArchive original(fmu("msd3"));
+    auto read = [](const std::string& file) {
+      std::ifstream in(file, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    std::string xml = read(original.directory() + "/modelDescription.xml");
+    const std::string anchor = "  </ModelVariables>";
+    ASSERT_NE(xml.find(anchor), std::string::npos);
+    xml.insert(xml.find(anchor),
+               "    <Clock name=\"tick\" valueReference=\"20\" causality=\"input\" variability=\"discrete\" "
+               "intervalVariability=\"constant\" intervalDecimal=\"0.01\"/>\n"
+               "    <Float64 name=\"sampled\" valueReference=\"21\" causality=\"output\" variability=\"discrete\" "
+               "clocks=\"20\"/>\n");
+    ZipWriter w(path);
+    w.add("modelDescription.xml", xml);
+    w.add("binaries/x86_64-linux/msd3.so", read(original.directory() + "/binaries/x86_64-linux/msd3.so"));
+  }
+  try {
+    (void)build_partition(BlockRegistry::with_builtins(), "plant",
+                          {{"msd", "fmu", BlockParams{{"file", path}, {"interface", "model_exchange"}}, ""}}, {}, {},
+                          IntegratorKind::kRk4);
+    ADD_FAILURE() << "a clocked FMU was accepted";
+  } catch (const BlockError& e) {
+    EXPECT_EQ(std::string(e.what()), "block 'msd' (fmu): " + path +
+                                         " declares the clock or clocked variable 'tick' — FMI 3.0 clocks are not "
+                                         "supported (rtcosim cannot tick them); use an FMU without clocks");
   }
 }
 
