@@ -183,6 +183,13 @@ def remote(s, end):
     return [l["remote"] for l in s["links"] if "remote" in l and l["remote"]["end"] == end]
 
 
+def task_periods():
+    """Each task's period in seconds, from the example's `tasks:` lines."""
+    text = open(EXAMPLE).read()
+    return {m.group(1): float(m.group(2)) * 1e-3
+            for m in re.finditer(r"name: (\w+),\s*host: [\w-]+,\s*period: ([0-9.]+)ms", text)}
+
+
 def overruns(s):
     return sum(t["overruns"] for t in s["tasks"])
 
@@ -261,6 +268,15 @@ def loss(workdir):
     for host, s in runs.items():
         if unexplained_overruns(host, s) != 0:
             fail(f"{host}: {overruns(s)} overrun(s) under packet loss with every wake-up in time, expected none")
+    # No task stalls: every period of the run came round (a lost or late
+    # sample is extrapolated, never waited for).
+    periods = task_periods()
+    for host, s in runs.items():
+        for t in s["tasks"]:
+            expected = float(DURATION.rstrip("s")) / periods[t["name"]]
+            print(f"{host}: {t['name']}: {t['cycles']} periods of {expected:.0f}, {t['frames']} frames")
+            if t["cycles"] < 0.98 * expected:
+                fail(f"{host}: task {t['name']} ran {t['cycles']} periods in {DURATION}, expected {expected:.0f}: it stalled")
 
 
 def kill(workdir):
@@ -295,6 +311,12 @@ def kill(workdir):
     frames = s["tasks"][0]["frames"]
     if frames < 395:  # 4 s at 10 ms: every frame kept
         fail(f"hil-pc's controller ran {frames} frames in 4 s, expected 400")
+    # Its input from the dead host held at the link's horizon, not waited for.
+    held = [l for l in s["links"] if "remote" in l and l["remote"]["end"] == "consumer"]
+    print("hil-pc: frames beyond the horizon of its remote inputs: "
+          f"{[l['beyond_horizon_frames'] for l in held]}")
+    if not held or min(l["beyond_horizon_frames"] for l in held) == 0:
+        fail("hil-pc's input from the killed host never reached its horizon: it was not held there")
 
 
 def main():
