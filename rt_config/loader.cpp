@@ -1266,6 +1266,8 @@ class GraphLoader {
     const auto& other = output ? block->inputs() : block->outputs();
     if (std::any_of(other.begin(), other.end(), [&](const tasks::PortInfo& p) { return p.name == e.port; })) {
       message += " ('" + e.port + "' is one of its " + (output ? "inputs" : "outputs") + ")";
+    } else if (const auto why = block->why_not_a_port(e.port); !why.empty()) {
+      message += " (" + why + ")";
     } else if (const auto guess = base::closest_match(e.port, names); !guess.empty()) {
       message += " (did you mean '" + guess + "'?)";
     }

@@ -142,6 +142,14 @@ class Block {
   virtual bool save_state() noexcept { return true; }
   virtual bool restore_state() noexcept { return true; }
 
+  // Set-up only: why `name` is not one of this block's ports although the
+  // block knows it (an FMU's parameter, or a variable of a type that is no
+  // port), for the loader's message; empty when the name means nothing.
+  [[nodiscard]] virtual std::string why_not_a_port(const std::string& name) const {
+    (void)name;
+    return {};
+  }
+
   // For a block that declared `set_jumps` (a step source, a switch): a
   // number that changes exactly when the output jumps (the branch it is
   // on). The partition compares it at the end of each step with the one

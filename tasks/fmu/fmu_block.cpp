@@ -165,6 +165,19 @@ class FmuBlock final : public Block {
     set_can_fail();
   }
 
+  std::string why_not_a_port(const std::string& name) const override {
+    const fmu::Variable* v = fmu_->description().find(name);
+    if (!v) return {};
+    const std::string what = "'" + name + "' is a " + fmu::variability_name(v->variability) + " " +
+                             fmu::causality_name(v->causality) + " " + v->type_name + " variable of the FMU";
+    if (v->causality != Causality::kInput && v->causality != Causality::kOutput)
+      return what + " — only its inputs and outputs are ports (a parameter takes a start value: start." + name + ")";
+    if (v->array) return what + ", an array — arrays are not ports";
+    if (v->type != VarType::kReal)
+      return what + " — only Real/Float64 scalars are ports (Integer and Boolean variables take start values only)";
+    return {};
+  }
+
   void initialize(std::span<double> x, std::span<double> xd) const noexcept override {
     (void)xd;
     // A second run starts from the FMU's initial state again (set-up

@@ -62,6 +62,13 @@ TEST(FmuConfig, CausalityIsChecked) {
   auto e = errors_of(graph("file: " + kDir + "/msd2.fmu", "{from: plant.F, to: plant.F}"));
   ASSERT_FALSE(e.empty());
   EXPECT_NE(e[0].find("block 'plant' (fmu) has no output port 'F' ('F' is one of its inputs)"), std::string::npos) << e[0];
+  // A parameter wired as an input: the FMU says what it is instead.
+  e = errors_of(graph("file: " + kDir + "/msd2.fmu", "{from: f.y, to: plant.k}"));
+  ASSERT_EQ(e.size(), 2u);  // and plant.F is not connected
+  EXPECT_EQ(e[1],
+            "plant.yaml:7:21: error: block 'plant' (fmu) has no input port 'k' ('k' is a fixed parameter Real variable "
+            "of the FMU — only its inputs and outputs are ports (a parameter takes a start value: start.k)) — its "
+            "inputs: F");
   e = errors_of(graph("file: " + kDir + "/msd2.fmu, start: {a: 1}"));
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find("'a' is a continuous output without a start value — only parameters, inputs and variables with a "
