@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-default}
 jobs=$(nproc)
+# The sanitizer builds keep line tables only (-g1): their reports name file
+# and line, and CI compiles and links them markedly faster than with -g.
+line_tables=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
 case "$mode" in
   default)
     cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
@@ -19,7 +22,7 @@ case "$mode" in
     ;;
   asan)
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_SANITIZE=address,undefined \
-      -DRTCOSIM_BUILD_BENCH=OFF >/dev/null
+      -DRTCOSIM_BUILD_BENCH=OFF "${line_tables[@]}" >/dev/null
     cmake --build build-asan --parallel "$jobs"
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
       ctest --test-dir build-asan --output-on-failure --parallel "$jobs"
@@ -27,7 +30,7 @@ case "$mode" in
     ;;
   tsan)
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_SANITIZE=thread \
-      -DRTCOSIM_ONLY_THREADED_TESTS=ON -DRTCOSIM_BUILD_BENCH=OFF >/dev/null
+      -DRTCOSIM_ONLY_THREADED_TESTS=ON -DRTCOSIM_BUILD_BENCH=OFF "${line_tables[@]}" >/dev/null
     cmake --build build-tsan --parallel "$jobs"
     # Reports go to files so that those of the processes the tests start
     # (rtcosimd under the daemon tests, whose stderr the tests keep to
