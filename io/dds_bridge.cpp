@@ -277,10 +277,14 @@ struct DdsBridge::Impl {
         // Their clock minus ours taken out of their write time: the sample's
         // age in our clock. Without an estimate yet (no ping-pong done) the
         // clocks count as equal.
+        // The write time is foreign input: one that would overflow the
+        // difference is left out of the figure.
         const std::int64_t offset = e.producer_clock && e.producer_clock->exchanges.load(std::memory_order_relaxed) > 0
                                         ? e.producer_clock->offset_ns.load(std::memory_order_relaxed)
                                         : 0;
-        st.latency.add(static_cast<double>(taken - s->write_time_ns + offset) * 1e-9);
+        std::int64_t age = 0;
+        if (!__builtin_sub_overflow(taken, s->write_time_ns, &age) && !__builtin_add_overflow(age, offset, &age))
+          st.latency.add(static_cast<double>(age) * 1e-9);
         e.block.tag = s->tag;
         e.block.producer_step = s->producer_step;
         e.block.sequence = s->sequence_number;

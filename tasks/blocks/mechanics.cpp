@@ -202,16 +202,15 @@ class MechanicalBlock final : public Block {
       // offset of the two interfaces at the first RIM (a grip point need
       // not be the payload's reference point).
       correction_.setZero();
-      if (rim_ok_ && (drift_time_ > 0.0 || position_drift_time_ > 0.0)) {
+      // (position_drift_time needs a drift_time: the constructor says so.)
+      if (rim_ok_ && drift_time_ > 0.0) {
         if (!offset_known_) {
           for (Eigen::Index i = 0; i < ni_; ++i) offset_(i) = xi_(i) - payload_.position[static_cast<std::size_t>(i)];
           offset_known_ = true;
         }
-        if (drift_time_ > 0.0) {
-          for (Eigen::Index i = 0; i < ni_; ++i) wo_(i) = wi_(i) - payload_.velocity[static_cast<std::size_t>(i)];
-          correction_.noalias() = meff_ * wo_;
-          correction_ /= drift_time_;
-        }
+        for (Eigen::Index i = 0; i < ni_; ++i) wo_(i) = wi_(i) - payload_.velocity[static_cast<std::size_t>(i)];
+        correction_.noalias() = meff_ * wo_;
+        correction_ /= drift_time_;
         if (position_drift_time_ > 0.0) {
           const double k = 1.0 / (position_drift_time_ * position_drift_time_);
           for (Eigen::Index i = 0; i < ni_; ++i)
@@ -227,8 +226,6 @@ class MechanicalBlock final : public Block {
     }
   }
 
-  // This body's RIM at (t, x): it holds no interface force, so it is ready
-  // before any input is (docs/rim.md, both directions).
   // d_0 is state kept outside the partition's vectors: a snapshot taken
   // before the first usable RIM must not keep the one a rejected trial
   // latched (state synchronisation).
@@ -243,6 +240,8 @@ class MechanicalBlock final : public Block {
     return true;
   }
 
+  // This body's RIM at (t, x): it holds no interface force, so it is ready
+  // before any input is (docs/rim.md, both directions).
   void state_outputs(const BlockContext& c) const noexcept override {
     load_state(c);
     model_->evaluate(q_, v_, c.t, terms_);

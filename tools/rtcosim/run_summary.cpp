@@ -52,6 +52,11 @@ std::string remote_link_lines(runtime::Graph& graph) {
   const auto remote = graph.remote_links();
   if (remote.empty()) return "";
   auto here = [](const GraphLink& l) { return l.producer_local; };
+  // The consumer's one-way latency (mean or max), "-" at the producer or before any sample.
+  auto latency = [&](const GraphLink& l, double (runtime::RunningRange::*of)() const noexcept) {
+    const auto& r = l.remote_stats.latency;
+    return here(l) || r.count() == 0 ? std::string("-") : format_seconds((r.*of)());
+  };
   const std::vector<Field<GraphLink>> columns = {
       {"from -> to", Align::kLeft,
        [](const GraphLink& l) { return l.source + " (" + l.producer + ") -> " + l.consumer; }},
@@ -70,16 +75,8 @@ std::string remote_link_lines(runtime::Graph& graph) {
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.malformed.load()); }},
       {"deadline missed", Align::kRight,
        [](const GraphLink& l) { return format_count(l.remote_stats.deadline_missed.load()); }},
-      {"latency mean", Align::kRight,
-       [&](const GraphLink& l) {
-         return here(l) || l.remote_stats.latency.count() == 0 ? std::string("-")
-                                                               : format_seconds(l.remote_stats.latency.mean());
-       }},
-      {"latency max", Align::kRight,
-       [&](const GraphLink& l) {
-         return here(l) || l.remote_stats.latency.count() == 0 ? std::string("-")
-                                                               : format_seconds(l.remote_stats.latency.max());
-       }},
+      {"latency mean", Align::kRight, [&](const GraphLink& l) { return latency(l, &runtime::RunningRange::mean); }},
+      {"latency max", Align::kRight, [&](const GraphLink& l) { return latency(l, &runtime::RunningRange::max); }},
       {"data age mean", Align::kRight,
        [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats.data_age.mean()); }},
       {"data age max", Align::kRight,
