@@ -3,10 +3,10 @@
 // one dense A*x + B*u product, evaluated as many times as the integrator
 // evaluates the model per step), and each task of the flight-control
 // example.
-#include <benchmark/benchmark.h>
+#include <cmath>
 
 #include <Eigen/Dense>
-#include <cmath>
+#include <benchmark/benchmark.h>
 
 #include "tasks/block_registry.hpp"
 #include "tasks/diagram.hpp"
@@ -97,6 +97,68 @@ void BM_FlightControlTaskStep(benchmark::State& state) {
   state.SetLabel(spec.task + " (ab2, " + std::to_string(partition->block_count()) + " blocks)");
 }
 BENCHMARK(BM_FlightControlTaskStep)->DenseRange(0, 2);
+
+// One task of N sine -> first_order_lag pairs wired inside the partition
+// (no link), AB-2, 1 ms steps, declared alternately as a generated file
+// would (issue 26): ns per pair per step. Compiled (the frame program) and
+// block by block (Partition::set_compiled(false)), beside the same math on
+// plain arrays in BM_Baseline_SineLagPairs.
+std::unique_ptr<Partition> sine_lag_pairs(int pairs) {
+  std::vector<BlockSpec> blocks;
+  std::vector<WireSpec> wires;
+  for (int k = 0; k < pairs; ++k) {
+    const std::string n = std::to_string(k);
+    blocks.push_back({"s" + n, "sine", {{"frequency", static_cast<double>(1 + k % 7)}}, ""});
+    blocks.push_back({"l" + n, "first_order_lag", {{"time_constant", 0.05}}, ""});
+    wires.push_back({{"s" + n, "y"}, {"l" + n, "u"}});
+  }
+  return build_partition(BlockRegistry::with_builtins(), "pairs", blocks, wires, {}, IntegratorKind::kAb2);
+}
+
+void sine_lag_steps(benchmark::State& state, bool compiled) {
+  auto partition = sine_lag_pairs(static_cast<int>(state.range(0)));
+  partition->set_compiled(compiled);
+  ConstantInputs inputs;
+  double t = 0.0;
+  for (auto _ : state) {
+    partition->step(t, 1e-3, inputs);
+    t += 1e-3;
+  }
+  benchmark::DoNotOptimize(partition->state().data());
+  state.counters["ns_per_pair"] = benchmark::Counter(static_cast<double>(state.iterations() * state.range(0)),
+                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+void BM_SineLagPairs(benchmark::State& state) { sine_lag_steps(state, true); }
+void BM_SineLagPairsBlockByBlock(benchmark::State& state) { sine_lag_steps(state, false); }
+BENCHMARK(BM_SineLagPairs)->Arg(2048)->Arg(8192);
+BENCHMARK(BM_SineLagPairsBlockByBlock)->Arg(2048)->Arg(8192);
+
+// The same math on plain arrays: per pair the sine at the step's middle
+// and end, one AB-2 step of the lag (the partition evaluates the sine where
+// the lag's derivative and the outputs need it).
+void BM_Baseline_SineLagPairs(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::vector<double> omega(n), x(n, 0.0), f_prev(n, 0.0), y(n, 0.0);
+  for (std::size_t k = 0; k < n; ++k) omega[k] = 2.0 * 3.141592653589793 * static_cast<double>(1 + k % 7);
+  constexpr double h = 1e-3, tau = 0.05;
+  double t = 0.0;
+  for (auto _ : state) {
+    for (std::size_t k = 0; k < n; ++k) {
+      const double u = std::sin(omega[k] * (t + 0.5 * h));
+      const double f = (u - x[k]) / tau;
+      x[k] += h * (1.5 * f - 0.5 * f_prev[k]);
+      f_prev[k] = f;
+      y[k] = std::sin(omega[k] * (t + h));
+    }
+    t += h;
+    benchmark::DoNotOptimize(x.data());
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["ns_per_pair"] = benchmark::Counter(static_cast<double>(state.iterations() * state.range(0)),
+                                                     benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_Baseline_SineLagPairs)->Arg(2048)->Arg(8192);
 
 }  // namespace
 

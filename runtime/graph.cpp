@@ -250,6 +250,15 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       g->links_.push_back(std::move(link));
     }
   }
+  // Output derivatives only where a link's method reads them: every other
+  // derivative a producer would compute is work no consumer needs.
+  for (auto& producer : g->tasks_) {
+    std::vector<tasks::OutputRef> wanted;
+    for (const OutputBinding& o : producer->outputs_view()) {
+      if (o.link->method_uses_derivatives) wanted.push_back(o.ref);
+    }
+    producer->partition().set_derivative_consumers(wanted);
+  }
   return g;
 }
 

@@ -8,6 +8,8 @@
 
 namespace rtcosim::tasks {
 
+class KernelFamily;
+
 // A named input or output port carrying `width` signals.
 struct PortInfo {
   std::string name;
@@ -28,11 +30,11 @@ struct BlockContext {
   // co-simulated FMU advances by it); 0 elsewhere.
   double h = 0.0;
   bool sample_hit = false;
-  std::span<const std::span<const double>> u;        // per input port
-  std::span<const std::span<const double>> du;       // per input port
+  std::span<const std::span<const double>> u;   // per input port
+  std::span<const std::span<const double>> du;  // per input port
   std::span<const std::span<const unsigned char>> du_valid;
-  std::span<const std::span<double>> y;              // per output port
-  std::span<const std::span<double>> dy;             // per output port
+  std::span<const std::span<double>> y;   // per output port
+  std::span<const std::span<double>> dy;  // per output port
   std::span<const std::span<unsigned char>> dy_valid;
   std::span<const double> x;
   std::span<double> xd;
@@ -189,6 +191,11 @@ class Block {
   // FMU without canHandleVariableCommunicationStepSize): why, for the
   // configuration check of a task with `step: measured`.
   [[nodiscard]] virtual std::string fixed_step_reason() const { return {}; }
+
+  // The kernel family that evaluates runs of blocks of this type in one
+  // loop (tasks/kernel.hpp, docs/frame-program.md); null: the partition
+  // calls this block's virtual functions, as a kernel of one.
+  [[nodiscard]] virtual const KernelFamily* kernel_family() const noexcept { return nullptr; }
 
  protected:
   std::size_t add_input(std::string name, std::size_t width, bool feedthrough = true) {

@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "base/text.hpp"
+#include "tasks/kernel.hpp"
 #include "tasks/params.hpp"
 
 namespace rtcosim::tasks {
@@ -19,6 +20,29 @@ struct Source {
   bool external = false;
   std::size_t offset = 0;  // in signals (block output) or in the external buffer
   std::string description;
+};
+
+// A block that needs its own code, as a kernel of one: its virtual
+// functions through the context its slot holds.
+class BlockKernel final : public Kernel {
+ public:
+  BlockKernel(const Block& block, BlockContext& context, std::size_t x_offset)
+      : block_(block), context_(context), x_(x_offset), nx_(block.continuous_states()) {}
+  void output(const FrameMemory&, double t) noexcept override {
+    context_.t = t;
+    block_.output(context_);
+  }
+  void derivatives(const FrameMemory&, double, double* dx) noexcept override {
+    block_.derivatives(context_, std::span<double>(dx + x_, nx_));
+  }
+  void output_derivatives(const FrameMemory&, double, const double* dx) noexcept override {
+    block_.output_derivatives(context_, std::span<const double>(dx + x_, nx_));
+  }
+
+ private:
+  const Block& block_;
+  BlockContext& context_;
+  std::size_t x_, nx_;
 };
 
 }  // namespace
@@ -58,9 +82,30 @@ struct Partition::Impl {
   };
 
   std::vector<Slot> slots;
-  std::vector<std::size_t> order;     // slot indices in evaluation order
+  std::vector<std::size_t> order;  // slot indices in evaluation order
+
+  // The frame program (docs/frame-program.md): the blocks in runs, each run
+  // one kernel, in an order that computes what `order` computes.
+  struct Run {
+    std::unique_ptr<Kernel> kernel;
+    bool stage = true;        // evaluated in the integrator's stages
+    bool derivatives = true;  // its output derivatives are consumed
+    bool stateful = false;
+  };
+  std::vector<Run> runs;
+  std::vector<Kernel*> all_runs, stage_runs, stateful_runs, derivative_runs;
+  FrameMemory mem;
+  double output_time = 0.0;  // t of the last outputs, which output derivatives are taken at
+  // Set-up data kept for compiling: per slot, the unified offset of each
+  // input port's signals, the slots it reads through any wire and through a
+  // feedthrough wire.
+  std::vector<std::vector<std::size_t>> in_offsets, upstream, feedthrough_from;
+  // Per block output signal: its derivative is consumed outside the
+  // partition (empty: every one is).
+  std::vector<unsigned char> derivative_wanted;
+  bool compiled = true;
+  void compile();
   std::vector<std::size_t> early;     // slots whose state-only outputs feed a feedthrough input here, before `order`
-  std::vector<std::size_t> stateful;  // slots with continuous states
   std::vector<std::size_t> discrete;  // slots with discrete updates
   std::vector<std::size_t> jumpers;   // slots whose output can jump (Block::jumps)
   std::vector<std::size_t> eventful;  // slots with events (Block::has_events)
@@ -73,34 +118,32 @@ struct Partition::Impl {
   bool autonomous = true;
 
   State s, saved;
-  std::vector<double> ext, ext_d;
-  std::vector<unsigned char> ext_valid;
+  // The external inputs: the tail of the signal memory, after the block outputs.
+  std::size_t ext_base = 0;
+  std::span<double> ext;
   std::vector<std::size_t> ext_offsets;
   std::vector<double> xe;  // the state an evaluation sees
   std::vector<double> k1, k2, k3, k4, xs, scratch_ext, scratch_xd;
 
-  void outputs(double t) noexcept {
+  void run_outputs(double t, const std::vector<Kernel*>& list) noexcept {
     for (std::size_t i : early) {
       Slot& slot = slots[i];
       slot.context.t = t;
       slot.block->state_outputs(slot.context);
     }
-    for (std::size_t i : order) {
-      Slot& slot = slots[i];
-      slot.context.t = t;
-      slot.block->output(slot.context);
-    }
+    for (Kernel* k : list) k->output(mem, t);
+    output_time = t;
   }
+  void outputs(double t) noexcept { run_outputs(t, all_runs); }
 
-  // f(t, x): outputs then state derivatives, x copied into the evaluation state.
-  void evaluate(double t, std::span<const double> x, std::span<double> dx) noexcept {
+  // f(t, x): outputs then state derivatives, x copied into the evaluation
+  // state. In an integrator's stage (`stage`) only the blocks that a state
+  // derivative or a block of its own code reads are evaluated: the others'
+  // outputs are read by nobody before the step's end evaluates them all.
+  void evaluate(double t, std::span<const double> x, std::span<double> dx, bool stage = true) noexcept {
     if (x.data() != xe.data()) std::copy(x.begin(), x.end(), xe.begin());
-    outputs(t);
-    for (std::size_t i : stateful) {
-      Slot& slot = slots[i];
-      slot.block->derivatives(slot.context,
-                              dx.subspan(slot.x_offset, slot.block->continuous_states()));
-    }
+    run_outputs(t, stage ? stage_runs : all_runs);
+    for (Kernel* k : stateful_runs) k->derivatives(mem, t, dx.data());
   }
 
   bool due(std::size_t i, double t) const noexcept {
@@ -174,16 +217,16 @@ struct Partition::Impl {
       Slot& slot = slots[i];
       slot.block->output_derivatives(slot.context, dx.subspan(slot.x_offset, slot.block->continuous_states()));
     }
-    for (std::size_t i : order) {
-      Slot& slot = slots[i];
-      slot.block->output_derivatives(slot.context, dx.subspan(slot.x_offset, slot.block->continuous_states()));
-    }
+    for (Kernel* k : derivative_runs) k->output_derivatives(mem, output_time, dx.data());
   }
 };
 
 Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> blocks, const std::vector<WireSpec>& wires,
                      std::vector<ExternalInputSpec> externals, IntegratorKind integrator)
-    : name_(std::move(name)), integrator_(integrator), externals_(std::move(externals)), impl_(std::make_unique<Impl>()) {
+    : name_(std::move(name)),
+      integrator_(integrator),
+      externals_(std::move(externals)),
+      impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
   const std::string where = "partition '" + name_ + "'";
 
@@ -217,7 +260,8 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     const auto it = by_name.find(e.block);
     if (it != by_name.end()) return it->second;
     std::string message = context + ": " + where + " has no block '" + e.block + "'";
-    if (const auto guess = base::closest_match(e.block, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+    if (const auto guess = base::closest_match(e.block, names); !guess.empty())
+      message += " (did you mean '" + guess + "'?)";
     throw BlockError(message, e.block);
   };
   auto find_port = [&](const std::vector<PortInfo>& ports, const Endpoint& e, const Block& b, const char* kind,
@@ -229,8 +273,8 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     for (const auto& p : ports) port_names.push_back(p.name);
     std::string list;
     for (const auto& n : port_names) list += (list.empty() ? "" : ", ") + n;
-    std::string message = context + ": block '" + b.name() + "' (" + b.type() + ") has no " + kind + " port '" + e.port +
-                          "' — its " + kind + "s: " + (list.empty() ? "none" : list);
+    std::string message = context + ": block '" + b.name() + "' (" + b.type() + ") has no " + kind + " port '" +
+                          e.port + "' — its " + kind + "s: " + (list.empty() ? "none" : list);
     if (const auto guess = base::closest_match(e.port, port_names); !guess.empty()) {
       message += " (did you mean '" + guess + "'?)";
     }
@@ -263,22 +307,27 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
   // state_outputs would be a second evaluation of its model for nothing.
   std::vector<unsigned char> needs_early(m.slots.size(), 0);
   m.downstream.resize(m.slots.size());
+  m.upstream.resize(m.slots.size());
+  m.feedthrough_from.resize(m.slots.size());
   for (const auto& w : wires) {
     const std::string context = "wire '" + w.from.str() + " -> " + w.to.str() + "'";
     const std::size_t from_block = find_block(w.from, context);
     const Block& fb = *m.slots[from_block].block;
     const std::size_t from_port = find_port(fb.outputs(), w.from, fb, "output", context);
-    connect(w.to, Source{false, m.slots[from_block].out_offsets[from_port], w.from.str()}, fb.outputs()[from_port].width,
-            context);
+    connect(w.to, Source{false, m.slots[from_block].out_offsets[from_port], w.from.str()},
+            fb.outputs()[from_port].width, context);
     const std::size_t to_block = by_name.at(w.to.block);
     m.downstream[from_block].push_back(to_block);
+    m.upstream[to_block].push_back(from_block);
     const Block& tb = *m.slots[to_block].block;
     const std::size_t to_port = find_port(tb.inputs(), w.to, tb, "input", context);
     if (tb.feedthrough(to_port)) {
-      if (fb.state_only(from_port))
+      if (fb.state_only(from_port)) {
         needs_early[from_block] = 1;
-      else
+      } else {
         edges[from_block].push_back(to_block);
+        m.feedthrough_from[to_block].push_back(from_block);
+      }
     }
   }
   std::size_t ext_size = 0;
@@ -294,8 +343,8 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     const Block& b = *m.slots[i].block;
     for (std::size_t p = 0; p < b.inputs().size(); ++p) {
       if (!sources[i][p]) {
-        throw BlockError("input '" + b.name() + "." + b.inputs()[p].name + "' of block '" + b.name() + "' (" + b.type() +
-                             ") is not connected — wire a block output or an external input to it",
+        throw BlockError("input '" + b.name() + "." + b.inputs()[p].name + "' of block '" + b.name() + "' (" +
+                             b.type() + ") is not connected — wire a block output or an external input to it",
                          b.name());
       }
     }
@@ -354,9 +403,11 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
   Impl::State& s = m.s;
   s.x.assign(m.nx, 0.0);
   s.xd.assign(m.nxd, 0.0);
-  s.signals.assign(signal_count, 0.0);
-  s.dsignals.assign(signal_count, 0.0);
-  s.dvalid.assign(signal_count, 0);
+  // One signal memory: the block outputs, then the external inputs.
+  m.ext_base = signal_count;
+  s.signals.assign(signal_count + ext_size, 0.0);
+  s.dsignals.assign(signal_count + ext_size, 0.0);
+  s.dvalid.assign(signal_count + ext_size, 0);
   s.next_hit.assign(m.slots.size(), 0.0);
   s.prev_main.assign(m.nx, 0.0);
   s.prev2_main.assign(m.nx, 0.0);
@@ -372,29 +423,24 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     if (m.slots[i].block->can_fail()) m.fallible.push_back(i);
   }
   m.saved = s;
-  m.ext.assign(ext_size, 0.0);
-  m.ext_d.assign(ext_size, 0.0);
-  m.ext_valid.assign(ext_size, 0);
+  m.ext = std::span<double>(s.signals.data() + m.ext_base, ext_size);
   m.xe.assign(m.nx, 0.0);
   for (auto* v : {&m.k1, &m.k2, &m.k3, &m.k4, &m.xs}) v->assign(m.nx, 0.0);
   m.scratch_ext.assign(ext_size, 0.0);
   m.scratch_xd.assign(m.nxd, 0.0);
 
+  m.in_offsets.resize(m.slots.size());
   for (std::size_t i = 0; i < m.slots.size(); ++i) {
     Impl::Slot& slot = m.slots[i];
     const Block& b = *slot.block;
     for (std::size_t p = 0; p < b.inputs().size(); ++p) {
       const Source& src = *sources[i][p];
       const std::size_t w = b.inputs()[p].width;
-      if (src.external) {
-        slot.u.emplace_back(m.ext.data() + src.offset, w);
-        slot.du.emplace_back(m.ext_d.data() + src.offset, w);
-        slot.du_valid.emplace_back(m.ext_valid.data() + src.offset, w);
-      } else {
-        slot.u.emplace_back(s.signals.data() + src.offset, w);
-        slot.du.emplace_back(s.dsignals.data() + src.offset, w);
-        slot.du_valid.emplace_back(s.dvalid.data() + src.offset, w);
-      }
+      const std::size_t at = src.external ? m.ext_base + src.offset : src.offset;
+      m.in_offsets[i].push_back(at);
+      slot.u.emplace_back(s.signals.data() + at, w);
+      slot.du.emplace_back(s.dsignals.data() + at, w);
+      slot.du_valid.emplace_back(s.dvalid.data() + at, w);
     }
     for (std::size_t p = 0; p < b.outputs().size(); ++p) {
       const std::size_t w = b.outputs()[p].width;
@@ -410,11 +456,140 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     slot.context.dy_valid = slot.dy_valid;
     slot.context.x = std::span<const double>(m.xe.data() + slot.x_offset, b.continuous_states());
     slot.context.xd = std::span<double>(s.xd.data() + slot.xd_offset, b.discrete_states());
-    if (b.continuous_states() > 0) m.stateful.push_back(i);
     if (needs_early[i]) m.early.push_back(i);
     if (slot.discrete) m.discrete.push_back(i);
   }
+  m.mem = FrameMemory{s.signals.data(), s.dsignals.data(), s.dvalid.data(), m.xe.data(), s.xd.data()};
+  m.compile();
   reset(0.0);
+}
+
+void Partition::Impl::compile() {
+  const std::size_t n = slots.size();
+  // A block joins a kernel of its type when it offers one and needs none of
+  // what only its own code handles.
+  std::vector<const KernelFamily*> family(n, nullptr);
+  for (std::size_t i = 0; i < n; ++i) {
+    const Block& b = *slots[i].block;
+    bool plain = b.discrete_states() == 0 && b.sample_time() == 0.0 && !b.jumps() && !b.has_events() && !b.can_fail();
+    for (std::size_t p = 0; p < b.outputs().size(); ++p) plain = plain && !b.state_only(p);
+    if (plain && compiled) family[i] = b.kernel_family();
+  }
+  // In the stages: every block with states or its own code, and whatever
+  // they read, through any wire.
+  std::vector<unsigned char> stage(n, 0), deriv(n, 0);
+  std::vector<std::size_t> work;
+  auto mark = [&](std::vector<unsigned char>& set, std::size_t i) {
+    if (set[i]) return;
+    set[i] = 1;
+    work.push_back(i);
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!family[i] || slots[i].block->continuous_states() > 0) mark(stage, i);
+  }
+  while (!work.empty()) {
+    const std::size_t i = work.back();
+    work.pop_back();
+    for (std::size_t from : upstream[i]) mark(stage, from);
+  }
+  // Output derivatives: where consumed outside, where a block of its own
+  // code may read them, and upstream of a kernel that reads its inputs'.
+  for (std::size_t i = 0; i < n; ++i) {
+    const Slot& slot = slots[i];
+    bool wanted = derivative_wanted.empty() || !family[i] || !compiled;
+    for (std::size_t p = 0; p < slot.out_offsets.size() && !wanted; ++p) {
+      for (std::size_t k = 0; k < slot.block->outputs()[p].width; ++k) {
+        wanted = wanted || derivative_wanted[slot.out_offsets[p] + k] != 0;
+      }
+    }
+    if (wanted) mark(deriv, i);
+  }
+  while (!work.empty()) {
+    const std::size_t i = work.back();
+    work.pop_back();
+    if (family[i] && !family[i]->reads_input_derivatives(*slots[i].block)) continue;
+    for (std::size_t from : upstream[i]) mark(deriv, from);
+  }
+
+  // Runs, built along the evaluation order. A block of its own code opens
+  // a run of one at the end. A kernel block joins the last run of its kind
+  // unless that run comes before a run it must follow: one holding a block
+  // it reads through a feedthrough wire, or a block of its own code that
+  // reads it (placed before it in the order, which saw its value from the
+  // evaluation before and must go on seeing that); else it opens a new run
+  // of its kind at the end. A block of its own code follows every block it
+  // reads through any wire, as in the order. So each block sees exactly
+  // what it saw in the evaluation order, and runs of one kind stay long
+  // however the blocks are declared.
+  struct Pending {
+    const KernelFamily* family;  // null: a block of its own code
+    bool stage, deriv, stateful;
+    std::vector<KernelSlot> members;
+    std::size_t slot = 0;  // the block of its own code
+  };
+  std::vector<Pending> pending;
+  std::vector<std::ptrdiff_t> run_of(n, -1);
+  std::vector<unsigned char> own(n, 0);
+  for (std::size_t i = 0; i < n; ++i) own[i] = family[i] == nullptr;
+  runs.clear();
+  auto slot_of = [&](std::size_t i) {
+    KernelSlot k;
+    k.block = slots[i].block.get();
+    k.in = in_offsets[i];
+    k.out = slots[i].out_offsets;
+    k.x = slots[i].x_offset;
+    k.xd = slots[i].xd_offset;
+    return k;
+  };
+  for (std::size_t i : order) {
+    Slot& slot = slots[i];
+    const bool stateful = slot.block->continuous_states() > 0;
+    if (own[i]) {
+      pending.push_back(Pending{nullptr, true, true, stateful, {}, i});
+      run_of[i] = static_cast<std::ptrdiff_t>(pending.size() - 1);
+      continue;
+    }
+    std::ptrdiff_t earliest = 0;  // the first run it may join
+    for (std::size_t from : feedthrough_from[i]) earliest = std::max(earliest, run_of[from]);
+    for (std::size_t to : downstream[i]) {
+      if (own[to] && run_of[to] >= 0) earliest = std::max(earliest, run_of[to] + 1);
+    }
+    std::ptrdiff_t into = -1;
+    for (std::size_t p = pending.size(); p-- > 0;) {
+      const Pending& r = pending[p];
+      if (r.family == family[i] && r.stage == (stage[i] != 0) && r.deriv == (deriv[i] != 0)) {
+        into = static_cast<std::ptrdiff_t>(p);
+        break;
+      }
+    }
+    if (into < earliest) {
+      pending.push_back(Pending{family[i], stage[i] != 0, deriv[i] != 0, false, {}, 0});
+      into = static_cast<std::ptrdiff_t>(pending.size() - 1);
+    }
+    Pending& r = pending[static_cast<std::size_t>(into)];
+    r.members.push_back(slot_of(i));
+    r.stateful = r.stateful || stateful;
+    run_of[i] = into;
+  }
+  for (Pending& p : pending) {
+    if (!p.family) {
+      Slot& slot = slots[p.slot];
+      runs.push_back(
+          Run{std::make_unique<BlockKernel>(*slot.block, slot.context, slot.x_offset), true, true, p.stateful});
+    } else {
+      runs.push_back(Run{p.family->compile(p.members), p.stage, p.deriv, p.stateful});
+    }
+  }
+  all_runs.clear();
+  stage_runs.clear();
+  stateful_runs.clear();
+  derivative_runs.clear();
+  for (Run& r : runs) {
+    all_runs.push_back(r.kernel.get());
+    if (r.stage) stage_runs.push_back(r.kernel.get());
+    if (r.stateful) stateful_runs.push_back(r.kernel.get());
+    if (r.derivatives) derivative_runs.push_back(r.kernel.get());
+  }
 }
 
 Partition::~Partition() = default;
@@ -448,12 +623,13 @@ OutputRef Partition::find_output(const Endpoint& port) const {
     }
     std::string list;
     for (const auto& n : port_names) list += (list.empty() ? "" : ", ") + n;
-    throw BlockError("block '" + port.block + "' has no output port '" + port.port + "' — its outputs: " +
-                         (list.empty() ? "none" : list),
+    throw BlockError("block '" + port.block + "' has no output port '" + port.port +
+                         "' — its outputs: " + (list.empty() ? "none" : list),
                      port.block);
   }
   std::string message = "partition '" + name_ + "' has no block '" + port.block + "'";
-  if (const auto guess = base::closest_match(port.block, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+  if (const auto guess = base::closest_match(port.block, names); !guess.empty())
+    message += " (did you mean '" + guess + "'?)";
   throw BlockError(message, port.block);
 }
 
@@ -625,7 +801,8 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     bool any = false;
     for (std::size_t i : m.eventful) {
       Impl::Slot& slot = m.slots[i];
-      if (slot.block->event(slot.context, std::span<double>(x.data() + slot.x_offset, slot.block->continuous_states()))) {
+      if (slot.block->event(slot.context,
+                            std::span<double>(x.data() + slot.x_offset, slot.block->continuous_states()))) {
         any = true;
         ++m.events;
       }
@@ -633,7 +810,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     // Multistep history across an event would extrapolate over the jump.
     if (any) s.history = 0;
   }
-  m.evaluate(end, x, m.k4);
+  m.evaluate(end, x, m.k4, false);
   m.output_derivatives(m.k4);
   m.mark_jumps(true);
 }
@@ -661,10 +838,28 @@ void Partition::refresh_outputs(InputSource& inputs) noexcept {
   for (std::size_t i = 0; i < externals_.size(); ++i) {
     inputs.sample(i, t, std::span<double>(m.ext.data() + m.ext_offsets[i], externals_[i].width));
   }
-  m.evaluate(t, m.s.x, m.k4);
+  m.evaluate(t, m.s.x, m.k4, false);
   m.output_derivatives(m.k4);
   m.mark_jumps(false);
 }
+
+void Partition::set_derivative_consumers(std::span<const OutputRef> ports) {
+  Impl& m = *impl_;
+  m.derivative_wanted.assign(m.ext_base, 0);
+  for (const OutputRef& r : ports) {
+    std::fill_n(m.derivative_wanted.begin() + static_cast<std::ptrdiff_t>(r.offset), r.width, 1);
+  }
+  m.compile();
+  reset(m.s.time);
+}
+
+void Partition::set_compiled(bool compiled) {
+  impl_->compiled = compiled;
+  impl_->compile();
+  reset(impl_->s.time);
+}
+
+std::size_t Partition::kernel_count() const noexcept { return impl_->runs.size(); }
 
 bool Partition::snapshot() noexcept {
   impl_->saved = impl_->s;

@@ -100,6 +100,21 @@ class Partition {
   // Set-up: locates an output port; throws BlockError with did-you-mean.
   [[nodiscard]] OutputRef find_output(const Endpoint& port) const;
 
+  // Set-up: only these output ports' time derivatives are read outside the
+  // partition (the links whose method uses them); the frame program then
+  // computes output derivatives only where these, or a block of its own
+  // code, read them. Until it is called every derivative is computed. The
+  // others read as unknown (flag 0, value 0). Recompiles and resets.
+  void set_derivative_consumers(std::span<const OutputRef> ports);
+  // Set-up: false evaluates every block through its virtual functions, in
+  // the evaluation order, in every pass, with every derivative, as a
+  // reference for the compiled program (whose results are the same bits).
+  // Recompiles and resets.
+  void set_compiled(bool compiled);
+  // Kernels of the frame program (one per run of blocks of one type, one
+  // per block of its own code).
+  [[nodiscard]] std::size_t kernel_count() const noexcept;
+
   // Initial states at time t0; clears the integrator's history.
   void reset(double t0) noexcept;
 

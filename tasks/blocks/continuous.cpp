@@ -6,6 +6,7 @@
 
 #include "tasks/block_registry.hpp"
 #include "tasks/blocks/state_space.hpp"
+#include "tasks/kernel.hpp"
 
 namespace rtcosim::tasks {
 
@@ -14,7 +15,8 @@ namespace {
 Eigen::MatrixXd to_eigen(const Matrix& m) {
   Eigen::MatrixXd out(static_cast<Eigen::Index>(m.size()), static_cast<Eigen::Index>(m.front().size()));
   for (std::size_t r = 0; r < m.size(); ++r) {
-    for (std::size_t c = 0; c < m[r].size(); ++c) out(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) = m[r][c];
+    for (std::size_t c = 0; c < m[r].size(); ++c)
+      out(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) = m[r][c];
   }
   return out;
 }
@@ -72,8 +74,54 @@ class Integrator final : public Block {
   void output_derivatives(const BlockContext& c, std::span<const double> dx) const noexcept override {
     for (std::size_t i = 0; i < width_; ++i) c.out_derivative(0, i, dx[i]);
   }
+  const KernelFamily* kernel_family() const noexcept override {
+    static const Family family;
+    return &family;
+  }
 
  private:
+  // Every integrator signal of a run, flattened: its input, output and
+  // state offsets and its block's limits.
+  class Kernel final : public tasks::Kernel {
+   public:
+    struct Signal {
+      std::size_t in, out, x;
+      double lower, upper;
+    };
+    explicit Kernel(std::vector<Signal> signals) : signals_(std::move(signals)) {}
+    void output(const FrameMemory& m, double) noexcept override {
+      for (const Signal& s : signals_) m.v[s.out] = std::clamp(m.x[s.x], s.lower, s.upper);
+    }
+    void derivatives(const FrameMemory& m, double, double* dx) noexcept override {
+      for (const Signal& s : signals_) {
+        const double u = m.v[s.in];
+        const double x = m.x[s.x];
+        const bool held = (x >= s.upper && u > 0.0) || (x <= s.lower && u < 0.0);
+        dx[s.x] = held ? 0.0 : u;
+      }
+    }
+    void output_derivatives(const FrameMemory& m, double, const double* dx) noexcept override {
+      for (const Signal& s : signals_) {
+        m.dv[s.out] = dx[s.x];
+        m.known[s.out] = 1;
+      }
+    }
+
+   private:
+    std::vector<Signal> signals_;
+  };
+  struct Family final : KernelFamily {
+    std::unique_ptr<tasks::Kernel> compile(std::span<const KernelSlot> run) const override {
+      std::vector<Kernel::Signal> signals;
+      for (const KernelSlot& s : run) {
+        const auto& b = static_cast<const Integrator&>(*s.block);
+        for (std::size_t i = 0; i < b.width_; ++i)
+          signals.push_back({s.in[0] + i, s.out[0] + i, s.x + i, b.lower_, b.upper_});
+      }
+      return std::make_unique<Kernel>(std::move(signals));
+    }
+    bool reads_input_derivatives(const Block&) const noexcept override { return false; }
+  };
   std::size_t width_ = 1;
   Vector initial_;
   double lower_ = 0.0, upper_ = 0.0;
@@ -183,6 +231,122 @@ void multiply(const Eigen::MatrixXd& m, const double* v, double* out, bool accum
 
 }  // namespace
 
+namespace {
+
+// Every single-state, single-input, single-output system of a run (the
+// first-order lags a large plant is made of), the block's scalar
+// arithmetic over the signal memory.
+class ScalarStateSpaceKernel final : public Kernel {
+ public:
+  struct System {
+    std::size_t in, out, x;
+    double a, b, c, d;
+    bool has_d;
+  };
+  explicit ScalarStateSpaceKernel(std::vector<System> systems) : systems_(std::move(systems)) {}
+  void output(const FrameMemory& m, double) noexcept override {
+    for (const System& s : systems_) {
+      double y = s.c * m.x[s.x];
+      if (s.has_d) y += s.d * m.v[s.in];
+      m.v[s.out] = y;
+    }
+  }
+  void derivatives(const FrameMemory& m, double, double* dx) noexcept override {
+    for (const System& s : systems_) dx[s.x] = s.a * m.x[s.x] + s.b * m.v[s.in];
+  }
+  void output_derivatives(const FrameMemory& m, double, const double* dx) noexcept override {
+    for (const System& s : systems_) {
+      bool known = true;
+      double dy = s.c * dx[s.x];
+      if (s.has_d) {
+        known = m.known[s.in] != 0;
+        dy += s.d * m.dv[s.in];
+      }
+      m.dv[s.out] = dy;
+      m.known[s.out] = known ? 1 : 0;
+    }
+  }
+
+ private:
+  std::vector<System> systems_;
+};
+
+// Every other state-space system of a run, through the block's own matrix
+// products on raw pointers.
+class StateSpaceKernel final : public Kernel {
+ public:
+  struct System {
+    const StateSpace* block;
+    std::size_t in, out, x;
+    bool has_d;
+  };
+  explicit StateSpaceKernel(std::vector<System> systems) : systems_(std::move(systems)) {}
+  void output(const FrameMemory& m, double) noexcept override {
+    for (const System& s : systems_) {
+      multiply(s.block->c(), m.x + s.x, m.v + s.out, false);
+      if (s.has_d) multiply(s.block->d(), m.v + s.in, m.v + s.out, true);
+    }
+  }
+  void derivatives(const FrameMemory& m, double, double* dx) noexcept override {
+    for (const System& s : systems_) {
+      multiply(s.block->a(), m.x + s.x, dx + s.x, false);
+      multiply(s.block->b(), m.v + s.in, dx + s.x, true);
+    }
+  }
+  void output_derivatives(const FrameMemory& m, double, const double* dx) noexcept override {
+    for (const System& s : systems_) {
+      bool known = true;
+      multiply(s.block->c(), dx + s.x, m.dv + s.out, false);
+      if (s.has_d) {
+        for (Eigen::Index i = 0; i < s.block->d().cols(); ++i)
+          known = known && m.known[s.in + static_cast<std::size_t>(i)] != 0;
+        multiply(s.block->d(), m.dv + s.in, m.dv + s.out, true);
+      }
+      for (Eigen::Index i = 0; i < s.block->c().rows(); ++i)
+        m.known[s.out + static_cast<std::size_t>(i)] = known ? 1 : 0;
+    }
+  }
+
+ private:
+  std::vector<System> systems_;
+};
+
+struct ScalarStateSpaceFamily final : KernelFamily {
+  std::unique_ptr<Kernel> compile(std::span<const KernelSlot> run) const override {
+    std::vector<ScalarStateSpaceKernel::System> systems;
+    for (const KernelSlot& s : run) {
+      const auto& b = static_cast<const StateSpace&>(*s.block);
+      systems.push_back({s.in[0], s.out[0], s.x, b.a()(0, 0), b.b()(0, 0), b.c()(0, 0), b.d()(0, 0), b.has_d()});
+    }
+    return std::make_unique<ScalarStateSpaceKernel>(std::move(systems));
+  }
+  bool reads_input_derivatives(const Block& b) const noexcept override {
+    return static_cast<const StateSpace&>(b).has_d();
+  }
+};
+
+struct StateSpaceFamily final : KernelFamily {
+  std::unique_ptr<Kernel> compile(std::span<const KernelSlot> run) const override {
+    std::vector<StateSpaceKernel::System> systems;
+    for (const KernelSlot& s : run) {
+      const auto& b = static_cast<const StateSpace&>(*s.block);
+      systems.push_back({&b, s.in[0], s.out[0], s.x, b.has_d()});
+    }
+    return std::make_unique<StateSpaceKernel>(std::move(systems));
+  }
+  bool reads_input_derivatives(const Block& b) const noexcept override {
+    return static_cast<const StateSpace&>(b).has_d();
+  }
+};
+
+}  // namespace
+
+const KernelFamily* StateSpace::kernel_family() const noexcept {
+  static const ScalarStateSpaceFamily scalar;
+  static const StateSpaceFamily general;
+  return scalar_ ? static_cast<const KernelFamily*>(&scalar) : &general;
+}
+
 void StateSpace::output(const BlockContext& c) const noexcept {
   if (scalar_) {
     c.y[0][0] = abcd_[2] * c.x[0];
@@ -230,7 +394,8 @@ void transfer_function_to_state_space(const std::string& block, const Vector& nu
   };
   const Vector num = strip(num_in);
   const Vector den = strip(den_in);
-  if (den.front() == 0.0) throw BlockError("block '" + block + "': den is zero — expected a non-zero polynomial", block, "den");
+  if (den.front() == 0.0)
+    throw BlockError("block '" + block + "': den is zero — expected a non-zero polynomial", block, "den");
   if (num.size() > den.size()) {
     throw BlockError("block '" + block + "': the transfer function is improper (numerator degree " +
                          std::to_string(num.size() - 1) + " > denominator degree " + std::to_string(den.size() - 1) +
@@ -257,24 +422,36 @@ void transfer_function_to_state_space(const std::string& block, const Vector& nu
 }
 
 void register_continuous_blocks(BlockRegistry& r) {
-  r.add({"integrator", "y = integral of u, optionally between limits",
-         {{"width", "integer", "1", "signals"}, {"initial", "number or list", "0", "initial state"},
-          {"lower", "number", "-inf", "lower limit"}, {"upper", "number", "+inf", "upper limit"}},
+  r.add({"integrator",
+         "y = integral of u, optionally between limits",
+         {{"width", "integer", "1", "signals"},
+          {"initial", "number or list", "0", "initial state"},
+          {"lower", "number", "-inf", "lower limit"},
+          {"upper", "number", "+inf", "upper limit"}},
          make_factory<Integrator>()});
-  r.add({"state_space", "x' = A x + B u, y = C x + D u",
-         {{"A", "matrix", "", "n x n"}, {"B", "matrix", "", "n x m"}, {"C", "matrix", "", "p x n"},
-          {"D", "matrix", "zeros", "p x m"}, {"initial", "list", "zeros", "x(0)"}},
+  r.add({"state_space",
+         "x' = A x + B u, y = C x + D u",
+         {{"A", "matrix", "", "n x n"},
+          {"B", "matrix", "", "n x m"},
+          {"C", "matrix", "", "p x n"},
+          {"D", "matrix", "zeros", "p x m"},
+          {"initial", "list", "zeros", "x(0)"}},
          make_state_space});
-  r.add({"transfer_function", "num(s)/den(s), coefficients in descending powers of s (proper)",
+  r.add({"transfer_function",
+         "num(s)/den(s), coefficients in descending powers of s (proper)",
          {{"num", "list of numbers", "", "numerator"}, {"den", "list of numbers", "", "denominator"}},
          make_transfer_function});
-  r.add({"first_order_lag", "gain / (time_constant s + 1)",
-         {{"gain", "number", "1", ""}, {"time_constant", "positive number", "", "s"},
-          {"initial", "number", "0", "y(0)"}},
-         make_first_order_lag});
-  r.add({"second_order", "gain wn^2 / (s^2 + 2 zeta wn s + wn^2)",
-         {{"wn", "positive number", "", "natural frequency (rad/s)"}, {"zeta", "number >= 0", "0.7", "damping"},
-          {"gain", "number", "1", "static gain"}, {"initial", "list of 2", "0, 0", "[y(0), y'(0)]"}},
+  r.add(
+      {"first_order_lag",
+       "gain / (time_constant s + 1)",
+       {{"gain", "number", "1", ""}, {"time_constant", "positive number", "", "s"}, {"initial", "number", "0", "y(0)"}},
+       make_first_order_lag});
+  r.add({"second_order",
+         "gain wn^2 / (s^2 + 2 zeta wn s + wn^2)",
+         {{"wn", "positive number", "", "natural frequency (rad/s)"},
+          {"zeta", "number >= 0", "0.7", "damping"},
+          {"gain", "number", "1", "static gain"},
+          {"initial", "list of 2", "0, 0", "[y(0), y'(0)]"}},
          make_second_order});
 }
 

@@ -4,10 +4,30 @@
 #include <cmath>
 
 #include "tasks/block_registry.hpp"
+#include "tasks/kernel.hpp"
 
 namespace rtcosim::tasks {
 
 namespace {
+
+class Gain;
+
+// Every gain of a run: y = K u over the signal memory, the block's own
+// arithmetic (Gain::apply) on raw pointers. K is read from the block each
+// time, so that a tuned gain (set_tunable) takes effect as it does there.
+class GainKernel final : public Kernel {
+ public:
+  struct Entry {
+    const Gain* gain;
+    std::size_t in, out, cols, rows;
+  };
+  explicit GainKernel(std::vector<Entry> entries) : entries_(std::move(entries)) {}
+  void output(const FrameMemory& m, double t) noexcept override;
+  void output_derivatives(const FrameMemory& m, double t, const double* dx) noexcept override;
+
+ private:
+  std::vector<Entry> entries_;
+};
 
 // y = K u: K a scalar (any width) or a matrix (rows x cols).
 class Gain final : public Block {
@@ -34,15 +54,18 @@ class Gain final : public Block {
     return true;
   }
   double tunable(std::size_t index) const noexcept override { return scalar_ && index == 0 ? gain_[0] : 0.0; }
-  void output(const BlockContext& c) const noexcept override { apply(c.u[0], c.y[0]); }
+  void output(const BlockContext& c) const noexcept override { apply(c.u[0].data(), c.y[0].data()); }
   void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
-    apply(c.du[0], c.dy[0]);
+    apply(c.du[0].data(), c.dy[0].data());
     const bool known = c.in_derivative_known(0);
     for (auto& v : c.dy_valid[0]) v = known ? 1 : 0;
   }
+  const KernelFamily* kernel_family() const noexcept override {
+    static const Family family;
+    return &family;
+  }
 
- private:
-  void apply(std::span<const double> u, std::span<double> y) const noexcept {
+  void apply(const double* u, double* y) const noexcept {
     if (scalar_) {
       for (std::size_t i = 0; i < rows_; ++i) y[i] = gain_[0] * u[i];
       return;
@@ -53,10 +76,35 @@ class Gain final : public Block {
       y[r] = acc;
     }
   }
+
+ private:
+  struct Family final : KernelFamily {
+    std::unique_ptr<Kernel> compile(std::span<const KernelSlot> run) const override {
+      std::vector<GainKernel::Entry> entries;
+      for (const KernelSlot& s : run) {
+        const auto& g = static_cast<const Gain&>(*s.block);
+        entries.push_back({&g, s.in[0], s.out[0], g.cols_, g.rows_});
+      }
+      return std::make_unique<GainKernel>(std::move(entries));
+    }
+  };
   Vector gain_;
   std::size_t rows_ = 1, cols_ = 1;
   bool scalar_ = true;
 };
+
+void GainKernel::output(const FrameMemory& m, double) noexcept {
+  for (const Entry& e : entries_) e.gain->apply(m.v + e.in, m.v + e.out);
+}
+
+void GainKernel::output_derivatives(const FrameMemory& m, double, const double*) noexcept {
+  for (const Entry& e : entries_) {
+    e.gain->apply(m.dv + e.in, m.dv + e.out);
+    bool known = true;
+    for (std::size_t i = 0; i < e.cols; ++i) known = known && m.known[e.in + i] != 0;
+    for (std::size_t i = 0; i < e.rows; ++i) m.known[e.out + i] = known ? 1 : 0;
+  }
+}
 
 // y = sum of s_i u_i with signs from a text like "+-+" (default "++").
 class Sum final : public Block {
@@ -93,8 +141,64 @@ class Sum final : public Block {
       c.out_derivative(0, i, acc, known);
     }
   }
+  const KernelFamily* kernel_family() const noexcept override {
+    static const Family family;
+    return &family;
+  }
 
  private:
+  // Every sum of a run, the block's arithmetic over the signal memory: per
+  // block its inputs' offsets and signs, flattened.
+  class Kernel final : public tasks::Kernel {
+   public:
+    struct Entry {
+      std::size_t first_term, terms, out, width;
+    };
+    Kernel(std::vector<Entry> entries, std::vector<std::size_t> in, std::vector<double> signs)
+        : entries_(std::move(entries)), in_(std::move(in)), signs_(std::move(signs)) {}
+    void output(const FrameMemory& m, double) noexcept override {
+      for (const Entry& e : entries_) {
+        for (std::size_t i = 0; i < e.width; ++i) {
+          double acc = 0.0;
+          for (std::size_t k = e.first_term; k < e.first_term + e.terms; ++k) acc += signs_[k] * m.v[in_[k] + i];
+          m.v[e.out + i] = acc;
+        }
+      }
+    }
+    void output_derivatives(const FrameMemory& m, double, const double*) noexcept override {
+      for (const Entry& e : entries_) {
+        for (std::size_t i = 0; i < e.width; ++i) {
+          double acc = 0.0;
+          bool known = true;
+          for (std::size_t k = e.first_term; k < e.first_term + e.terms; ++k) {
+            acc += signs_[k] * m.dv[in_[k] + i];
+            known = known && m.known[in_[k] + i] != 0;
+          }
+          m.dv[e.out + i] = acc;
+          m.known[e.out + i] = known ? 1 : 0;
+        }
+      }
+    }
+
+   private:
+    std::vector<Entry> entries_;
+    std::vector<std::size_t> in_;
+    std::vector<double> signs_;
+  };
+  struct Family final : KernelFamily {
+    std::unique_ptr<tasks::Kernel> compile(std::span<const KernelSlot> run) const override {
+      std::vector<Kernel::Entry> entries;
+      std::vector<std::size_t> in;
+      std::vector<double> signs;
+      for (const KernelSlot& s : run) {
+        const auto& b = static_cast<const Sum&>(*s.block);
+        entries.push_back({in.size(), b.signs_.size(), s.out[0], b.width_});
+        in.insert(in.end(), s.in.begin(), s.in.end());
+        signs.insert(signs.end(), b.signs_.begin(), b.signs_.end());
+      }
+      return std::make_unique<Kernel>(std::move(entries), std::move(in), std::move(signs));
+    }
+  };
   Vector signs_;
   std::size_t width_ = 1;
 };
@@ -157,8 +261,9 @@ class Switch final : public Block {
     } else if (criterion == "!=") {
       mode_ = 2;
     } else {
-      throw BlockError("block '" + name + "': parameter 'criterion' = '" + criterion + "' — expected \">=\", \">\" or \"!=\"",
-                       name, "criterion");
+      throw BlockError(
+          "block '" + name + "': parameter 'criterion' = '" + criterion + "' — expected \">=\", \">\" or \"!=\"", name,
+          "criterion");
     }
     width_ = p.count(name, "width", 1, 1, 1u << 20);
     add_input("u1", width_);
@@ -180,9 +285,12 @@ class Switch final : public Block {
  private:
   bool pass_first(double control) const noexcept {
     switch (mode_) {
-      case 0: return control >= threshold_;
-      case 1: return control > threshold_;
-      default: return control != threshold_;
+      case 0:
+        return control >= threshold_;
+      case 1:
+        return control > threshold_;
+      default:
+        return control != threshold_;
     }
   }
   double threshold_ = 0.0;
@@ -195,8 +303,9 @@ std::vector<std::size_t> port_widths(const std::string& name, const BlockParams&
   std::vector<std::size_t> out;
   for (double w : p.vector_if(name, "widths").value_or(Vector{1, 1})) {
     if (w < 1 || w != std::floor(w) || w > 1e6) {
-      throw BlockError("block '" + name + "': parameter 'widths' holds " + describe(w) + " — expected positive integers",
-                       name, "widths");
+      throw BlockError(
+          "block '" + name + "': parameter 'widths' holds " + describe(w) + " — expected positive integers", name,
+          "widths");
     }
     out.push_back(static_cast<std::size_t>(w));
   }
@@ -258,23 +367,32 @@ class Demux final : public Block {
 }  // namespace
 
 void register_math_blocks(BlockRegistry& r) {
-  r.add({"gain", "y = K u (K a number, or a matrix of rows)",
+  r.add({"gain",
+         "y = K u (K a number, or a matrix of rows)",
          {{"gain", "number or matrix", "", "K"}, {"width", "integer", "1", "signals, for a scalar gain"}},
          make_factory<Gain>()});
-  r.add({"sum", "y = sum of the inputs with signs",
+  r.add({"sum",
+         "y = sum of the inputs with signs",
          {{"signs", "text of + and -", "++", "one per input u1, u2, ..."}, {"width", "integer", "1", "signals"}},
          make_factory<Sum>()});
-  r.add({"product", "element-wise product or quotient of the inputs",
+  r.add({"product",
+         "element-wise product or quotient of the inputs",
          {{"ops", "text of * and /", "**", "one per input"}, {"width", "integer", "1", "signals"}},
          make_factory<Product>()});
-  r.add({"switch", "y = u1 if control meets the criterion against the threshold, else u3",
-         {{"threshold", "number", "0", ""}, {"criterion", "text", ">=", "\">=\", \">\" or \"!=\""},
+  r.add({"switch",
+         "y = u1 if control meets the criterion against the threshold, else u3",
+         {{"threshold", "number", "0", ""},
+          {"criterion", "text", ">=", "\">=\", \">\" or \"!=\""},
           {"width", "integer", "1", "signals"}},
          make_factory<Switch>()});
-  r.add({"mux", "concatenates inputs u1, u2, ... into one vector",
-         {{"widths", "list of integers", "[1, 1]", "width of each input"}}, make_factory<Mux>()});
-  r.add({"demux", "splits one vector into outputs y1, y2, ...",
-         {{"widths", "list of integers", "[1, 1]", "width of each output"}}, make_factory<Demux>()});
+  r.add({"mux",
+         "concatenates inputs u1, u2, ... into one vector",
+         {{"widths", "list of integers", "[1, 1]", "width of each input"}},
+         make_factory<Mux>()});
+  r.add({"demux",
+         "splits one vector into outputs y1, y2, ...",
+         {{"widths", "list of integers", "[1, 1]", "width of each output"}},
+         make_factory<Demux>()});
 }
 
 }  // namespace rtcosim::tasks

@@ -1,9 +1,12 @@
 // Source blocks: outputs that are functions of time only, each with its
 // exact time derivative.
+#include <array>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "tasks/block_registry.hpp"
+#include "tasks/kernel.hpp"
 
 namespace rtcosim::tasks {
 
@@ -113,6 +116,54 @@ class Ramp final : public Block {
   double slope_, start_, initial_;
 };
 
+// Every sine of a run in one loop. A source is read at few distinct times
+// per step (an AB-2 step reads its mid-frame value again in the next step,
+// under the previous step's conditions): the kernel keeps the outputs of the
+// last kRemembered times and copies them instead of calling sin again,
+// which gives the same bits.
+class SineKernel final : public Kernel {
+ public:
+  struct Wave {
+    double amplitude, omega, phase, bias;
+  };
+  SineKernel(std::vector<std::size_t> out, std::vector<Wave> waves) : out_(std::move(out)), waves_(std::move(waves)) {
+    for (auto& r : remembered_) r.assign(out_.size(), 0.0);
+    times_.fill(std::numeric_limits<double>::quiet_NaN());
+  }
+  void output(const FrameMemory& m, double t) noexcept override {
+    const std::size_t n = out_.size();
+    for (std::size_t r = 0; r < kRemembered; ++r) {
+      if (times_[r] != t) continue;
+      const double* y = remembered_[r].data();
+      for (std::size_t k = 0; k < n; ++k) m.v[out_[k]] = y[k];
+      return;
+    }
+    next_ = (next_ + 1) % kRemembered;
+    times_[next_] = t;
+    double* y = remembered_[next_].data();
+    for (std::size_t k = 0; k < n; ++k) {
+      const Wave& w = waves_[k];
+      y[k] = w.bias + w.amplitude * std::sin(w.omega * t + w.phase);
+      m.v[out_[k]] = y[k];
+    }
+  }
+  void output_derivatives(const FrameMemory& m, double t, const double*) noexcept override {
+    for (std::size_t k = 0; k < out_.size(); ++k) {
+      const Wave& w = waves_[k];
+      m.dv[out_[k]] = w.amplitude * w.omega * std::cos(w.omega * t + w.phase);
+      m.known[out_[k]] = 1;
+    }
+  }
+
+ private:
+  static constexpr std::size_t kRemembered = 3;
+  std::vector<std::size_t> out_;
+  std::vector<Wave> waves_;
+  std::array<double, kRemembered> times_{};
+  std::array<std::vector<double>, kRemembered> remembered_;
+  std::size_t next_ = 0;
+};
+
 class Sine final : public Block {
  public:
   Sine(const std::string& name, const BlockParams& p)
@@ -130,8 +181,24 @@ class Sine final : public Block {
   void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
     c.out_derivative(0, 0, amplitude_ * omega_ * std::cos(omega_ * c.t + phase_));
   }
+  const KernelFamily* kernel_family() const noexcept override {
+    static const Family family;
+    return &family;
+  }
 
  private:
+  struct Family final : KernelFamily {
+    std::unique_ptr<Kernel> compile(std::span<const KernelSlot> run) const override {
+      std::vector<std::size_t> out;
+      std::vector<SineKernel::Wave> waves;
+      for (const KernelSlot& s : run) {
+        const auto& b = static_cast<const Sine&>(*s.block);
+        out.push_back(s.out[0]);
+        waves.push_back({b.amplitude_, b.omega_, b.phase_, b.bias_});
+      }
+      return std::make_unique<SineKernel>(std::move(out), std::move(waves));
+    }
+  };
   double amplitude_, omega_, phase_, bias_;
 };
 
@@ -148,9 +215,7 @@ class Chirp final : public Block {
     add_output("y", 1);
     set_time_dependent();
   }
-  void output(const BlockContext& c) const noexcept override {
-    c.out(0, 0, amplitude_ * std::sin(phase(c.t)));
-  }
+  void output(const BlockContext& c) const noexcept override { c.out(0, 0, amplitude_ * std::sin(phase(c.t))); }
   void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
     const double t = std::max(0.0, c.t);
     const double f = t < duration_ ? f0_ + (f1_ - f0_) * t / duration_ : f1_;
@@ -171,25 +236,36 @@ class Chirp final : public Block {
 }  // namespace
 
 void register_source_blocks(BlockRegistry& r) {
-  r.add({"constant", "a constant value (a list makes a vector output)",
-         {{"value", "number or list of numbers", "", "the output"}}, make_factory<Constant>()});
-  r.add({"step", "a step from initial to final at a time, optionally acceleration-limited",
+  r.add({"constant",
+         "a constant value (a list makes a vector output)",
+         {{"value", "number or list of numbers", "", "the output"}},
+         make_factory<Constant>()});
+  r.add({"step",
+         "a step from initial to final at a time, optionally acceleration-limited",
          {{"time", "number", "0", "step time (s)"},
           {"initial", "number", "0", "value before the step"},
           {"final", "number", "1", "value after the step"},
           {"acceleration", "number >= 0", "0", "max |y''|; 0 for an ideal step"}},
          make_factory<Step>()});
-  r.add({"ramp", "initial + slope * (t - time) after a start time",
-         {{"slope", "number", "1", "per second"}, {"time", "number", "0", "start (s)"},
+  r.add({"ramp",
+         "initial + slope * (t - time) after a start time",
+         {{"slope", "number", "1", "per second"},
+          {"time", "number", "0", "start (s)"},
           {"initial", "number", "0", "value before the start"}},
          make_factory<Ramp>()});
-  r.add({"sine", "bias + amplitude * sin(2 pi frequency t + phase)",
-         {{"amplitude", "number", "1", ""}, {"frequency", "number >= 0", "1", "Hz"},
-          {"phase", "number", "0", "rad"}, {"bias", "number", "0", ""}},
+  r.add({"sine",
+         "bias + amplitude * sin(2 pi frequency t + phase)",
+         {{"amplitude", "number", "1", ""},
+          {"frequency", "number >= 0", "1", "Hz"},
+          {"phase", "number", "0", "rad"},
+          {"bias", "number", "0", ""}},
          make_factory<Sine>()});
-  r.add({"chirp", "linear frequency sweep from f0 to f1 over a duration",
-         {{"amplitude", "number", "1", ""}, {"f0", "number >= 0", "0.1", "start frequency (Hz)"},
-          {"f1", "number >= 0", "10", "end frequency (Hz)"}, {"duration", "positive number", "10", "sweep time (s)"}},
+  r.add({"chirp",
+         "linear frequency sweep from f0 to f1 over a duration",
+         {{"amplitude", "number", "1", ""},
+          {"f0", "number >= 0", "0.1", "start frequency (Hz)"},
+          {"f1", "number >= 0", "10", "end frequency (Hz)"},
+          {"duration", "positive number", "10", "sweep time (s)"}},
          make_factory<Chirp>()});
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 
-#include <Eigen/Dense>
 #include <array>
+
+#include <Eigen/Dense>
 
 #include "tasks/block.hpp"
 #include "tasks/params.hpp"
@@ -30,6 +31,9 @@ class StateSpace : public Block {
   [[nodiscard]] const Eigen::MatrixXd& b() const noexcept { return b_; }
   [[nodiscard]] const Eigen::MatrixXd& c() const noexcept { return c_; }
   [[nodiscard]] const Eigen::MatrixXd& d() const noexcept { return d_; }
+  // D is not zero: the output reads the input (and y' the input's derivative).
+  [[nodiscard]] bool has_d() const noexcept { return has_d_; }
+  const KernelFamily* kernel_family() const noexcept override;
 
  private:
   Eigen::MatrixXd a_, b_, c_, d_;
