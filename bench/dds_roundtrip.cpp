@@ -91,7 +91,7 @@ int rtcosim_side(bool ping, int count, const std::string& domain) {
   graph->reset();
   rtcosim::coupling::Link* out = nullptr;
   rtcosim::coupling::Link* in = nullptr;
-  for (auto* l : graph->remote_links()) (l->producer_local ? out : in) = l->link.get();
+  for (auto* l : graph->remote_links()) (l->producer_local ? out : in) = l->link;
   // The initial blocks of the reset are not ours.
   in->drain_to([](const rtcosim::coupling::DataBlock&) noexcept {});
   rtcosim::base::WakeWord arrived;

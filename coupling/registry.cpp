@@ -67,8 +67,8 @@ std::string describe_range(const ParamSpec& spec) {
 
 void MethodRegistry::add(MethodInfo info) {
   if (!valid_id(info.id)) {
-    throw CouplingError("coupling method id '" + info.id + "' is not valid — expected lower-case letters, digits and '_'",
-                        info.id);
+    throw CouplingError(
+        "coupling method id '" + info.id + "' is not valid — expected lower-case letters, digits and '_'", info.id);
   }
   if (const MethodInfo* existing = find(info.id)) {
     throw CouplingError("coupling method '" + info.id + "' is already registered (by " + existing->origin + ")",
@@ -129,7 +129,8 @@ ParamValues MethodRegistry::resolve(std::string_view id, const ParamSettings& se
     if (spec.kind == ParamKind::kDuration) {
       std::string why;
       const auto parsed = base::parse_duration(setting.value, &why);
-      if (!parsed) throw CouplingError(shown + " is not a duration — expected " + describe_range(spec), method.id, spec.name);
+      if (!parsed)
+        throw CouplingError(shown + " is not a duration — expected " + describe_range(spec), method.id, spec.name);
       value = *parsed;
     } else {
       const std::string& text = setting.value;
@@ -154,9 +155,16 @@ std::unique_ptr<Extrapolator> MethodRegistry::create(std::string_view id, const 
                                                      std::size_t signal_count) const {
   const ParamValues values = resolve(id, settings);
   std::unique_ptr<Extrapolator> extrapolator = get(id).make(values);
-  if (!extrapolator) throw CouplingError("coupling method '" + std::string(id) + "' made no extrapolator", std::string(id));
+  if (!extrapolator)
+    throw CouplingError("coupling method '" + std::string(id) + "' made no extrapolator", std::string(id));
   extrapolator->configure(signal_count);
   return extrapolator;
 }
+
+bool MethodRegistry::per_signal(std::string_view id) const noexcept {
+  return std::find(per_signal_.begin(), per_signal_.end(), id) != per_signal_.end();
+}
+
+void MethodRegistry::set_per_signal(std::string_view id) { per_signal_.emplace_back(id); }
 
 }  // namespace rtcosim::coupling

@@ -100,8 +100,16 @@ class MethodRegistry {
   [[nodiscard]] std::unique_ptr<Extrapolator> create(std::string_view id, const ParamSettings& settings,
                                                      std::size_t signal_count) const;
 
+  // True for a method that treats every signal on its own (the built-ins
+  // but `rim`), so that the wires between two tasks can share one of its
+  // extrapolators without changing a bit (docs/frame-program.md). A plugin
+  // method is never taken to be.
+  [[nodiscard]] bool per_signal(std::string_view id) const noexcept;
+  void set_per_signal(std::string_view id);
+
  private:
   std::vector<MethodInfo> methods_;
+  std::vector<std::string> per_signal_;
 };
 
 // "integer from 1 to 8", "duration from 0 s to 1 h": the allowed range in words.

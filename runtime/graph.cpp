@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <string_view>
@@ -24,38 +25,106 @@ constexpr double kDefaultMaxTagLead = 10.0;
 }  // namespace
 
 void LinkInputs::bind(GraphLink* link) {
+  input_offsets_.push_back(input_offsets_.empty() ? 0 : input_offsets_.back() + links_.back()->width);
   links_.push_back(link);
-  mean_offsets_.push_back(means_.size());
-  means_.resize(means_.size() + link->link->signal_count(), 0.0);
+  std::size_t b = 0;
+  while (b < bundled_.size() && bundled_[b].bundle != link->bundle) ++b;
+  if (b == bundled_.size()) {
+    bundled_.push_back({link->bundle, input_offsets_.back(), true, 0, 0, {}});
+    bundles_.push_back(link->bundle);
+  }
+  bundle_of_.push_back(b);
+}
+
+void LinkInputs::finish() {
+  // A bundle whose wires are consecutive inputs in its own order is
+  // evaluated straight into the partition's inputs; any other into its
+  // scratch memory, then copied to each wire's inputs.
+  for (Bundled& b : bundled_) {
+    std::size_t expected = b.ext;
+    for (GraphLink* m : b.bundle->members) {
+      const auto it = std::find(links_.begin(), links_.end(), m);
+      const std::size_t at = input_offsets_[static_cast<std::size_t>(it - links_.begin())];
+      b.member_inputs.push_back(at);
+      b.contiguous = b.contiguous && at == expected;
+      expected = at + m->width;
+    }
+    const std::size_t n = b.bundle->link->signal_count();
+    b.scratch = scratch_.size();
+    scratch_.resize(scratch_.size() + n, 0.0);
+    b.means = means_.size();
+    if (b.bundle->link->extrapolator().averages_over_step()) means_.resize(means_.size() + n, 0.0);
+  }
 }
 
 void LinkInputs::begin_step(double t, double h) noexcept {
-  for (std::size_t i = 0; i < links_.size(); ++i) {
-    coupling::Extrapolator& e = links_[i]->link->extrapolator();
+  for (const Bundled& b : bundled_) {
+    coupling::Extrapolator& e = b.bundle->link->extrapolator();
     if (!e.averages_over_step()) continue;
-    e.step_mean(t, t + h, std::span<double>(means_.data() + mean_offsets_[i], e.signal_count()));
+    e.step_mean(t, t + h, std::span<double>(means_.data() + b.means, e.signal_count()));
+  }
+}
+
+void LinkInputs::evaluate(const Bundled& b, double t, double* out) noexcept {
+  const coupling::Extrapolator& e = b.bundle->link->extrapolator();
+  const std::size_t n = e.signal_count();
+  if (pass_ == tasks::InputPass::kIntegration && e.averages_over_step()) {
+    std::copy_n(means_.data() + b.means, n, out);
+  } else {
+    const double newest = e.newest_tag();
+    // Beyond the horizon every method holds its value there.
+    e.evaluate(std::isfinite(newest) ? std::min(t, newest + b.bundle->max_extrapolation) : t,
+               std::span<double>(out, n));
+  }
+}
+
+void LinkInputs::count(LinkBundle& b, double t) noexcept {
+  const coupling::Extrapolator& e = b.link->extrapolator();
+  const double newest = e.newest_tag();
+  if (!std::isfinite(newest)) return;
+  const double gap = t - newest;
+  b.stats.extrapolation_interval.add(gap);
+  // The output pass comes once per frame: the frame's counters.
+  if (pass_ == tasks::InputPass::kOutput) {
+    if (gap > b.max_extrapolation) base::add_single_writer(b.stats.beyond_horizon_frames);
+    if (e.in_derivative_fallback()) base::add_single_writer(b.stats.fallback_frames);
   }
 }
 
 void LinkInputs::sample(std::size_t input, double t, std::span<double> out) noexcept {
-  GraphLink& l = *links_[input];
-  const coupling::Extrapolator& e = l.link->extrapolator();
-  const double newest = e.newest_tag();
-  if (pass_ == tasks::InputPass::kIntegration && e.averages_over_step()) {
-    const double* mean = means_.data() + mean_offsets_[input];
-    std::copy(mean, mean + out.size(), out.begin());
-  } else {
-    // Beyond the horizon every method holds its value there.
-    e.evaluate(std::isfinite(newest) ? std::min(t, newest + l.max_extrapolation) : t, out);
+  Bundled& b = bundled_[bundle_of_[input]];
+  double* all = scratch_.data() + b.scratch;
+  evaluate(b, t, all);
+  std::copy_n(all + links_[input]->offset, out.size(), out.begin());
+  count(*b.bundle, t);
+}
+
+void LinkInputs::sample_all(double t, std::span<double> ext, std::span<const std::size_t>) noexcept {
+  for (Bundled& b : bundled_) {
+    if (b.contiguous) {
+      evaluate(b, t, ext.data() + b.ext);
+    } else {
+      double* all = scratch_.data() + b.scratch;
+      evaluate(b, t, all);
+      const auto& members = b.bundle->members;
+      for (std::size_t k = 0; k < members.size(); ++k) {
+        std::copy_n(all + members[k]->offset, members[k]->width, ext.data() + b.member_inputs[k]);
+      }
+    }
+    count(*b.bundle, t);
   }
-  if (!std::isfinite(newest)) return;
-  const double gap = t - newest;
-  l.stats.extrapolation_interval.add(gap);
-  // The output pass comes once per frame: the frame's counters.
-  if (pass_ == tasks::InputPass::kOutput) {
-    if (gap > l.max_extrapolation) base::add_single_writer(l.stats.beyond_horizon_frames);
-    if (e.in_derivative_fallback()) base::add_single_writer(l.stats.fallback_frames);
-  }
+}
+
+void LinkBundle::hold(GraphLink& wire, std::unique_ptr<coupling::Link> l) {
+  link = std::move(l);
+  members = {&wire};
+  max_extrapolation = wire.max_extrapolation;
+  method_uses_derivatives = wire.method_uses_derivatives;
+  wire.link = link.get();
+  wire.stats = &stats;
+  wire.bundle = this;
+  wire.offset = 0;
+  wire.width = link->signal_count();
 }
 
 LinkHealth GraphLink::health() const noexcept {
@@ -64,9 +133,9 @@ LinkHealth GraphLink::health() const noexcept {
   h.stale = e.stale_blocks();
   h.rejected_tags = e.rejected_tags();
   h.rejected_values = e.rejected_values();
-  h.fallback_frames = stats.fallback_frames.load(std::memory_order_relaxed);
-  h.beyond_horizon_frames = stats.beyond_horizon_frames.load(std::memory_order_relaxed);
-  h.longest_gap = stats.extrapolation_interval.count() ? std::max(0.0, stats.extrapolation_interval.max()) : 0.0;
+  h.fallback_frames = stats->fallback_frames.load(std::memory_order_relaxed);
+  h.beyond_horizon_frames = stats->beyond_horizon_frames.load(std::memory_order_relaxed);
+  h.longest_gap = stats->extrapolation_interval.count() ? std::max(0.0, stats->extrapolation_interval.max()) : 0.0;
   return h;
 }
 
@@ -112,12 +181,14 @@ void TaskRuntime::drain() noexcept {
     parameters_applied_.fetch_add(1, std::memory_order_relaxed);
   }
   const double t = partition_->time();
-  for (GraphLink* l : inputs_.links()) {
-    l->link->extrapolator().set_clock(t);
-    const std::size_t blocks = l->link->drain();
-    const double newest = l->link->extrapolator().newest_tag();
-    if (std::isfinite(newest)) l->stats.data_age.add(t - newest);
-    trace::link_drain(l->id, static_cast<std::uint32_t>(blocks), newest, t - newest);
+  for (LinkBundle* b : inputs_.bundles()) {
+    b->link->extrapolator().set_clock(t);
+    const std::size_t blocks = b->link->drain();
+    const double newest = b->link->extrapolator().newest_tag();
+    if (std::isfinite(newest)) b->stats.data_age.add(t - newest);
+    for (const GraphLink* l : b->members) {
+      trace::link_drain(l->id, static_cast<std::uint32_t>(blocks), newest, t - newest);
+    }
   }
 }
 
@@ -149,12 +220,19 @@ void TaskRuntime::stage_outputs() noexcept {
     o.block.sequence = sequence_;
     o.block.producer_step = stats_.step.last();
     // A jump in the producer (a step, a switch) restarts the consumer's
-    // method at this block instead of letting it extrapolate across.
-    o.block.discontinuity = partition_->output_jumped(o.ref);
-    const auto v = partition_->output(o.ref);
-    const auto d = partition_->output_derivative(o.ref);
-    const auto known = partition_->output_derivative_flags(o.ref);
-    for (std::size_t i = 0; i < v.size(); ++i) o.block.set(i, v[i], d[i], known[i] != 0);
+    // method at this block instead of letting it extrapolate across. A
+    // port that can jump travels in a bundle of its own, so the flag is its
+    // own.
+    bool jumped = false;
+    std::size_t at = 0;
+    for (const tasks::OutputRef& ref : o.refs) {
+      jumped = jumped || partition_->output_jumped(ref);
+      const auto v = partition_->output(ref);
+      const auto d = partition_->output_derivative(ref);
+      const auto known = partition_->output_derivative_flags(ref);
+      for (std::size_t i = 0; i < v.size(); ++i, ++at) o.block.set(at, v[i], d[i], known[i] != 0);
+    }
+    o.block.discontinuity = jumped;
   }
 }
 
@@ -162,8 +240,8 @@ void TaskRuntime::publish() noexcept {
   if (!staged_) return;
   staged_ = false;
   for (OutputBinding& o : outputs_) {
-    const bool delivered = o.link->link->publish(o.block);
-    trace::link_publish(o.link->id, o.block.sequence, o.block.tag, !delivered);
+    const bool delivered = o.bundle->link->publish(o.block);
+    for (const GraphLink* l : o.bundle->members) trace::link_publish(l->id, o.block.sequence, o.block.tag, !delivered);
   }
 }
 
@@ -182,7 +260,7 @@ TaskRuntime* Graph::find_task(const std::string& name) noexcept {
 }
 
 std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
-                                    const coupling::MethodRegistry& methods) {
+                                    const coupling::MethodRegistry& methods, bool bundle_links) {
   std::unique_ptr<Graph> g(new Graph(spec));
   const auto parts = tasks::split_by_task(blocks, g->spec_.diagram);
   // Lookups by name through maps: a graph of 10^5 tasks built in minutes
@@ -210,6 +288,19 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       coupling_into.emplace(std::pair{w.wire.from.str(), std::string_view(*to->second)}, &g->spec_.coupling_of(w));
   }
   for (auto& consumer : g->tasks_) {
+    // Wires into this task that share a producer and a coupling travel as
+    // one bundle (docs/frame-program.md): keyed by producer, method and
+    // every coupling parameter as written.
+    struct Pending {
+      std::string key;
+      LinkBundle* bundle;
+      TaskRuntime* producer;
+      const config::CouplingSpec* coupling;
+      std::size_t width = 0;
+      std::vector<tasks::OutputRef> refs;
+    };
+    std::vector<Pending> pending;
+    const std::size_t first_link = g->links_.size();
     for (const auto& external : consumer->partition().externals()) {
       const auto from = task_of_block.find(std::string_view(external.name).substr(0, external.name.rfind('.')));
       const auto producer_it = from == task_of_block.end() ? task_named.end() : task_named.find(*from->second);
@@ -227,35 +318,73 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       link->remote = producer->spec().host != consumer->spec().host;
       if (link->remote) link->topic = config::dds_topic_name(g->spec_, external.name, consumer->spec().name);
       link->method_uses_derivatives = methods.get(coupling->method).uses_derivatives;
-      const double consumer_max = consumer->policy().max_step();
       const double producer_period = producer->spec().period;
       const double producer_max = producer->policy().max_step();
       link->max_extrapolation = coupling->max_extrapolation.value_or(
           std::max(kHorizonPeriods * producer_period, producer_max + producer_period));
-      auto extrapolator = methods.create(coupling->method, coupling->params, external.width);
+      link->width = external.width;
+      const auto dot = external.name.rfind('.');
+      const tasks::OutputRef ref =
+          producer->partition().find_output({external.name.substr(0, dot), external.name.substr(dot + 1)});
+      const bool alone = !bundle_links || link->remote || !methods.per_signal(coupling->method) ||
+                         producer->partition().output_may_jump(ref);
+      std::string key;
+      if (!alone) {
+        key = producer->spec().name + '\n' + coupling->method;
+        for (const auto& p : coupling->params) key += '\n' + p.name + '=' + p.value;
+        char limits[64];
+        std::snprintf(limits, sizeof limits, "\n%a\n%a", link->max_extrapolation,
+                      coupling->max_tag_lead.value_or(kDefaultMaxTagLead));
+        key += limits;
+      }
+      Pending* into = nullptr;
+      for (Pending& p : pending) {
+        if (!alone && p.key == key) into = &p;
+      }
+      if (!into) {
+        g->bundles_.push_back(std::make_unique<LinkBundle>());
+        g->bundles_.back()->max_extrapolation = link->max_extrapolation;
+        g->bundles_.back()->method_uses_derivatives = link->method_uses_derivatives;
+        pending.push_back({key, g->bundles_.back().get(), producer, coupling, 0, {}});
+        into = &pending.back();
+      }
+      link->bundle = into->bundle;
+      link->offset = into->width;
+      into->width += external.width;
+      into->refs.push_back(ref);
+      into->bundle->members.push_back(link.get());
+      g->links_.push_back(std::move(link));
+    }
+    for (Pending& p : pending) {
+      const double producer_max = p.producer->policy().max_step();
+      auto extrapolator = methods.create(p.coupling->method, p.coupling->params, p.width);
       // Twice the producer's longest step per frame: the fast members of a
       // rate group take an N-th of the slow member's step, which may exceed
       // their own max_step.
-      extrapolator->set_tag_limits({2.0 * producer_max, coupling->max_tag_lead.value_or(kDefaultMaxTagLead)});
-      link->link = std::make_unique<coupling::Link>(
-          external.width, coupling::LinkTiming{producer_period, consumer->spec().period, consumer_max, 2},
+      extrapolator->set_tag_limits({2.0 * producer_max, p.coupling->max_tag_lead.value_or(kDefaultMaxTagLead)});
+      p.bundle->link = std::make_unique<coupling::Link>(
+          p.width,
+          coupling::LinkTiming{p.producer->spec().period, consumer->spec().period, consumer->policy().max_step(), 2},
           std::move(extrapolator));
-      consumer->inputs().bind(link.get());
-      const auto dot = external.name.rfind('.');
+      for (GraphLink* l : p.bundle->members) {
+        l->link = p.bundle->link.get();
+        l->stats = &p.bundle->stats;
+      }
       OutputBinding out;
-      out.ref = producer->partition().find_output({external.name.substr(0, dot), external.name.substr(dot + 1)});
-      out.block = coupling::DataBlock(external.width);
-      out.link = link.get();
-      producer->outputs().push_back(std::move(out));
-      g->links_.push_back(std::move(link));
+      out.refs = std::move(p.refs);
+      out.block = coupling::DataBlock(p.width);
+      out.bundle = p.bundle;
+      p.producer->outputs().push_back(std::move(out));
     }
+    for (std::size_t i = first_link; i < g->links_.size(); ++i) consumer->inputs().bind(g->links_[i].get());
+    consumer->inputs().finish();
   }
   // Output derivatives only where a link's method reads them: every other
   // derivative a producer would compute is work no consumer needs.
   for (auto& producer : g->tasks_) {
     std::vector<tasks::OutputRef> wanted;
     for (const OutputBinding& o : producer->outputs_view()) {
-      if (o.link->method_uses_derivatives) wanted.push_back(o.ref);
+      if (o.bundle->method_uses_derivatives) wanted.insert(wanted.end(), o.refs.begin(), o.refs.end());
     }
     producer->partition().set_derivative_consumers(wanted);
   }
@@ -303,22 +432,24 @@ std::vector<std::string> Graph::link_warnings() {
   std::vector<std::string> out;
   for (const auto& task : tasks_) {
     for (const OutputBinding& o : task->outputs_view()) {
-      const GraphLink& l = *o.link;
-      if (!l.method_uses_derivatives) continue;
-      const auto known = task->partition().output_derivative_flags(o.ref);
-      std::string missing;
-      std::size_t count = 0;
-      for (std::size_t i = 0; i < known.size(); ++i) {
-        if (known[i] != 0) continue;
-        missing += (count++ ? ", " : "") + std::to_string(i);
+      for (std::size_t w = 0; w < o.refs.size(); ++w) {
+        const GraphLink& l = *o.bundle->members[w];
+        if (!l.method_uses_derivatives) continue;
+        const auto known = task->partition().output_derivative_flags(o.refs[w]);
+        std::string missing;
+        std::size_t count = 0;
+        for (std::size_t i = 0; i < known.size(); ++i) {
+          if (known[i] != 0) continue;
+          missing += (count++ ? ", " : "") + std::to_string(i);
+        }
+        if (count == 0) continue;
+        std::string which = known.size() == 1 ? "'" + l.source + "'"
+                                              : "'" + l.source + "' (signal" + (count > 1 ? "s " : " ") + missing +
+                                                    " of " + std::to_string(known.size()) + ")";
+        out.push_back("link " + l.source + " -> " + l.consumer + " (" + l.method + "): producer '" + l.producer +
+                      "' publishes no derivative for " + which +
+                      "; the method uses its derivative-free variant there " + "(counted as fallback frames)");
       }
-      if (count == 0) continue;
-      std::string which = known.size() == 1 ? "'" + l.source + "'"
-                                            : "'" + l.source + "' (signal" + (count > 1 ? "s " : " ") + missing +
-                                                  " of " + std::to_string(known.size()) + ")";
-      out.push_back("link " + l.source + " -> " + l.consumer + " (" + l.method + "): producer '" + l.producer +
-                    "' publishes no derivative for " + which + "; the method uses its derivative-free variant there " +
-                    "(counted as fallback frames)");
     }
   }
   return out;
@@ -333,13 +464,13 @@ void Graph::trace_link_health() const noexcept {
 }
 
 void Graph::reset() noexcept {
-  for (auto& l : links_) {
-    l->link->drain_to([](const coupling::DataBlock&) noexcept {});
-    l->link->extrapolator().reset();
-    l->link->reset_counters();
-    l->stats.reset();
-    l->remote_stats.reset();
+  for (auto& b : bundles_) {
+    b->link->drain_to([](const coupling::DataBlock&) noexcept {});
+    b->link->extrapolator().reset();
+    b->link->reset_counters();
+    b->stats.reset();
   }
+  for (auto& l : links_) l->remote_stats.reset();
   for (auto& t : tasks_) t->reset_run();
   for (auto& t : tasks_) t->partition().reset(0.0);
   // Each task reads what the tasks before it published at t = 0, so that
@@ -350,7 +481,7 @@ void Graph::reset() noexcept {
     t->publish_initial();
   }
   // The run's link statistics start with its first frame.
-  for (auto& l : links_) l->stats.reset();
+  for (auto& b : bundles_) b->stats.reset();
 }
 
 }  // namespace rtcosim::runtime

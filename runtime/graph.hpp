@@ -2,10 +2,10 @@
 
 #include <atomic>
 #include <memory>
-
-#include <boost/lockfree/spsc_queue.hpp>
 #include <string>
 #include <vector>
+
+#include <boost/lockfree/spsc_queue.hpp>
 
 #include "coupling/data_block.hpp"
 #include "coupling/link.hpp"
@@ -33,8 +33,14 @@ struct LinkHealth {
   }
 };
 
+struct LinkBundle;
+
 // A link of the graph: one producer partition's output port into one
-// consumer task, with its coupling method.
+// consumer task, with its coupling method. What reports name: a wire.
+// It travels in a bundle (below) with the other wires between the same two
+// tasks and the same coupling; `link` and `stats` are the bundle's, so the
+// counters per block (published, dropped, stale, rejected, fallback and
+// horizon frames) are the bundle's, shown on each of its wires.
 struct GraphLink {
   std::uint32_t id = 0;  // index in the graph, the link's id in traces
   std::string source;    // "block.port"
@@ -45,8 +51,11 @@ struct GraphLink {
   // Beyond the newest tag plus this, the consumer holds the value at that
   // horizon (seconds).
   double max_extrapolation = 0.0;
-  std::unique_ptr<coupling::Link> link;
-  LinkStats stats;
+  coupling::Link* link = nullptr;  // the bundle's
+  LinkStats* stats = nullptr;      // the bundle's
+  LinkBundle* bundle = nullptr;
+  std::size_t offset = 0;  // its first signal in the bundle's blocks
+  std::size_t width = 0;
   // Ends on different hosts: the link crosses DDS (docs/dds.md) as `topic`.
   bool remote = false;
   std::string topic;
@@ -55,6 +64,27 @@ struct GraphLink {
   RemoteLinkStats remote_stats;
 
   [[nodiscard]] LinkHealth health() const noexcept;
+};
+
+/*
+ * LinkBundle: every wire from one producer task to one consumer task with
+ * the same coupling method and parameters, as one ring, one DataBlock of
+ * all their signals and one extrapolator evaluated in one loop over them
+ * (docs/frame-program.md, "Bundled links"). A wire crossing hosts, a wire
+ * whose port can jump (its discontinuity flag is its own) and a method that
+ * is not per signal (`rim`, plugins) travel alone.
+ * Owned by the Graph; its wires point to it.
+ */
+struct LinkBundle {
+  std::unique_ptr<coupling::Link> link;
+  LinkStats stats;
+  std::vector<GraphLink*> members;  // in the order of their signals
+  double max_extrapolation = 0.0;
+  bool method_uses_derivatives = false;
+
+  // Set-up, for a wire alone (tests): `wire` becomes the bundle's only
+  // member, the bundle takes `l` and the wire's horizon and method flags.
+  void hold(GraphLink& wire, std::unique_ptr<coupling::Link> l);
 };
 
 /*
@@ -67,26 +97,46 @@ struct GraphLink {
  */
 class LinkInputs final : public tasks::InputSource {
  public:
-  // Set-up: the next input is this link.
+  // Set-up: the next input is this link; bind every input, then call
+  // `finish` once.
   void bind(GraphLink* link);
+  void finish();
   void begin_step(double t, double h) noexcept override;
   void begin_pass(tasks::InputPass pass) noexcept override { pass_ = pass; }
   void sample(std::size_t input, double t, std::span<double> out) noexcept override;
+  // Every input at t, one evaluation per bundle.
+  void sample_all(double t, std::span<double> ext, std::span<const std::size_t> offsets) noexcept override;
   [[nodiscard]] const std::vector<GraphLink*>& links() const noexcept { return links_; }
+  [[nodiscard]] const std::vector<LinkBundle*>& bundles() const noexcept { return bundles_; }
 
  private:
+  struct Bundled {
+    LinkBundle* bundle = nullptr;
+    std::size_t ext = 0;                     // where its signals start in the inputs, when `contiguous`
+    bool contiguous = false;                 // its wires are consecutive inputs in the bundle's order
+    std::size_t means = 0;                   // into means_
+    std::size_t scratch = 0;                 // into scratch_
+    std::vector<std::size_t> member_inputs;  // per wire of the bundle, where its signals start in the inputs
+  };
+  void evaluate(const Bundled& b, double t, double* out) noexcept;
+  void count(LinkBundle& b, double t) noexcept;
+
   std::vector<GraphLink*> links_;
-  std::vector<std::size_t> mean_offsets_;  // per link, into means_
-  std::vector<double> means_;              // the step means of averaging links
+  std::vector<LinkBundle*> bundles_;
+  std::vector<Bundled> bundled_;
+  std::vector<std::size_t> input_offsets_;  // per input, its signals in the inputs
+  std::vector<std::size_t> bundle_of_;      // per input, into bundled_
+  std::vector<double> means_;               // the step means of averaging bundles
+  std::vector<double> scratch_;
   tasks::InputPass pass_ = tasks::InputPass::kOutput;
 };
 
-// One output link of a partition: where to read the values, the block to
-// fill, the link to publish to.
+// One output bundle of a partition: where to read each wire's values, the
+// block to fill, the bundle to publish to.
 struct OutputBinding {
-  tasks::OutputRef ref;
+  std::vector<tasks::OutputRef> refs;  // per wire of the bundle, in its order
   coupling::DataBlock block;
-  GraphLink* link = nullptr;
+  LinkBundle* bundle = nullptr;
 };
 
 /*
@@ -190,12 +240,15 @@ class TaskRuntime {
  */
 class Graph {
  public:
+  // `bundle_links` false gives every wire a bundle of its own (a reference
+  // for tests: the results are the same bits).
   static std::unique_ptr<Graph> build(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
-                                      const coupling::MethodRegistry& methods);
+                                      const coupling::MethodRegistry& methods, bool bundle_links = true);
 
   [[nodiscard]] const config::GraphSpec& spec() const noexcept { return spec_; }
   [[nodiscard]] std::vector<std::unique_ptr<TaskRuntime>>& tasks() noexcept { return tasks_; }
   [[nodiscard]] std::vector<std::unique_ptr<GraphLink>>& links() noexcept { return links_; }
+  [[nodiscard]] std::vector<std::unique_ptr<LinkBundle>>& bundles() noexcept { return bundles_; }
   [[nodiscard]] TaskRuntime* find_task(const std::string& name) noexcept;
 
   // This process runs only the tasks of `host` (a name of the spec's
@@ -231,6 +284,7 @@ class Graph {
   std::string host_;
   std::vector<std::unique_ptr<TaskRuntime>> tasks_;
   std::vector<std::unique_ptr<GraphLink>> links_;
+  std::vector<std::unique_ptr<LinkBundle>> bundles_;
   std::vector<std::unique_ptr<HostClock>> host_clocks_;
 };
 

@@ -103,6 +103,7 @@ struct Partition::Impl {
   // Per block output signal: its derivative is consumed outside the
   // partition (empty: every one is).
   std::vector<unsigned char> derivative_wanted;
+  std::vector<unsigned char> may_jump;  // per block output signal: downstream of a block that can jump
   bool compiled = true;
   void compile();
   std::vector<std::size_t> early;     // slots whose state-only outputs feed a feedthrough input here, before `order`
@@ -339,6 +340,7 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     }
     ext_size += e.width;
   }
+  m.ext_offsets.push_back(ext_size);  // the end of the last
   for (std::size_t i = 0; i < m.slots.size(); ++i) {
     const Block& b = *m.slots[i].block;
     for (std::size_t p = 0; p < b.inputs().size(); ++p) {
@@ -421,6 +423,31 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     if (m.slots[i].block->jumps()) m.jumpers.push_back(i);
     if (m.slots[i].block->has_events()) m.eventful.push_back(i);
     if (m.slots[i].block->can_fail()) m.fallible.push_back(i);
+  }
+  {
+    // What mark_jumps can ever reach: every block downstream of a jumper.
+    std::vector<unsigned char> reach(m.slots.size(), 0);
+    std::vector<std::size_t> todo(m.jumpers.begin(), m.jumpers.end());
+    for (std::size_t i : todo) reach[i] = 1;
+    while (!todo.empty()) {
+      const std::size_t i = todo.back();
+      todo.pop_back();
+      for (std::size_t to : m.downstream[i]) {
+        if (!reach[to]) {
+          reach[to] = 1;
+          todo.push_back(to);
+        }
+      }
+    }
+    m.may_jump.assign(signal_count, 0);
+    for (std::size_t i = 0; i < m.slots.size(); ++i) {
+      if (!reach[i]) continue;
+      const Block& b = *m.slots[i].block;
+      for (std::size_t p = 0; p < b.outputs().size(); ++p) {
+        std::fill_n(m.may_jump.begin() + static_cast<std::ptrdiff_t>(m.slots[i].out_offsets[p]), b.outputs()[p].width,
+                    1);
+      }
+    }
   }
   m.saved = s;
   m.ext = std::span<double>(s.signals.data() + m.ext_base, ext_size);
@@ -648,6 +675,13 @@ bool Partition::output_jumped(const OutputRef& ref) const noexcept {
                      jumped.begin() + static_cast<std::ptrdiff_t>(ref.offset + ref.width),
                      [](unsigned char j) { return j != 0; });
 }
+bool Partition::output_may_jump(const OutputRef& ref) const noexcept {
+  const auto& may = impl_->may_jump;
+  return std::any_of(may.begin() + static_cast<std::ptrdiff_t>(ref.offset),
+                     may.begin() + static_cast<std::ptrdiff_t>(ref.offset + ref.width),
+                     [](unsigned char j) { return j != 0; });
+}
+
 bool Partition::output_derivative_valid(const OutputRef& ref, std::size_t i) const noexcept {
   return impl_->s.dvalid[ref.offset + i] != 0;
 }
@@ -683,12 +717,9 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   Impl& m = *impl_;
   Impl::State& s = m.s;
   const std::size_t n_ext = externals_.size();
-  // Widths of the external inputs, read from the specs (no allocation).
   auto sample = [&](double at, InputPass pass = InputPass::kIntegration) noexcept {
     inputs.begin_pass(pass);
-    for (std::size_t i = 0; i < n_ext; ++i) {
-      inputs.sample(i, at, std::span<double>(m.ext.data() + m.ext_offsets[i], externals_[i].width));
-    }
+    if (n_ext > 0) inputs.sample_all(at, m.ext, m.ext_offsets);
   };
   inputs.begin_step(t, h);
   // A step from anywhere but where the last one ended starts a new sum.
@@ -835,9 +866,7 @@ void Partition::refresh_outputs(InputSource& inputs) noexcept {
   Impl& m = *impl_;
   const double t = m.s.time;
   inputs.begin_pass(InputPass::kOutput);
-  for (std::size_t i = 0; i < externals_.size(); ++i) {
-    inputs.sample(i, t, std::span<double>(m.ext.data() + m.ext_offsets[i], externals_[i].width));
-  }
+  if (!externals_.empty()) inputs.sample_all(t, m.ext, m.ext_offsets);
   m.evaluate(t, m.s.x, m.k4, false);
   m.output_derivatives(m.k4);
   m.mark_jumps(false);

@@ -56,6 +56,14 @@ class InputSource {
   virtual void begin_step(double t, double h) noexcept { (void)t, (void)h; }
   virtual void begin_pass(InputPass pass) noexcept { (void)pass; }
   virtual void sample(std::size_t input, double t, std::span<double> out) noexcept = 0;
+  // Every input at t: `ext` holds them one after another, input i at
+  // [offsets[i], offsets[i + 1]). The default asks `sample` for each; a
+  // source that answers several inputs with one evaluation (the runtime's
+  // bundled links) overrides it.
+  virtual void sample_all(double t, std::span<double> ext, std::span<const std::size_t> offsets) noexcept {
+    for (std::size_t i = 0; i + 1 < offsets.size(); ++i)
+      sample(i, t, ext.subspan(offsets[i], offsets[i + 1] - offsets[i]));
+  }
 };
 
 // Where one output port's values live in the partition's signal memory.
@@ -140,6 +148,9 @@ class Partition {
   // (Block::branch changed) in the last step: the value, or a derivative,
   // is discontinuous between the last two steps' ends.
   [[nodiscard]] bool output_jumped(const OutputRef& ref) const noexcept;
+  // Set-up: true when the port is downstream of a block that can jump, so
+  // that output_jumped can ever be true for it.
+  [[nodiscard]] bool output_may_jump(const OutputRef& ref) const noexcept;
   // Per signal of the port, nonzero where its derivative is known.
   [[nodiscard]] std::span<const unsigned char> output_derivative_flags(const OutputRef& ref) const noexcept;
 

@@ -21,13 +21,15 @@ using coupling::testing::newest_lagrange;
 using coupling::testing::sine;
 
 struct OneLink {
+  LinkBundle bundle;
   GraphLink link;
   LinkInputs inputs;
   OneLink(const char* method, const coupling::ParamSettings& params, double max_extrapolation) {
-    link.link =
-        std::make_unique<coupling::Link>(1, 8, coupling::MethodRegistry::with_builtins().create(method, params, 1));
     link.max_extrapolation = max_extrapolation;
+    bundle.hold(link, std::make_unique<coupling::Link>(
+                          1, 8, coupling::MethodRegistry::with_builtins().create(method, params, 1)));
     inputs.bind(&link);
+    inputs.finish();
   }
   double output_pass(double t) {
     double u = 0.0;

@@ -18,15 +18,17 @@ namespace {
 // reading the link. The producer is a ramp u = t sampled every 1 ms; the
 // consumer steps 10 ms, with every block up to the step's end pushed first.
 struct AveragingRig {
+  LinkBundle bundle;
   GraphLink link;
   LinkInputs inputs;
   std::unique_ptr<tasks::Partition> partition;
   int next_block = 0;
 
   explicit AveragingRig(tasks::IntegratorKind integrator) {
-    link.link =
-        std::make_unique<coupling::Link>(1, 64, coupling::MethodRegistry::with_builtins().create("zoh_average", {}, 1));
+    bundle.hold(link, std::make_unique<coupling::Link>(
+                          1, 64, coupling::MethodRegistry::with_builtins().create("zoh_average", {}, 1)));
     inputs.bind(&link);
+    inputs.finish();
     partition = tasks::build_partition(tasks::BlockRegistry::with_builtins(), "consumer",
                                        {{"g", "gain", {{"gain", 1.0}}, ""},
                                         {"sampler", "zero_order_hold", {{"sample_time", 0.01}}, ""},

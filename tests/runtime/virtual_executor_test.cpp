@@ -303,7 +303,7 @@ TEST(VirtualExecutor, ARateGroupsSlowFrameSeesItsFastFramesOutputs) {
   ASSERT_EQ(graph->links().size(), 1u);
   // Each airframe frame consumed data the actuator had produced 8 frames
   // (18 ms of simulation) ahead of the airframe's own time.
-  const auto& age = graph->links().front()->stats.data_age;
+  const auto& age = graph->links().front()->stats->data_age;
   EXPECT_GT(age.count(), 0u);
   EXPECT_NEAR(age.max(), -0.018, 1e-9);
   EXPECT_NEAR(age.min(), -0.018, 1e-9);

@@ -3,10 +3,10 @@
 // blocks and methods.
 #pragma once
 
-#include <gtest/gtest.h>
-
 #include <memory>
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "coupling/registry.hpp"
 #include "rt_config/loader.hpp"
@@ -26,11 +26,12 @@ inline config::GraphSpec load_example(const std::string& name) {
   return checked(config::load_graph_file(std::string(RTCOSIM_EXAMPLES_DIR) + "/" + name));
 }
 
-inline std::unique_ptr<runtime::Graph> build_graph(const config::GraphSpec& spec) {
+// `bundle_links` false: every wire a link of its own (Graph::build).
+inline std::unique_ptr<runtime::Graph> build_graph(const config::GraphSpec& spec, bool bundle_links = true) {
   // The registries outlive every graph built from them.
   static const auto blocks = tasks::BlockRegistry::with_builtins();
   static const auto methods = coupling::MethodRegistry::with_builtins();
-  return runtime::Graph::build(spec, blocks, methods);
+  return runtime::Graph::build(spec, blocks, methods, bundle_links);
 }
 
 }  // namespace rtcosim::testing

@@ -78,9 +78,9 @@ std::string remote_link_lines(runtime::Graph& graph) {
       {"latency mean", Align::kRight, [&](const GraphLink& l) { return latency(l, &runtime::RunningRange::mean); }},
       {"latency max", Align::kRight, [&](const GraphLink& l) { return latency(l, &runtime::RunningRange::max); }},
       {"data age mean", Align::kRight,
-       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats.data_age.mean()); }},
+       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats->data_age.mean()); }},
       {"data age max", Align::kRight,
-       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats.data_age.max()); }},
+       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats->data_age.max()); }},
       {"topic", Align::kLeft, [](const GraphLink& l) { return l.topic; }},
   };
   std::string out = "remote links (DDS):\n" + render_table(columns, remote);
@@ -158,10 +158,10 @@ std::string run_summary(runtime::Graph& graph) {
       {"published", Align::kRight, [](const GraphLink& l) { return format_count(l.link->published()); }},
       {"dropped", Align::kRight, [](const GraphLink& l) { return format_count(l.link->dropped()); }},
       {"ring", Align::kRight, [](const GraphLink& l) { return format_count(l.link->capacity_blocks()); }},
-      {"data age mean", Align::kRight, [](const GraphLink& l) { return format_seconds(l.stats.data_age.mean()); }},
-      {"data age max", Align::kRight, [](const GraphLink& l) { return format_seconds(l.stats.data_age.max()); }},
+      {"data age mean", Align::kRight, [](const GraphLink& l) { return format_seconds(l.stats->data_age.mean()); }},
+      {"data age max", Align::kRight, [](const GraphLink& l) { return format_seconds(l.stats->data_age.max()); }},
       {"extrapolation max", Align::kRight,
-       [](const GraphLink& l) { return format_seconds(l.stats.extrapolation_interval.max()); }},
+       [](const GraphLink& l) { return format_seconds(l.stats->extrapolation_interval.max()); }},
   };
   const auto tasks = local_tasks(graph);
   const auto links = local_links(graph);
@@ -262,7 +262,7 @@ std::string remote_json(const GraphLink& l) {
          ",\"malformed\":" + std::to_string(r.malformed.load()) +
          ",\"deadline_missed\":" + std::to_string(r.deadline_missed.load()) +
          ",\"ring_full\":" + std::to_string(r.ring_full.load()) + ",\"latency_s\":" + range(r.latency) +
-         ",\"data_age_s\":" + range(l.stats.data_age) + "}";
+         ",\"data_age_s\":" + range(l.stats->data_age) + "}";
 }
 
 }  // namespace
@@ -309,7 +309,7 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     out += "{\"from\":" + base::json_string(l->source) + ",\"to\":" + base::json_string(l->consumer) +
            ",\"method\":" + base::json_string(l->method) + ",\"published\":" + std::to_string(l->link->published()) +
            ",\"dropped\":" + std::to_string(l->link->dropped()) + link_health_json(*l) +
-           ",\"data_age_s\":" + range(l->stats.data_age) + remote_json(*l) + "}";
+           ",\"data_age_s\":" + range(l->stats->data_age) + remote_json(*l) + "}";
   }
   out += "],\"signals\":[";
   first = true;
