@@ -27,25 +27,10 @@ void per_signal(benchmark::State& state, Clock::time_point start, double signals
   state.counters["ns_per_signal"] = ns / (static_cast<double>(state.iterations()) * signals);
 }
 
-std::string graph_text(int signals) {
-  std::string tasks =
-      "tasks:\n  - {name: producer, period: 1ms, integrator: ab2}\n  - {name: consumer, period: 1ms, integrator: "
-      "ab2}\n";
-  std::string blocks = "blocks:\n", wires = "wires:\n";
-  for (int k = 0; k < signals; ++k) {
-    const std::string n = std::to_string(k);
-    blocks +=
-        "  - {name: s" + n + ", type: sine, task: producer, params: {frequency: " + std::to_string(1 + k % 7) + "}}\n";
-    blocks += "  - {name: l" + n + ", type: first_order_lag, task: consumer, params: {time_constant: 0.05}}\n";
-    wires += "  - {from: s" + n + ".y, to: l" + n + ".u, coupling: {method: predictor}}\n";
-  }
-  return tasks + blocks + wires;
-}
-
-void BM_Runtime(benchmark::State& state) {
+void frames(benchmark::State& state, bool compiled) {
   std::unique_ptr<runtime::Graph> g;
   try {
-    g = bench::make_graph(graph_text(static_cast<int>(state.range(0))));
+    g = bench::make_graph(bench::sine_lag_graph(static_cast<int>(state.range(0))), compiled);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
@@ -56,7 +41,12 @@ void BM_Runtime(benchmark::State& state) {
   for (auto _ : state) bench::frame_pair(producer, consumer, 1e-3);
   per_signal(state, start, static_cast<double>(state.range(0)));
 }
+void BM_Runtime(benchmark::State& state) { frames(state, true); }
 BENCHMARK(BM_Runtime)->Arg(16)->Arg(640)->Arg(10000);
+// The same graph block by block with a link per wire (as before the frame
+// program), for the before/after ratio in one binary.
+void BM_RuntimeBlockByBlock(benchmark::State& state) { frames(state, false); }
+BENCHMARK(BM_RuntimeBlockByBlock)->Arg(16)->Arg(640)->Arg(10000);
 
 // The same math on plain arrays.
 void BM_HandWritten(benchmark::State& state) {

@@ -224,13 +224,20 @@ void TaskRuntime::stage_outputs() noexcept {
     // port that can jump travels in a bundle of its own, so the flag is its
     // own.
     bool jumped = false;
+    if (o.may_jump) {
+      for (const tasks::OutputRef& ref : o.refs) jumped = jumped || partition_->output_jumped(ref);
+    }
+    const auto values = o.block.values();
+    const auto derivatives = o.block.derivatives();
     std::size_t at = 0;
-    for (const tasks::OutputRef& ref : o.refs) {
-      jumped = jumped || partition_->output_jumped(ref);
-      const auto v = partition_->output(ref);
-      const auto d = partition_->output_derivative(ref);
-      const auto known = partition_->output_derivative_flags(ref);
-      for (std::size_t i = 0; i < v.size(); ++i, ++at) o.block.set(at, v[i], d[i], known[i] != 0);
+    for (const tasks::OutputRef& run : o.runs) {
+      const auto v = partition_->output(run);
+      const auto d = partition_->output_derivative(run);
+      const auto known = partition_->output_derivative_flags(run);
+      std::copy(v.begin(), v.end(), values.begin() + static_cast<std::ptrdiff_t>(at));
+      std::copy(d.begin(), d.end(), derivatives.begin() + static_cast<std::ptrdiff_t>(at));
+      for (std::size_t i = 0; i < known.size(); ++i) o.block.set_derivative_valid(at + i, known[i] != 0);
+      at += v.size();
     }
     o.block.discontinuity = jumped;
   }
@@ -371,6 +378,14 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
         l->stats = &p.bundle->stats;
       }
       OutputBinding out;
+      for (const tasks::OutputRef& r : p.refs) {
+        out.may_jump = out.may_jump || p.producer->partition().output_may_jump(r);
+        if (!out.runs.empty() && out.runs.back().offset + out.runs.back().width == r.offset) {
+          out.runs.back().width += r.width;
+        } else {
+          out.runs.push_back(r);
+        }
+      }
       out.refs = std::move(p.refs);
       out.block = coupling::DataBlock(p.width);
       out.bundle = p.bundle;

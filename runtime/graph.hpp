@@ -135,6 +135,10 @@ class LinkInputs final : public tasks::InputSource {
 // block to fill, the bundle to publish to.
 struct OutputBinding {
   std::vector<tasks::OutputRef> refs;  // per wire of the bundle, in its order
+  // The same signals as runs that are contiguous in the partition's memory
+  // (consecutive ports of consecutive blocks), copied in one piece each.
+  std::vector<tasks::OutputRef> runs;
+  bool may_jump = false;  // a port of it can jump (then it is alone)
   coupling::DataBlock block;
   LinkBundle* bundle = nullptr;
 };

@@ -243,8 +243,32 @@ class ScalarStateSpaceKernel final : public Kernel {
     double a, b, c, d;
     bool has_d;
   };
-  explicit ScalarStateSpaceKernel(std::vector<System> systems) : systems_(std::move(systems)) {}
+  explicit ScalarStateSpaceKernel(std::vector<System> systems) : systems_(std::move(systems)) {
+    // The common case of a generated plant: no direct term, inputs, outputs
+    // and states each consecutive. Then the loops run over plain arrays
+    // (the same operations, in the same order per system).
+    dense_ = !systems_.empty();
+    for (std::size_t k = 0; k < systems_.size() && dense_; ++k) {
+      const System& s = systems_[k];
+      const System& first = systems_.front();
+      dense_ = !s.has_d && s.in == first.in + k && s.out == first.out + k && s.x == first.x + k;
+    }
+    if (dense_) {
+      for (const System& s : systems_) {
+        a_.push_back(s.a);
+        b_.push_back(s.b);
+        c_.push_back(s.c);
+      }
+    }
+  }
   void output(const FrameMemory& m, double) noexcept override {
+    if (dense_) {
+      const System& f = systems_.front();
+      const double* x = m.x + f.x;
+      double* y = m.v + f.out;
+      for (std::size_t k = 0; k < c_.size(); ++k) y[k] = c_[k] * x[k];
+      return;
+    }
     for (const System& s : systems_) {
       double y = s.c * m.x[s.x];
       if (s.has_d) y += s.d * m.v[s.in];
@@ -252,9 +276,28 @@ class ScalarStateSpaceKernel final : public Kernel {
     }
   }
   void derivatives(const FrameMemory& m, double, double* dx) noexcept override {
+    if (dense_) {
+      const System& f = systems_.front();
+      const double* x = m.x + f.x;
+      const double* u = m.v + f.in;
+      double* d = dx + f.x;
+      for (std::size_t k = 0; k < a_.size(); ++k) d[k] = a_[k] * x[k] + b_[k] * u[k];
+      return;
+    }
     for (const System& s : systems_) dx[s.x] = s.a * m.x[s.x] + s.b * m.v[s.in];
   }
   void output_derivatives(const FrameMemory& m, double, const double* dx) noexcept override {
+    if (dense_) {
+      const System& f = systems_.front();
+      const double* d = dx + f.x;
+      double* dy = m.dv + f.out;
+      unsigned char* known = m.known + f.out;
+      for (std::size_t k = 0; k < c_.size(); ++k) {
+        dy[k] = c_[k] * d[k];
+        known[k] = 1;
+      }
+      return;
+    }
     for (const System& s : systems_) {
       bool known = true;
       double dy = s.c * dx[s.x];
@@ -269,6 +312,8 @@ class ScalarStateSpaceKernel final : public Kernel {
 
  private:
   std::vector<System> systems_;
+  bool dense_ = false;
+  std::vector<double> a_, b_, c_;  // per system, when dense_
 };
 
 // Every other state-space system of a run, through the block's own matrix

@@ -123,6 +123,46 @@ INSTANTIATE_TEST_SUITE_P(Integrators, FrameProgram,
                                            IntegratorKind::kAb2),
                          [](const auto& p) { return std::string(integrator_name(p.param)); });
 
+// A generated plant's shape: lags declared one after the other, each fed by
+// its own external input, so that inputs, outputs and states are each
+// consecutive (the scalar state-space kernel's dense loops), plus one lag
+// with a direct term (a transfer function) that breaks the run's density in
+// a second partition.
+TEST(FrameProgramDense, ConsecutiveLagsGiveTheBitsOfTheBlockByBlockEvaluation) {
+  for (const bool with_direct_term : {false, true}) {
+    std::vector<BlockSpec> blocks;
+    std::vector<ExternalInputSpec> externals;
+    for (int k = 0; k < 64; ++k) {
+      const std::string n = std::to_string(k);
+      if (with_direct_term && k == 31) {
+        blocks.push_back({"l" + n, "transfer_function", {{"num", Vector{1.0, 2.0}}, {"den", Vector{1.0, 20.0}}}, ""});
+      } else {
+        blocks.push_back({"l" + n, "first_order_lag", {{"time_constant", 0.01 + 0.001 * k}, {"gain", 1.0 + k}}, ""});
+      }
+      externals.push_back({"u" + n, 1, {{"l" + n, "u"}}});
+    }
+    auto compiled = build_partition(BlockRegistry::with_builtins(), "p", blocks, {}, externals, IntegratorKind::kAb2);
+    auto reference = build_partition(BlockRegistry::with_builtins(), "p", blocks, {}, externals, IntegratorKind::kAb2);
+    reference->set_compiled(false);
+    EXPECT_EQ(compiled->kernel_count(), 1u);
+    Wave wave;
+    double t = 0.0;
+    for (int n = 0; n < 300; ++n) {
+      const double h = 1e-3 * (1.0 + 0.5 * (n % 2));
+      compiled->step(t, h, wave);
+      reference->step(t, h, wave);
+      t += h;
+      ASSERT_TRUE(same_bits(compiled->state(), reference->state())) << n;
+    }
+    for (const auto& b : blocks) {
+      const OutputRef r = compiled->find_output({b.name, "y"});
+      EXPECT_TRUE(same_bits(compiled->output(r), reference->output(r))) << b.name;
+      EXPECT_TRUE(same_bits(compiled->output_derivative(r), reference->output_derivative(r))) << b.name;
+    }
+    EXPECT_NE(compiled->state()[5], 0.0);
+  }
+}
+
 TEST(FrameProgramDerivatives, OnlyTheConsumedOnesAndWhatTheyReadAreComputed) {
   const Mixed m = mixed(2);
   auto compiled = build(m, IntegratorKind::kAb2);
