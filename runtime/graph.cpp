@@ -118,6 +118,7 @@ void LinkInputs::sample_all(double t, std::span<double> ext, std::span<const std
 void LinkBundle::hold(GraphLink& wire, std::unique_ptr<coupling::Link> l) {
   link = std::move(l);
   members = {&wire};
+  ids = {wire.id};
   max_extrapolation = wire.max_extrapolation;
   method_uses_derivatives = wire.method_uses_derivatives;
   wire.link = link.get();
@@ -186,9 +187,7 @@ void TaskRuntime::drain() noexcept {
     const std::size_t blocks = b->link->drain();
     const double newest = b->link->extrapolator().newest_tag();
     if (std::isfinite(newest)) b->stats.data_age.add(t - newest);
-    for (const GraphLink* l : b->members) {
-      trace::link_drain(l->id, static_cast<std::uint32_t>(blocks), newest, t - newest);
-    }
+    trace::links_drain(b->ids.data(), b->ids.size(), static_cast<std::uint32_t>(blocks), newest, t - newest);
   }
 }
 
@@ -248,7 +247,7 @@ void TaskRuntime::publish() noexcept {
   staged_ = false;
   for (OutputBinding& o : outputs_) {
     const bool delivered = o.bundle->link->publish(o.block);
-    for (const GraphLink* l : o.bundle->members) trace::link_publish(l->id, o.block.sequence, o.block.tag, !delivered);
+    trace::links_publish(o.bundle->ids.data(), o.bundle->ids.size(), o.block.sequence, o.block.tag, !delivered);
   }
 }
 
@@ -360,6 +359,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       into->width += external.width;
       into->refs.push_back(ref);
       into->bundle->members.push_back(link.get());
+      into->bundle->ids.push_back(link->id);
       g->links_.push_back(std::move(link));
     }
     for (Pending& p : pending) {

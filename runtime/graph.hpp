@@ -79,6 +79,7 @@ struct LinkBundle {
   std::unique_ptr<coupling::Link> link;
   LinkStats stats;
   std::vector<GraphLink*> members;  // in the order of their signals
+  std::vector<std::uint32_t> ids;   // the members' link ids, for the trace events
   double max_extrapolation = 0.0;
   bool method_uses_derivatives = false;
 

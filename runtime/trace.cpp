@@ -50,6 +50,27 @@ void link_drain(std::uint32_t link, std::uint32_t blocks, double newest_tag_s, d
   RTCOSIM_TP(link_drain, link, blocks, newest_tag_s, age_s);
   (void)link, (void)blocks, (void)newest_tag_s, (void)age_s;
 }
+void links_publish(const std::uint32_t* links, std::size_t count, std::uint64_t sequence, double tag_s,
+                   bool dropped) noexcept {
+#ifdef RTCOSIM_HAVE_LTTNG
+  if (!lttng_ust_tracepoint_enabled(rtcosim, link_publish)) return;
+  for (std::size_t i = 0; i < count; ++i) {
+    lttng_ust_do_tracepoint(rtcosim, link_publish, links[i], sequence, tag_s,
+                            static_cast<std::uint8_t>(dropped ? 1 : 0));
+  }
+#endif
+  (void)links, (void)count, (void)sequence, (void)tag_s, (void)dropped;
+}
+void links_drain(const std::uint32_t* links, std::size_t count, std::uint32_t blocks, double newest_tag_s,
+                 double age_s) noexcept {
+#ifdef RTCOSIM_HAVE_LTTNG
+  if (!lttng_ust_tracepoint_enabled(rtcosim, link_drain)) return;
+  for (std::size_t i = 0; i < count; ++i) {
+    lttng_ust_do_tracepoint(rtcosim, link_drain, links[i], blocks, newest_tag_s, age_s);
+  }
+#endif
+  (void)links, (void)count, (void)blocks, (void)newest_tag_s, (void)age_s;
+}
 void remote_send(std::uint32_t link, std::uint64_t sequence, double tag_s, bool ok) noexcept {
   RTCOSIM_TP(remote_send, link, sequence, tag_s, static_cast<std::uint8_t>(ok ? 1 : 0));
   (void)link, (void)sequence, (void)tag_s, (void)ok;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace rtcosim::runtime::trace {
@@ -22,6 +23,12 @@ void frame_end(std::uint32_t task, std::uint64_t frame, std::int64_t exec_ns, do
 void overrun(std::uint32_t task, std::uint64_t frame, std::uint64_t missed_periods) noexcept;
 void link_publish(std::uint32_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept;
 void link_drain(std::uint32_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept;
+// The same event for every wire of a bundle (`links`: their ids), with one
+// enabled-check for all of them.
+void links_publish(const std::uint32_t* links, std::size_t count, std::uint64_t sequence, double tag_s,
+                   bool dropped) noexcept;
+void links_drain(const std::uint32_t* links, std::size_t count, std::uint32_t blocks, double newest_tag_s,
+                 double age_s) noexcept;
 void task_state(std::uint32_t task, std::uint8_t state) noexcept;
 // A remote link (DDS) at the bridge thread: a sample handed to dds_write
 // (`ok` false: DDS refused it), a sample taken from DDS into the consumer's

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_map>
 
 #include "base/text.hpp"
 #include "tasks/kernel.hpp"
@@ -103,7 +104,8 @@ struct Partition::Impl {
   // Per block output signal: its derivative is consumed outside the
   // partition (empty: every one is).
   std::vector<unsigned char> derivative_wanted;
-  std::vector<unsigned char> may_jump;  // per block output signal: downstream of a block that can jump
+  std::unordered_map<std::string, std::size_t> by_name;  // block name -> slot (set-up lookups)
+  std::vector<unsigned char> may_jump;                   // per block output signal: downstream of a block that can jump
   bool compiled = true;
   void compile();
   std::vector<std::size_t> early;     // slots whose state-only outputs feed a feedthrough input here, before `order`
@@ -124,7 +126,7 @@ struct Partition::Impl {
   std::span<double> ext;
   std::vector<std::size_t> ext_offsets;
   std::vector<double> xe;  // the state an evaluation sees
-  std::vector<double> k1, k2, k3, k4, xs, scratch_ext, scratch_xd;
+  std::vector<double> k1, k2, k3, k4, xs, scratch_xd;
 
   void run_outputs(double t, const std::vector<Kernel*>& list) noexcept {
     for (std::size_t i : early) {
@@ -232,7 +234,7 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
   const std::string where = "partition '" + name_ + "'";
 
   // Blocks, names and memory layout.
-  std::map<std::string, std::size_t> by_name;
+  std::unordered_map<std::string, std::size_t>& by_name = m.by_name;
   std::vector<std::string> names;
   std::size_t signal_count = 0;
   for (auto& b : blocks) {
@@ -453,7 +455,6 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
   m.ext = std::span<double>(s.signals.data() + m.ext_base, ext_size);
   m.xe.assign(m.nx, 0.0);
   for (auto* v : {&m.k1, &m.k2, &m.k3, &m.k4, &m.xs}) v->assign(m.nx, 0.0);
-  m.scratch_ext.assign(ext_size, 0.0);
   m.scratch_xd.assign(m.nxd, 0.0);
 
   m.in_offsets.resize(m.slots.size());
@@ -638,10 +639,10 @@ std::vector<std::string> Partition::evaluation_order() const {
 }
 
 OutputRef Partition::find_output(const Endpoint& port) const {
-  std::vector<std::string> names;
-  for (const auto& slot : impl_->slots) {
-    names.push_back(slot.block->name());
-    if (slot.block->name() != port.block) continue;
+  // By name: a graph builder asks once per link, and a scan per call made
+  // building a partition of 10^4 blocks quadratic.
+  if (const auto it = impl_->by_name.find(port.block); it != impl_->by_name.end()) {
+    const auto& slot = impl_->slots[it->second];
     const auto& outs = slot.block->outputs();
     std::vector<std::string> port_names;
     for (std::size_t p = 0; p < outs.size(); ++p) {
@@ -654,6 +655,8 @@ OutputRef Partition::find_output(const Endpoint& port) const {
                          "' — its outputs: " + (list.empty() ? "none" : list),
                      port.block);
   }
+  std::vector<std::string> names;
+  for (const auto& slot : impl_->slots) names.push_back(slot.block->name());
   std::string message = "partition '" + name_ + "' has no block '" + port.block + "'";
   if (const auto guess = base::closest_match(port.block, names); !guess.empty())
     message += " (did you mean '" + guess + "'?)";
@@ -768,17 +771,20 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
       const double tau = t + 0.5 * h;
       sample(tau);
       m.evaluate(tau, x, m.k1);  // main: f(x_n, conditions at tau)
+      bool prev_ext_is_tau = false;
       if (s.history >= 1) {
         const double r = h / (2.0 * s.prev_h);
         if (m.autonomous) {
           for (std::size_t i = 0; i < nx; ++i) m.k2[i] = m.k1[i];
         } else {
-          std::copy(m.ext.begin(), m.ext.end(), m.scratch_ext.begin());
+          // The inputs trade places with the previous step's: prev_ext then
+          // holds this step's, as it must after the step, and the output
+          // pass samples every input anew before anything reads them.
+          std::swap_ranges(m.ext.begin(), m.ext.end(), s.prev_ext.begin());
+          prev_ext_is_tau = true;
           std::copy(s.xd.begin(), s.xd.end(), m.scratch_xd.begin());
-          std::copy(s.prev_ext.begin(), s.prev_ext.end(), m.ext.begin());
           std::copy(s.prev_xd.begin(), s.prev_xd.end(), s.xd.begin());
-          m.evaluate(s.prev_tau, x, m.k2);  // f(x_n, previous conditions)
-          std::copy(m.scratch_ext.begin(), m.scratch_ext.end(), m.ext.begin());
+          m.evaluate(s.prev_tau, m.xe, m.k2);  // f(x_n, previous conditions); xe holds x_n
           std::copy(m.scratch_xd.begin(), m.scratch_xd.end(), s.xd.begin());
         }
         for (std::size_t i = 0; i < nx; ++i) x[i] += h * (m.k1[i] + r * (m.k2[i] - s.prev_main[i]));
@@ -803,7 +809,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
       }
       std::swap(s.prev2_main, s.prev_main);
       std::copy(m.k1.begin(), m.k1.end(), s.prev_main.begin());
-      std::copy(m.ext.begin(), m.ext.end(), s.prev_ext.begin());
+      if (!prev_ext_is_tau) std::copy(m.ext.begin(), m.ext.end(), s.prev_ext.begin());
       std::copy(s.xd.begin(), s.xd.end(), s.prev_xd.begin());
       s.prev_tau = tau;
       s.prev2_h = s.prev_h;
