@@ -1,5 +1,6 @@
 // Source blocks: outputs that are functions of time only, each with its
 // exact time derivative.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -36,8 +37,42 @@ class Constant final : public Block {
   void output_derivatives(const BlockContext& c, std::span<const double>) const noexcept override {
     for (std::size_t i = 0; i < value_.size(); ++i) c.out_derivative(0, i, 0.0);
   }
+  const KernelFamily* kernel_family() const noexcept override {
+    static const Family family;
+    return &family;
+  }
 
  private:
+  // Every constant of a run: its values read from the block (a tuned value
+  // takes effect as it does there), its derivatives known zeros.
+  class Kernel final : public tasks::Kernel {
+   public:
+    struct Entry {
+      const Constant* block;
+      std::size_t out;
+    };
+    explicit Kernel(std::vector<Entry> entries) : entries_(std::move(entries)) {}
+    void output(const FrameMemory& m, double) noexcept override {
+      for (const Entry& e : entries_) std::copy(e.block->value_.begin(), e.block->value_.end(), m.v + e.out);
+    }
+    void output_derivatives(const FrameMemory& m, double, const double*) noexcept override {
+      for (const Entry& e : entries_) {
+        std::fill_n(m.dv + e.out, e.block->value_.size(), 0.0);
+        std::fill_n(m.known + e.out, e.block->value_.size(), 1);
+      }
+    }
+
+   private:
+    std::vector<Entry> entries_;
+  };
+  struct Family final : KernelFamily {
+    std::unique_ptr<tasks::Kernel> compile(std::span<const KernelSlot> run) const override {
+      std::vector<Kernel::Entry> entries;
+      for (const KernelSlot& s : run) entries.push_back({static_cast<const Constant*>(s.block), s.out[0]});
+      return std::make_unique<Kernel>(std::move(entries));
+    }
+    bool reads_input_derivatives(const Block&) const noexcept override { return false; }
+  };
   Vector value_;
 };
 

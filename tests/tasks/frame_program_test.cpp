@@ -22,8 +22,8 @@ struct Wave final : InputSource {
 // N copies of a loop that uses every kernel family and blocks of their own
 // code between them: sine -> gain -> integrator (limited); sine - lag ->
 // sum -> lag (a loop through a state); a transfer function with a direct
-// term and a second-order block after it; a constant and a unit delay
-// (blocks of their own code) in the middle; an external input through a
+// term and a second-order block after it; a constant feeding a unit delay
+// (a block of its own code) in the middle; an external input through a
 // matrix gain; a gain that reads a sum.
 struct Mixed {
   std::vector<BlockSpec> blocks;
@@ -192,7 +192,9 @@ TEST(FrameProgramDerivatives, OnlyTheConsumedOnesAndWhatTheyReadAreComputed) {
     EXPECT_EQ(derivative_of(*compiled, b), (std::pair<double, unsigned char>{0.0, 0})) << b;
     EXPECT_EQ(derivative_of(*reference, b).second, 1) << b;
   }
-  // Blocks of their own code keep computing theirs (they may read them).
+  // Blocks of their own code keep computing theirs, and what they read
+  // does too (they may read it).
+  EXPECT_EQ(derivative_of(*compiled, "d1"), derivative_of(*reference, "d1"));
   EXPECT_EQ(derivative_of(*compiled, "c1"), derivative_of(*reference, "c1"));
   // Values are untouched by what is skipped.
   for (const auto& b : m.blocks) {
