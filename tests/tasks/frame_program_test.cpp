@@ -203,6 +203,51 @@ TEST(FrameProgramDerivatives, OnlyTheConsumedOnesAndWhatTheyReadAreComputed) {
   }
 }
 
+// The AB-2 local-error estimate, computed as |factor| max |dd| in
+// vectorised loops, against its definition max_i |factor dd_i| in one loop,
+// to the bit: integrators of inputs u_i(t) (of both signs, seven states so
+// that the four-way maximum has a remainder), whose stage derivatives are
+// u_i at the mid-frame times, at unequal steps.
+struct Signed final : InputSource {
+  void sample(std::size_t input, double t, std::span<double> out) noexcept override { out[0] = u(input, t); }
+  static double u(std::size_t i, double t) {
+    return (i % 2 ? -1.0 : 1.0) * std::sin((1.0 + static_cast<double>(i)) * 7.0 * t) * (1.0 + static_cast<double>(i));
+  }
+};
+
+TEST(FrameProgramAb2, TruncationErrorIsItsDefinitionToTheBit) {
+  constexpr std::size_t kStates = 7;
+  std::vector<BlockSpec> blocks;
+  std::vector<ExternalInputSpec> externals;
+  for (std::size_t k = 0; k < kStates; ++k) {
+    blocks.push_back({"i" + std::to_string(k), "integrator", {}, ""});
+    externals.push_back({"u" + std::to_string(k), 1, {{"i" + std::to_string(k), "u"}}});
+  }
+  auto p = build_partition(BlockRegistry::with_builtins(), "p", blocks, {}, externals, IntegratorKind::kAb2);
+  Signed inputs;
+  std::vector<double> hs, taus;
+  double t = 0.0;
+  for (int n = 0; n < 40; ++n) {
+    const double h = 1e-3 * (1.0 + 0.3 * (n % 4));
+    p->step(t, h, inputs);
+    hs.push_back(h);
+    taus.push_back(t + 0.5 * h);
+    t += h;
+    if (n < 2) continue;
+    const double d1 = hs[hs.size() - 2], d2 = hs[hs.size() - 3], d02 = d1 + d2;
+    const double factor = h * h * (h / 6.0 + d1 / 4.0) * 2.0;
+    double worst = 0.0;
+    for (std::size_t i = 0; i < kStates; ++i) {
+      const double f0 = Signed::u(i, taus[taus.size() - 1]), f1 = Signed::u(i, taus[taus.size() - 2]),
+                   f2 = Signed::u(i, taus[taus.size() - 3]);
+      const double dd = ((f0 - f1) / d1 - (f1 - f2) / d2) / d02;
+      worst = std::max(worst, std::fabs(factor * dd));
+    }
+    ASSERT_EQ(p->truncation_error(), worst) << "step " << n;
+    ASSERT_GT(worst, 0.0);
+  }
+}
+
 TEST(FrameProgramRealTime, StepsAllocateNothing) {
   const Mixed m = mixed(8);
   auto p = build(m, IntegratorKind::kAb2);
