@@ -23,29 +23,6 @@ struct Source {
   std::string description;
 };
 
-// A block that needs its own code, as a kernel of one: its virtual
-// functions through the context its slot holds.
-class BlockKernel final : public Kernel {
- public:
-  BlockKernel(const Block& block, BlockContext& context, std::size_t x_offset)
-      : block_(block), context_(context), x_(x_offset), nx_(block.continuous_states()) {}
-  void output(const FrameMemory&, double t) noexcept override {
-    context_.t = t;
-    block_.output(context_);
-  }
-  void derivatives(const FrameMemory&, double, double* dx) noexcept override {
-    block_.derivatives(context_, std::span<double>(dx + x_, nx_));
-  }
-  void output_derivatives(const FrameMemory&, double, const double* dx) noexcept override {
-    block_.output_derivatives(context_, std::span<const double>(dx + x_, nx_));
-  }
-
- private:
-  const Block& block_;
-  BlockContext& context_;
-  std::size_t x_, nx_;
-};
-
 }  // namespace
 
 struct Partition::Impl {
@@ -88,13 +65,45 @@ struct Partition::Impl {
   // The frame program (docs/frame-program.md): the blocks in runs, each run
   // one kernel, in an order that computes what `order` computes.
   struct Run {
-    std::unique_ptr<Kernel> kernel;
+    std::unique_ptr<Kernel> kernel;  // null for a block of its own code
+    Slot* slot = nullptr;
     bool stage = true;        // evaluated in the integrator's stages
     bool derivatives = true;  // its output derivatives are consumed
     bool stateful = false;
   };
   std::vector<Run> runs;
-  std::vector<Kernel*> all_runs, stage_runs, stateful_runs, derivative_runs;
+  // One entry per run in a pass: a block of its own code is called
+  // directly (one virtual call, as before the frame program), a kernel
+  // through its interface.
+  struct Call {
+    Kernel* kernel = nullptr;  // null: `slot`'s block
+    Slot* slot = nullptr;
+    void output(const FrameMemory& mem, double t) const noexcept {
+      if (kernel) {
+        kernel->output(mem, t);
+      } else {
+        slot->context.t = t;
+        slot->block->output(slot->context);
+      }
+    }
+    void derivatives(const FrameMemory& mem, double t, double* dx) const noexcept {
+      if (kernel) {
+        kernel->derivatives(mem, t, dx);
+      } else {
+        slot->block->derivatives(slot->context,
+                                 std::span<double>(dx + slot->x_offset, slot->block->continuous_states()));
+      }
+    }
+    void output_derivatives(const FrameMemory& mem, double t, const double* dx) const noexcept {
+      if (kernel) {
+        kernel->output_derivatives(mem, t, dx);
+      } else {
+        slot->block->output_derivatives(slot->context,
+                                        std::span<const double>(dx + slot->x_offset, slot->block->continuous_states()));
+      }
+    }
+  };
+  std::vector<Call> all_runs, stage_runs, stateful_runs, derivative_runs;
   FrameMemory mem;
   double output_time = 0.0;  // t of the last outputs, which output derivatives are taken at
   // Set-up data kept for compiling: per slot, the unified offset of each
@@ -128,13 +137,13 @@ struct Partition::Impl {
   std::vector<double> xe;  // the state an evaluation sees
   std::vector<double> k1, k2, k3, k4, xs, scratch_xd;
 
-  void run_outputs(double t, const std::vector<Kernel*>& list) noexcept {
+  void run_outputs(double t, const std::vector<Call>& list) noexcept {
     for (std::size_t i : early) {
       Slot& slot = slots[i];
       slot.context.t = t;
       slot.block->state_outputs(slot.context);
     }
-    for (Kernel* k : list) k->output(mem, t);
+    for (const Call& c : list) c.output(mem, t);
     output_time = t;
   }
   void outputs(double t) noexcept { run_outputs(t, all_runs); }
@@ -146,7 +155,7 @@ struct Partition::Impl {
   void evaluate(double t, std::span<const double> x, std::span<double> dx, bool stage = true) noexcept {
     if (x.data() != xe.data()) std::copy(x.begin(), x.end(), xe.begin());
     run_outputs(t, stage ? stage_runs : all_runs);
-    for (Kernel* k : stateful_runs) k->derivatives(mem, t, dx.data());
+    for (const Call& c : stateful_runs) c.derivatives(mem, t, dx.data());
   }
 
   bool due(std::size_t i, double t) const noexcept {
@@ -220,7 +229,7 @@ struct Partition::Impl {
       Slot& slot = slots[i];
       slot.block->output_derivatives(slot.context, dx.subspan(slot.x_offset, slot.block->continuous_states()));
     }
-    for (Kernel* k : derivative_runs) k->output_derivatives(mem, output_time, dx.data());
+    for (const Call& c : derivative_runs) c.output_derivatives(mem, output_time, dx.data());
   }
 };
 
@@ -602,10 +611,9 @@ void Partition::Impl::compile() {
   for (Pending& p : pending) {
     if (!p.family) {
       Slot& slot = slots[p.slot];
-      runs.push_back(
-          Run{std::make_unique<BlockKernel>(*slot.block, slot.context, slot.x_offset), true, true, p.stateful});
+      runs.push_back(Run{nullptr, &slot, true, true, p.stateful});
     } else {
-      runs.push_back(Run{p.family->compile(p.members), p.stage, p.deriv, p.stateful});
+      runs.push_back(Run{p.family->compile(p.members), nullptr, p.stage, p.deriv, p.stateful});
     }
   }
   all_runs.clear();
@@ -613,10 +621,11 @@ void Partition::Impl::compile() {
   stateful_runs.clear();
   derivative_runs.clear();
   for (Run& r : runs) {
-    all_runs.push_back(r.kernel.get());
-    if (r.stage) stage_runs.push_back(r.kernel.get());
-    if (r.stateful) stateful_runs.push_back(r.kernel.get());
-    if (r.derivatives) derivative_runs.push_back(r.kernel.get());
+    const Call c{r.kernel.get(), r.slot};
+    all_runs.push_back(c);
+    if (r.stage) stage_runs.push_back(c);
+    if (r.stateful) stateful_runs.push_back(c);
+    if (r.derivatives) derivative_runs.push_back(c);
   }
 }
 
