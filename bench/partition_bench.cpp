@@ -46,16 +46,21 @@ std::unique_ptr<Partition> large_partition(IntegratorKind kind) {
   return build_partition(registry, "large", blocks, {}, {{"u", 1, {{"plant", "u"}}}}, kind);
 }
 
-void BM_StateSpace1000Step(benchmark::State& state) {
-  const auto kind = static_cast<IntegratorKind>(state.range(0));
-  auto partition = large_partition(kind);
+// Steps of h from t = 0, one per iteration, with the constant inputs.
+void steps(benchmark::State& state, Partition& partition, double h) {
   ConstantInputs inputs;
   double t = 0.0;
   for (auto _ : state) {
-    partition->step(t, 1e-3, inputs);
-    t += 1e-3;
+    partition.step(t, h, inputs);
+    t += h;
   }
-  benchmark::DoNotOptimize(partition->state().data());
+  benchmark::DoNotOptimize(partition.state().data());
+}
+
+void BM_StateSpace1000Step(benchmark::State& state) {
+  const auto kind = static_cast<IntegratorKind>(state.range(0));
+  auto partition = large_partition(kind);
+  steps(state, *partition, 1e-3);
   state.SetLabel(std::string(integrator_name(kind)));
 }
 BENCHMARK(BM_StateSpace1000Step)
@@ -86,14 +91,7 @@ void BM_FlightControlTaskStep(benchmark::State& state) {
   const auto tasks = split_by_task(registry, flight_control_diagram());
   const auto& spec = tasks.at(static_cast<std::size_t>(state.range(0)));
   auto partition = build_partition(registry, spec.task, spec.blocks, spec.wires, spec.externals, IntegratorKind::kAb2);
-  ConstantInputs inputs;
-  const double h = spec.task == "actuator" ? 0.005 : spec.task == "airframe" ? 0.02 : 0.01;
-  double t = 0.0;
-  for (auto _ : state) {
-    partition->step(t, h, inputs);
-    t += h;
-  }
-  benchmark::DoNotOptimize(partition->state().data());
+  steps(state, *partition, spec.task == "actuator" ? 0.005 : spec.task == "airframe" ? 0.02 : 0.01);
   state.SetLabel(spec.task + " (ab2, " + std::to_string(partition->block_count()) + " blocks)");
 }
 BENCHMARK(BM_FlightControlTaskStep)->DenseRange(0, 2);
@@ -118,13 +116,7 @@ std::unique_ptr<Partition> sine_lag_pairs(int pairs) {
 void sine_lag_steps(benchmark::State& state, bool compiled) {
   auto partition = sine_lag_pairs(static_cast<int>(state.range(0)));
   partition->set_compiled(compiled);
-  ConstantInputs inputs;
-  double t = 0.0;
-  for (auto _ : state) {
-    partition->step(t, 1e-3, inputs);
-    t += 1e-3;
-  }
-  benchmark::DoNotOptimize(partition->state().data());
+  steps(state, *partition, 1e-3);
   state.counters["ns_per_pair"] = benchmark::Counter(static_cast<double>(state.iterations() * state.range(0)),
                                                      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
