@@ -25,6 +25,7 @@ class SampleHistory {
     values_.assign(capacity * signal_count, 0.0);
     derivatives_.assign(capacity * signal_count, 0.0);
     valid_.assign(capacity * signal_count, 0);
+    all_valid_.assign(capacity, 0);
     clear();
   }
 
@@ -48,7 +49,14 @@ class SampleHistory {
     std::uint8_t* valid = valid_.data() + base;
     std::copy_n(v.data(), n, values);
     std::copy_n(d.data(), n, derivatives);
-    for (std::size_t s = 0; s < n; ++s) valid[s] = block.derivative_valid(s) ? 1 : 0;
+    const std::span<const double> flags = block.payload().subspan(2 * n, n);
+    std::uint8_t all = 1;
+    for (std::size_t s = 0; s < n; ++s) {
+      const std::uint8_t known = flags[s] != 0.0 ? 1 : 0;
+      valid[s] = known;
+      all &= known;
+    }
+    all_valid_[head_] = all;
     if (size_ < capacity_) ++size_;
   }
 
@@ -62,6 +70,7 @@ class SampleHistory {
   // Replaces the newest sample's tag and values; precondition !empty().
   void overwrite_newest(double tag, const double* values) noexcept {
     tags_[head_] = tag;
+    all_valid_[head_] = signals_ == 0 ? 1 : 0;
     const std::size_t base = head_ * signals_;
     for (std::size_t s = 0; s < signals_; ++s) {
       values_[base + s] = values[s];
@@ -78,9 +87,7 @@ class SampleHistory {
   }
   // i = 0 is the newest sample; precondition i < size().
   [[nodiscard]] double tag(std::size_t i) const noexcept { return tags_[slot(i)]; }
-  [[nodiscard]] double value(std::size_t i, std::size_t s) const noexcept {
-    return values_[slot(i) * signals_ + s];
-  }
+  [[nodiscard]] double value(std::size_t i, std::size_t s) const noexcept { return values_[slot(i) * signals_ + s]; }
   [[nodiscard]] double derivative(std::size_t i, std::size_t s) const noexcept {
     return derivatives_[slot(i) * signals_ + s];
   }
@@ -90,20 +97,17 @@ class SampleHistory {
   // Pointers to the values, derivatives and derivative flags of sample i,
   // one per signal, contiguous: hot loops index these rather than calling
   // the accessors above per signal.
-  [[nodiscard]] const double* values_of(std::size_t i) const noexcept {
-    return &values_[slot(i) * signals_];
-  }
-  [[nodiscard]] const double* derivatives_of(std::size_t i) const noexcept {
-    return &derivatives_[slot(i) * signals_];
-  }
+  [[nodiscard]] const double* values_of(std::size_t i) const noexcept { return &values_[slot(i) * signals_]; }
+  [[nodiscard]] const double* derivatives_of(std::size_t i) const noexcept { return &derivatives_[slot(i) * signals_]; }
   [[nodiscard]] const std::uint8_t* derivative_flags_of(std::size_t i) const noexcept {
     return &valid_[slot(i) * signals_];
   }
+  // Every derivative of sample i is known (the common case, which a
+  // method can then handle in one branch-free loop).
+  [[nodiscard]] bool all_derivatives_valid(std::size_t i) const noexcept { return all_valid_[slot(i)] != 0; }
 
   // Spacing of the two newest tags, or 0 with fewer than two samples.
-  [[nodiscard]] double newest_spacing() const noexcept {
-    return size_ < 2 ? 0.0 : tag(0) - tag(1);
-  }
+  [[nodiscard]] double newest_spacing() const noexcept { return size_ < 2 ? 0.0 : tag(0) - tag(1); }
 
  private:
   [[nodiscard]] std::size_t slot(std::size_t i) const noexcept {
@@ -118,6 +122,7 @@ class SampleHistory {
   std::vector<double> values_;
   std::vector<double> derivatives_;
   std::vector<std::uint8_t> valid_;
+  std::vector<std::uint8_t> all_valid_;  // per slot
 };
 
 }  // namespace rtcosim::coupling::methods
