@@ -806,15 +806,17 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
           // (5/12) h^3 x''' for equal steps.
           const double d1 = s.prev_h, d2 = s.prev2_h, d02 = d1 + d2;
           const double factor = h * h * (h / 6.0 + s.prev_h / 4.0) * 2.0;
-          // max_i |factor dd_i| = |factor| max_i |dd_i| to the bit (a
-          // product's magnitude ignores signs, rounding is monotone), so the
-          // divisions run in one loop the compiler vectorises and the
-          // maximum in four independent chains (NaNs skipped, as before).
+          // max_i |factor dd_i| = |factor| (max_i |e_i| / d02) to the bit,
+          // with dd_i = e_i / d02 (a product's or quotient's magnitude
+          // ignores signs, d02 > 0, rounding is monotone): the divisions by
+          // d01 and d2 run in one loop the compiler vectorises, the one by
+          // d02 once, the maximum in four independent chains (NaNs skipped,
+          // as before).
           double* dd = m.k3.data();
           const double* k1 = m.k1.data();
           const double* p1 = s.prev_main.data();
           const double* p2 = s.prev2_main.data();
-          for (std::size_t i = 0; i < nx; ++i) dd[i] = std::fabs(((k1[i] - p1[i]) / d1 - (p1[i] - p2[i]) / d2) / d02);
+          for (std::size_t i = 0; i < nx; ++i) dd[i] = std::fabs((k1[i] - p1[i]) / d1 - (p1[i] - p2[i]) / d2);
           double w[4] = {0.0, 0.0, 0.0, 0.0};
           std::size_t i = 0;
           for (; i + 4 <= nx; i += 4) {
@@ -822,7 +824,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
           }
           for (; i < nx; ++i) w[0] = w[0] < dd[i] ? dd[i] : w[0];
           const double largest = std::max(std::max(w[0], w[1]), std::max(w[2], w[3]));
-          s.truncation_error = std::fabs(factor) * largest;
+          s.truncation_error = std::fabs(factor) * (largest / d02);
         }
       } else {
         for (std::size_t i = 0; i < nx; ++i) x[i] += h * m.k1[i];
