@@ -42,7 +42,7 @@ void frames(benchmark::State& state, bool compiled) {
   per_signal(state, start, static_cast<double>(state.range(0)));
 }
 void BM_Runtime(benchmark::State& state) { frames(state, true); }
-BENCHMARK(BM_Runtime)->Arg(16)->Arg(640)->Arg(10000);
+BENCHMARK(BM_Runtime)->Arg(1)->Arg(16)->Arg(640)->Arg(10000);
 // The same graph block by block with a link per wire (as before the frame
 // program), for the before/after ratio in one binary.
 void BM_RuntimeBlockByBlock(benchmark::State& state) { frames(state, false); }
