@@ -797,7 +797,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
           std::copy(m.scratch_xd.begin(), m.scratch_xd.end(), s.xd.begin());
         }
         for (std::size_t i = 0; i < nx; ++i) x[i] += h * (m.k1[i] + r * (m.k2[i] - s.prev_main[i]));
-        if (s.history >= 2) {
+        if (s.history >= 2 && nx > 0) {  // no states: the estimate stays 0
           // x''' ~ 2 f[t_n, t_{n-1}, t_{n-2}]: the three main evaluations
           // are at the states x_n, x_{n-1}, x_{n-2}, which the steps h_{n-1}
           // and h_{n-2} separate (their mid-frame times would not: with
