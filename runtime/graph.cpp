@@ -30,7 +30,13 @@ void LinkInputs::bind(GraphLink* link) {
   std::size_t b = 0;
   while (b < bundled_.size() && bundled_[b].bundle != link->bundle) ++b;
   if (b == bundled_.size()) {
-    bundled_.push_back({link->bundle, input_offsets_.back(), true, 0, 0, {}});
+    // Scratch and mean memory at once, so that an input source whose
+    // `finish` was forgotten never reads or writes out of bounds (it only
+    // scatters nothing).
+    const std::size_t n = link->bundle->link->signal_count();
+    bundled_.push_back({link->bundle, input_offsets_.back(), false, means_.size(), scratch_.size(), {}});
+    scratch_.resize(scratch_.size() + n, 0.0);
+    if (link->bundle->link->extrapolator().averages_over_step()) means_.resize(means_.size() + n, 0.0);
     bundles_.push_back(link->bundle);
   }
   bundle_of_.push_back(b);
@@ -40,20 +46,18 @@ void LinkInputs::finish() {
   // A bundle whose wires are consecutive inputs in its own order is
   // evaluated straight into the partition's inputs; any other into its
   // scratch memory, then copied to each wire's inputs.
+  std::unordered_map<const GraphLink*, std::size_t> input_of;
+  for (std::size_t i = 0; i < links_.size(); ++i) input_of.emplace(links_[i], input_offsets_[i]);
   for (Bundled& b : bundled_) {
+    b.member_inputs.clear();
+    b.contiguous = true;
     std::size_t expected = b.ext;
     for (GraphLink* m : b.bundle->members) {
-      const auto it = std::find(links_.begin(), links_.end(), m);
-      const std::size_t at = input_offsets_[static_cast<std::size_t>(it - links_.begin())];
+      const std::size_t at = input_of.at(m);
       b.member_inputs.push_back(at);
       b.contiguous = b.contiguous && at == expected;
       expected = at + m->width;
     }
-    const std::size_t n = b.bundle->link->signal_count();
-    b.scratch = scratch_.size();
-    scratch_.resize(scratch_.size() + n, 0.0);
-    b.means = means_.size();
-    if (b.bundle->link->extrapolator().averages_over_step()) means_.resize(means_.size() + n, 0.0);
   }
 }
 
@@ -107,7 +111,7 @@ void LinkInputs::sample_all(double t, std::span<double> ext, std::span<const std
       double* all = scratch_.data() + b.scratch;
       evaluate(b, t, all);
       const auto& members = b.bundle->members;
-      for (std::size_t k = 0; k < members.size(); ++k) {
+      for (std::size_t k = 0; k < b.member_inputs.size(); ++k) {
         std::copy_n(all + members[k]->offset, members[k]->width, ext.data() + b.member_inputs[k]);
       }
     }
@@ -306,6 +310,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       std::vector<tasks::OutputRef> refs;
     };
     std::vector<Pending> pending;
+    std::unordered_map<std::string, std::size_t> pending_keyed;  // key -> index in pending
     const std::size_t first_link = g->links_.size();
     for (const auto& external : consumer->partition().externals()) {
       const auto from = task_of_block.find(std::string_view(external.name).substr(0, external.name.rfind('.')));
@@ -344,13 +349,18 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
         key += limits;
       }
       Pending* into = nullptr;
-      for (Pending& p : pending) {
-        if (!alone && p.key == key) into = &p;
+      if (!alone) {
+        if (const auto it = pending_keyed.find(key); it != pending_keyed.end()) into = &pending[it->second];
       }
       if (!into) {
         g->bundles_.push_back(std::make_unique<LinkBundle>());
         g->bundles_.back()->max_extrapolation = link->max_extrapolation;
-        g->bundles_.back()->method_uses_derivatives = link->method_uses_derivatives;
+        // A plugin's method is given its derivatives whatever it declares:
+        // one written before derivatives were computed only where a method
+        // declares it uses them may read them without saying so.
+        const coupling::MethodInfo& info = methods.get(coupling->method);
+        g->bundles_.back()->method_uses_derivatives = info.uses_derivatives || info.origin != "built-in";
+        if (!alone) pending_keyed.emplace(key, pending.size());
         pending.push_back({key, g->bundles_.back().get(), producer, coupling, 0, {}});
         into = &pending.back();
       }

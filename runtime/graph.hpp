@@ -81,6 +81,8 @@ struct LinkBundle {
   std::vector<GraphLink*> members;  // in the order of their signals
   std::vector<std::uint32_t> ids;   // the members' link ids, for the trace events
   double max_extrapolation = 0.0;
+  // The producer computes derivatives for it: its method uses them, or is a
+  // plugin's (docs/frame-program.md).
   bool method_uses_derivatives = false;
 
   // Set-up, for a wire alone (tests): `wire` becomes the bundle's only

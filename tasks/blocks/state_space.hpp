@@ -17,7 +17,7 @@ namespace rtcosim::tasks {
  * RT-safe: evaluation uses Eigen maps over the partition's memory and
  * fixed-size products; nothing allocates.
  */
-class StateSpace : public Block {
+class StateSpace final : public Block {
  public:
   StateSpace(const std::string& name, const std::string& type, Eigen::MatrixXd a, Eigen::MatrixXd b, Eigen::MatrixXd c,
              Eigen::MatrixXd d, Eigen::VectorXd x0);

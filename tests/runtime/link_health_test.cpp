@@ -278,6 +278,43 @@ TEST_P(BundledLinks, EveryMethodGivesTheBitsOfALinkPerWire) {
 INSTANTIATE_TEST_SUITE_P(Wires, BundledLinks, ::testing::Values(false, true),
                          [](const auto& p) { return std::string(p.param ? "interleaved" : "grouped"); });
 
+// A plugin's method (here zoh registered again under another origin) is
+// given its producer's derivatives whatever it declares, and its wires
+// travel alone; the built-in zoh's wires share a bundle and get none.
+TEST(BundledLinks, APluginMethodGetsDerivativesAndTravelsAlone) {
+  auto methods = coupling::MethodRegistry::with_builtins();
+  coupling::MethodInfo plugin = *methods.find("zoh");
+  plugin.id = "zoh_plugin";
+  plugin.origin = "/opt/plugins/zoh_plugin.so";
+  methods.add(plugin);
+  const auto blocks = tasks::BlockRegistry::with_builtins();
+  for (const bool as_plugin : {false, true}) {
+    auto spec = testing::checked(config::load_graph_text(R"(
+tasks:
+  - {name: producer, period: 1ms, integrator: ab2}
+  - {name: consumer, period: 2ms, integrator: ab2}
+blocks:
+  - {name: a, type: sine, task: producer}
+  - {name: b, type: sine, task: producer, params: {frequency: 3}}
+  - {name: la, type: first_order_lag, task: consumer, params: {time_constant: 0.1}}
+  - {name: lb, type: first_order_lag, task: consumer, params: {time_constant: 0.1}}
+wires:
+  - {from: a.y, to: la.u, coupling: {method: zoh}}
+  - {from: b.y, to: lb.u, coupling: {method: zoh}}
+)",
+                                                         "plugin"));
+    if (as_plugin) {
+      for (auto& w : spec.wires) w.coupling->method = "zoh_plugin";
+    }
+    auto g = Graph::build(spec, blocks, methods);
+    g->reset();
+    auto& producer = g->find_task("producer")->partition();
+    const auto flag = producer.output_derivative_flags(producer.find_output({"a", "y"}))[0];
+    EXPECT_EQ(flag, as_plugin ? 1 : 0);
+    EXPECT_EQ(g->bundles().size(), as_plugin ? 2u : 1u);
+  }
+}
+
 TEST(BundledLinksRealTime, FramesAllocateNothing) {
   TwoTasks bundled(true);
   int done = 0;

@@ -3,14 +3,14 @@
 #include <atomic>
 #include <csignal>
 #include <fstream>
-#include <thread>
-#include <sstream>
 #include <iostream>
+#include <sstream>
+#include <thread>
 #include <unordered_map>
 
 #include "base/duration.hpp"
-#include "rt_config/loader.hpp"
 #include "coupling/plugin_loader.hpp"
+#include "rt_config/loader.hpp"
 #include "runtime/column_file.hpp"
 #include "runtime/frame_log.hpp"
 #include "runtime/graph.hpp"
@@ -26,9 +26,9 @@
 #include "tools/plot/svg_plot.hpp"
 #include "tools/rtcosim/cli_args.hpp"
 #include "tools/rtcosim/graph_file.hpp"
-#include "tools/rtcosim/sync_live.hpp"
 #include "tools/rtcosim/recording_summary.hpp"
 #include "tools/rtcosim/run_summary.hpp"
+#include "tools/rtcosim/sync_live.hpp"
 #include "tools/rtcosim/sync_report.hpp"
 #include "tools/rtcosim/trace_session.hpp"
 
@@ -287,14 +287,16 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         if (t.period < config::kMinPeriod * (1.0 - 1e-9)) {
           throw UsageError("--period-scale " + *scale_text + " makes task '" + t.name + "' run every " +
                            base::format_duration(t.period) + ", below the floor of " +
-                           base::format_duration(config::kMinPeriod) + " — expected a scale that keeps every period at "
+                           base::format_duration(config::kMinPeriod) +
+                           " — expected a scale that keeps every period at "
                            "1us or more");
         }
       }
     }
     const double duration = args.positive_duration("duration", spec.duration);
     const bool virtual_time = args.flag("virtual");
-    if (virtual_time && !(duration > 0.0)) throw UsageError(file + " runs until stopped; a virtual run needs --duration");
+    if (virtual_time && !(duration > 0.0))
+      throw UsageError(file + " runs until stopped; a virtual run needs --duration");
     for (const char* output : {"record", "frames", "json", "plot", "sync-csv"}) (void)args.output_path(output);
     if (args.value("sync-csv") && !spec.sync.optimise.enabled) {
       throw UsageError("--sync-csv needs a 'sync.optimise' section in " + file + " (docs/sync.md)");
@@ -405,9 +407,9 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       executor.run(duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord& f) {
         recorder.sample(task);
         if (outputs.frame_log) {
-          outputs.frame_log->add(task_index[&task], runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
-                                                              std::llround((f.end - f.start) * 1e9),
-                                                              f.start_lateness_ns});
+          outputs.frame_log->add(task_index[&task],
+                                 runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
+                                                   std::llround((f.end - f.start) * 1e9), f.start_lateness_ns});
         }
         if (++frames % (live ? 16 : 4096) == 0) {
           outputs.drain();
@@ -423,11 +425,18 @@ int run_run_command(const std::vector<std::string>& raw_args) {
           throw std::runtime_error("this rtcosim was built without LTTng-UST (install liblttng-ust-dev and rebuild)");
         }
         double rate = 0.0;
-        for (const auto& t : graph->tasks()) rate += (2.0 + 2.0 * static_cast<double>(t->outputs().size())) / t->spec().period;
+        // Per frame: start and end, and per wire it publishes a link_publish
+        // and its consumer's link_drain (one bundle carries many wires).
+        for (const auto& t : graph->tasks()) {
+          std::size_t wires = 0;
+          for (const auto& o : t->outputs()) wires += o.refs.size();
+          rate += (2.0 + 2.0 * static_cast<double>(wires)) / t->spec().period;
+        }
         trace = TraceSession::start(*trace_dir, rate, &why);
         if (!trace) throw std::runtime_error("cannot trace: " + why);
         std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
-                  << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000 << " ms)\n";
+                  << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000
+                  << " ms)\n";
       }
       run_realtime(*graph, outputs, duration, &fifo, live.get());
       if (trace) {
@@ -435,7 +444,8 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         const std::uint64_t discarded = trace->stop();
         std::cout << "trace written to " << *trace_dir << ": " << discarded << " event(s) discarded\n";
         // A session daemon this run started goes with it.
-        if (!stop_sessiond_started_here()) std::cerr << "warning: the LTTng session daemon this run started did not stop\n";
+        if (!stop_sessiond_started_here())
+          std::cerr << "warning: the LTTng session daemon this run started did not stop\n";
       }
     }
     outputs.finish();
@@ -464,7 +474,8 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     }
     // A file that failed keeps its target as it was; its error says where
     // the samples written until then are.
-    for (runtime::RecordTarget* f : {outputs.signals(), static_cast<runtime::RecordTarget*>(outputs.frames_csv.get())}) {
+    for (runtime::RecordTarget* f :
+         {outputs.signals(), static_cast<runtime::RecordTarget*>(outputs.frames_csv.get())}) {
       if (f && !f->commit()) recording.error += (recording.error.empty() ? "" : "; ") + f->error();
     }
     std::cout << run_summary(*graph) << recording_summary(*graph, recording);
@@ -498,8 +509,8 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     if (outputs.frames_csv && !outputs.frames_csv->failed()) std::cout << "frames written to " << *frames_path << '\n';
     if (const auto plot_path = args.value("plot")) {
       write_plot(recorder, reference.get(),
-                 (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"), *plot_path,
-                 sync_run ? &*sync_run : nullptr);
+                 (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"),
+                 *plot_path, sync_run ? &*sync_run : nullptr);
       std::cout << "plot written to " << *plot_path << '\n';
     }
     for (const auto& t : graph->tasks()) {
