@@ -27,9 +27,9 @@ constexpr double kDefaultMaxTagLead = 10.0;
 void LinkInputs::bind(GraphLink* link) {
   input_offsets_.push_back(input_offsets_.empty() ? 0 : input_offsets_.back() + links_.back()->width);
   links_.push_back(link);
-  std::size_t b = 0;
-  while (b < bundled_.size() && bundled_[b].bundle != link->bundle) ++b;
-  if (b == bundled_.size()) {
+  const auto [known, added] = index_of_.emplace(link->bundle, bundled_.size());
+  const std::size_t b = known->second;
+  if (added) {
     // Scratch and mean memory at once, so that an input source whose
     // `finish` was forgotten never reads or writes out of bounds (it only
     // scatters nothing).
@@ -124,7 +124,7 @@ void LinkBundle::hold(GraphLink& wire, std::unique_ptr<coupling::Link> l) {
   members = {&wire};
   ids = {wire.id};
   max_extrapolation = wire.max_extrapolation;
-  method_uses_derivatives = wire.method_uses_derivatives;
+  needs_derivatives = wire.method_uses_derivatives;
   wire.link = link.get();
   wire.stats = &stats;
   wire.bundle = this;
@@ -302,7 +302,6 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
     // one bundle (docs/frame-program.md): keyed by producer, method and
     // every coupling parameter as written.
     struct Pending {
-      std::string key;
       LinkBundle* bundle;
       TaskRuntime* producer;
       const config::CouplingSpec* coupling;
@@ -359,9 +358,9 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
         // one written before derivatives were computed only where a method
         // declares it uses them may read them without saying so.
         const coupling::MethodInfo& info = methods.get(coupling->method);
-        g->bundles_.back()->method_uses_derivatives = info.uses_derivatives || info.origin != "built-in";
+        g->bundles_.back()->needs_derivatives = info.uses_derivatives || info.origin != "built-in";
         if (!alone) pending_keyed.emplace(key, pending.size());
-        pending.push_back({key, g->bundles_.back().get(), producer, coupling, 0, {}});
+        pending.push_back({g->bundles_.back().get(), producer, coupling, 0, {}});
         into = &pending.back();
       }
       link->bundle = into->bundle;
@@ -409,7 +408,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
   for (auto& producer : g->tasks_) {
     std::vector<tasks::OutputRef> wanted;
     for (const OutputBinding& o : producer->outputs_view()) {
-      if (o.bundle->method_uses_derivatives) wanted.insert(wanted.end(), o.refs.begin(), o.refs.end());
+      if (o.bundle->needs_derivatives) wanted.insert(wanted.end(), o.refs.begin(), o.refs.end());
     }
     producer->partition().set_derivative_consumers(wanted);
   }

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <boost/lockfree/spsc_queue.hpp>
@@ -83,7 +84,7 @@ struct LinkBundle {
   double max_extrapolation = 0.0;
   // The producer computes derivatives for it: its method uses them, or is a
   // plugin's (docs/frame-program.md).
-  bool method_uses_derivatives = false;
+  bool needs_derivatives = false;
 
   // Set-up, for a wire alone (tests): `wire` becomes the bundle's only
   // member, the bundle takes `l` and the wire's horizon and method flags.
@@ -127,9 +128,10 @@ class LinkInputs final : public tasks::InputSource {
   std::vector<GraphLink*> links_;
   std::vector<LinkBundle*> bundles_;
   std::vector<Bundled> bundled_;
-  std::vector<std::size_t> input_offsets_;  // per input, its signals in the inputs
-  std::vector<std::size_t> bundle_of_;      // per input, into bundled_
-  std::vector<double> means_;               // the step means of averaging bundles
+  std::vector<std::size_t> input_offsets_;                       // per input, its signals in the inputs
+  std::vector<std::size_t> bundle_of_;                           // per input, into bundled_
+  std::unordered_map<const LinkBundle*, std::size_t> index_of_;  // set-up: bundle -> index in bundled_
+  std::vector<double> means_;                                    // the step means of averaging bundles
   std::vector<double> scratch_;
   tasks::InputPass pass_ = tasks::InputPass::kOutput;
 };

@@ -42,14 +42,6 @@ void overrun(std::uint32_t task, std::uint64_t frame, std::uint64_t missed_perio
   RTCOSIM_TP(overrun, task, frame, missed_periods);
   (void)task, (void)frame, (void)missed_periods;
 }
-void link_publish(std::uint32_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept {
-  RTCOSIM_TP(link_publish, link, sequence, tag_s, static_cast<std::uint8_t>(dropped ? 1 : 0));
-  (void)link, (void)sequence, (void)tag_s, (void)dropped;
-}
-void link_drain(std::uint32_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept {
-  RTCOSIM_TP(link_drain, link, blocks, newest_tag_s, age_s);
-  (void)link, (void)blocks, (void)newest_tag_s, (void)age_s;
-}
 void links_publish(const std::uint32_t* links, std::size_t count, std::uint64_t sequence, double tag_s,
                    bool dropped) noexcept {
 #ifdef RTCOSIM_HAVE_LTTNG

@@ -21,10 +21,8 @@ void link_info(std::uint32_t link, const char* source, const char* consumer, con
 void frame_start(std::uint32_t task, std::uint64_t frame, std::int64_t latency_ns) noexcept;
 void frame_end(std::uint32_t task, std::uint64_t frame, std::int64_t exec_ns, double step_s, double sim_s) noexcept;
 void overrun(std::uint32_t task, std::uint64_t frame, std::uint64_t missed_periods) noexcept;
-void link_publish(std::uint32_t link, std::uint64_t sequence, double tag_s, bool dropped) noexcept;
-void link_drain(std::uint32_t link, std::uint32_t blocks, double newest_tag_s, double age_s) noexcept;
-// The same event for every wire of a bundle (`links`: their ids), with one
-// enabled-check for all of them.
+// link_publish / link_drain: one event per wire of a bundle (`links`: their
+// ids), with one enabled-check for all of them.
 void links_publish(const std::uint32_t* links, std::size_t count, std::uint64_t sequence, double tag_s,
                    bool dropped) noexcept;
 void links_drain(const std::uint32_t* links, std::size_t count, std::uint32_t blocks, double newest_tag_s,

@@ -533,7 +533,7 @@ void Partition::Impl::compile() {
   // code may read them, and upstream of a kernel that reads its inputs'.
   for (std::size_t i = 0; i < n; ++i) {
     const Slot& slot = slots[i];
-    bool wanted = derivative_wanted.empty() || !family[i] || !compiled;
+    bool wanted = derivative_wanted.empty() || !family[i];
     for (std::size_t p = 0; p < slot.out_offsets.size() && !wanted; ++p) {
       for (std::size_t k = 0; k < slot.block->outputs()[p].width; ++k) {
         wanted = wanted || derivative_wanted[slot.out_offsets[p] + k] != 0;
@@ -566,8 +566,6 @@ void Partition::Impl::compile() {
   };
   std::vector<Pending> pending;
   std::vector<std::ptrdiff_t> run_of(n, -1);
-  std::vector<unsigned char> own(n, 0);
-  for (std::size_t i = 0; i < n; ++i) own[i] = family[i] == nullptr;
   runs.clear();
   auto slot_of = [&](std::size_t i) {
     KernelSlot k;
@@ -581,7 +579,7 @@ void Partition::Impl::compile() {
   for (std::size_t i : order) {
     Slot& slot = slots[i];
     const bool stateful = slot.block->continuous_states() > 0;
-    if (own[i]) {
+    if (!family[i]) {
       pending.push_back(Pending{nullptr, true, true, stateful, {}, i});
       run_of[i] = static_cast<std::ptrdiff_t>(pending.size() - 1);
       continue;
@@ -589,7 +587,7 @@ void Partition::Impl::compile() {
     std::ptrdiff_t earliest = 0;  // the first run it may join
     for (std::size_t from : feedthrough_from[i]) earliest = std::max(earliest, run_of[from]);
     for (std::size_t to : downstream[i]) {
-      if (own[to] && run_of[to] >= 0) earliest = std::max(earliest, run_of[to] + 1);
+      if (!family[to] && run_of[to] >= 0) earliest = std::max(earliest, run_of[to] + 1);
     }
     std::ptrdiff_t into = -1;
     for (std::size_t p = pending.size(); p-- > 0;) {
@@ -681,18 +679,17 @@ std::span<const double> Partition::output_derivative(const OutputRef& ref) const
 std::span<const unsigned char> Partition::output_derivative_flags(const OutputRef& ref) const noexcept {
   return std::span<const unsigned char>(impl_->s.dvalid.data() + ref.offset, ref.width);
 }
-bool Partition::output_jumped(const OutputRef& ref) const noexcept {
-  const auto& jumped = impl_->s.jumped;
-  return std::any_of(jumped.begin() + static_cast<std::ptrdiff_t>(ref.offset),
-                     jumped.begin() + static_cast<std::ptrdiff_t>(ref.offset + ref.width),
+namespace {
+// Any flag of the port's signals set.
+bool any_of_port(const std::vector<unsigned char>& flags, const OutputRef& ref) noexcept {
+  return std::any_of(flags.begin() + static_cast<std::ptrdiff_t>(ref.offset),
+                     flags.begin() + static_cast<std::ptrdiff_t>(ref.offset + ref.width),
                      [](unsigned char j) { return j != 0; });
 }
-bool Partition::output_may_jump(const OutputRef& ref) const noexcept {
-  const auto& may = impl_->may_jump;
-  return std::any_of(may.begin() + static_cast<std::ptrdiff_t>(ref.offset),
-                     may.begin() + static_cast<std::ptrdiff_t>(ref.offset + ref.width),
-                     [](unsigned char j) { return j != 0; });
-}
+}  // namespace
+
+bool Partition::output_jumped(const OutputRef& ref) const noexcept { return any_of_port(impl_->s.jumped, ref); }
+bool Partition::output_may_jump(const OutputRef& ref) const noexcept { return any_of_port(impl_->may_jump, ref); }
 
 bool Partition::output_derivative_valid(const OutputRef& ref, std::size_t i) const noexcept {
   return impl_->s.dvalid[ref.offset + i] != 0;
@@ -809,7 +806,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
           // max_i |factor dd_i| = |factor| (max_i |e_i| / d02) to the bit,
           // with dd_i = e_i / d02 (a product's or quotient's magnitude
           // ignores signs, d02 > 0, rounding is monotone): the divisions by
-          // d01 and d2 run in one loop the compiler vectorises, the one by
+          // d1 and d2 run in one loop the compiler vectorises, the one by
           // d02 once, the maximum in four independent chains (NaNs skipped,
           // as before).
           double* dd = m.k3.data();
