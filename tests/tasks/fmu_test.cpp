@@ -162,6 +162,52 @@ TEST(Fmu, BouncingBallEventsAreLocatedAtFrameResolution) {
   EXPECT_FALSE(p->failed());
 }
 
+// stair2: x' = 1 from x = 0; at x = 1 its event takes two rounds (round 1
+// resets x := x - 1 and reports the state change, round 2 steps the counter
+// and reports none). The block must keep round 1's change: x(t) = t - k
+// after the k-th step through an integer, and the counter k.
+std::unique_ptr<Partition> stair_partition(BlockParams extra = {}) {
+  BlockParams p{{"file", fmu("stair2")}};
+  for (const auto& [k, v] : extra.all()) p.set(k, v);
+  return build_partition(BlockRegistry::with_builtins(), "stair", {{"stair", "fmu", p, ""}}, {}, {},
+                         IntegratorKind::kRk4);
+}
+
+TEST(Fmu, AStateChangeInAnEarlierEventRoundIsKept) {
+  auto p = stair_partition();
+  NoInputs in;
+  const double h = 0.001;
+  const auto x = p->find_output({"stair", "x"}), count = p->find_output({"stair", "count"});
+  for (int i = 0; i < 2500; ++i) p->step(i * h, h, in);
+  ASSERT_FALSE(p->failed()) << p->failure();
+  // Two crossings (t = 1, 2), each located at the end of the frame that
+  // holds it: the reset keeps the overshoot, so x is exact up to rounding.
+  EXPECT_EQ(p->events(), 2u);
+  EXPECT_NEAR(p->state()[0], 0.5, 1e-9);
+  EXPECT_NEAR(p->output(x)[0], 0.5, 1e-9);
+  EXPECT_EQ(p->output(count)[0], 2.0);
+}
+
+TEST(Fmu, IntegerStartValuesAreRoundedHalfAwayFromZeroAndBooleansAreNonzero) {
+  NoInputs in;
+  const double h = 0.001;
+  // n0 is an Integer: 2.7 -> 3, 2.5 -> 3, -0.5 -> -1, -2.5 -> -3 (std::lround:
+  // nearest, halves away from zero; docs/fmi.md "rounded"); truncation would
+  // give 2, 2, 0, -2. `up` is a Boolean: every nonzero value is true.
+  const struct {
+    double n0, up, count_after_1_5_s, up_out;
+  } cases[] = {{2.7, 1.0, 4.0, 1.0}, {2.5, 1.0, 4.0, 1.0}, {-0.5, 1.0, 0.0, 1.0}, {-2.5, -1.0, -2.0, 1.0},
+               {2.7, 0.5, 4.0, 1.0}, {2.7, 0.0, 2.0, 0.0}, {-0.5, 0.0, -2.0, 0.0}};
+  for (const auto& c : cases) {
+    auto p = stair_partition({{"start.n0", c.n0}, {"start.up", c.up}});
+    const auto count = p->find_output({"stair", "count"}), up = p->find_output({"stair", "up_out"});
+    for (int i = 0; i < 1500; ++i) p->step(i * h, h, in);
+    ASSERT_FALSE(p->failed()) << p->failure();
+    EXPECT_EQ(p->output(count)[0], c.count_after_1_5_s) << "n0 " << c.n0 << " up " << c.up;
+    EXPECT_EQ(p->output(up)[0], c.up_out) << "n0 " << c.n0 << " up " << c.up;
+  }
+}
+
 TEST(Fmu, SteadyStateFramesAllocateNothing) {
   NoInputs in;
   for (const char* iface : {"model_exchange", "co_simulation"}) {

@@ -272,6 +272,56 @@ TEST(PlanarArmRim, ThreeLinkLockedMatchesLiteralFormulas) {
   EXPECT_GT(z.norm(), 1e-3);
 }
 
+// A moving constraint against the full constrained dynamics. A 3-link arm
+// (no locked joint) whose first link's tip slides on the line y = y1 (a
+// slider: y1 = l0 sin q0 constant), so A_c = [l0 cos q0, 0, 0] and
+// A_c' v = -l0 sin q0 q0'^2, nonzero while the arm moves. The reference is
+// independent of eqs. 3-5: for an interface force lambda_i, the KKT system
+//   [M    A_c^T] [v'   ]   [f - c + A_i^T lambda_i]
+//   [A_c  0    ] [-l_c ] = [-A_c' v               ]
+// gives v', hence w_i' = A_i v' + A_i' v, which must satisfy eq. 2,
+// M_eff w_i' + z_i = lambda_i + lambda~, for every lambda_i.
+TEST(PlanarArmRim, SlidingConstraintMatchesTheKktDynamics) {
+  const PlanarArm arm({.lengths = {0.7, 0.5, 0.4}, .masses = {1.0, 0.8, 0.6}, .joint_damping = {0.1, 0.2, 0.3}});
+  const Eigen::VectorXd q = vec({0.4, 0.9, -0.6});
+  const Eigen::VectorXd v = vec({1.3, -0.7, 0.8});
+  MechanicalTerms t = arm.make_terms();
+  arm.evaluate(q, v, 0.0, t);
+  const double l0 = 0.7;
+  t.ac = Eigen::MatrixXd::Zero(1, 3);
+  t.ac(0, 0) = l0 * std::cos(q(0));
+  t.ac_dot_v = vec({-l0 * std::sin(q(0)) * v(0) * v(0)});
+  ReducedInterface reducer(3, 1, 2);
+  auto rim = reducer.make_quantities();
+  reducer.compute(t, rim);
+  ASSERT_EQ(rim.status, RimStatus::kOk);
+
+  Eigen::MatrixXd kkt = Eigen::MatrixXd::Zero(4, 4);
+  kkt.topLeftCorner(3, 3) = t.mass;
+  kkt.topRightCorner(3, 1) = t.ac.transpose();
+  kkt.bottomLeftCorner(1, 3) = t.ac;
+  const auto w_dot = [&](const Eigen::VectorXd& lambda_i) {
+    Eigen::VectorXd rhs(4);
+    rhs.head(3) = t.applied - t.coriolis + t.ai.transpose() * lambda_i;
+    rhs(3) = -t.ac_dot_v(0);
+    const Eigen::VectorXd sol = kkt.fullPivLu().solve(rhs);
+    return Eigen::VectorXd(t.ai * sol.head(3) + t.ai_dot_v);
+  };
+  for (const Eigen::VectorXd& lambda_i : {vec({0.0, 0.0}), vec({3.0, -2.0}), vec({-1.5, 7.0})}) {
+    const Eigen::VectorXd lhs = rim.m_eff * w_dot(lambda_i) + rim.z;
+    const Eigen::VectorXd rhs = lambda_i + rim.lambda_tilde;
+    EXPECT_LT((lhs - rhs).norm(), 1e-10 * (rhs.norm() + 1.0)) << "lambda_i = " << lambda_i.transpose();
+  }
+  // The constraint's motion matters here: without its A_c' v term, z_i
+  // moves by more than the tolerance by many orders (the comparison above
+  // is not blind to it).
+  MechanicalTerms still = t;
+  still.ac_dot_v.setZero();
+  auto rim_still = reducer.make_quantities();
+  reducer.compute(still, rim_still);
+  EXPECT_GT((rim_still.z - rim.z).norm(), 0.1);
+}
+
 TEST(PlanarArmRim, NonFiniteConfigurationIsReportedNotPropagated) {
   const PlanarArm arm({.lengths = {1.0, 0.8}, .masses = {2.0, 1.5}});
   const auto r = reduce(arm, vec({std::numeric_limits<double>::quiet_NaN(), 0.0}), vec({0.0, 0.0}));

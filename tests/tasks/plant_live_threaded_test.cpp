@@ -225,6 +225,62 @@ TEST(PlantUdp, ASenderNotAllowedIsRefusedWithItsAddress) {
   EXPECT_NE(s.last_bad.find("sender not in 'allow'"), std::string::npos);
 }
 
+// What a frame shows of an on-change (`events`) signal of a live source, and
+// of a row whose time tag equals the newest one's: shared by the followed
+// CSV and the UDP tests below. Rows: t = 0 {x 0, on 0}, t = 1 {x 10, on
+// held}, t = 1 again {x 99, on 7} (not after the newest: dropped and counted
+// out of order), t = 2 {x 20, on 1}. Frames of 0.5 from t = 0.
+void expect_events_held_and_equal_tags_refused(Rig& rig, const std::string& key) {
+  Partition& p = rig.partition();
+  const auto on = p.find_output({"p", "on"});
+  EXPECT_TRUE(p.output_may_jump(on));
+  // x linear between rows, `on` held (no slope), a jump only where a row
+  // was passed (the first frame's: its rows replace the 0 shown before any).
+  const double x[] = {5.0, 10.0, 15.0, 20.0, 20.0};
+  const double on_value[] = {0.0, 0.0, 0.0, 1.0, 1.0};
+  const bool jumped[] = {true, true, false, true, false};
+  for (long k = 0; k < 5; ++k) {
+    rig.step_at(k, 0.5);
+    const double t = 0.5 * static_cast<double>(k + 1);
+    EXPECT_EQ(rig.y("p", "x"), x[k]) << "t = " << t;
+    EXPECT_EQ(rig.y("p", "on"), on_value[k]) << "t = " << t;
+    EXPECT_EQ(rig.dy("p", "on"), 0.0) << "t = " << t;
+    EXPECT_EQ(p.output_jumped(on), jumped[k]) << "t = " << t;
+  }
+  const auto s = status_of(key);
+  EXPECT_EQ(s.out_of_order, 1u);
+  EXPECT_EQ(s.late, 0u);
+}
+
+TEST(PlantFollow, OnChangeSignalsHoldAndJumpAndAnEqualTagIsOutOfOrder) {
+  const auto dir = rtcosim::testing::test_scratch_dir("plant_follow");
+  const auto path = (dir / "events.csv").string();
+  { std::ofstream(path) << "time,x,on\n"; }
+  Rig rig({{"p", "plant", {{"file", path}, {"follow", true}, {"events", std::string("on")}}}}, {}, {});
+  const std::string key = "csv:" + path;
+  { std::ofstream(path, std::ios::app) << "0,0,0\n1,10,\n1,99,7\n2,20,1\n" << std::flush; }
+  const auto s = wait_handled(key, 4);
+  ASSERT_EQ(s.good, 4u);
+  expect_events_held_and_equal_tags_refused(rig, key);
+}
+
+TEST(PlantUdp, OnChangeSignalsHoldAndJumpAndAnEqualTagIsOutOfOrder) {
+  const int port = rtcosim::testing::free_udp_port();
+  auto made = udp_rig(port, "x, on", {{"events", std::string("on")}});
+  const std::string key = udp_key(port);
+  Sender send(port);
+  // A datagram carries every signal: `on` repeats its value where the CSV
+  // leaves the cell empty.
+  send.values(0, 0.0, {0.0, 0.0});
+  send.values(1, 1.0, {10.0, 0.0});
+  send.values(2, 1.0, {99.0, 7.0});
+  send.values(3, 2.0, {20.0, 1.0});
+  const auto s = wait_handled(key, 4);
+  ASSERT_EQ(s.good, 4u);
+  EXPECT_EQ(s.sequence_gaps, 0u);
+  expect_events_held_and_equal_tags_refused(*made, key);
+}
+
 TEST(PlantUdp, WrongSettingsAreRefusedAtSetUp) {
   EXPECT_NE(testing::creation_error("plant", {{"source", std::string("udp")}, {"signals", std::string("a")}})
                 .find("'port' is required"),

@@ -6,6 +6,7 @@ as CSV, bit for bit.
 usage: check_recording.py FORMAT FILE SIGNALS.csv FRAMES.csv GRAPH.yaml [--irregular TASK] [--summary]
                           [--unit TASK SIGNAL UNIT]
        check_recording.py killed FILE --ramp TASK SIGNAL --at-least N
+       check_recording.py dropped FORMAT FILE TASK...
 
 FORMAT is hdf5, mat73 or mat5. SIGNALS.csv is the same graph's recording as
 CSV (a virtual run: the same values), FRAMES.csv the --frames file of the
@@ -15,7 +16,13 @@ summary and its counts match.
 
 `killed`: FILE is what a run killed with SIGKILL left; TASK's SIGNAL is a
 ramp of slope 1 (its value is its time, exactly) and at least N samples
-must be in it. Exit status 0 when everything matches; 1 with the first
+must be in it.
+
+`dropped`: prints, per TASK, a line "TASK AFTER COUNTS" with the columns
+that record where samples were dropped (dropped_after_s as %.17g and
+dropped_count, each comma-separated, "-" when empty); for a MAT file every
+variable its `rtcosim.columns` table lists must be in the file, empty or
+not. Exit status 0 when everything matches; 1 with the first
 mismatch on stderr.
 """
 import csv
@@ -191,6 +198,26 @@ def main(argv):
             fail("times do not increase")
         print("killed file: %d samples, t = %.6f .. %.6f s, step %.3g .. %.3g s" %
               (n, t[0], t[n - 1], np.diff(t[:n]).min(), np.diff(t[:n]).max()))
+        return 0
+    if argv[1] == "dropped":
+        fmt, path, tasks = argv[2], argv[3], argv[4:]
+        rec = open_file(fmt, path)
+        if fmt != "hdf5":
+            names = rec.f.keys() if not rec.v73 else list(rec.f.keys())
+            for var, group, column, _ in rec.table.values():
+                if var not in names:
+                    fail("the table lists %s/%s as variable %s, which the file does not hold" % (group, column, var))
+        for task in tasks:
+            group = "signals/" + task
+            cols = []
+            for name in ("dropped_after_s", "dropped_count"):
+                if not rec.has(group, name):
+                    fail("no column %s/%s" % (group, name))
+                values = rec.column(group, name) if fmt != "mat73" or not rec.f[rec.table[(group, name)][0]].attrs.get(
+                    "MATLAB_empty", 0) else np.zeros(0)
+                text = ",".join(("%.17g" % v) if name == "dropped_after_s" else str(int(v)) for v in values)
+                cols.append(text or "-")
+            print(task, cols[0], cols[1])
         return 0
     fmt, path, signals_csv, frames_csv, graph = argv[1:6]
     rec = open_file(fmt, path)

@@ -5,6 +5,7 @@
 // error naming the file.
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/column_file.hpp"
+#include "runtime/recorder.hpp"
+#include "runtime/virtual_executor.hpp"
+#include "tests/support/graphs.hpp"
 #include "tests/support/scratch.hpp"
 #include "tools/rtcosim/run_command.hpp"
 
@@ -124,6 +129,55 @@ TEST(RecordingFormats, AFormatThatContradictsTheFileIsRefusedBeforeTheRun) {
   EXPECT_EQ(run_quietly({"--virtual", "--duration", "0.1s", (dir / "g.yaml").string()}, &err), 1);
   EXPECT_NE(err.find("'format' = 'netcdf' is not allowed — expected one of: csv, hdf5, mat73, mat5"), std::string::npos)
       << err;
+  fs::remove_all(dir);
+}
+
+// Samples dropped into a column file, read back by the independent readers.
+// Task a (1 ms) has a ring of 4 samples drained every 6 of its frames:
+// frames 5-6, 11-12 and 17-18 find it full (as the CSV test of
+// tests/runtime/recorder_test.cpp), so its gap columns hold after
+// 0.004, 0.010, 0.016 s, 2 each. Task b (5 ms, 4 samples) never fills it:
+// its gap columns are empty and must still be in the file (a MAT v7.3
+// column written only at the close).
+TEST(RecordingFormats, DroppedSamplesAreReadBackFromEachFormatAndEmptyColumnsStay) {
+  const auto dir = scratch();
+  const std::string yaml =
+      "name: rec\nrealtime: off\ntasks:\n"
+      "  - {name: a, period: 1ms, step: fixed, integrator: rk4}\n"
+      "  - {name: b, period: 5ms, step: fixed, integrator: rk4}\n"
+      "blocks:\n  - {name: wa, type: sine, task: a, params: {frequency: 1}}\n"
+      "  - {name: wb, type: sine, task: b, params: {frequency: 1}}\n"
+      "wires: []\nrecord: {signals: [wa.y, wb.y], file: unused.h5}\n";
+  const std::string text = yaml;
+  for (const auto format : {runtime::RecordFormat::kHdf5, runtime::RecordFormat::kMat73, runtime::RecordFormat::kMat5}) {
+    const std::string name = runtime::to_string(format);
+    auto graph = rtcosim::testing::build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "rec.yaml")));
+    runtime::Recorder recorder(*graph, {.samples_per_task = 4});
+    const auto path = (dir / ("rec_" + name + (format == runtime::RecordFormat::kHdf5 ? ".h5" : ".mat"))).string();
+    std::string why;
+    auto file = runtime::ColumnFile::create(format, path, runtime::record_layout(*graph, recorder, text, false), &why);
+    ASSERT_TRUE(file) << why;
+    runtime::VirtualExecutor executor(*graph);
+    std::uint64_t frames_of_a = 0;
+    executor.run(0.02, [&](runtime::TaskRuntime& t, const runtime::FrameRecord&) {
+      recorder.sample(t);
+      if (t.spec().name == "a" && ++frames_of_a % 6 == 0) recorder.drain(*file);
+    });
+    recorder.finish(*file);
+    ASSERT_TRUE(file->commit()) << file->error();
+    ASSERT_EQ(frames_of_a, 20u);
+    ASSERT_EQ(recorder.counts().at(0).dropped, 6u);
+    ASSERT_EQ(recorder.counts().at(1).dropped, 0u);
+    const std::string command =
+        std::string(RTCOSIM_PYTHON) + " " + RTCOSIM_CHECK_RECORDING + " dropped " + name + " " + path + " a b";
+    FILE* pipe = ::popen(command.c_str(), "r");
+    ASSERT_NE(pipe, nullptr);
+    std::string out;
+    char buf[256];
+    while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+    EXPECT_EQ(::pclose(pipe), 0) << name;
+    EXPECT_EQ(out, "a 0.0040000000000000001,0.01,0.016 2,2,2\nb - -\n") << name;
+  }
   fs::remove_all(dir);
 }
 
