@@ -252,6 +252,32 @@ TEST(StateSync, ReducedAndFullSchemesAreBitIdenticalAndCountedExactly) {
   }
 }
 
+// A measurement delay Delta_o of d macro steps: the speed sensor's value at
+// index i is the plant's at i - d (docs/sync.md: the comparison shifts the
+// simulation's output by +Delta_o). The same recording delayed by d = 3
+// (three copies of the first value in front) and synchronised with
+// delay_steps = 3 must give, step for step, bit for bit, what the undelayed
+// recording gives with delay 0; a shift of the wrong sign compares with
+// values 2d steps away.
+TEST(StateSync, AMeasurementDelayShiftsTheComparisonByItsSteps) {
+  const auto m = read_recording();
+  Measurements late = m;
+  late.columns[1].insert(late.columns[1].begin(), 3, m.columns[1].front());
+  for (const int horizon : {1, 4}) {
+    SyncSettings s;
+    s.horizon = horizon;
+    s.max_evaluations = 20;
+    const auto on_time = run(m, true, s);
+    s.delay_steps = 3;
+    const auto delayed = run(late, true, s);
+    ASSERT_GE(delayed.speed.size(), on_time.speed.size());
+    for (std::size_t k = 0; k < on_time.speed.size(); ++k) {
+      ASSERT_EQ(delayed.speed[k], on_time.speed[k]) << "T_P " << horizon << " step " << k;
+      ASSERT_EQ(delayed.load[k], on_time.load[k]) << "T_P " << horizon << " step " << k;
+    }
+  }
+}
+
 TEST(StateSync, HorizonShorterThanTheDistanceIsRefused) {
   const auto m = read_recording();
   Simulation sim;

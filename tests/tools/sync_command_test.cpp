@@ -67,6 +67,30 @@ TEST(SyncCommand, MotorExampleKeepsTheSimulationInStepAsTheHandBuiltComponentsDo
   EXPECT_NEAR(p.measured_values.at(299), speed, 1e-9);  // t_k = k h, k = 300
 }
 
+// A measurement delay of 30 ms (3 macro steps): the simulation at t_k is
+// compared with the measurement of t_k + Delta_o (docs/sync.md), so the
+// report's measured value of instant k is the recording's row k + 3.
+TEST(SyncCommand, AGivenDelayComparesWithTheMeasurementThatManyStepsLater) {
+  auto spec = testing::load_example("motor_sync.yaml");
+  spec.sync.delay = 0.03;
+  spec.sync.optimise.max_evaluations = 10;
+  const auto run = tools::run_state_sync(spec, registry(), 1.0);
+  ASSERT_EQ(run.delay_steps, 3);
+  ASSERT_EQ(run.macro_steps, 100u);
+  std::ifstream csv(RTCOSIM_EXAMPLES_DIR "/data/motor_plant.csv");
+  std::string line;
+  std::getline(csv, line);
+  std::vector<double> speed;
+  while (std::getline(csv, line)) {
+    double t = 0, torque = 0, v = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "%lf,%lf,%lf", &t, &torque, &v), 3) << line;
+    speed.push_back(v);
+  }
+  const auto& p = run.pairs.at(0);
+  ASSERT_EQ(p.measured_values.size(), 100u);
+  for (std::size_t k = 1; k <= 100; ++k) EXPECT_EQ(p.measured_values[k - 1], speed.at(k + 3)) << "k " << k;
+}
+
 TEST(SyncCommand, DynamicHorizonOfFiveCountsEveryExecutionAndStillFitsTenfold) {
   auto spec = testing::load_example("motor_sync.yaml");
   spec.sync.optimise.horizon = 5;
