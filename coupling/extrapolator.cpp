@@ -1,10 +1,10 @@
 #include "coupling/extrapolator.hpp"
 
-#include <bit>
 #include <cmath>
 #include <cstdint>
 
 #include "base/counter.hpp"
+#include "base/finite.hpp"
 #include "coupling/quadrature.hpp"
 
 namespace rtcosim::coupling {
@@ -21,17 +21,16 @@ namespace {
 // False when a value or a known derivative is NaN or infinite: x * 0 is NaN
 // exactly for those, and the sum keeps a NaN, without a branch per signal.
 bool finite_payload(const DataBlock& block) noexcept {
-  // Inf and NaN are the doubles whose exponent bits are all ones: an
-  // integer test per word, which the compiler vectorises (a running sum of
-  // v * 0.0 was one dependent addition after another).
+  // An integer test per word (base::nonfinite_bits), which the compiler
+  // vectorises (a running sum of v * 0.0 was one dependent addition after
+  // another).
   const auto v = block.values();
   const auto d = block.derivatives();
   const std::span<const double> valid = block.payload().subspan(2 * v.size());
-  constexpr std::uint64_t kExponent = 0x7ff0000000000000ULL;
   std::uint64_t bad = 0;
   for (std::size_t s = 0; s < v.size(); ++s) {
-    const bool value_bad = (std::bit_cast<std::uint64_t>(v[s]) & kExponent) == kExponent;
-    const bool derivative_bad = valid[s] != 0.0 && (std::bit_cast<std::uint64_t>(d[s]) & kExponent) == kExponent;
+    const bool value_bad = base::nonfinite_bits(v[s]);
+    const bool derivative_bad = valid[s] != 0.0 && base::nonfinite_bits(d[s]);
     bad |= static_cast<std::uint64_t>(value_bad) | static_cast<std::uint64_t>(derivative_bad);
   }
   return bad == 0;

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <optional>
 #include <unordered_map>
 
+#include "base/finite.hpp"
 #include "base/text.hpp"
 #include "tasks/kernel.hpp"
 #include "tasks/params.hpp"
@@ -23,6 +25,10 @@ struct Source {
   std::string description;
 };
 
+}  // namespace
+
+namespace {
+constexpr std::size_t kNoState = static_cast<std::size_t>(-1);
 }  // namespace
 
 struct Partition::Impl {
@@ -57,6 +63,12 @@ struct Partition::Impl {
     double truncation_error = 0.0;
     std::vector<double> branch;         // per slot: Block::branch at the last step's end (NaN: none yet)
     std::vector<unsigned char> jumped;  // per signal: downstream of a jump in the last step
+    // A state that became NaN or infinite in a step stops the partition
+    // (failed()): the index into x (or, past nx, into xd), its value, and
+    // the time the step began; npos while every state is finite.
+    std::size_t nonfinite = kNoState;
+    double nonfinite_value = 0.0;
+    double nonfinite_from = 0.0;
   };
 
   std::vector<Slot> slots;
@@ -700,6 +712,7 @@ void Partition::reset(double t0) noexcept {
   Impl::State& s = m.s;
   s.time = t0;
   s.time_error = 0.0;
+  s.nonfinite = kNoState;
   for (const auto& slot : m.slots) {
     const Block& b = *slot.block;
     b.initialize(std::span<double>(s.x.data() + slot.x_offset, b.continuous_states()),
@@ -722,7 +735,8 @@ void Partition::reset(double t0) noexcept {
 
 void Partition::step(double t, double h, InputSource& inputs) noexcept {
   if (!(h > 0.0)) return;
-  if (!impl_->fallible.empty() && failed()) return;  // a failed FMU is asked nothing more
+  // A failed FMU is asked nothing more; states that are no numbers are not integrated on.
+  if ((!impl_->fallible.empty() || impl_->s.nonfinite != kNoState) && failed()) return;
   Impl& m = *impl_;
   Impl::State& s = m.s;
   const std::size_t n_ext = externals_.size();
@@ -841,6 +855,21 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   // A block that failed inside the step (an FMU) leaves time where the
   // step began: the task stops at the frame that did not complete.
   if (!m.fallible.empty() && failed()) return;
+  // So does a state that is no longer a number: whatever made it (an input
+  // that overflowed, a model that diverged), every later value of the
+  // partition would be NaN, silently. One branch-free sweep per step.
+  if (const std::size_t i = base::first_nonfinite(x); i < nx) {
+    s.nonfinite = i;
+    s.nonfinite_value = x[i];
+    s.nonfinite_from = t;
+    return;
+  }
+  if (const std::size_t i = base::first_nonfinite(s.xd); i < s.xd.size()) {
+    s.nonfinite = nx + i;
+    s.nonfinite_value = s.xd[i];
+    s.nonfinite_from = t;
+    return;
+  }
 
   // Outputs at the end of the step, with their time derivatives.
   const double y = h - s.time_error;
@@ -872,6 +901,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
 }
 
 bool Partition::failed() const noexcept {
+  if (impl_->s.nonfinite != kNoState) return true;
   for (std::size_t i : impl_->fallible) {
     if (impl_->slots[i].block->failed()) return true;
   }
@@ -882,7 +912,24 @@ std::string Partition::failure() const {
   for (std::size_t i : impl_->fallible) {
     if (impl_->slots[i].block->failed()) return impl_->slots[i].block->failure();
   }
-  return {};
+  const Impl::State& s = impl_->s;
+  if (s.nonfinite == kNoState) return {};
+  // The block that owns the state, and which of its states it is.
+  const bool discrete = s.nonfinite >= impl_->nx;
+  const std::size_t at = discrete ? s.nonfinite - impl_->nx : s.nonfinite;
+  for (const auto& slot : impl_->slots) {
+    const Block& b = *slot.block;
+    const std::size_t first = discrete ? slot.xd_offset : slot.x_offset;
+    const std::size_t count = discrete ? b.discrete_states() : b.continuous_states();
+    if (at < first || at >= first + count) continue;
+    char from[32];
+    std::snprintf(from, sizeof from, "%.9g", s.nonfinite_from);
+    return "block '" + b.name() + "' (" + b.type() + "): its " + (discrete ? "discrete " : "") + "state " +
+           std::to_string(at - first) + " became " + (std::isnan(s.nonfinite_value) ? "NaN" : "infinite") +
+           " in the step from t = " + from +
+           " s (an input or a value it computed overflowed) — the task stops rather than carry it on";
+  }
+  return "a state became non-finite";
 }
 
 std::uint64_t Partition::events() const noexcept { return impl_->events; }

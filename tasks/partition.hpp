@@ -154,8 +154,10 @@ class Partition {
   // Per signal of the port, nonzero where its derivative is known.
   [[nodiscard]] std::span<const unsigned char> output_derivative_flags(const OutputRef& ref) const noexcept;
 
-  // True once a block that can fail (an FMU) has failed: the task stops
-  // stepping. `failure` (not RT) is its message.
+  // True once a block that can fail (an FMU) has failed, or a step left a
+  // state NaN or infinite (whatever block owns it): the task stops
+  // stepping, time stays where that step began. `failure` (not RT) is its
+  // message, naming the block. `reset` and `restore` clear the latter.
   [[nodiscard]] bool failed() const noexcept;
   [[nodiscard]] std::string failure() const;
   // Events handled by blocks with events (FMUs) since reset.

@@ -189,6 +189,16 @@ CsvTable CsvTable::parse(const std::string& text, const std::string& label, cons
            "time " + std::string(trim(line.substr(0, line.find(',')))) +
                " is not after the row before — expected strictly increasing times");
     }
+    if (!t.time_.empty()) {
+      // Every value between two rows is shown by interpolation: its slope must be a number.
+      for (std::size_t s = 0; s < values.size(); ++s) {
+        if (!std::isfinite((values[s] - columns[s].back()) / (time - t.time_.back()))) {
+          fail(line_no, 1,
+               "value of '" + t.signals_[s] + "' steps from the row before with a slope beyond the largest double " +
+                   "— expected values and times that linear interpolation can span");
+        }
+      }
+    }
     t.time_.push_back(time);
     for (std::size_t s = 0; s < values.size(); ++s) columns[s].push_back(values[s]);
   }

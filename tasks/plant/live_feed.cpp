@@ -177,7 +177,13 @@ class UdpReceiver final : public LiveSource {
         reject(sender + ": " + why);
         continue;
       }
-      if (any && d.sequence > next_sequence) count_gap(d.sequence - next_sequence);
+      if (any && d.sequence > next_sequence) {
+        if (d.sequence - next_sequence > kMaxSequenceGap) {
+          count_sequence_reset();
+        } else {
+          count_gap(d.sequence - next_sequence);
+        }
+      }
       any = true;
       next_sequence = d.sequence + 1;
       row.time = d.time;
@@ -319,6 +325,9 @@ LiveStatus LiveSource::status() const {
   s.late = late_.load(std::memory_order_relaxed);
   s.out_of_order = out_of_order_.load(std::memory_order_relaxed);
   s.sequence_gaps = gaps_.load(std::memory_order_relaxed);
+  s.sequence_resets = resets_.load(std::memory_order_relaxed);
+  s.too_far_ahead = ahead_.load(std::memory_order_relaxed);
+  s.overflowing = overflowing_.load(std::memory_order_relaxed);
   s.unsent = unsent_.load(std::memory_order_relaxed);
   std::lock_guard lock(bad_mutex_);
   s.last_bad = last_bad_;
@@ -392,11 +401,26 @@ std::vector<LiveStatus> live_status() {
 LiveHistory::LiveHistory(std::size_t signals, std::size_t rows)
     : signals_(signals), capacity_(std::max<std::size_t>(rows, 2)), times_(capacity_), values_(capacity_ * signals) {}
 
-void LiveHistory::take(LiveSource& source, double now) noexcept {
+void LiveHistory::take(LiveSource& source, double now, double max_lead) noexcept {
   while (source.pop(scratch_)) {
     if (size_ > 0 && !(scratch_.time > time(size_ - 1))) {
       source.count_out_of_order();
       continue;
+    }
+    if (scratch_.time - now > max_lead) {
+      source.count_too_far_ahead();
+      continue;
+    }
+    if (size_ > 0) {
+      const double dt = scratch_.time - time(size_ - 1);
+      const double* newest = values_.data() + slot(size_ - 1) * signals_;
+      bool finite = true;
+      for (std::size_t s = 0; s < signals_; ++s)
+        finite = finite && std::isfinite((scratch_.values[s] - newest[s]) / dt);
+      if (!finite) {
+        source.count_overflowing();
+        continue;
+      }
     }
     if (scratch_.time < now) source.count_late();
     source.count_age(now - scratch_.time);
@@ -411,6 +435,12 @@ void LiveHistory::take(LiveSource& source, double now) noexcept {
     ++size_;
     ++taken_;
   }
+}
+
+void LiveHistory::clear() noexcept {
+  head_ = 0;
+  size_ = 0;
+  taken_ = 0;
 }
 
 std::size_t LiveHistory::find(double t) const noexcept {
@@ -434,8 +464,9 @@ double LiveHistory::at(std::size_t s, double t, bool hold, double& slope) const 
   const double v = values_[slot(r) * signals_ + s];
   if (hold || r + 1 >= size_ || t < time(r)) return v;
   const double next = values_[slot(r + 1) * signals_ + s];
-  slope = (next - v) / (time(r + 1) - time(r));
-  return v + slope * (t - time(r));
+  slope = (next - v) / (time(r + 1) - time(r));  // finite: take() keeps no row whose slope is not
+  // Between the two rows' values, also where rounding would step past one.
+  return std::clamp(v + slope * (t - time(r)), std::min(v, next), std::max(v, next));
 }
 
 double LiveHistory::count_at(double t) const noexcept {

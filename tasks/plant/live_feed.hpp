@@ -26,15 +26,18 @@ struct LiveRow {
 
 // A copy of a live source's counters (docs/plant.md defines each).
 struct LiveStatus {
-  std::string key;                  // "csv:<path>" or "udp:<address>:<port>"
-  std::uint64_t good = 0;           // rows or datagrams parsed and handed to the ring
-  std::uint64_t malformed = 0;      // rows or datagrams refused
-  std::uint64_t ring_full = 0;      // good ones dropped because the frame had not taken the ones before
-  std::uint64_t late = 0;           // taken by a frame whose time had already passed them
-  std::uint64_t out_of_order = 0;   // not after the newest taken: dropped by the frame
-  std::uint64_t sequence_gaps = 0;  // datagrams missing between two sequence numbers (udp)
-  std::uint64_t unsent = 0;         // udp_out: datagrams the kernel did not send (no receiver yet, ...)
-  std::string last_bad;             // where the last malformed one came from and why
+  std::string key;                    // "csv:<path>" or "udp:<address>:<port>"
+  std::uint64_t good = 0;             // rows or datagrams parsed and handed to the ring
+  std::uint64_t malformed = 0;        // rows or datagrams refused
+  std::uint64_t ring_full = 0;        // good ones dropped because the frame had not taken the ones before
+  std::uint64_t late = 0;             // taken by a frame whose time had already passed them
+  std::uint64_t out_of_order = 0;     // not after the newest taken: dropped by the frame
+  std::uint64_t sequence_gaps = 0;    // datagrams missing between two sequence numbers (udp)
+  std::uint64_t sequence_resets = 0;  // a sequence number more than kMaxSequenceGap ahead: a restart, not losses (udp)
+  std::uint64_t too_far_ahead = 0;    // tagged more than max_tag_lead after the taking frame's file time: dropped
+  std::uint64_t overflowing = 0;      // a value step from the newest row whose slope overflows: dropped
+  std::uint64_t unsent = 0;           // udp_out: datagrams the kernel did not send (no receiver yet, ...)
+  std::string last_bad;               // where the last malformed one came from and why
   // Rows taken by a frame, and the median of their age then: the taking
   // frame's simulation time minus the row's time tag (0.25 ms buckets,
   // -1 s .. 1 s; NaN before any). The measured output delay of `sync:
@@ -66,6 +69,8 @@ class LiveSource {
   // RT: counted by the consuming frame.
   void count_late() noexcept { late_.fetch_add(1, std::memory_order_relaxed); }
   void count_out_of_order() noexcept { out_of_order_.fetch_add(1, std::memory_order_relaxed); }
+  void count_too_far_ahead() noexcept { ahead_.fetch_add(1, std::memory_order_relaxed); }
+  void count_overflowing() noexcept { overflowing_.fetch_add(1, std::memory_order_relaxed); }
   // RT: the age of a row a frame took (frame time - tag), in its bucket.
   void count_age(double age_s) noexcept;
   static constexpr double kAgeBucket = 0.25e-3;     // seconds
@@ -86,18 +91,25 @@ class LiveSource {
   // A datagram of ours that could not be sent: not malformed input.
   void count_unsent(std::string why);
   void count_gap(std::uint64_t n) noexcept { gaps_.fetch_add(n, std::memory_order_relaxed); }
+  void count_sequence_reset() noexcept { resets_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   std::string key_;
   std::size_t signals_;
   boost::lockfree::spsc_queue<LiveRow> ring_;
-  std::atomic<std::uint64_t> good_{0}, malformed_{0}, ring_full_{0}, late_{0}, out_of_order_{0}, gaps_{0}, unsent_{0};
+  std::atomic<std::uint64_t> good_{0}, malformed_{0}, ring_full_{0}, late_{0}, out_of_order_{0}, gaps_{0}, unsent_{0},
+      resets_{0}, ahead_{0}, overflowing_{0};
   std::array<std::atomic<std::uint32_t>, kAgeBuckets> ages_{};
   mutable std::mutex bad_mutex_;  // receiver and reporter only, never a frame
   std::string last_bad_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+// A datagram whose sequence number is further than this after the one
+// expected counts one reset (a sender that restarted, or a hostile number),
+// not that many lost datagrams.
+inline constexpr std::uint64_t kMaxSequenceGap = 1u << 20;
 
 struct FollowOptions {
   std::string path;
@@ -145,8 +157,16 @@ class LiveHistory {
  public:
   LiveHistory(std::size_t signals, std::size_t rows);
   // Moves every row the ring holds into the history; `now` is the file time
-  // of the frame taking them (a row older than it arrived late).
-  void take(LiveSource& source, double now) noexcept;
+  // of the frame taking them (a row older than it arrived late). Dropped
+  // and counted instead: a row not after the newest (out of order), one
+  // tagged more than `max_lead` after `now` (one row tagged 1e300 would
+  // otherwise put every later one out of order), and one whose step from
+  // the newest row has a slope that overflows (finite values of opposite
+  // sign near the largest double, or tags a hair apart): what a frame shows
+  // between two kept rows is then always finite.
+  void take(LiveSource& source, double now, double max_lead) noexcept;
+  // Forgets every row: a new run starts with an empty history.
+  void clear() noexcept;
   // Signal s at file time t: linear between rows or held (`hold`), the
   // newest held after it, 0 before any row; `slope` gets d/dt (per file second).
   double at(std::size_t s, double t, bool hold, double& slope) const noexcept;

@@ -152,6 +152,7 @@ class PlantLive final : public Block {
     const auto events = split_names(p.text(name, "events", ""));
     const std::size_t ring = p.count(name, "ring", 1024, 2, 1u << 20);
     const std::size_t history = p.count(name, "history", 4096, 2, 1u << 24);
+    max_lead_ = p.positive(name, "max_tag_lead", 10.0);
     std::vector<std::string> signals;
     try {
       if (source == "csv") {
@@ -207,9 +208,12 @@ class PlantLive final : public Block {
   [[nodiscard]] double branch(const BlockContext& c) const noexcept override {
     return history_->count_at(file_time(c.t));
   }
+  // A new run (Partition::reset, before the frames) starts with an empty
+  // history: the last run's rows are not this one's.
+  void initialize(std::span<double>, std::span<double>) const noexcept override { history_->clear(); }
   void output(const BlockContext& c) const noexcept override {
     const double ft = file_time(c.t);
-    history_->take(*source_, ft);
+    history_->take(*source_, ft, max_lead_);
     double slope = 0.0;
     for (std::size_t s = 0; s < held_.size(); ++s) c.out(s, 0, history_->at(s, ft, held_[s], slope));
   }
@@ -230,6 +234,7 @@ class PlantLive final : public Block {
   std::vector<unsigned char> held_;
   double start_ = 0.0;
   double rate_ = 1.0;
+  double max_lead_ = 10.0;  // file seconds
 };
 
 /*
@@ -287,23 +292,26 @@ std::unique_ptr<Block> make_plant(const std::string& name, const BlockParams& p)
 }  // namespace
 
 void register_plant_blocks(BlockRegistry& r) {
-  r.add({"plant",
-         "measured signals of a plant: a CSV recording replayed (docs/plant.md)",
-         {{"source", "text", "csv", "where the data come from: csv or udp"},
-          {"follow", "boolean", "false", "csv: the file is still being written; a thread reads its new rows"},
-          {"port", "count", "", "udp: the port to listen on (required)"},
-          {"address", "text", "127.0.0.1", "udp: the IPv4 address to listen on"},
-          {"allow", "text", "127.0.0.1", "udp: comma-separated IPv4 addresses of accepted senders"},
-          {"signals", "text", "", "udp: comma-separated signal names, in the datagram's value order (required)"},
-          {"ring", "count", "1024", "live: rows the receiver may hand over ahead of the frames"},
-          {"history", "count", "4096", "live: newest rows kept for lookups (and re-runs from a snapshot)"},
-          {"file", "path", "", "the CSV recording (relative: to the task-graph file's directory)"},
-          {"start", "number", "0", "file time shown at simulation time 0 (s)"},
-          {"rate", "positive number", "1", "file seconds per simulation second"},
-          {"interpolation", "text", "linear", "linear (between rows) or hold (the last row)"},
-          {"events", "text", "", "comma-separated on-change signals: empty cells hold, values jump"},
-          {"max_file_size", "positive number", "64", "the largest file read (MiB)"}},
-         make_plant});
+  r.add(
+      {"plant",
+       "measured signals of a plant: a CSV recording replayed (docs/plant.md)",
+       {{"source", "text", "csv", "where the data come from: csv or udp"},
+        {"follow", "boolean", "false", "csv: the file is still being written; a thread reads its new rows"},
+        {"port", "count", "", "udp: the port to listen on (required)"},
+        {"address", "text", "127.0.0.1", "udp: the IPv4 address to listen on"},
+        {"allow", "text", "127.0.0.1", "udp: comma-separated IPv4 addresses of accepted senders"},
+        {"signals", "text", "", "udp: comma-separated signal names, in the datagram's value order (required)"},
+        {"ring", "count", "1024", "live: rows the receiver may hand over ahead of the frames"},
+        {"history", "count", "4096", "live: newest rows kept for lookups (and re-runs from a snapshot)"},
+        {"max_tag_lead", "positive number", "10",
+         "live: a row tagged more than this many file seconds after the frame's file time is dropped and counted (s)"},
+        {"file", "path", "", "the CSV recording (relative: to the task-graph file's directory)"},
+        {"start", "number", "0", "file time shown at simulation time 0 (s)"},
+        {"rate", "positive number", "1", "file seconds per simulation second"},
+        {"interpolation", "text", "linear", "linear (between rows) or hold (the last row)"},
+        {"events", "text", "", "comma-separated on-change signals: empty cells hold, values jump"},
+        {"max_file_size", "positive number", "64", "the largest file read (MiB)"}},
+       make_plant});
   r.add({"udp_out",
          "sends its inputs as plant datagrams, once per step (docs/plant.md)",
          {{"address", "text", "127.0.0.1", "the IPv4 address to send to"},

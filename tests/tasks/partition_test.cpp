@@ -240,6 +240,36 @@ TEST(Partition, ResetRestoresTheInitialStates) {
   EXPECT_EQ(p->time(), 0.0);
 }
 
+// A state that overflows stops the partition and names its block: u = 1,
+// gain 1e308, integrated with Euler at h = 1: 1e308 after the first step,
+// 2e308 = inf in the second. `slow` (state 0) stays finite; `acc` owns state 1.
+TEST(Partition, AStateThatBecomesInfiniteStopsItNamingTheBlock) {
+  struct One final : InputSource {
+    void sample(std::size_t, double, std::span<double> out) noexcept override {
+      for (double& v : out) v = 1.0;
+    }
+  } one;
+  const auto r = BlockRegistry::with_builtins();
+  auto p = build_partition(
+      r, "p", {{"slow", "integrator", {}, ""}, {"huge", "gain", {{"gain", 1e308}}, ""}, {"acc", "integrator", {}, ""}},
+      {{{"huge", "y"}, {"acc", "u"}}}, {{"u", 1, {{"slow", "u"}, {"huge", "u"}}}}, IntegratorKind::kEuler);
+  p->step(0.0, 1.0, one);
+  EXPECT_FALSE(p->failed());
+  EXPECT_EQ(p->state()[1], 1e308);
+  p->step(1.0, 1.0, one);
+  ASSERT_TRUE(p->failed());
+  EXPECT_EQ(p->failure(),
+            "block 'acc' (integrator): its state 0 became infinite in the step from t = 1 s (an input or a value it "
+            "computed overflowed) — the task stops rather than carry it on");
+  EXPECT_EQ(p->time(), 1.0);  // where the step that failed began
+  p->step(1.0, 1.0, one);     // asked nothing more
+  EXPECT_EQ(p->time(), 1.0);
+  p->reset(0.0);  // a new run
+  EXPECT_FALSE(p->failed());
+  p->step(0.0, 1.0, one);
+  EXPECT_EQ(p->state()[1], 1e308);
+}
+
 }  // namespace
 }  // namespace rtcosim::tasks
 

@@ -33,10 +33,10 @@ TEST(PlantAge, TheMedianAgeOfTakenRowsIsTheirDelayToTheBucket) {
   // 30.1 ms late: the median stays in the 4.0 .. 4.25 ms bucket.
   for (int k = 0; k < 9; ++k) {
     source.feed(0.01 * k);
-    history.take(source, 0.01 * k + 0.0041);
+    history.take(source, 0.01 * k + 0.0041, 10.0);
   }
   source.feed(0.09);
-  history.take(source, 0.09 + 0.0301);
+  history.take(source, 0.09 + 0.0301, 10.0);
   const auto s = source.status();
   EXPECT_EQ(s.aged, 10u);
   EXPECT_DOUBLE_EQ(s.age_median_s, 4.125e-3);
@@ -46,7 +46,7 @@ TEST(PlantAge, TheMedianAgeOfTakenRowsIsTheirDelayToTheBucket) {
   LiveHistory h2(1, 16);
   for (int k = 0; k < 3; ++k) {
     ahead.feed(0.01 * k + 0.0021);
-    h2.take(ahead, 0.01 * k);
+    h2.take(ahead, 0.01 * k, 10.0);
   }
   EXPECT_DOUBLE_EQ(ahead.status().age_median_s, -2.125e-3);
   EXPECT_EQ(ahead.status().late, 0u);

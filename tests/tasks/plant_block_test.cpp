@@ -123,6 +123,12 @@ TEST(PlantCsv, AWrongRecordingIsRefusedNamingLineAndColumn) {
   EXPECT_EQ(error("t,a,b\n0,1,2\n1, 1\n"), ":3:4: 2 cells — expected 3 (the time and one per signal of the header)");
   EXPECT_EQ(error("t,a\n0,1\n1,nan\n"), ":3:3: value of 'a' 'nan' — expected a finite number");
   EXPECT_EQ(error("t,a\n0,1\n1,\n"), ":3:3: value of 'a' '' — expected a finite number");
+  // Each value finite, their step not: 1.7e308 to -1.7e308 in 1 s, and a
+  // step of 1 in 1e-320 s.
+  EXPECT_EQ(error("t,a\n0,1.7e308\n1,-1.7e308\n"),
+            ":3:1: value of 'a' steps from the row before with a slope beyond the largest double — expected values "
+            "and times that linear interpolation can span");
+  EXPECT_NE(error("t,a\n0,0\n1e-320,1\n").find(":3:1: value of 'a' steps"), std::string::npos);
   EXPECT_EQ(error("t,a.b\n"), ":1:3: signal name 'a.b' — expected letters, digits and '_', not starting with a digit");
   EXPECT_EQ(error("t,a,a\n0,1,1\n"), ":1:5: signal 'a' is named twice — expected unique names");
   EXPECT_EQ(error("t,a\n"), ":1:1: no rows after the header — expected at least one");

@@ -281,6 +281,65 @@ TEST(PlantUdp, OnChangeSignalsHoldAndJumpAndAnEqualTagIsOutOfOrder) {
   expect_events_held_and_equal_tags_refused(*made, key);
 }
 
+// Datagrams each valid on its own, hostile together (issue 27): values of
+// opposite sign near the largest double, whose slope overflows; a tag of
+// 1e300, which would put every later row out of order; a sequence number of
+// 2^64 - 1. Each is dropped or counted as what it is, and what the frames
+// show stays finite.
+TEST(PlantUdp, ValidButHostileDatagramsAreDroppedCountedAndNeverPoisonTheRows) {
+  const int port = rtcosim::testing::free_udp_port();
+  auto made = udp_rig(port, "a");
+  Rig& rig = *made;
+  const std::string key = udp_key(port);
+  Sender send(port);
+  send.values(0, 0.0, {1e308});
+  send.values(1, 1.0, {-1e308});                                          // slope -2e308 per second: overflows, dropped
+  send.values(2, 1e300, {0.0});                                           // far beyond max_tag_lead (10 s): dropped
+  send.values(3, 2.0, {1e308});                                           // taken: after the newest kept row (t = 0)
+  send.values(std::numeric_limits<std::uint64_t>::max(), 3.0, {-5e307});  // a reset, not 2^64 lost
+  const auto s = wait_handled(key, 5);
+  EXPECT_EQ(s.good, 5u);
+  EXPECT_EQ(s.sequence_gaps, 0u);
+  EXPECT_EQ(s.sequence_resets, 1u);
+  const double a[] = {1e308, 1e308, 1e308, 1e308, 2.5e307, -5e307, -5e307};
+  const double da[] = {0.0, 0.0, 0.0, -1.5e308, -1.5e308, 0.0, 0.0};  // at t = 2 the segment to t = 3 begins
+  for (long k = 0; k < 7; ++k) {
+    rig.step_at(k, 0.5);
+    EXPECT_EQ(rig.y("p", "a"), a[k]) << "t = " << 0.5 * static_cast<double>(k + 1);
+    EXPECT_EQ(rig.dy("p", "a"), da[k]) << "t = " << 0.5 * static_cast<double>(k + 1);
+  }
+  const auto end = status_of(key);
+  EXPECT_EQ(end.overflowing, 1u);
+  EXPECT_EQ(end.too_far_ahead, 1u);
+  EXPECT_EQ(end.out_of_order, 0u);
+  EXPECT_FALSE(rig.partition().failed());
+}
+
+// `ctl stop` and `start` reset the graph: the new run starts with an empty
+// history, so that its rows (tagged from 0 again) are neither hidden behind
+// the last run's rows nor counted out of order.
+TEST(PlantUdp, ANewRunStartsWithAnEmptyHistory) {
+  const int port = rtcosim::testing::free_udp_port();
+  auto made = udp_rig(port, "a");
+  Rig& rig = *made;
+  const std::string key = udp_key(port);
+  Sender send(port);
+  send.values(0, 0.0, {1.0});
+  send.values(1, 5.0, {2.0});
+  wait_handled(key, 2);
+  rig.step_at(0, 1.0);
+  EXPECT_DOUBLE_EQ(rig.y("p", "a"), 1.2);
+  rig.partition().reset(0.0);
+  rig.step_at(0, 0.5);
+  EXPECT_EQ(rig.y("p", "a"), 0.0);  // no row of this run yet
+  send.values(2, 0.5, {7.0});
+  send.values(3, 1.5, {9.0});
+  wait_handled(key, 4);
+  rig.step_at(1, 0.5);
+  EXPECT_DOUBLE_EQ(rig.y("p", "a"), 8.0);
+  EXPECT_EQ(status_of(key).out_of_order, 0u);
+}
+
 TEST(PlantUdp, WrongSettingsAreRefusedAtSetUp) {
   EXPECT_NE(testing::creation_error("plant", {{"source", std::string("udp")}, {"signals", std::string("a")}})
                 .find("'port' is required"),

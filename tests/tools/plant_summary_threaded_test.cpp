@@ -43,15 +43,19 @@ TEST(PlantSummary, TheCountersOfALiveSourceAppearInTheTableAndTheJson) {
   const std::string key = "udp:127.0.0.1:" + std::to_string(o.port);
   const std::string bad =
       "127.0.0.1:" + std::to_string(ntohs(me.sin_port)) + ": 3 bytes — shorter than the 24-byte header";
-  EXPECT_EQ(plant_json(), "[{\"source\":\"" + key +
-                              "\",\"good\":1,\"malformed\":1,\"ring_full\":0,\"late\":0,\"out_of_order\":0,"
-                              "\"sequence_gaps\":0,\"unsent\":0,\"last_bad\":\"" +
-                              bad + "\",\"taken\":0,\"age_median_s\":null}]");
+  EXPECT_EQ(plant_json(),
+            "[{\"source\":\"" + key +
+                "\",\"good\":1,\"malformed\":1,\"ring_full\":0,\"late\":0,\"out_of_order\":0,"
+                "\"sequence_gaps\":0,\"sequence_resets\":0,\"too_far_ahead\":0,\"overflowing\":0,\"unsent\":0,"
+                "\"last_bad\":\"" +
+                bad + "\",\"taken\":0,\"age_median_s\":null}]");
   const std::string table = plant_lines();
   EXPECT_EQ(table.substr(0, 15), "plant sources:\n");
-  EXPECT_NE(
-      table.find(key + "     1          1          0     0             0         0       0      0        -  " + bad),
-      std::string::npos)
+  EXPECT_NE(table.find(key +
+                       "     1          1          0     0             0         0           0              0          "
+                       "  0       0      0        -  " +
+                       bad),
+            std::string::npos)
       << table;
 }
 

@@ -25,6 +25,9 @@ std::string plant_lines() {
       {"late", Align::kRight, count(&LiveStatus::late)},
       {"out of order", Align::kRight, count(&LiveStatus::out_of_order)},
       {"seq gaps", Align::kRight, count(&LiveStatus::sequence_gaps)},
+      {"seq resets", Align::kRight, count(&LiveStatus::sequence_resets)},
+      {"too far ahead", Align::kRight, count(&LiveStatus::too_far_ahead)},
+      {"overflowing", Align::kRight, count(&LiveStatus::overflowing)},
       {"unsent", Align::kRight, count(&LiveStatus::unsent)},
       {"taken", Align::kRight, count(&LiveStatus::aged)},
       {"age p50", Align::kRight,
@@ -46,7 +49,10 @@ std::string plant_json() {
     out += "{\"source\":" + base::json_string(s.key) + ",\"good\":" + std::to_string(s.good) +
            ",\"malformed\":" + std::to_string(s.malformed) + ",\"ring_full\":" + std::to_string(s.ring_full) +
            ",\"late\":" + std::to_string(s.late) + ",\"out_of_order\":" + std::to_string(s.out_of_order) +
-           ",\"sequence_gaps\":" + std::to_string(s.sequence_gaps) + ",\"unsent\":" + std::to_string(s.unsent) +
+           ",\"sequence_gaps\":" + std::to_string(s.sequence_gaps) +
+           ",\"sequence_resets\":" + std::to_string(s.sequence_resets) +
+           ",\"too_far_ahead\":" + std::to_string(s.too_far_ahead) +
+           ",\"overflowing\":" + std::to_string(s.overflowing) + ",\"unsent\":" + std::to_string(s.unsent) +
            ",\"last_bad\":" + (s.last_bad.empty() ? std::string("null") : base::json_string(s.last_bad)) +
            ",\"taken\":" + std::to_string(s.aged) + ",\"age_median_s\":" + base::json_number(s.age_median_s) + "}";
   }
