@@ -76,6 +76,7 @@ void attach(dds_entity_t waitset, dds_entity_t reader) {
 }
 
 constexpr dds_duration_t kAnnouncePeriod = DDS_MSECS(100);
+constexpr int32_t kAnnounceDepth = 64;  // start announces kept per host name until taken
 // A remote link's DDS deadline, in producer periods (docs/dds.md).
 constexpr double kDeadlinePeriods = 2.0;
 // The sequence of a task's initial outputs (TaskRuntime::publish_initial);
@@ -122,6 +123,7 @@ struct Peer {
   std::int64_t start_ns = 0;
   std::int64_t heard_ns = 0;  // CLOCK_MONOTONIC
   bool lost = false;
+  bool other_graph = false;  // its last announce named another graph text
   // The clock ping-pong with this host: the t1 of our last pings by
   // sequence, so that a reply is only taken for a ping we sent.
   static constexpr std::size_t kPending = 16;
@@ -157,6 +159,14 @@ struct DdsBridge::Impl {
   std::vector<std::string> lost_hosts;
   std::vector<std::string> clock_warnings;
   std::string placement;
+  // Announces not taken: from a name the file does not list, of another
+  // graph text, or with a start time outside [now, now + start_delay +
+  // kStartMargin]. Anyone in the domain can write one (without DDS
+  // Security, a host's name is only a claim): each is counted and passed
+  // over, never a reason to stop or to wait.
+  std::atomic<std::uint64_t> ignored{0};
+  std::string last_ignored;  // under `mutex`
+  double start_delay = 0.0;  // what coordinate_start was given
 
   explicit Impl(runtime::Graph& g)
       : graph(g), host(g.host()), hash(g.spec().text_hash), max_sequence_gap(g.spec().dds.max_sequence_gap) {}
@@ -174,7 +184,13 @@ struct DdsBridge::Impl {
     if (dds_return_t rc = dds_write(announce_writer, &self); rc < 0) (void)rc;  // the next period retries
   }
 
-  // Takes every waiting announce; throws on another graph.
+  void ignore(const std::string& what) {
+    ignored.fetch_add(1, std::memory_order_relaxed);
+    std::lock_guard lock(mutex);
+    last_ignored = what;
+  }
+
+  // Takes every waiting announce; passes over (and counts) what it must not take.
   void hear_announces() {
     void* samples[16] = {};
     dds_sample_info_t infos[16];
@@ -182,27 +198,46 @@ struct DdsBridge::Impl {
       const dds_return_t n = dds_take(announce_reader, samples, infos, 16, 16);
       if (n <= 0) break;
       const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
-      std::string other_graph;
+      const std::int64_t wall = clock_ns(CLOCK_REALTIME);
+      const std::int64_t latest = wall + static_cast<std::int64_t>((start_delay + kStartMargin) * 1e9);
       for (dds_return_t i = 0; i < n; ++i) {
         if (!infos[i].valid_data) continue;
         const auto* a = static_cast<const rtcosim_StartAnnounce*>(samples[i]);
         const std::string name(a->host, strnlen(a->host, sizeof a->host));
+        if (name == host) continue;  // our own
         const auto it = peers.find(name);
-        if (it == peers.end()) continue;  // ourselves, or a host the file does not name
-        if (a->graph_hash != hash) {
-          other_graph = name;
+        if (it == peers.end()) {
+          ignore("an announce from '" + name + "', a host the file does not name");
           continue;
         }
-        it->second.hash = a->graph_hash;
-        it->second.ready = a->ready;
-        it->second.start_ns = a->start_time_ns;
-        it->second.heard_ns = now;
+        if (a->graph_hash != hash) {
+          it->second.other_graph = true;
+          ignore("an announce from '" + name + "' of another task-graph file");
+          continue;
+        }
+        // Only a start still to come, and no further ahead than the file's
+        // start_delay (plus a margin for the hosts' clocks), is one the first
+        // host can have chosen: one an hour ahead would hold every task
+        // asleep for that hour.
+        // The first start taken is kept: the first host chooses once per run.
+        Peer& p = it->second;
+        if (a->start_time_ns != 0 && p.start_ns == 0 && (a->start_time_ns < wall || a->start_time_ns > latest)) {
+          ignore("an announce from '" + name + "' with a start " +
+                 base::format_duration(static_cast<double>(a->start_time_ns - wall) * 1e-9) +
+                 " from now — expected between now and start_delay + " + base::format_duration(kStartMargin));
+          continue;
+        }
+        if (a->start_time_ns != 0 && p.start_ns != 0 && a->start_time_ns != p.start_ns) {
+          ignore("an announce from '" + name + "' with a start other than the one it announced first");
+          continue;
+        }
+        p.other_graph = false;
+        p.hash = a->graph_hash;
+        p.ready = a->ready;
+        if (a->start_time_ns != 0) p.start_ns = a->start_time_ns;
+        p.heard_ns = now;
       }
       dds_return_loan(announce_reader, samples, n);
-      if (!other_graph.empty()) {
-        throw std::runtime_error("host '" + other_graph + "' runs another task-graph file than " + graph.spec().file +
-                                 " (its text differs) — expected the same file on every host");
-      }
     }
   }
 
@@ -501,6 +536,18 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
   dds_qset_history(qos.get(), DDS_HISTORY_KEEP_LAST, 1);
   std::tie(m.announce_topic, m.announce_writer, m.announce_reader) =
       open_topic(m.participant, &rtcosim_StartAnnounce_desc, config::dds_start_topic_name(spec), qos, "start");
+  // The reader keeps more than the latest per host: anyone may write under
+  // a host's name, and with one sample per name a stream of spoofs would
+  // replace the real host's announce before it is taken.
+  {
+    const Qos rq;
+    dds_qset_reliability(rq.get(), DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
+    dds_qset_durability(rq.get(), DDS_DURABILITY_TRANSIENT_LOCAL);
+    dds_qset_history(rq.get(), DDS_HISTORY_KEEP_LAST, kAnnounceDepth);
+    dds_delete(m.announce_reader);
+    m.announce_reader =
+        check(dds_create_reader(m.participant, m.announce_topic, rq.get(), nullptr), "creating the start reader");
+  }
   std::snprintf(m.self.host, sizeof m.self.host, "%s", m.host.c_str());
   m.self.graph_hash = m.hash;
 
@@ -566,6 +613,8 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
   Impl& m = *impl_;
   const bool leader = m.graph.spec().hosts.front().name == m.host;
   const std::int64_t deadline = clock_ns(CLOCK_MONOTONIC) + static_cast<std::int64_t>(timeout * 1e9);
+  m.start_delay = start_delay;
+  for (auto& [name, p] : m.peers) p.start_ns = 0;  // a new run: a new agreement
   // Heard before anything is checked: a host that finds a mismatch still
   // tells the other who it is.
   m.announce();
@@ -586,16 +635,17 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
     if (!leader) {
       const Peer& lead = m.peers.at(m.graph.spec().hosts.front().name);
       if (lead.start_ns != 0) {
-        // A start already past (we joined late) would make every frame late.
-        if (lead.start_ns < clock_ns(CLOCK_REALTIME)) {
-          throw std::runtime_error("host '" + m.graph.spec().hosts.front().name +
-                                   "' chose a start time already past — start every host within the discovery "
-                                   "timeout, or raise 'dds: start_delay'");
-        }
+        // hear_announces took it only while it was still to come.
         return lead.start_ns;
       }
     }
     if (now >= deadline) {
+      for (const auto& [name, p] : m.peers) {
+        if (p.other_graph && p.heard_ns == 0) {
+          throw std::runtime_error("host '" + name + "' runs another task-graph file than " + m.graph.spec().file +
+                                   " (its text differs) — expected the same file on every host");
+        }
+      }
       std::string silent, unready;
       for (const auto& [name, p] : m.peers) {
         if (p.heard_ns == 0)
@@ -616,6 +666,11 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
       if (silent.empty() && unready.empty()) {
         text += m.self.ready ? " the first host never chose a start time"
                              : " this host's remote links found no other end (a firewall?)";
+      }
+      if (const auto n = m.ignored.load(); n > 0) {
+        std::lock_guard lock(m.mutex);
+        text += "; " + std::to_string(n) + " announce(s) passed over, the last " + m.last_ignored +
+                " (a host started too late for the first host's start time, or another participant in the domain)";
       }
       throw std::runtime_error(text);
     }
@@ -671,6 +726,13 @@ void DdsBridge::stop() {
 std::vector<std::string> DdsBridge::take_lost_hosts() {
   std::lock_guard lock(impl_->mutex);
   return std::exchange(impl_->lost_hosts, {});
+}
+
+std::uint64_t DdsBridge::ignored_announces() const noexcept { return impl_->ignored.load(std::memory_order_relaxed); }
+
+std::string DdsBridge::last_ignored_announce() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->last_ignored;
 }
 
 std::vector<std::string> DdsBridge::take_clock_warnings() {

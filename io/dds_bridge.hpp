@@ -40,6 +40,9 @@ namespace rtcosim::io {
 class DdsBridge {
  public:
   static constexpr double kSilence = 0.5;  // seconds without an announce: a host is lost
+  // How far beyond `start_delay` from now an announced start may lie (the
+  // hosts' clocks may differ that much; docs/dds.md).
+  static constexpr double kStartMargin = 1.0;
 
   // `clock_shift_ns` is added to every CLOCK_REALTIME reading of the clock
   // ping-pong: a host whose clock is off by that much (tests).
@@ -64,6 +67,11 @@ class DdsBridge {
   // window of exchanges is in) exceeds `dds: max_clock_offset`, one warning
   // each per run (then cleared). Any thread.
   [[nodiscard]] std::vector<std::string> take_clock_warnings();
+  // Start announces passed over (a name the file does not list, another
+  // graph text, a start time not within start_delay + kStartMargin from
+  // now), and the last one's description. Any thread.
+  [[nodiscard]] std::uint64_t ignored_announces() const noexcept;
+  [[nodiscard]] std::string last_ignored_announce() const;
   // How the bridge thread runs ("fifo 70 cpu 0", "other"), and its set-up
   // problem if any; after start.
   [[nodiscard]] std::string placement() const;

@@ -41,12 +41,16 @@ struct UnitSinks {
  *   cycle time, overrun and missed periods, next release (Deadlines)
  *
  * The real-time path: noexcept, no allocation, no lock; the only blocking
- * call is the clock's sleep. Templated on the clock so that tests drive the
+ * call is the clock's sleep, never longer than kStopCheckNs. Templated on the clock so that tests drive the
  * same code with a fake one.
  */
+// The longest single sleep of run_unit: how long a stop may wait for a
+// thread whose next release is far ahead.
+inline constexpr std::int64_t kStopCheckNs = 100'000'000;
+
 template <class Clock>
-void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t end_ns,
-              const std::atomic<bool>& running, UnitSinks sinks) noexcept {
+void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t end_ns, const std::atomic<bool>& running,
+              UnitSinks sinks) noexcept {
   auto wall_of = [epoch_ns](std::int64_t t) noexcept { return static_cast<double>(t - epoch_ns) * 1e-9; };
   // The cycle's wake-up latency and start lateness go with its first frame;
   // -1 on the others (and latency -1 when the thread did not sleep).
@@ -80,6 +84,14 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
     const std::int64_t release = u.deadlines.release();
     const bool slept = release > now;
     if (slept) {
+      // A release far ahead (a coordinated start's epoch) is slept towards
+      // in pieces of at most kStopCheckNs, so that a stop (SIGTERM, `ctl
+      // stop`, a reload) ends the wait within one piece, not at the epoch.
+      while (release - now > kStopCheckNs && running.load(std::memory_order_relaxed)) {
+        clock.sleep_until(now + kStopCheckNs);
+        now = clock.now();
+      }
+      if (!running.load(std::memory_order_relaxed)) break;
       clock.sleep_until(release);
       now = clock.now();
       if (!running.load(std::memory_order_relaxed)) break;

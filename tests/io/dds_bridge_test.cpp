@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "rt_config/hosts.hpp"
 #include "rtcosim_dds.h"
 #include "runtime/thread_unit.hpp"
 #include "runtime/trace.hpp"
@@ -152,25 +153,84 @@ TEST(DdsBridge, AMissingHostIsNamedAfterTheTimeout) {
 TEST(DdsBridge, HostsOfAnotherGraphTextAreRefused) {
   auto plant = rtcosim::testing::build_graph(two_hosts(44));
   // Same graph name and topics, one comment more: another file.
-  auto hil =
-      rtcosim::testing::build_graph(two_hosts(44, "name: flight_control_two_hosts", "name: flight_control_two_hosts # v2"));
+  auto hil = rtcosim::testing::build_graph(
+      two_hosts(44, "name: flight_control_two_hosts", "name: flight_control_two_hosts # v2"));
   plant->set_host("plant-pc");
   hil->set_host("hil-pc");
   DdsBridge plant_bridge(*plant);
   DdsBridge hil_bridge(*hil);
   auto other = std::async(std::launch::async, [&] {
     try {
-      (void)hil_bridge.coordinate_start(3.0, 0.2);
+      (void)hil_bridge.coordinate_start(1.0, 0.2);
     } catch (const std::runtime_error&) {
     }
   });
   try {
-    (void)plant_bridge.coordinate_start(3.0, 0.2);
+    (void)plant_bridge.coordinate_start(1.0, 0.2);
     FAIL() << "agreed with another graph";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("host 'hil-pc' runs another task-graph file"), std::string::npos) << e.what();
   }
   other.get();
+}
+
+// Anyone in the domain can write a start announce: one claiming to be the
+// first host with a start an hour ahead, one of another graph text, one
+// from a name the file does not list. None may hold the run asleep or stop
+// it: the hosts agree on the first host's real start, and each spoof is
+// counted.
+TEST(DdsBridge, SpoofedStartAnnouncesArePassedOverAndCounted) {
+  const int domain = 51;
+  const config::GraphSpec spec = two_hosts(domain);
+  auto [plant, hil] = both_hosts(spec);
+  const dds_entity_t participant = dds_create_participant(static_cast<dds_domainid_t>(domain), nullptr, nullptr);
+  ASSERT_GT(participant, 0);
+  dds_qos_t* q = dds_create_qos();
+  dds_qset_reliability(q, DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
+  dds_qset_durability(q, DDS_DURABILITY_TRANSIENT_LOCAL);
+  dds_qset_history(q, DDS_HISTORY_KEEP_LAST, 1);
+  const dds_entity_t topic = dds_create_topic(participant, &rtcosim_StartAnnounce_desc,
+                                              config::dds_start_topic_name(spec).c_str(), q, nullptr);
+  const dds_entity_t writer = dds_create_writer(participant, topic, q, nullptr);
+  dds_delete_qos(q);
+  ASSERT_GT(writer, 0);
+  auto spoof = [&](const char* host, std::uint64_t hash, std::int64_t start_ns) {
+    rtcosim_StartAnnounce a{};
+    std::snprintf(a.host, sizeof a.host, "%s", host);
+    a.graph_hash = hash;
+    a.ready = true;
+    a.start_time_ns = start_ns;
+    (void)dds_write(writer, &a);
+  };
+  std::atomic<bool> spoofing{true};
+  std::thread spoofer([&] {
+    while (spoofing.load()) {
+      timespec now{};
+      clock_gettime(CLOCK_REALTIME, &now);
+      const std::int64_t wall = now.tv_sec * std::int64_t{1'000'000'000} + now.tv_nsec;
+      spoof("plant-pc", spec.text_hash, wall + 3600 * std::int64_t{1'000'000'000});
+      spoof("plant-pc", spec.text_hash + 1, 0);
+      spoof("intruder", spec.text_hash, wall);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  DdsBridge plant_bridge(*plant);
+  DdsBridge hil_bridge(*hil);
+  // The follower listens alone first: the spoofs reach it before the first host exists.
+  auto follower = std::async(std::launch::async, [&] { return hil_bridge.coordinate_start(10.0, 0.2); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::int64_t leader_epoch = plant_bridge.coordinate_start(10.0, 0.2);
+  std::int64_t follower_epoch = 0;
+  EXPECT_NO_THROW(follower_epoch = follower.get());
+  spoofing = false;
+  spoofer.join();
+  dds_delete(participant);
+  EXPECT_EQ(follower_epoch, leader_epoch);
+  timespec now{};
+  clock_gettime(CLOCK_REALTIME, &now);
+  EXPECT_LT(leader_epoch - (now.tv_sec * std::int64_t{1'000'000'000} + now.tv_nsec), 1'000'000'000);
+  EXPECT_GT(hil_bridge.ignored_announces(), 2u);
+  EXPECT_GT(plant_bridge.ignored_announces(), 1u);
 }
 
 // A participant that is not a host: it writes samples of its choosing into
@@ -228,7 +288,8 @@ runtime::GraphLink& consumed_here(runtime::Graph& g) {
 
 // Waits until `count` samples were received (or 5 s passed).
 void await_received(const runtime::RemoteLinkStats& st, std::uint64_t count) {
-  for (int i = 0; i < 500 && st.received.load() < count; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 500 && st.received.load() < count; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 // The hil-pc host's bridge, started, and a foreign writer on the topic of

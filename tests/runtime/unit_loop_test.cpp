@@ -3,14 +3,15 @@
 // counts can be held to exact values and to the virtual executor's.
 #include "runtime/unit_loop.hpp"
 
-#include <gtest/gtest.h>
-
-#include <unistd.h>
-
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "runtime/virtual_executor.hpp"
 #include "tests/support/alloc_counter.hpp"
@@ -46,11 +47,11 @@ std::unique_ptr<Graph> graph_of(const std::string& tasks, const std::string& blo
 
 // One task: period 10 ms, every frame 15 ms of work, one integrator.
 std::unique_ptr<Graph> overloaded(const std::string& overrun, const std::string& step = "fixed") {
-  return graph_of("  - {name: t, period: 10ms, step: " + step + ", overrun: " + overrun +
-                      ", execution: {nominal: 15ms}}\n",
-                  "  - {name: k, type: constant, task: t, params: {value: 1}}\n"
-                  "  - {name: i, type: integrator, task: t}\n",
-                  "  - {from: k.y, to: i.u}\n");
+  return graph_of(
+      "  - {name: t, period: 10ms, step: " + step + ", overrun: " + overrun + ", execution: {nominal: 15ms}}\n",
+      "  - {name: k, type: constant, task: t, params: {value: 1}}\n"
+      "  - {name: i, type: integrator, task: t}\n",
+      "  - {from: k.y, to: i.u}\n");
 }
 
 // Runs every thread of the graph, one after the other, each on its own fake
@@ -144,6 +145,35 @@ TEST(UnitLoop, OverloadCountsEachDeadlineOnceUnderEveryPolicy) {
 
 // Under catch_up only frame 0 sleeps (to the epoch): one latency; every
 // later frame starts when its predecessor ends, 5 ms later each time.
+// A run whose epoch lies an hour ahead (a spoofed or mistaken start
+// announce) must still stop at once: the thread sleeps towards a far
+// release in pieces of at most kStopCheckNs and looks at `running` between.
+TEST(UnitLoop, AStopWakesAThreadWaitingForAFarEpoch) {
+  struct StoppingClock {
+    std::int64_t t = 0;
+    std::vector<std::int64_t> asked;
+    std::atomic<bool>* running = nullptr;
+    std::int64_t now() noexcept { return t; }
+    void sleep_until(std::int64_t deadline_ns) noexcept {
+      asked.push_back(deadline_ns);
+      t = std::max(t, deadline_ns);
+      if (asked.size() == 3) running->store(false);  // the stop arrives during the third piece
+    }
+    void before_integration(const TaskRuntime&, std::uint64_t) noexcept {}
+  };
+  auto graph = overloaded("skip");
+  graph->reset();
+  auto units = thread_units(*graph);
+  std::atomic<bool> running{true};
+  const std::int64_t epoch = 3600 * std::int64_t{1'000'000'000};
+  units[0].reset(epoch, 0);
+  StoppingClock clock;
+  clock.running = &running;
+  run_unit(units[0], clock, epoch, 0, running, UnitSinks{});
+  EXPECT_EQ(clock.asked, (std::vector<std::int64_t>{kStopCheckNs, 2 * kStopCheckNs, 3 * kStopCheckNs}));
+  EXPECT_EQ(graph->tasks()[0]->stats().frames.load(), 0u);
+}
+
 TEST(UnitLoop, WakeUpLatencyIsMeasuredOnlyAfterASleep) {
   auto graph = overloaded("catch_up");
   (void)run_with_fake_clock(*graph, 1.0, 40'000);
@@ -169,7 +199,7 @@ TEST(UnitLoop, AHogLeavesLatenessNotLatency) {
     EXPECT_EQ(s.wakeup_latency_ns.count(), 200u - 55u) << virtual_time;
     EXPECT_EQ(s.wakeup_latency_ns.max(), 0) << virtual_time;
     EXPECT_EQ(s.start_lateness_ns.max(), 49'000'000) << virtual_time;  // release 6 ms, start 55 ms
-    EXPECT_EQ(s.overruns.load(), 55u) << virtual_time;                   // frame 5 and 54 of the 55
+    EXPECT_EQ(s.overruns.load(), 55u) << virtual_time;                 // frame 5 and 54 of the 55
     EXPECT_EQ(s.missed_periods.load(), 0u) << virtual_time;
   }
 }
@@ -201,8 +231,8 @@ TEST(UnitLoop, ARateGroupOfThreeRunsEachMemberAtItsRate) {
       "  - {name: ks, type: constant, task: slow, params: {value: 1}}\n");
   for (bool virtual_time : {true, false}) {
     virtual_time ? (void)run_virtual(*graph, 1.0) : (void)run_with_fake_clock(*graph, 1.0);
-    for (const auto& [name, frames, step] : {std::tuple{"fast", 1000u, 0.001}, std::tuple{"middle", 500u, 0.002},
-                                             std::tuple{"slow", 250u, 0.004}}) {
+    for (const auto& [name, frames, step] :
+         {std::tuple{"fast", 1000u, 0.001}, std::tuple{"middle", 500u, 0.002}, std::tuple{"slow", 250u, 0.004}}) {
       const TaskRuntime& t = *graph->find_task(name);
       EXPECT_EQ(t.stats().frames.load(), frames) << name << (virtual_time ? " virtual" : " loop");
       EXPECT_EQ(t.stats().step.min(), step) << name;
@@ -231,7 +261,7 @@ TEST(UnitLoop, MeasuredRateGroupStepsFollowTheCycleInBothExecutors) {
   const std::string loop_rows = run_with_fake_clock(*graph, 0.2);
   EXPECT_EQ(loop_rows, virtual_rows);
   const TaskRuntime& slow = *graph->find_task("slow");
-  EXPECT_EQ(slow.stats().step.min(), 0.010);        // the nominal first step
+  EXPECT_EQ(slow.stats().step.min(), 0.010);           // the nominal first step
   EXPECT_NEAR(slow.stats().step.max(), 0.013, 1e-12);  // then the 13 ms cycle
   EXPECT_NEAR(graph->find_task("fast")->stats().step.max(), 0.013 / 5, 1e-12);
   EXPECT_EQ(slow.stats().overruns.load(), slow.stats().cycles.load());
