@@ -126,6 +126,55 @@ TEST_F(DaemonHardening, AClientThatNeverReadsCostsBoundedMemoryAndBlocksNobody) 
               rss_after, sent);
 }
 
+// 32 clients each sending empty requests as fast as the socket takes them,
+// and reading their replies (issue 27: watchdog gaps of 14.7 s, a `status`
+// timed out after 30 s). With WATCHDOG_USEC = 0.8 s the daemon pings every
+// 0.2 s; no gap between two WATCHDOG=1 may reach 1 s while the flood runs,
+// and another client's `status` is answered.
+TEST_F(DaemonHardening, AFloodOfRequestsKeepsTheWatchdogFedAndOthersServed) {
+  setenv("WATCHDOG_USEC", "800000", 1);
+  start_ready();
+  unsetenv("WATCHDOG_USEC");
+  std::atomic<bool> flooding{true};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 32; ++i) {
+    clients.emplace_back([&] {
+      const int fd = connect_client(true);
+      if (fd < 0) return;
+      const std::string lines(1 << 16, '\n');
+      char sink[1 << 16];
+      while (flooding.load()) {
+        (void)!send(fd, lines.data(), lines.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+        }
+        std::this_thread::sleep_for(1ms);
+      }
+      close(fd);
+    });
+  }
+  std::vector<std::chrono::steady_clock::time_point> pings;
+  const auto until = std::chrono::steady_clock::now() + 4s;
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < until) {
+    const ssize_t n = recv(notify_fd_, buf, sizeof buf, 0);
+    if (n > 0 && std::string(buf, static_cast<std::size_t>(n)) == "WATCHDOG=1") {
+      pings.push_back(std::chrono::steady_clock::now());
+    }
+  }
+  const std::string status = request("{\"cmd\":\"status\"}");
+  flooding = false;
+  for (auto& t : clients) t.join();
+  ASSERT_GE(pings.size(), 2u);
+  double worst = 0.0;
+  for (std::size_t i = 1; i < pings.size(); ++i) {
+    worst = std::max(worst, std::chrono::duration<double>(pings[i] - pings[i - 1]).count());
+  }
+  std::printf("%zu watchdog pings in 4 s of flood, largest gap %.3f s\n", pings.size(), worst);
+  EXPECT_LT(worst, 1.0);
+  EXPECT_EQ(status.rfind("{\"ok\":true,\"running\":true", 0), 0u) << status;
+  ASSERT_TRUE(alive());
+}
+
 TEST_F(DaemonHardening, ClientsBeyondTheLimitAreToldAndClosed) {
   start_ready({"--max-clients", "4"});
   std::vector<int> idle;

@@ -1,11 +1,11 @@
 // rtcosimd as a process: systemd's notification protocol on a socket the
 // test listens on, the control socket, SIGTERM while recording. Timing is
 // never asserted beyond "within a few seconds".
-#include <sys/mount.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <sstream>
+
+#include <sys/mount.h>
 
 #include "tests/tools/daemon_fixture.hpp"
 
@@ -256,17 +256,18 @@ TEST_F(Daemon, SigtermCompletesAnHdf5RecordingThatH5pyReads) {
   std::this_thread::sleep_for(700ms);
   kill(pid_, SIGTERM);
   ASSERT_EQ(wait_exit(), 0);
-  const std::string script =
-      std::string(RTCOSIM_PYTHON) + " -c \"import h5py,json,sys,numpy as np\n"
-      "f = h5py.File(sys.argv[1], 'r')\n"
-      "t = f['signals/fast/time'][()]; y = f['signals/fast/follow.y'][()]\n"
-      "s = json.loads(f['summary'].asstr()[()])\n"
-      "n = s['recording']['samples_written'] - len(f['signals/slow/time'])\n"
-      "ok = len(t) == len(y) == n > 100 and np.allclose(np.diff(t), 0.002, atol=1e-9, rtol=0)\n"
-      "ok = ok and f.attrs['graph_text'] == open(sys.argv[2]).read() and f['signals/fast/follow.y'].attrs['coupling'] == ''\n"
-      "ok = ok and f['signals/slow/wave.y'].attrs['coupling'] == 'predictor'\n"
-      "print(len(t), n); sys.exit(0 if ok else 1)\" " +
-      h5.string() + " " + config;
+  const std::string script = std::string(RTCOSIM_PYTHON) +
+                             " -c \"import h5py,json,sys,numpy as np\n"
+                             "f = h5py.File(sys.argv[1], 'r')\n"
+                             "t = f['signals/fast/time'][()]; y = f['signals/fast/follow.y'][()]\n"
+                             "s = json.loads(f['summary'].asstr()[()])\n"
+                             "n = s['recording']['samples_written'] - len(f['signals/slow/time'])\n"
+                             "ok = len(t) == len(y) == n > 100 and np.allclose(np.diff(t), 0.002, atol=1e-9, rtol=0)\n"
+                             "ok = ok and f.attrs['graph_text'] == open(sys.argv[2]).read() and "
+                             "f['signals/fast/follow.y'].attrs['coupling'] == ''\n"
+                             "ok = ok and f['signals/slow/wave.y'].attrs['coupling'] == 'predictor'\n"
+                             "print(len(t), n); sys.exit(0 if ok else 1)\" " +
+                             h5.string() + " " + config;
   EXPECT_EQ(std::system(script.c_str()), 0);
 }
 
@@ -305,19 +306,21 @@ TEST_F(Daemon, AFullDiskEndsAnHdf5OrMatRecordingAndTheTasksGoOn) {
 namespace rtcosim::tools {
 namespace {
 
-// Rotation every 400 ms (HDF5) and at 8 kB (CSV): each file is complete on
+// Rotation every second (HDF5) and at 8 kB (CSV, at most once a second):
+// each file is complete on
 // its own (h5py opens it normally, with its summary; the CSV has its header),
 // and the fast task's samples run on from one file into the next, every
 // 2 ms, none lost or repeated.
 TEST_F(Daemon, RotationWritesCompleteFilesThatContinueEachOther) {
   start(write_graph("graph.yaml", "1e9"));
   ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
-  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"rot.h5\",\"rotate_every\":\"400ms\"}"),
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"rot.h5\",\"rotate_every\":\"1s\"}"),
             "{\"ok\":true,\"file\":\"" + (recordings_ / "rot.h5").string() + "\"}");
-  std::this_thread::sleep_for(1500ms);
+  std::this_thread::sleep_for(3500ms);
   EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"stop\"}"), "{\"ok\":true}");
   const std::string script =
-      std::string(RTCOSIM_PYTHON) + " -c \"import h5py,json,sys,numpy as np\n"
+      std::string(RTCOSIM_PYTHON) +
+      " -c \"import h5py,json,sys,numpy as np\n"
       "names = [sys.argv[1] + '/rot.h5'] + [sys.argv[1] + '/rot.%d.h5' % k for k in range(1, 10)]\n"
       "import os\n"
       "names = [n for n in names if os.path.exists(n)]\n"
@@ -330,14 +333,15 @@ TEST_F(Daemon, RotationWritesCompleteFilesThatContinueEachOther) {
       "    ts.append(t)\n"
       "t = np.concatenate(ts)\n"
       "ok = len(names) >= 3 and all(len(x) > 0 for x in ts) and np.allclose(np.diff(t), 0.002, atol=1e-9, rtol=0)\n"
-      "print(len(names), [len(x) for x in ts], np.diff(t).min(), np.diff(t).max(), [(x[0], x[-1]) for x in ts]); sys.exit(0 if ok else 1)\" " +
+      "print(len(names), [len(x) for x in ts], np.diff(t).min(), np.diff(t).max(), [(x[0], x[-1]) for x in ts]); "
+      "sys.exit(0 if ok else 1)\" " +
       recordings_.string();
   EXPECT_EQ(std::system(script.c_str()), 0);
 
   // The request `rtcosim ctl record start rot.csv --max-file-size 8kB` sends.
   EXPECT_EQ(request(ctl_request_line({"record", "start", "rot.csv"}, {{"max-file-size", "8kB"}})),
             "{\"ok\":true,\"file\":\"" + (recordings_ / "rot.csv").string() + "\"}");
-  std::this_thread::sleep_for(1200ms);
+  std::this_thread::sleep_for(2600ms);
   EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"stop\"}"), "{\"ok\":true}");
   std::vector<double> times;
   int files = 0;
@@ -356,6 +360,7 @@ TEST_F(Daemon, RotationWritesCompleteFilesThatContinueEachOther) {
     EXPECT_GE(fs::file_size(recordings_ / name), name == "rot.csv" || files < 3 ? 8000u : 0u) << name;
   }
   EXPECT_GE(files, 3);
+  EXPECT_LE(files, 4);  // 8 kB fill in 0.15 s, but a file is cut at most once a second
   ASSERT_GT(times.size(), 100u);
   for (std::size_t k = 1; k < times.size(); ++k) EXPECT_NEAR(times[k] - times[k - 1], 0.002, 1e-9) << k;
   // A reload ends an HDF5 recording (a file holds one graph), complete.
@@ -374,6 +379,19 @@ TEST_F(Daemon, RotationWritesCompleteFilesThatContinueEachOther) {
   EXPECT_NE(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"x.csv\",\"max_file_size\":\"12\"}")
                 .find("max_file_size '12' — expected a size of 4kB or more"),
             std::string::npos);
+  // What the error offers is accepted (kB = 1000 bytes); an HDF5 limit below
+  // its empty file's size (which rotated on every pass: 799 files in 10 s)
+  // is refused, as is a rotation more often than once a second.
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"small.csv\",\"max_file_size\":\"4kB\"}"),
+            "{\"ok\":true,\"file\":\"" + (recordings_ / "small.csv").string() + "\"}");
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"stop\"}"), "{\"ok\":true}");
+  EXPECT_NE(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"storm.h5\",\"max_file_size\":\"4.1kB\"}")
+                .find("expected 1MB or more for hdf5, mat73 and mat5"),
+            std::string::npos);
+  EXPECT_NE(request("{\"cmd\":\"record\",\"action\":\"start\",\"file\":\"x.h5\",\"rotate_every\":\"400ms\"}")
+                .find("expected a duration of 1s or more"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(recordings_ / "storm.h5"));
 }
 
 }  // namespace

@@ -1,14 +1,14 @@
 #include "tools/rtcosim/ctl_command.hpp"
 
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <iostream>
 #include <map>
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "base/json.hpp"
 #include "tools/rtcosim/cli_args.hpp"
@@ -32,8 +32,9 @@ commands:
                           .csv, .h5 (HDF5) or .mat (MAT v7.3) by its extension
       --format F          csv, hdf5, mat73 or mat5 (must fit the extension)
       --max-file-size S   go on in FILE.1.EXT, FILE.2.EXT, ... once a file holds S
-                          on disk (e.g. 64MB; k/kB, M/MB, G/GB; at least 4 kB)
-      --rotate-every D    ... or once a file has run for D (e.g. 1h; 100 ms or more)
+                          on disk (e.g. 64MB; k/kB, M/MB, G/GB; at least 4 kB for
+                          csv, 1 MB for hdf5/mat; at most one cut a second)
+      --rotate-every D    ... or once a file has run for D (e.g. 1h; 1 s or more)
       --overwrite         replace an existing FILE
   record stop
   trace start DIR         record an LTTng trace into the new directory DIR there
@@ -104,7 +105,8 @@ std::string ctl_request_line(const std::vector<std::string>& p, const std::map<s
     if (p[1] == "start" && p.size() != 3) throw UsageError(cmd + " start needs " + (cmd == "record" ? "FILE" : "DIR"));
     if (p[1] == "stop" && p.size() != 2) throw UsageError(cmd + " stop takes no argument");
     request = "{\"cmd\":\"" + cmd + "\",\"action\":\"" + p[1] + "\"";
-    if (p.size() == 3) request += std::string(",\"") + (cmd == "record" ? "file" : "dir") + "\":" + base::json_string(p[2]);
+    if (p.size() == 3)
+      request += std::string(",\"") + (cmd == "record" ? "file" : "dir") + "\":" + base::json_string(p[2]);
     // The daemon validates the values (it is the one that must not trust
     // them); the option names map one to one onto its request's keys.
     for (const auto& [name, value] : options) {
@@ -122,7 +124,8 @@ std::string ctl_request_line(const std::vector<std::string>& p, const std::map<s
   } else if (cmd == "raw" && p.size() == 2) {
     request = p[1];
   } else {
-    throw UsageError("cannot read '" + cmd + "' with " + std::to_string(p.size() - 1) + " argument(s) — see 'rtcosim ctl --help'");
+    throw UsageError("cannot read '" + cmd + "' with " + std::to_string(p.size() - 1) +
+                     " argument(s) — see 'rtcosim ctl --help'");
   }
   return request;
 }
@@ -142,7 +145,8 @@ int run_ctl_command(const std::vector<std::string>& raw_args) {
     if (args.flag("overwrite")) options["overwrite"] = "";
     const std::string request = ctl_request_line(args.positionals(), options);
     std::string error;
-    const std::string reply = control_request(args.value("socket").value_or("/run/rtcosim/control.sock"), request, &error);
+    const std::string reply =
+        control_request(args.value("socket").value_or("/run/rtcosim/control.sock"), request, &error);
     if (reply.empty()) {
       std::cerr << "rtcosim ctl: " << error << '\n';
       return 3;

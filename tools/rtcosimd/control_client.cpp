@@ -28,6 +28,7 @@ ControlClient::ControlClient(ControlClient&& other) noexcept
       id_(other.id_),
       limits_(other.limits_),
       in_(std::move(other.in_)),
+      in_pos_(std::exchange(other.in_pos_, 0)),
       out_(std::move(other.out_)),
       eof_(other.eof_),
       busy_(other.busy_),
@@ -40,6 +41,7 @@ ControlClient& ControlClient::operator=(ControlClient&& other) noexcept {
     id_ = other.id_;
     limits_ = other.limits_;
     in_ = std::move(other.in_);
+    in_pos_ = std::exchange(other.in_pos_, 0);
     out_ = std::move(other.out_);
     eof_ = other.eof_;
     busy_ = other.busy_;
@@ -53,10 +55,16 @@ void ControlClient::close_now() noexcept {
   fd_ = -1;
   // The memory goes with the connection (it is locked memory under mlockall).
   std::string().swap(in_);
+  in_pos_ = 0;
   std::string().swap(out_);
 }
 
-bool ControlClient::has_line() const noexcept { return in_.find('\n') != std::string::npos; }
+bool ControlClient::has_line() const noexcept { return in_.find('\n', in_pos_) != std::string::npos; }
+
+bool ControlClient::has_request() const noexcept {
+  if (fd_ < 0 || busy_ || discarding_ || out_.size() >= kServeBelow) return false;
+  return has_line() || (eof_ && in_pos_ < in_.size());
+}
 
 short ControlClient::events() const noexcept {
   if (fd_ < 0) return 0;
@@ -88,6 +96,10 @@ void ControlClient::read_once() {
     return;
   }
   if (discarding_) return;
+  // What next_request consumed goes once per read, not once per request
+  // (erasing at the front per line made a buffer of n short lines cost n^2).
+  in_.erase(0, in_pos_);
+  in_pos_ = 0;
   in_.append(buf, static_cast<std::size_t>(n));
   if (!has_line() && in_.size() > limits_.max_request_bytes) {
     std::string().swap(in_);
@@ -114,16 +126,21 @@ void ControlClient::write_once() {
 
 std::optional<std::string> ControlClient::next_request() {
   if (fd_ < 0 || busy_ || discarding_ || out_.size() >= kServeBelow) return std::nullopt;
-  const auto nl = in_.find('\n');
+  const auto nl = in_.find('\n', in_pos_);
   if (nl != std::string::npos) {
-    std::string line = in_.substr(0, nl);
-    in_.erase(0, nl + 1);
+    std::string line = in_.substr(in_pos_, nl - in_pos_);
+    in_pos_ = nl + 1;
+    if (in_pos_ == in_.size()) {
+      in_.clear();
+      in_pos_ = 0;
+    }
     return line;
   }
-  if (eof_ && !in_.empty()) {
+  if (eof_ && in_pos_ < in_.size()) {
     // The last request of a peer that ended without a newline.
-    std::string line;
-    line.swap(in_);
+    std::string line = in_.substr(in_pos_);
+    in_.clear();
+    in_pos_ = 0;
     return line;
   }
   return std::nullopt;
@@ -143,7 +160,7 @@ void ControlClient::reply(const std::string& line) {
 
 bool ControlClient::finished() const noexcept {
   if (fd_ < 0) return true;
-  return eof_ && !busy_ && out_.empty() && (in_.empty() || discarding_);
+  return eof_ && !busy_ && out_.empty() && (in_pos_ == in_.size() || discarding_);
 }
 
 }  // namespace rtcosim::daemon

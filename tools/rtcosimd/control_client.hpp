@@ -43,6 +43,9 @@ class ControlClient {
   // The next request line, when the client may be served one now: no reply
   // pending or awaited, and a whole line (or the last bytes before EOF) there.
   std::optional<std::string> next_request();
+  // Whether next_request would give one now (the loop then polls without
+  // waiting: a client may have more lines than one pass serves).
+  [[nodiscard]] bool has_request() const noexcept;
   // The answer to the request next_request gave (a newline is appended),
   // sent at once as far as the socket takes it.
   void reply(const std::string& line);
@@ -53,7 +56,7 @@ class ControlClient {
   // True once the connection is over: closed by either side, failed,
   // dropped, or the peer ended and every reply is out.
   [[nodiscard]] bool finished() const noexcept;
-  [[nodiscard]] std::size_t buffered_bytes() const noexcept { return in_.size() + out_.size(); }
+  [[nodiscard]] std::size_t buffered_bytes() const noexcept { return in_.size() - in_pos_ + out_.size(); }
   // The peer, as the kernel saw it connect, is root, the daemon's user or in
   // the control socket's group (peer_in_group): it may have a web token.
   void set_in_group(bool in_group) noexcept { in_group_ = in_group; }
@@ -69,6 +72,7 @@ class ControlClient {
   std::uint64_t id_ = 0;
   ClientLimits limits_;
   std::string in_;
+  std::size_t in_pos_ = 0;  // in_ before it was taken by next_request
   std::string out_;
   bool eof_ = false;   // the peer sent everything it will send
   bool busy_ = false;  // a request of this client runs on a worker

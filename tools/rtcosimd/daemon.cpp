@@ -1,11 +1,13 @@
 #include "tools/rtcosimd/daemon.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -54,12 +56,15 @@ struct Daemon::PendingTrace {
 
 namespace {
 
-std::string reply_ok(const std::string& extra = {}) { return "{\"ok\":true" + (extra.empty() ? "" : "," + extra) + "}"; }
+std::string reply_ok(const std::string& extra = {}) {
+  return "{\"ok\":true" + (extra.empty() ? "" : "," + extra) + "}";
+}
 std::string reply_error(const std::string& why) { return "{\"ok\":false,\"error\":" + base::json_string(why) + "}"; }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// Requests of one client served per pass of the loop (docs/daemon.md).
+constexpr int kRequestsPerPass = 16;
 
 }  // namespace
 
@@ -318,8 +323,7 @@ std::string Daemon::status_json() {
          ",\"recording\":" + (this->recording() ? base::json_string(record_path_) : std::string("null")) +
          ",\"recording_error\":" + (record_error_.empty() ? std::string("null") : base::json_string(record_error_)) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + host_json() +
-         ",\"sync\":" + (live_sync_ ? live_sync_->status_json() : std::string("null")) +
-         ",\"status\":" + summary;
+         ",\"sync\":" + (live_sync_ ? live_sync_->status_json() : std::string("null")) + ",\"status\":" + summary;
 }
 
 std::string Daemon::live_json() {
@@ -328,7 +332,8 @@ std::string Daemon::live_json() {
   if (web_) {
     const auto& c = web_->counters();
     out += ",\"web\":{\"clients\":" + std::to_string(web_->clients()) +
-           ",\"connections\":" + std::to_string(c.connections.load()) + ",\"refused\":" + std::to_string(c.refused.load()) +
+           ",\"connections\":" + std::to_string(c.connections.load()) +
+           ",\"refused\":" + std::to_string(c.refused.load()) +
            ",\"bad_requests\":" + std::to_string(c.bad_requests.load()) +
            ",\"slow_dropped\":" + std::to_string(c.slow_dropped.load()) +
            ",\"snapshots\":" + std::to_string(c.snapshots.load()) + ",\"actions\":" + std::to_string(c.actions.load()) +
@@ -428,7 +433,8 @@ std::string Daemon::probe(const std::string& signal) {
 std::string Daemon::respond(const std::string& line, std::uint64_t client, bool* deferred, bool in_group) {
   std::string why;
   const auto request = base::parse_flat_object(line, &why);
-  if (!request) return reply_error("malformed request: " + why + " — expected one JSON object per line, e.g. {\"cmd\":\"status\"}");
+  if (!request)
+    return reply_error("malformed request: " + why + " — expected one JSON object per line, e.g. {\"cmd\":\"status\"}");
   const auto get = [&](const std::string& key) {
     const auto it = request->find(key);
     return it == request->end() ? std::string() : it->second;
@@ -483,7 +489,8 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
     }
     return reply_error("trace needs \"action\": \"start\" or \"stop\"");
   }
-  if (cmd.empty()) return reply_error("the request has no \"cmd\" — expected one of: status, stop, start, reload, record, trace");
+  if (cmd.empty())
+    return reply_error("the request has no \"cmd\" — expected one of: status, stop, start, reload, record, trace");
   return reply_error("unknown command '" + cmd +
                      "' — expected one of: status, stop, start, reload, record, trace, probe, web-token");
 }
@@ -535,13 +542,20 @@ std::string Daemon::reload(const std::string& file) {
       return reply_error(label + " cannot start: " + error + " — the previous graph (" + previous_file +
                          ") was restored and runs");
     }
-    return reply_error(label + " cannot start: " + error + "; restoring " + previous_file + " failed too: " +
-                       restore_error);
+    return reply_error(label + " cannot start: " + error + "; restoring " + previous_file +
+                       " failed too: " + restore_error);
   }
   return reply_ok("\"config\":" + base::json_string(label));
 }
 
 namespace {
+
+// Rotation bounds (docs/daemon.md): a file is cut at most once a second,
+// and never below the size the format starts at (an empty HDF5 file is
+// about 18 kB: a smaller limit cut every file at once, 799 files in 10 s).
+constexpr double kMinRotateBytes = 4000.0;             // "4kB"
+constexpr double kMinColumnarRotateBytes = 1000000.0;  // "1MB": HDF5 and MAT
+constexpr double kMinRotateSeconds = 1.0;
 
 // "64MB", "512k", "1G", "1048576": bytes; 0 with `error` set otherwise.
 std::uint64_t parse_size(const std::string& text, std::string* error) {
@@ -554,12 +568,12 @@ std::uint64_t parse_size(const std::string& text, std::string* error) {
   }
   std::string unit = text.substr(end);
   for (auto& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const double scale = unit.empty() || unit == "b" ? 1.0
+  const double scale = unit.empty() || unit == "b"   ? 1.0
                        : unit == "k" || unit == "kb" ? 1e3
                        : unit == "m" || unit == "mb" ? 1e6
                        : unit == "g" || unit == "gb" ? 1e9
                                                      : 0.0;
-  if (end == 0 || !(value > 0.0) || scale == 0.0 || value * scale < 4096.0 || value * scale > 1e15) {
+  if (end == 0 || !(value > 0.0) || scale == 0.0 || value * scale < kMinRotateBytes || value * scale > 1e15) {
     *error = "max_file_size '" + text + "' — expected a size of 4kB or more, e.g. \"64MB\", \"512kB\", \"1GB\"";
     return 0;
   }
@@ -585,11 +599,19 @@ std::string Daemon::record_start(const std::string& file, const std::string& for
   if (!max_file_size.empty() && (rotation.max_bytes = parse_size(max_file_size, &why)) == 0) {
     return reply_error("record: " + why);
   }
+  if (rotation.max_bytes > 0 && static_cast<double>(rotation.max_bytes) < kMinColumnarRotateBytes) {
+    const auto format = runtime::record_format_for(file, format_name, &why);
+    if (format && *format != runtime::RecordFormat::kCsv) {
+      return reply_error("record: max_file_size '" + max_file_size + "' — a " + runtime::to_string(*format) +
+                         " file starts at tens of kB: expected 1MB or more for hdf5, mat73 and mat5 (4kB or more "
+                         "for csv)");
+    }
+  }
   if (!rotate_every.empty()) {
     const auto every = base::parse_duration(rotate_every, &why);
-    if (!every || !(*every >= 0.1)) {
+    if (!every || !(*every >= kMinRotateSeconds)) {
       return reply_error("record: rotate_every '" + rotate_every + "'" + (why.empty() ? "" : ": " + why) +
-                         " — expected a duration of 100ms or more, e.g. \"1h\", \"10min\"");
+                         " — expected a duration of 1s or more, e.g. \"1h\", \"10min\"");
     }
     rotation.every_s = *every;
   }
@@ -605,6 +627,7 @@ std::string Daemon::record_start(const std::string& file, const std::string& for
 
 void Daemon::rotate_if_due() {
   if (!recording() || (rotation_.max_bytes == 0 && rotation_.every_s == 0.0)) return;
+  if (now_s() - rotation_.started < kMinRotateSeconds) return;
   const bool full = rotation_.max_bytes > 0 && recording()->file_bytes() >= rotation_.max_bytes;
   const bool old = rotation_.every_s > 0.0 && now_s() - rotation_.started >= rotation_.every_s;
   if (!full && !old) return;
@@ -651,8 +674,8 @@ std::string Daemon::open_recording(const std::string& file, const std::string& f
   } else {
     // The daemon keeps no frame log: the file holds the signals, the graph
     // text and, at the end, the summary.
-    record_columns_ = runtime::ColumnFile::adopt(*format, fd, record_path_,
-                                                 runtime::record_layout(*graph_, *recorder_, config_text_, false), &why);
+    record_columns_ = runtime::ColumnFile::adopt(
+        *format, fd, record_path_, runtime::record_layout(*graph_, *recorder_, config_text_, false), &why);
     if (!record_columns_) {
       record_path_.clear();
       return reply_error("record: " + why);
@@ -820,6 +843,16 @@ int Daemon::run() {
   const ClientLimits limits{options_.max_request_bytes, options_.max_pending_output};
   std::uint64_t next_client_id = 1;
   double next_status = now_s();
+  // STATUS= and WATCHDOG=1 go out every status_interval, or a quarter of
+  // systemd's watchdog time (WATCHDOG_USEC, when it is meant for this
+  // process) if that is shorter: one late pass then never costs a restart.
+  double status_interval = options_.status_interval;
+  if (const char* usec = std::getenv("WATCHDOG_USEC")) {
+    const char* pid = std::getenv("WATCHDOG_PID");
+    const double watchdog_s = std::strtod(usec, nullptr) * 1e-6;
+    if ((!pid || std::strtol(pid, nullptr, 10) == getpid()) && watchdog_s > 0.0)
+      status_interval = std::min(status_interval, watchdog_s / 4.0);
+  }
   // After accept fails for want of descriptors (EMFILE, ENFILE) or memory,
   // the listening socket is left alone for a while instead of being polled
   // (it stays readable, so polling it would spin).
@@ -830,7 +863,9 @@ int Daemon::run() {
     for (const auto& c : clients) fds.push_back({c.fd(), c.events(), 0});
     // With a state synchronisation the measurement is read every 5 ms, so
     // that u reaches the tasks a few macro steps after its data.
-    poll(fds.data(), fds.size(), live_sync_ && running_ ? 5 : 100);
+    const bool more =
+        std::any_of(clients.begin(), clients.end(), [](const ControlClient& c) { return c.has_request(); });
+    poll(fds.data(), fds.size(), more ? 0 : live_sync_ && running_ ? 5 : 100);
 
     if (fds[0].revents & POLLIN) {
       signalfd_siginfo info{};
@@ -849,8 +884,13 @@ int Daemon::run() {
         if (c.id() == done->first) c.reply(done->second);
       }
     }
+    // At most kRequestsPerPass of one client per pass: 32 clients sending
+    // empty lines as fast as they can must not keep the loop (signals, the
+    // watchdog, every other client) from coming round.
     for (auto& c : clients) {
-      while (auto line = c.next_request()) {
+      for (int served = 0; served < kRequestsPerPass; ++served) {
+        auto line = c.next_request();
+        if (!line) break;
         bool deferred = false;
         const std::string reply = respond(*line, c.id(), &deferred, c.in_group());
         if (deferred) {
@@ -872,8 +912,8 @@ int Daemon::run() {
           break;
         }
         if (clients.size() >= options_.max_clients) {
-          const std::string refusal = reply_error("too many clients (" + std::to_string(options_.max_clients) +
-                                                  ") — try again later") + "\n";
+          const std::string refusal =
+              reply_error("too many clients (" + std::to_string(options_.max_clients) + ") — try again later") + "\n";
           (void)!send(cfd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
           close(cfd);
           continue;
@@ -891,7 +931,8 @@ int Daemon::run() {
       web_->publish(live_json());
     }
     if (now_s() >= next_status) {
-      next_status += options_.status_interval;
+      // The next one on the grid, never a burst to catch up after a long pass.
+      next_status = std::max(next_status + status_interval, now_s());
       notify_status();
     }
   }
