@@ -1,16 +1,17 @@
 #include "tasks/fmu/fmu_archive.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <zip.h>
-
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
 #include <vector>
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zip.h>
 
 #include "tasks/fmu/model_description.hpp"
 
@@ -35,8 +36,7 @@ struct FdCloser {
 // name could leave the directory (absolute, '..', backslash, NUL, empty).
 std::vector<std::string> safe_components(const std::string& name, bool* is_dir) {
   std::vector<std::string> out;
-  if (name.empty() || name.size() > 4096 || name[0] == '/' || name.find('\\') != std::string::npos ||
-      name.find('\0') != std::string::npos) {
+  if (name.empty() || name[0] == '/' || name.find('\\') != std::string::npos || name.find('\0') != std::string::npos) {
     return {};
   }
   *is_dir = name.back() == '/';
@@ -72,7 +72,8 @@ ExtractedArchive::ExtractedArchive(const std::string& zip_path, const ArchiveLim
   std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/rtcosim-fmu-XXXXXX";
   std::vector<char> buf(pattern.begin(), pattern.end());
   buf.push_back('\0');
-  if (!::mkdtemp(buf.data())) throw FmuError(zip_path + ": cannot create a temporary directory: " + std::strerror(errno));
+  if (!::mkdtemp(buf.data()))
+    throw FmuError(zip_path + ": cannot create a temporary directory: " + std::strerror(errno));
   dir_ = buf.data();
   try {
     std::uint64_t total = 0;
@@ -83,8 +84,16 @@ ExtractedArchive::ExtractedArchive(const std::string& zip_path, const ArchiveLim
         throw FmuError(zip_path + ": entry " + std::to_string(i) + " is unreadable: " + zip_strerror(z.get()));
       }
       const std::string name = st.name;
+      if (name.size() > limits.max_name_bytes) {
+        throw FmuError(zip_path + ": entry " + std::to_string(i) + "'s name is " + std::to_string(name.size()) +
+                       " bytes — more than the " + std::to_string(limits.max_name_bytes) + " allowed");
+      }
       bool is_dir = false;
       const auto parts = safe_components(name, &is_dir);
+      if (parts.size() > limits.max_depth) {
+        throw FmuError(zip_path + ": entry '" + name.substr(0, 64) + "…' has " + std::to_string(parts.size()) +
+                       " path components — more than the " + std::to_string(limits.max_depth) + " allowed");
+      }
       if (parts.empty()) {
         if (is_dir || name == "./") continue;
         throw FmuError(zip_path + ": entry '" + name + "' would be written outside the FMU's directory — refused");
@@ -95,16 +104,27 @@ ExtractedArchive::ExtractedArchive(const std::string& zip_path, const ArchiveLim
           opsys == ZIP_OPSYS_UNIX && ((attributes >> 16) & S_IFMT) == S_IFLNK) {
         throw FmuError(zip_path + ": entry '" + name + "' is a symbolic link — refused");
       }
-      std::string path = dir_;
+      // Each directory is made and entered relative to its parent's
+      // descriptor: a system call per component with its own short name
+      // (full paths cost entries x depth^2 in the kernel's lookups), and
+      // O_NOFOLLOW | O_DIRECTORY refuses whatever is not a plain directory.
+      FdCloser parent{::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)};
+      if (parent.fd < 0) throw FmuError(zip_path + ": cannot open '" + dir_ + "': " + std::strerror(errno));
       for (std::size_t k = 0; k + (is_dir ? 0 : 1) < parts.size(); ++k) {
-        path += "/" + parts[k];
-        if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-          throw FmuError(zip_path + ": cannot create '" + path + "': " + std::strerror(errno));
+        if (parts[k].size() > NAME_MAX) {
+          throw FmuError(zip_path + ": entry '" + name.substr(0, 64) + "…' has a name part longer than " +
+                         std::to_string(NAME_MAX) + " bytes — refused");
         }
-        struct stat s;
-        if (::lstat(path.c_str(), &s) != 0 || !S_ISDIR(s.st_mode)) {
+        if (::mkdirat(parent.fd, parts[k].c_str(), 0700) != 0 && errno != EEXIST) {
+          throw FmuError(zip_path + ": cannot create '" + parts[k] + "' for entry '" + name +
+                         "': " + std::strerror(errno));
+        }
+        const int next = ::openat(parent.fd, parts[k].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
           throw FmuError(zip_path + ": entry '" + name + "' needs '" + parts[k] + "' to be a directory — refused");
         }
+        ::close(parent.fd);
+        parent.fd = next;
       }
       if (is_dir) continue;
       const std::uint64_t declared = (st.valid & ZIP_STAT_SIZE) ? st.size : 0;
@@ -112,8 +132,12 @@ ExtractedArchive::ExtractedArchive(const std::string& zip_path, const ArchiveLim
         throw FmuError(zip_path + ": entry '" + name + "' is " + std::to_string(declared) + " bytes — more than the " +
                        std::to_string(limits.max_entry_bytes) + " allowed per entry");
       }
-      path += "/" + parts.back();
-      FdCloser fd{::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
+      if (parts.back().size() > NAME_MAX) {
+        throw FmuError(zip_path + ": entry '" + name.substr(0, 64) + "…' has a name part longer than " +
+                       std::to_string(NAME_MAX) + " bytes — refused");
+      }
+      FdCloser fd{
+          ::openat(parent.fd, parts.back().c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)};
       if (fd.fd < 0) {
         throw FmuError(zip_path + ": cannot write entry '" + name + "' (" + std::strerror(errno) +
                        (errno == EEXIST ? ": the archive names it twice" : "") + ")");

@@ -8,6 +8,8 @@ namespace rtcosim::tasks::fmu {
 // Bounds on what an FMU archive may unpack to: it is hostile input.
 struct ArchiveLimits {
   std::size_t max_entries = 10000;
+  std::size_t max_depth = 32;         // path components of one entry (directories and the file)
+  std::size_t max_name_bytes = 1024;  // one entry's name
   std::uint64_t max_entry_bytes = 512ull << 20;
   std::uint64_t max_total_bytes = 2ull << 30;
 };

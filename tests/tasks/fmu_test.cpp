@@ -57,7 +57,8 @@ TEST(Fmu, ModelExchangeConvergesAtEachIntegratorsOrder) {
   const struct {
     IntegratorKind kind;
     double order;
-  } cases[] = {{IntegratorKind::kEuler, 1}, {IntegratorKind::kAb2, 2}, {IntegratorKind::kRk2, 2}, {IntegratorKind::kRk4, 4}};
+  } cases[] = {
+      {IntegratorKind::kEuler, 1}, {IntegratorKind::kAb2, 2}, {IntegratorKind::kRk2, 2}, {IntegratorKind::kRk4, 4}};
   for (const auto& c : cases) {
     const double e1 = msd_error("msd2", c.kind, 0.01), e2 = msd_error("msd2", c.kind, 0.005);
     const double observed = std::log2(e1 / e2);
@@ -100,8 +101,8 @@ TEST(Fmu, CoSimulationStepsMatchTheClosedFormAndModelExchangeUnderVariableSteps)
     ASSERT_TRUE(cs->output_derivative_valid(x, 0));
     ASSERT_NEAR(cs->output_derivative(x)[0], cs->output(v)[0], 1e-15);
   }
-  EXPECT_LT(worst_cs, 1e-9);   // RK4 at h/20 inside the FMU
-  EXPECT_LT(worst_me, 2e-8);   // the partition's RK4 at h
+  EXPECT_LT(worst_cs, 1e-9);  // RK4 at h/20 inside the FMU
+  EXPECT_LT(worst_me, 2e-8);  // the partition's RK4 at h
   EXPECT_FALSE(cs->failed());
 }
 
@@ -219,8 +220,8 @@ TEST(Fmu, SteadyStateFramesAllocateNothing) {
       EXPECT_EQ(scope.count(), 0u) << file << " " << iface;
     }
   }
-  auto ball = build_partition(BlockRegistry::with_builtins(), "ball", {{"ball", "fmu", {{"file", fmu("bball2")}}, ""}}, {},
-                              {}, IntegratorKind::kRk4);
+  auto ball = build_partition(BlockRegistry::with_builtins(), "ball", {{"ball", "fmu", {{"file", fmu("bball2")}}, ""}},
+                              {}, {}, IntegratorKind::kRk4);
   testing::AllocationScope scope;
   for (int i = 0; i < 10000; ++i) ball->step(i * 0.001, 0.001, in);  // events included
   EXPECT_EQ(scope.count(), 0u);
@@ -371,16 +372,19 @@ std::string load_error(const std::string& path, fmu::FmuInterface i = fmu::FmuIn
 
 TEST(Fmu, BrokenFmusGiveOneClearMessageEach) {
   EXPECT_EQ(load_error(fmu("msd2_no_binary")),
-            fmu("msd2_no_binary") + ": no binaries/linux64/msd2.so for model_exchange — the FMU carries binaries for: "
-                                    "no platform (a source-only FMU is not supported)");
+            fmu("msd2_no_binary") +
+                ": no binaries/linux64/msd2.so for model_exchange — the FMU carries binaries for: "
+                "no platform (a source-only FMU is not supported)");
   EXPECT_EQ(load_error(fmu("bad_xml")),
             fmu("bad_xml") + ": modelDescription.xml line 6: Start-end tags mismatch — expected well-formed XML");
   EXPECT_EQ(load_error(fmu("msd2_wrong_guid")),
-            fmu("msd2_wrong_guid") + ": fmi2Instantiate returned no instance: GUID '{not-this-one}' does not match this "
-                                     "binary's '{msd-2}' (the GUID in modelDescription.xml is '{not-this-one}')");
+            fmu("msd2_wrong_guid") +
+                ": fmi2Instantiate returned no instance: GUID '{not-this-one}' does not match this "
+                "binary's '{msd-2}' (the GUID in modelDescription.xml is '{not-this-one}')");
   EXPECT_EQ(load_error(fmu("bball2"), fmu::FmuInterface::kCoSimulation),
             fmu("bball2") + ": the FMU has no co_simulation interface — it offers model_exchange");
-  EXPECT_NE(load_error("/nonexistent.fmu").find("/nonexistent.fmu: cannot open as an FMU (a zip archive)"), std::string::npos);
+  EXPECT_NE(load_error("/nonexistent.fmu").find("/nonexistent.fmu: cannot open as an FMU (a zip archive)"),
+            std::string::npos);
 }
 
 // A zip written entry by entry, for hostile archives.
@@ -444,6 +448,40 @@ TEST(Fmu, HostileArchivesAreRefusedWithoutWritingOutside) {
     w.close();
     EXPECT_NE(load_error(path).find("10001 entries — more than the 10000 an FMU may hold"), std::string::npos);
   }
+  // Deep paths (1 990 levels cost 11 s for 10 entries when every
+  // directory was made by full path) and long names are refused by their
+  // count before anything is made; 32 levels, the limit, unpack.
+  {
+    std::string deep, limit;
+    for (int i = 0; i < 1990; ++i) deep += "d/";
+    for (int i = 0; i < 31; ++i) limit += "d/";
+    const std::string path = dir + "/deep.fmu";
+    {
+      ZipWriter w(path);
+      w.add("modelDescription.xml", "<fmiModelDescription/>");
+      w.add(deep.substr(0, 80) + "f", "deep enough");
+      w.add(deep + "f", "too deep");
+    }
+    const std::string e = load_error(path);
+    EXPECT_NE(e.find("has 41 path components — more than the 32 allowed"), std::string::npos) << e;
+    const std::string named = dir + "/named.fmu";
+    {
+      ZipWriter w(named);
+      w.add("modelDescription.xml", "<fmiModelDescription/>");
+      w.add("resources/" + std::string(300, 'n'), "a name part beyond NAME_MAX");
+    }
+    EXPECT_NE(load_error(named).find("has a name part longer than 255 bytes — refused"), std::string::npos)
+        << load_error(named);
+    fmu::ExtractedArchive ok_depth = [&] {
+      const std::string p = dir + "/limit.zip";
+      {
+        ZipWriter w(p);
+        w.add(limit + "f", "32 components");
+      }
+      return fmu::ExtractedArchive(p, fmu::ArchiveLimits{});
+    }();
+    EXPECT_EQ(ok_depth.files(), 1u);
+  }
   // An entry larger than the limit (a small bound here, a bomb in earnest).
   {
     const std::string path = dir + "/big.fmu";
@@ -457,7 +495,8 @@ TEST(Fmu, HostileArchivesAreRefusedWithoutWritingOutside) {
       fmu::ExtractedArchive a(path, limits);
       ADD_FAILURE() << "extracted";
     } catch (const fmu::FmuError& e) {
-      EXPECT_NE(std::string(e.what()).find("is 1048576 bytes — more than the 1000 allowed per entry"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find("is 1048576 bytes — more than the 1000 allowed per entry"),
+                std::string::npos)
           << e.what();
     }
   }

@@ -309,6 +309,19 @@ TEST_F(DaemonHardening, ReloadReadsOnlyTheConfigurationDirectoryAndEchoesNoConte
   EXPECT_NE(junk.find("junk.yaml:3:"), std::string::npos) << junk;
   EXPECT_EQ(junk.find("s3cret"), std::string::npos) << junk;
   EXPECT_EQ(junk.find("19000"), std::string::npos) << junk;
+  // A web token file (one plain word) in the configuration directory: the
+  // reply says where and what is wrong, never the token (it was echoed
+  // whole, being key-like); the loader's own words still show.
+  const std::string token = "q7Zk2VfP9xLmB4tR8sYw3NcD6hJ1uE5a";
+  std::ofstream(configs_ / "web.token") << token << "\n";
+  const auto echoed = request("{\"cmd\":\"reload\",\"file\":\"web.token\"}");
+  EXPECT_EQ(echoed.rfind("{\"ok\":false", 0), 0u) << echoed;
+  EXPECT_NE(echoed.find("web.token:1:1: error:"), std::string::npos) << echoed;
+  EXPECT_EQ(echoed.find(token), std::string::npos) << echoed;
+  EXPECT_EQ(echoed.find(token.substr(0, 8)), std::string::npos) << echoed;
+  std::ofstream(configs_ / "keyless.yaml") << "name: x\ntasks: []\n";
+  const auto keyless = request("{\"cmd\":\"reload\",\"file\":\"keyless.yaml\"}");
+  EXPECT_NE(keyless.find("'blocks'"), std::string::npos) << keyless;
   EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
 }
 

@@ -78,11 +78,14 @@ Daemon::~Daemon() { stop_graph(); }
 namespace {
 
 // A diagnostic as a client of the socket sees it: where, and the message
-// with every quoted part that is not a plain key name (letters, digits,
-// '_', '.', '-', at most 64) replaced, so that a reload of a file that is not
-// a task graph never hands its content out through the socket. The full
-// text goes to the daemon's log. An apostrophe between two letters
-// ("binary's" in an FMU's message) is not a quote.
+// with every quoted part replaced by '…' unless it is a plain word (letters,
+// digits, '_', '.', '-', at most 64) that the file does not contain, i.e.
+// one of the loader's own words ('wires', a block type, a parameter the
+// file lacks). So a reload of a file that is not a task graph never hands
+// its content out through the socket, not even a key-like line (a web
+// token file's token was echoed whole, being a plain word). The full text
+// goes to the daemon's log. An apostrophe between two letters ("binary's"
+// in an FMU's message) is not a quote.
 std::size_t find_quote(const std::string& s, std::size_t from) {
   const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
   for (std::size_t q = s.find('\'', from); q != std::string::npos; q = s.find('\'', q + 1)) {
@@ -91,7 +94,7 @@ std::size_t find_quote(const std::string& s, std::size_t from) {
   return std::string::npos;
 }
 
-std::string redacted(const config::Diagnostic& d) {
+std::string redacted(const config::Diagnostic& d, const std::string& file_text) {
   std::string message;
   for (std::size_t i = 0; i < d.message.size();) {
     const std::size_t open = find_quote(d.message, i);
@@ -103,7 +106,8 @@ std::string redacted(const config::Diagnostic& d) {
     const std::string quoted = d.message.substr(open + 1, close - open - 1);
     const bool key = !quoted.empty() && quoted.size() <= 64 &&
                      quoted.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
-                         std::string::npos;
+                         std::string::npos &&
+                     file_text.find(quoted) == std::string::npos;
     message += d.message.substr(i, open - i) + "'" + (key ? quoted : std::string("…")) + "'";
     i = close + 1;
   }
@@ -522,7 +526,7 @@ std::string Daemon::reload(const std::string& file) {
   if (!check.ok()) {
     std::string errors, full;
     for (const auto& d : check.diagnostics) {
-      errors += (named ? redacted(d) : d.str()) + "\n";
+      errors += (named ? redacted(d, text) : d.str()) + "\n";
       full += d.str() + "\n";
     }
     std::cerr << "rtcosimd: reload refused:\n" << full;
