@@ -472,6 +472,18 @@ TEST(Fmu, HostileArchivesAreRefusedWithoutWritingOutside) {
     }
     EXPECT_NE(load_error(named).find("has a name part longer than 255 bytes — refused"), std::string::npos)
         << load_error(named);
+    // A file where a later entry needs a directory: refused by name, not
+    // written through.
+    const std::string clash = dir + "/clash.fmu";
+    {
+      ZipWriter w(clash);
+      w.add("modelDescription.xml", "<fmiModelDescription/>");
+      w.add("resources", "a file");
+      w.add("resources/x", "under a file");
+    }
+    EXPECT_NE(load_error(clash).find("entry 'resources/x' needs 'resources' to be a directory — refused"),
+              std::string::npos)
+        << load_error(clash);
     fmu::ExtractedArchive ok_depth = [&] {
       const std::string p = dir + "/limit.zip";
       {

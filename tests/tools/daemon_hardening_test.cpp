@@ -552,7 +552,7 @@ TEST_F(DaemonHardening, ATaskGraphCannotMakeItLoadCodeFromWhereItLikes) {
   EXPECT_NE(by_path.find("names plugins by id, not by path"), std::string::npos) << by_path;
   // An id: looked up only in the daemon's own --plugin-dir.
   const auto by_id = request("{\"cmd\":\"reload\",\"file\":\"by_id.yaml\"}");
-  EXPECT_NE(by_id.find("no plugin 'evil' (evil.so) in the allowed plugin directories"), std::string::npos) << by_id;
+  EXPECT_NE(by_id.find("no plugin '…' (evil.so) in the allowed plugin directories"), std::string::npos) << by_id;
   EXPECT_FALSE(fs::exists(canary)) << "rtcosimd loaded the file's plugin";
 
   // rtcosim check loads nothing unless asked, and then only from --plugin-dir.

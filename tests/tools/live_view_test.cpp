@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -97,7 +98,9 @@ class LiveView : public Daemon {
     close(fd);
     return out;
   }
-  std::string live() { return http(port_, "GET /status.json HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"); }
+  std::string live() {
+    return http(port_, "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+  }
   unsigned short port_ = 0;
   std::thread drainer_;
   std::atomic<bool> stop_draining_{false};
@@ -165,9 +168,10 @@ TEST_F(LiveView, ChromiumShowsTheStatusFramesAndDrawsTheHistograms) {
 TEST_F(LiveView, ActionsNeedTheTokenAndGoThroughTheControlSocket) {
   const std::string token = "0123456789abcdef-live-view";
   std::ofstream(dir_ / "token") << token << "\n";
+  fs::permissions(dir_ / "token", fs::perms::owner_read | fs::perms::owner_write);
   start_live({"--web-token-file", (dir_ / "token").string()});
   const auto post = [&](const std::string& auth, const std::string& body) {
-    return http(port_, "POST /action HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + auth +
+    return http(port_, "POST /action HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + auth +
                            "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
                            "\r\n\r\n" + body);
   };
@@ -181,10 +185,10 @@ TEST_F(LiveView, ActionsNeedTheTokenAndGoThroughTheControlSocket) {
             std::string::npos);
   EXPECT_NE(post(bearer, "{\"cmd\":\"stop\"}").find("{\"ok\":true"), std::string::npos);
   EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"running\":false"), std::string::npos);
-  EXPECT_NE(
-      http(port_, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + bearer + "\r\n").find("{\"act\":true}"),
-      std::string::npos);
-  EXPECT_NE(http(port_, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").find("{\"act\":false}"),
+  EXPECT_NE(http(port_, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + bearer + "\r\n")
+                .find("{\"act\":true}"),
+            std::string::npos);
+  EXPECT_NE(http(port_, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").find("{\"act\":false}"),
             std::string::npos);
   std::this_thread::sleep_for(400ms);  // the next snapshot (every 100 ms) carries the counters
   const auto counters = live();
@@ -209,8 +213,9 @@ TEST_F(LiveView, TheControlSocketHandsOutATokenThatAllowsActions) {
       << given;
   const auto post = [&](const std::string& auth) {
     const std::string body = "{\"cmd\":\"stop\"}";
-    return http(port_, "POST /action HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + auth +
-                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+    return http(port_, "POST /action HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + auth +
+                           "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+                           "\r\n\r\n" + body);
   };
   EXPECT_EQ(post("").rfind("HTTP/1.1 403", 0), 0u);
   EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"running\":true"), std::string::npos);
@@ -219,10 +224,10 @@ TEST_F(LiveView, TheControlSocketHandsOutATokenThatAllowsActions) {
   // A second token is another one; both stay valid.
   const std::string again = request("{\"cmd\":\"web-token\"}");
   EXPECT_EQ(again.find(token), std::string::npos);
-  EXPECT_NE(
-      http(port_, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " + token + "\r\n\r\n")
-          .find("{\"act\":true}"),
-      std::string::npos);
+  EXPECT_NE(http(port_, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer " +
+                            token + "\r\n\r\n")
+                .find("{\"act\":true}"),
+            std::string::npos);
   std::this_thread::sleep_for(400ms);
   const auto counters = live();
   EXPECT_EQ(json_count(counters, "granted"), 2u);
@@ -237,10 +242,10 @@ TEST_F(LiveView, AHandedOutTokenExpires) {
   EXPECT_NE(given.find("\"expires_in_s\":1,"), std::string::npos) << given;
   const std::string token = given.substr(20, 48);
   std::this_thread::sleep_for(1500ms);  // longer than its lifetime: any delay only ages it more
-  EXPECT_NE(
-      http(port_, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " + token + "\r\n\r\n")
-          .find("{\"act\":false}"),
-      std::string::npos);
+  EXPECT_NE(http(port_, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer " +
+                            token + "\r\n\r\n")
+                .find("{\"act\":false}"),
+            std::string::npos);
 }
 
 // The numbers of one array `"key":[…]` after `from` in a snapshot.
@@ -282,8 +287,11 @@ TEST_F(LiveView, AnyOutputOfTheGraphCanBeProbedAndComesWithItsValues) {
   EXPECT_NE(unknown.find("no output 'nope.y' in the running graph's tasks"), std::string::npos) << unknown;
   EXPECT_NE(unknown.find("wave.y"), std::string::npos) << unknown;
   const std::string body = "{\"signal\":\"k.y\"}";
-  const std::string posted = http(port_, "POST /probe HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: " +
-                                             std::to_string(body.size()) + "\r\n\r\n" + body);
+  const std::string posted =
+      http(port_,
+           "POST /probe HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+           "Content-Length: " +
+               std::to_string(body.size()) + "\r\n\r\n" + body);
   EXPECT_NE(posted.find("{\"ok\":true,\"slot\":1,\"signal\":\"k.y\""), std::string::npos) << posted;
 
   std::size_t common = 0, constants = 0;
@@ -321,7 +329,7 @@ TEST_F(LiveView, AnyOutputOfTheGraphCanBeProbedAndComesWithItsValues) {
 TEST_F(LiveView, TheGraphIsLaidOutByGraphvizOrTheSnapshotSaysWhyNot) {
   if (!have_dot()) GTEST_SKIP() << "Graphviz is not installed (apt-get install graphviz)";
   start_live();
-  const std::string svg = http(port_, "GET /graph.svg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  const std::string svg = http(port_, "GET /graph.svg HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   EXPECT_EQ(svg.rfind("HTTP/1.1 200", 0), 0u) << svg.substr(0, 200);
   EXPECT_NE(svg.find("Content-Type: image/svg+xml"), std::string::npos);
   const auto body = svg.find("\r\n\r\n");
@@ -336,8 +344,9 @@ TEST_F(LiveView, TheGraphIsLaidOutByGraphvizOrTheSnapshotSaysWhyNot) {
 
 TEST_F(LiveView, WithoutGraphvizThePageDrawsTheGraphAndSaysWhy) {
   start_live({"--dot", "/nonexistent/dot"});
-  EXPECT_EQ(http(port_, "GET /graph.svg HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").rfind("HTTP/1.1 404", 0),
-            0u);
+  EXPECT_EQ(
+      http(port_, "GET /graph.svg HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").rfind("HTTP/1.1 404", 0),
+      0u);
   const std::string s = live();
   EXPECT_NE(s.find("\"layout\":{\"svg\":false,\"why\":\"cannot run '/nonexistent/dot': No such file or directory"),
             std::string::npos)
@@ -378,6 +387,110 @@ TEST_F(LiveView, ANewRunsSamplesComeAtOnceAfterStopAndStart) {
 // and oversized WebSocket frames and WebSocket clients that never read: each bad client
 // is refused, cut off or dropped and counted, and afterwards a plain client
 // gets the status, the control socket answers, and the tasks ran on.
+// Issue 27's live-view attacks, each refused: a foreign Host (DNS
+// rebinding), a foreign Origin (a WebSocket or a POST from another site), a
+// POST that is not JSON (what a cross-site form sends), malformed HTTP (400),
+// wrong tokens at speed (429 after 10 a second), and every place held by
+// readers (the last 4 stay for requests with the token). Every text answer
+// carries X-Content-Type-Options: nosniff.
+TEST_F(LiveView, CrossSiteRequestsGuessesAndLockoutsAreRefused) {
+  const std::string token = "0123456789abcdef-cross-site";
+  std::ofstream(dir_ / "token") << token << "\n";
+  fs::permissions(dir_ / "token", fs::perms::owner_read | fs::perms::owner_write);
+  start_live({"--web-token-file", (dir_ / "token").string(), "--web-max-clients", "16"});
+  const std::string rebound =
+      http(port_, "GET /status.json HTTP/1.1\r\nHost: evil.example:8080\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(rebound.rfind("HTTP/1.1 421", 0), 0u) << rebound.substr(0, 80);
+  EXPECT_NE(rebound.find("X-Content-Type-Options: nosniff"), std::string::npos);
+  EXPECT_EQ(rebound.find("\"tasks\""), std::string::npos);
+  const std::string upgrade_from =
+      "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: http://evil.example\r\n\r\n";
+  EXPECT_EQ(http(port_, upgrade_from).rfind("HTTP/1.1 403", 0), 0u);
+  const std::string body = "{\"signal\":\"wave.y\"}";
+  const auto probe = [&](const std::string& headers) {
+    return http(port_, "POST /probe HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers +
+                           "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+  };
+  EXPECT_EQ(probe("Origin: http://evil.example\r\nContent-Type: text/plain\r\n").rfind("HTTP/1.1 403", 0), 0u);
+  EXPECT_EQ(probe("Content-Type: text/plain\r\n").rfind("HTTP/1.1 415", 0), 0u);
+  const std::string own =
+      probe("Origin: http://127.0.0.1:" + std::to_string(port_) + "\r\nContent-Type: application/json\r\n");
+  EXPECT_NE(own.find("\"signal\":\"wave.y\""), std::string::npos) << own;
+  EXPECT_EQ(http(port_, "BREW /pot HTCPCP/1.0 nonsense\r\n\r\n").rfind("HTTP/1.1 400", 0), 0u);
+
+  // 30 wrong tokens in a burst: at most 10 are checked in any second.
+  int answered = 0, throttled = 0;
+  for (int i = 0; i < 30; ++i) {
+    const std::string r =
+        http(port_, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer guess" +
+                        std::to_string(i) + "\r\n\r\n");
+    answered += r.find("{\"act\":false}") != std::string::npos ? 1 : 0;
+    throttled += r.rfind("HTTP/1.1 429", 0) == 0 ? 1 : 0;
+  }
+  EXPECT_EQ(answered + throttled, 30);
+  EXPECT_LE(answered, 20);  // 10 per second, and the burst may straddle one boundary
+  EXPECT_GE(throttled, 10);
+  std::this_thread::sleep_for(1100ms);
+
+  // 16 WebSocket readers: 12 get places; the last 4 places are only for
+  // requests that carry the token.
+  const std::string upgrade =
+      "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  std::vector<int> readers;
+  int upgraded = 0;
+  for (int i = 0; i < 16; ++i) {
+    const int fd = tcp_connect(port_);
+    send_all(fd, upgrade);
+    char first[256];
+    timeval wait{3, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    const ssize_t got = recv(fd, first, sizeof first, 0);
+    if (got > 12 && std::string(first, 12) == "HTTP/1.1 101") ++upgraded;
+    readers.push_back(fd);
+  }
+  EXPECT_EQ(upgraded, 12);
+  const std::string bearer = "Authorization: Bearer " + token + "\r\n";
+  const std::string with_token =
+      http(port_, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + bearer + "\r\n");
+  EXPECT_NE(with_token.find("{\"act\":true}"), std::string::npos) << with_token.substr(0, 120);
+  for (int fd : readers) close(fd);
+  std::this_thread::sleep_for(300ms);
+  const std::string counters = live();
+  EXPECT_GE(json_count(counters, "cross_site"), 3u);
+  EXPECT_GE(json_count(counters, "throttled"), 10u);
+}
+
+// The web token is a secret: a token file that group or others may read is
+// refused at start, saying how to fix it; so is a --web-max-clients beyond
+// what the descriptor limit (LimitNOFILE) allows.
+TEST_F(LiveView, AReadableTokenFileAndTooManyWebClientsAreRefusedAtStart) {
+  std::ofstream(dir_ / "token") << "0123456789abcdef-readable\n";
+  fs::permissions(dir_ / "token", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  start(write_graph("graph.yaml", "1e9"),
+        {"--listen", "127.0.0.1:" + std::to_string(free_port()), "--web-token-file", (dir_ / "token").string()});
+  EXPECT_EQ(wait_exit(), 2);
+  std::ifstream err(stderr_path_);
+  const std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("may be read by group or others (mode 0640) — chmod 600 it"), std::string::npos) << text;
+  // The unit's LimitNOFILE=1024, inherited by the child as systemd would set it.
+  rlimit files{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &files), 0);
+  const rlimit unit{1024, files.rlim_max};
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &unit), 0);
+  start(write_graph("graph2.yaml", "1e9"),
+        {"--listen", "127.0.0.1:" + std::to_string(free_port()), "--web-max-clients", "10000"});
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &files), 0);
+  EXPECT_EQ(wait_exit(), 1);
+  std::ifstream err2(stderr_path_);
+  const std::string text2((std::istreambuf_iterator<char>(err2)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text2.find("--web-max-clients 10000 needs 10256 descriptors with the daemon's own, but it may open 1024 "
+                       "(LimitNOFILE / ulimit -n) — give at most 768"),
+            std::string::npos)
+      << text2;
+}
+
 TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
   start_live({"--web-max-clients", "16", "--web-push-rate", "50"});
   const std::uint64_t frames_before = frames_of(request("{\"cmd\":\"status\"}"), "fast");
@@ -405,13 +518,13 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
   std::this_thread::sleep_for(300ms);
 
   // A request of 10 MB: refused after 8 kB with 413.
-  EXPECT_EQ(
-      http(port_, "POST /action HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000\r\n\r\n" + std::string(10'000'000, 'a'))
-          .rfind("HTTP/1.1 413", 0),
-      0u);
+  EXPECT_EQ(http(port_, "POST /action HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10000000\r\n\r\n" +
+                            std::string(10'000'000, 'a'))
+                .rfind("HTTP/1.1 413", 0),
+            0u);
 
   const std::string upgrade =
-      "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
   // Malformed frames: an unmasked client frame, a reserved opcode and a
   // masked text frame announcing 10 MB (over the 4 kB a client may send);
@@ -469,7 +582,7 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
   EXPECT_GE(json_count(counters, "bad_requests"), 4u);  // 413 and the three bad frames (the crowd may add timeouts)
 
   // Everyone else is served: the page, the status and the control socket.
-  EXPECT_EQ(http(port_, "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
+  EXPECT_EQ(http(port_, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").rfind("HTTP/1.1 200", 0), 0u);
   const std::string after = request("{\"cmd\":\"status\"}");
   EXPECT_NE(after.find("\"running\":true"), std::string::npos);
   EXPECT_GT(frames_of(after, "fast"), frames_before + 100);  // 2 ms frames over several seconds
@@ -581,7 +694,7 @@ TEST(LiveViewRealTime, FramesAllocateNothingAndRunTheSameWithWebClientsConnected
     const int fd = tcp_connect(server.port());
     ASSERT_GE(fd, 0);
     send_all(fd,
-             "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+             "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n");
     readers.emplace_back([fd, i, &done, &received] {
       timeval tv{0, 100'000};
@@ -648,7 +761,8 @@ TEST(LiveViewOptions, GrantedTokensAllowActingUntilTheyExpire) {
   ASSERT_TRUE(server.start(&why)) << why;
   const auto act = [&](const std::string& token) {
     const int fd = tcp_connect(server.port());
-    send_all(fd, "GET /whoami HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer " + token + "\r\n\r\n");
+    send_all(fd, "GET /whoami HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer " + token +
+                     "\r\n\r\n");
     std::string out;
     char buf[4096];
     ssize_t n;

@@ -342,7 +342,8 @@ std::string Daemon::live_json() {
            ",\"slow_dropped\":" + std::to_string(c.slow_dropped.load()) +
            ",\"snapshots\":" + std::to_string(c.snapshots.load()) + ",\"actions\":" + std::to_string(c.actions.load()) +
            ",\"forbidden\":" + std::to_string(c.forbidden.load()) + ",\"granted\":" + std::to_string(c.granted.load()) +
-           "}";
+           ",\"cross_site\":" + std::to_string(c.cross_site.load()) +
+           ",\"throttled\":" + std::to_string(c.throttled.load()) + "}";
   }
   return out + "}}";
 }

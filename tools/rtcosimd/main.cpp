@@ -4,6 +4,8 @@
 #include <iostream>
 #include <string>
 
+#include <sys/stat.h>
+
 #include "tools/rtcosimd/daemon.hpp"
 
 namespace {
@@ -37,7 +39,12 @@ options:
   --web-token-file F   the token (first line of F) that web clients present to
                        act (start, stop, reload, record); without it the page
                        is read-only for everyone
-  --web-max-clients N  web connections served at once (default 16)
+  --web-host NAME      a host name the live view answers to besides its address,
+                       localhost and 127.0.0.1 (a request naming another in
+                       Host or Origin is refused); repeatable
+  --web-max-clients N  web connections served at once (default 16; the last 4
+                       only for requests with a token; at most what
+                       LimitNOFILE allows)
   --web-push-rate HZ   snapshots per second to each web client (default 10)
   --web-token-lifetime S  how long a token from 'rtcosim ctl web-token' (given
                        to the control socket's group) allows actions (default 900)
@@ -84,8 +91,17 @@ int main(int argc, char** argv) {
       options.web.port = static_cast<unsigned short>(port);
     } else if (a == "--listen-public") {
       options.web.allow_public = true;
+    } else if (a == "--web-host" && i + 1 < argc) {
+      options.web.hosts.emplace_back(argv[++i]);
     } else if (a == "--web-token-file" && i + 1 < argc) {
-      std::ifstream in(argv[++i]);
+      // The token is a secret: a file others may read is refused.
+      struct stat st {};
+      if (::stat(argv[++i], &st) == 0 && (st.st_mode & 077) != 0) {
+        std::cerr << "rtcosimd: --web-token-file '" << argv[i] << "' may be read by group or others (mode 0" << std::oct
+                  << (st.st_mode & 0777) << std::dec << ") — chmod 600 it\n";
+        return 2;
+      }
+      std::ifstream in(argv[i]);
       std::getline(in, options.web.token);
       if (!in || options.web.token.size() < 16) {
         std::cerr << "rtcosimd: --web-token-file '" << argv[i]

@@ -2,9 +2,14 @@
 
 // Boost 1.74's asio uses std::exchange without including it (C++20).
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <iostream>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -15,6 +20,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <sys/resource.h>
 
 #include "base/json.hpp"
 #include "tools/rtcosim/ctl_command.hpp"
@@ -44,6 +50,73 @@ bool token_matches(const std::string& presented, const std::string& expected) no
 
 namespace {
 
+// One thread that runs what would block the asio loop (a request to the
+// control socket waits up to 3 s for the daemon): a bounded queue, so a
+// flood of probes is refused (503) instead of queued without end.
+class Worker {
+ public:
+  Worker() : thread_([this] { loop(); }) {}
+  ~Worker() { stop(); }
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  bool post(std::function<void()> job) {
+    std::lock_guard lock(mutex_);
+    if (stopping_ || jobs_.size() >= kMaxQueued) return false;
+    jobs_.push_back(std::move(job));
+    ready_.notify_one();
+    return true;
+  }
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+      jobs_.clear();
+    }
+    ready_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  static constexpr std::size_t kMaxQueued = 32;
+  void loop() {
+    for (;;) {
+      std::function<void()> job;
+      {
+        std::unique_lock lock(mutex_);
+        ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+        if (stopping_) return;
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      try {
+        job();
+      } catch (const std::exception& e) {
+        std::cerr << "rtcosimd: live view: " << e.what() << '\n';
+      }
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> jobs_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// The host name of an authority ("name:port", "[v6]:port"), in lower case.
+std::string host_name(std::string_view authority) {
+  std::string h(authority);
+  if (!h.empty() && h.front() == '[') {
+    const auto close = h.find(']');
+    if (close != std::string::npos) h.resize(close + 1);
+  } else if (const auto colon = h.find(':'); colon != std::string::npos) {
+    h.resize(colon);
+  }
+  for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return h;
+}
+
+enum class Auth { kNone, kOk, kWrong, kThrottled };
+
 struct Shared {
   WebOptions options;
   std::string control_socket;
@@ -54,10 +127,50 @@ struct Shared {
   // Tokens from the control socket and when they expire (under `mutex`).
   std::vector<std::pair<std::string, Clock::time_point>> granted;
   std::shared_ptr<const std::string> graph_svg = std::make_shared<const std::string>();  // under `mutex`
+  // Under `mutex`: open connections per peer address, and the wrong tokens
+  // an address presented in its current one-second window.
+  std::map<std::string, std::size_t> per_peer;
+  struct Wrong {
+    Clock::time_point since;
+    int count = 0;
+  };
+  std::map<std::string, Wrong> wrong;
+  Worker worker;  // stopped before the rest goes (WebServer::~WebServer)
 
   std::shared_ptr<const std::string> latest() {
     std::lock_guard lock(mutex);
     return snapshot;
+  }
+  // A Host header's name: the listen address, the loopback names, --web-host.
+  [[nodiscard]] bool allowed_host(const std::string& name) const {
+    if (name == host_name(options.address) || name == "localhost" || name == "127.0.0.1" || name == "[::1]") {
+      return true;
+    }
+    return std::any_of(options.hosts.begin(), options.hosts.end(),
+                       [&](const std::string& h) { return host_name(h) == name; });
+  }
+  // An Origin header: http(s)://ALLOWED-HOST[:port]; "null" and others are foreign.
+  [[nodiscard]] bool allowed_origin(std::string_view origin) const {
+    for (const std::string_view scheme : {"http://", "https://"}) {
+      if (origin.substr(0, scheme.size()) == scheme) {
+        const std::string_view rest = origin.substr(scheme.size());
+        if (rest.find('/') != std::string_view::npos) return false;
+        return allowed_host(host_name(rest));
+      }
+    }
+    return false;
+  }
+  // Counts a wrong token of `peer`; whether its checks are throttled now.
+  bool throttled(const std::string& peer, bool add_wrong) {
+    const auto now = Clock::now();
+    std::lock_guard lock(mutex);
+    if (wrong.size() > 4096)
+      std::erase_if(wrong, [&](const auto& w) { return now - w.second.since > std::chrono::seconds(1); });
+    Wrong& w = wrong[peer];
+    if (now - w.since > std::chrono::seconds(1)) w = Wrong{now, 0};
+    if (w.count >= WebServer::kWrongTokensPerSecond) return true;
+    if (add_wrong) ++w.count;
+    return false;
   }
 };
 
@@ -68,20 +181,30 @@ struct Registry {
   std::list<std::weak_ptr<WsSession>> sessions;
 };
 
-// Holds one client slot for as long as a connection lives.
+// Holds one client slot (and its peer address's count) for as long as a
+// connection lives.
 class Slot {
  public:
-  explicit Slot(Shared& s) : s_(&s) { s_->clients.fetch_add(1); }
-  ~Slot() {
-    if (s_) s_->clients.fetch_sub(1);
+  Slot(Shared& s, std::string peer) : s_(&s), peer_(std::move(peer)) {
+    s_->clients.fetch_add(1);
+    std::lock_guard lock(s_->mutex);
+    ++s_->per_peer[peer_];
   }
-  Slot(Slot&& o) noexcept : s_(o.s_) { o.s_ = nullptr; }
+  ~Slot() {
+    if (!s_) return;
+    s_->clients.fetch_sub(1);
+    std::lock_guard lock(s_->mutex);
+    if (auto it = s_->per_peer.find(peer_); it != s_->per_peer.end() && --it->second == 0) s_->per_peer.erase(it);
+  }
+  Slot(Slot&& o) noexcept : s_(o.s_), peer_(std::move(o.peer_)) { o.s_ = nullptr; }
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
   Slot& operator=(Slot&&) = delete;
+  [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
 
  private:
   Shared* s_;
+  std::string peer_;
 };
 
 class WsSession : public std::enable_shared_from_this<WsSession> {
@@ -171,8 +294,10 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket socket, Shared& shared, Registry& registry, Slot slot)
-      : stream_(std::move(socket)), shared_(shared), registry_(registry), slot_(std::move(slot)) {}
+  // `reserved`: the connection holds one of the places kept for token
+  // holders: its first request must carry a valid token.
+  HttpSession(tcp::socket socket, Shared& shared, Registry& registry, Slot slot, bool reserved)
+      : stream_(std::move(socket)), shared_(shared), registry_(registry), slot_(std::move(slot)), reserved_(reserved) {}
 
   void run() { read(); }
 
@@ -190,6 +315,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
             self->reply(http::status::payload_too_large, "text/plain", "request too large\n", false);
             return;
           }
+          // What the parser refused (not a timeout or a closed connection): 400.
+          if (ec.category() == http::make_error_code(http::error::bad_target).category()) {
+            self->reply(http::status::bad_request, "text/plain", "malformed HTTP request\n", false);
+            return;
+          }
         }
         beast::error_code ignored;
         self->stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -203,6 +333,29 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     auto request = parser_->release();
     const std::string target(request.target());
     const std::string path = target.substr(0, target.find('?'));
+    // DNS rebinding: a page of evil.example whose name resolves to this
+    // address reaches the port, with Host: evil.example. A foreign Origin
+    // is a page of another site (a WebSocket upgrade or a POST from it).
+    const auto host = request.find(http::field::host);
+    if (host == request.end() || !shared_.allowed_host(host_name(std::string(host->value())))) {
+      shared_.counters.cross_site.fetch_add(1);
+      return reply(http::status::misdirected_request, "text/plain",
+                   "this live view answers to its own host names only (rtcosimd --web-host NAME adds one)\n", false);
+    }
+    if (const auto origin = request.find(http::field::origin);
+        origin != request.end() && !shared_.allowed_origin(std::string(origin->value()))) {
+      shared_.counters.cross_site.fetch_add(1);
+      return reply(http::status::forbidden, "text/plain", "cross-site requests are refused\n", false);
+    }
+    if (reserved_) {
+      // One of the places kept for token holders: only they may use it.
+      reserved_ = false;
+      if (authorise(request) != Auth::kOk) {
+        shared_.counters.refused.fetch_add(1);
+        return reply(http::status::service_unavailable, "text/plain",
+                     "every place is taken; the last ones are kept for requests with a token\n", false);
+      }
+    }
     if (websocket::is_upgrade(request)) {
       if (path != "/ws") return reply(http::status::not_found, "text/plain", "no WebSocket at " + path + "\n", false);
       auto ws = std::make_shared<WsSession>(stream_.release_socket(), shared_, std::move(slot_));
@@ -230,29 +383,53 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       return reply(http::status::ok, "image/svg+xml", *svg, keep);
     }
     if (request.method() == http::verb::get && path == "/whoami") {
+      const Auth a = authorise(request);
+      if (a == Auth::kThrottled) return throttle(keep);
       return reply(http::status::ok, "application/json",
-                   std::string("{\"act\":") + (authorised(request) ? "true" : "false") + "}", keep);
+                   std::string("{\"act\":") + (a == Auth::kOk ? "true" : "false") + "}", keep);
     }
-    if (path == "/action") {
+    if (path == "/action" || path == "/probe") {
       if (request.method() != http::verb::post) {
-        return reply(http::status::method_not_allowed, "text/plain", "POST an action\n", keep);
+        return reply(http::status::method_not_allowed, "text/plain",
+                     path == "/action" ? "POST an action\n" : "POST a signal to probe\n", keep);
       }
-      if (!authorised(request)) {
-        shared_.counters.forbidden.fetch_add(1);
-        return reply(http::status::forbidden, "application/json",
-                     "{\"ok\":false,\"error\":\"actions need the daemon's token or one from 'rtcosim ctl web-token' "
-                     "(docs/live.md)\"}",
-                     keep);
+      // A state change: JSON only. A cross-site form or a "simple" fetch
+      // cannot send this type without a preflight, which is not answered.
+      const auto type = request.find(http::field::content_type);
+      if (type == request.end() || std::string(type->value()).rfind("application/json", 0) != 0) {
+        return reply(http::status::unsupported_media_type, "text/plain",
+                     "send the request body as Content-Type: application/json\n", keep);
       }
-      return reply(http::status::ok, "application/json", act(request.body()), keep);
-    }
-    if (path == "/probe") {
-      if (request.method() != http::verb::post) {
-        return reply(http::status::method_not_allowed, "text/plain", "POST a signal to probe\n", keep);
+      if (path == "/action") {
+        const Auth a = authorise(request);
+        if (a == Auth::kThrottled) return throttle(keep);
+        if (a != Auth::kOk) {
+          shared_.counters.forbidden.fetch_add(1);
+          return reply(http::status::forbidden, "application/json",
+                       "{\"ok\":false,\"error\":\"actions need the daemon's token or one from 'rtcosim ctl "
+                       "web-token' (docs/live.md)\"}",
+                       keep);
+        }
       }
-      return reply(http::status::ok, "application/json", probe(request.body()), keep);
+      // The control socket is asked on the worker, never on this loop.
+      const bool action = path == "/action";
+      auto self = shared_from_this();
+      const bool queued = shared_.worker.post([self, body = std::move(request.body()), action, keep]() mutable {
+        std::string answer = action ? self->act(body) : self->probe(body);
+        asio::post(self->stream_.get_executor(), [self, answer = std::move(answer), keep]() mutable {
+          self->reply(http::status::ok, "application/json", std::move(answer), keep);
+        });
+      });
+      if (!queued) return reply(http::status::service_unavailable, "text/plain", "busy — try again\n", false);
+      return;
     }
     reply(http::status::not_found, "text/plain", "nothing at " + path + "\n", keep);
+  }
+
+  void throttle(bool keep) {
+    shared_.counters.throttled.fetch_add(1);
+    reply(http::status::too_many_requests, "text/plain", "too many wrong tokens from this address — wait a second\n",
+          keep);
   }
 
   // Choosing a probe is watching, open to every client: the daemon checks
@@ -273,20 +450,27 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     return reply.empty() ? "{\"ok\":false,\"error\":" + base::json_string(error) + "}" : reply;
   }
 
-  // "Authorization: Bearer TOKEN", compared in constant time.
-  bool authorised(const http::request<http::string_body>& request) const {
+  // "Authorization: Bearer TOKEN", compared in constant time; an address
+  // that presented kWrongTokensPerSecond wrong ones in this second is not
+  // checked until the next (guessing went at ~1 100 tokens a second).
+  Auth authorise(const http::request<http::string_body>& request) {
     const auto it = request.find(http::field::authorization);
-    if (it == request.end()) return false;
+    if (it == request.end()) return Auth::kNone;
+    if (shared_.throttled(slot_.peer(), false)) return Auth::kThrottled;
     const std::string value(it->value());
     const std::string prefix = "Bearer ";
-    if (value.rfind(prefix, 0) != 0) return false;
-    const std::string presented = value.substr(prefix.size());
-    bool ok = token_matches(presented, shared_.options.token);
-    const auto now = Clock::now();
-    std::lock_guard lock(shared_.mutex);
-    // Every granted token is compared, whichever matches (constant time).
-    for (const auto& [token, expires] : shared_.granted) ok = (token_matches(presented, token) && now < expires) || ok;
-    return ok;
+    const std::string presented = value.rfind(prefix, 0) == 0 ? value.substr(prefix.size()) : std::string();
+    bool ok = !presented.empty() && token_matches(presented, shared_.options.token);
+    {
+      const auto now = Clock::now();
+      std::lock_guard lock(shared_.mutex);
+      // Every granted token is compared, whichever matches (constant time).
+      for (const auto& [token, expires] : shared_.granted)
+        ok = (token_matches(presented, token) && now < expires) || ok;
+    }
+    if (ok) return Auth::kOk;
+    (void)shared_.throttled(slot_.peer(), true);
+    return Auth::kWrong;
   }
 
   // Only the control socket's own actions, one flat JSON object each; the
@@ -316,23 +500,26 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     response->set(http::field::server, "rtcosimd");
     response->set(http::field::content_type, type);
     response->set(http::field::cache_control, "no-store");
+    response->set("X-Content-Type-Options", "nosniff");
     response->keep_alive(keep);
     response->body() = std::move(body);
     response->prepare_payload();
-    http::async_write(stream_, *response, [self = shared_from_this(), response, keep](beast::error_code ec, std::size_t) {
-      if (ec || !keep) {
-        beast::error_code ignored;
-        self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-        return;
-      }
-      self->read();
-    });
+    http::async_write(stream_, *response,
+                      [self = shared_from_this(), response, keep](beast::error_code ec, std::size_t) {
+                        if (ec || !keep) {
+                          beast::error_code ignored;
+                          self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+                          return;
+                        }
+                        self->read();
+                      });
   }
 
   beast::tcp_stream stream_;
   Shared& shared_;
   Registry& registry_;
   Slot slot_;
+  bool reserved_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
 };
@@ -345,26 +532,49 @@ struct WebServer::Impl {
   asio::io_context io{1};
   tcp::acceptor acceptor{io};
   asio::steady_timer timer{io};
+  asio::steady_timer accept_timer{io};
   std::thread thread;
   unsigned short port = 0;
 
   void accept() {
     acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
       if (!acceptor.is_open()) return;
-      if (!ec) {
-        if (shared.clients.load() >= shared.options.max_clients) {
-          shared.counters.refused.fetch_add(1);
-          // A short answer, written without waiting: the client learns why.
-          static const std::string busy =
-              "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 5\r\n\r\n";
-          beast::error_code ignored;
-          socket.non_blocking(true, ignored);
-          socket.write_some(asio::buffer(busy), ignored);
-          socket.close(ignored);
-        } else {
-          shared.counters.connections.fetch_add(1);
-          std::make_shared<HttpSession>(std::move(socket), shared, registry, Slot(shared))->run();
-        }
+      if (ec) {
+        // Out of descriptors (EMFILE) the listening socket stays readable:
+        // accepting again at once would spin. Wait a quarter second.
+        accept_timer.expires_after(std::chrono::milliseconds(250));
+        accept_timer.async_wait([this](beast::error_code e) {
+          if (!e) accept();
+        });
+        return;
+      }
+      beast::error_code peer_ec;
+      const auto remote = socket.remote_endpoint(peer_ec);
+      const std::string peer = peer_ec ? std::string("?") : remote.address().to_string();
+      const bool loopback = !peer_ec && remote.address().is_loopback();
+      std::size_t from_peer = 0;
+      {
+        std::lock_guard lock(shared.mutex);
+        if (auto it = shared.per_peer.find(peer); it != shared.per_peer.end()) from_peer = it->second;
+      }
+      const std::size_t max = shared.options.max_clients;
+      const std::size_t reserved = std::min(WebServer::kReservedForTokens, max / 4);
+      const std::size_t now = shared.clients.load();
+      // Loopback peers are one address for every local client, the user's
+      // browser included: there the reserved places are what protects.
+      if (now >= max || (!loopback && from_peer >= shared.options.max_per_peer)) {
+        shared.counters.refused.fetch_add(1);
+        // A short answer, written without waiting: the client learns why.
+        static const std::string busy =
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 5\r\n\r\n";
+        beast::error_code ignored;
+        socket.non_blocking(true, ignored);
+        socket.write_some(asio::buffer(busy), ignored);
+        socket.close(ignored);
+      } else {
+        shared.counters.connections.fetch_add(1);
+        std::make_shared<HttpSession>(std::move(socket), shared, registry, Slot(shared, peer), now >= max - reserved)
+            ->run();
       }
       accept();
     });
@@ -401,10 +611,13 @@ WebServer::~WebServer() {
       beast::error_code ignored;
       impl_->acceptor.close(ignored);
       impl_->timer.cancel();
+      impl_->accept_timer.cancel();
       impl_->io.stop();
     });
     impl_->thread.join();
   }
+  // Its jobs hold sessions that post to the loop: gone before the loop is.
+  impl_->shared.worker.stop();
 }
 
 bool WebServer::start(std::string* why) {
@@ -419,6 +632,17 @@ bool WebServer::start(std::string* why) {
     *why = "live view: " + o.address +
            " is not a loopback address — the page shows the graph to anyone who reaches it; give --listen-public "
            "to mean it, or reach 127.0.0.1 through an SSH tunnel (docs/live.md)";
+    return false;
+  }
+  // Each web client is a descriptor: more places than the process may
+  // open would fail at accept, not at start (the unit sets LimitNOFILE=1024).
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY &&
+      o.max_clients + kDescriptorMargin > files.rlim_cur) {
+    *why = "live view: --web-max-clients " + std::to_string(o.max_clients) + " needs " +
+           std::to_string(o.max_clients + kDescriptorMargin) + " descriptors with the daemon's own, but it may open " +
+           std::to_string(files.rlim_cur) + " (LimitNOFILE / ulimit -n) — give at most " +
+           std::to_string(files.rlim_cur > kDescriptorMargin ? files.rlim_cur - kDescriptorMargin : 0);
     return false;
   }
   const tcp::endpoint endpoint(address, o.port);

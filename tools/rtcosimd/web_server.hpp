@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace rtcosim::daemon {
 
@@ -18,7 +19,13 @@ struct WebOptions {
   std::size_t max_clients = 16;          // HTTP and WebSocket connections at once; more get 503
   double push_rate = 10.0;               // WebSocket snapshots per second
   std::size_t max_request_bytes = 8192;  // header + body of one HTTP request
-  double slow_client_s = 2.0;     // a client that has not taken a snapshot for this long is dropped
+  double slow_client_s = 2.0;            // a client that has not taken a snapshot for this long is dropped
+  // Host names the live view answers to besides its listen address,
+  // localhost, 127.0.0.1 and [::1] (a request's Host and, when present,
+  // its Origin must name one of them: DNS rebinding and cross-site pages
+  // are refused).
+  std::vector<std::string> hosts;
+  std::size_t max_per_peer = 8;  // connections from one address at once (beyond: 503)
 };
 
 // What the live view counted since it started (docs/live.md).
@@ -31,6 +38,8 @@ struct WebCounters {
   std::atomic<std::uint64_t> actions{0};       // actions forwarded to the control socket
   std::atomic<std::uint64_t> forbidden{0};     // actions refused for want of the token
   std::atomic<std::uint64_t> granted{0};       // tokens handed out through the control socket
+  std::atomic<std::uint64_t> cross_site{0};    // a Host or Origin not of this live view: 421/403
+  std::atomic<std::uint64_t> throttled{0};     // token checks refused after too many wrong tokens from an address: 429
 };
 
 /*
@@ -42,8 +51,14 @@ struct WebCounters {
  * are non-real-time); the real-time tasks are never touched. Actions (POST
  * /action) need the token and are forwarded, as one request line, to the
  * daemon's own control socket, so they pass the same checks as `rtcosim ctl`.
- * Bounded: requests by size and time, clients by count, and each WebSocket
- * client by one message in flight; a client that does not read is dropped.
+ * Bounded: requests by size and time, clients by count (in all, per peer
+ * address, and the last kReservedForTokens places only for requests that
+ * carry a valid token), and each WebSocket client by one message in
+ * flight; a client that does not read is dropped. Requests to the control
+ * socket (actions, probes) run on a worker thread, never on the loop.
+ * Only the live view's own host names and origins are served; state
+ * changes need `Content-Type: application/json` (which a cross-site form
+ * cannot send); wrong tokens are throttled per address.
  */
 class WebServer {
  public:
@@ -60,6 +75,12 @@ class WebServer {
   // web-token`): it allows actions for lifetime_s from now (none when not
   // positive). The latest kMaxGranted are kept; any thread.
   static constexpr std::size_t kMaxGranted = 16;
+  static constexpr std::size_t kReservedForTokens = 4;
+  // Wrong tokens an address may present per second before its token checks
+  // are answered 429 for the rest of that second.
+  static constexpr int kWrongTokensPerSecond = 10;
+  // Descriptors kept for the daemon itself (control clients, files, DDS).
+  static constexpr std::size_t kDescriptorMargin = 256;
   void grant(std::string token, double lifetime_s);
   // The running graph laid out by Graphviz, served as /graph.svg; empty:
   // none (the page draws the graph itself). Any thread.
