@@ -101,6 +101,23 @@ class LiveView : public Daemon {
   std::string live() {
     return http(port_, "GET /status.json HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
   }
+  // A WebSocket upgrade of /ws, with `extra` header lines.
+  static std::string ws_upgrade(const std::string& extra = {}) {
+    return "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
+           extra + "\r\n";
+  }
+  // Upgrades a new connection; `hello` gets the first answer read within `wait_s`.
+  int open_ws(std::string* hello, long wait_s) const {
+    const int fd = tcp_connect(port_);
+    send_all(fd, ws_upgrade());
+    char first[4096];
+    timeval wait{wait_s, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+    const ssize_t got = recv(fd, first, sizeof first, 0);
+    *hello = std::string(first, got > 0 ? static_cast<std::size_t>(got) : 0);
+    return fd;
+  }
   unsigned short port_ = 0;
   std::thread drainer_;
   std::atomic<bool> stop_draining_{false};
@@ -403,10 +420,7 @@ TEST_F(LiveView, CrossSiteRequestsGuessesAndLockoutsAreRefused) {
   EXPECT_EQ(rebound.rfind("HTTP/1.1 421", 0), 0u) << rebound.substr(0, 80);
   EXPECT_NE(rebound.find("X-Content-Type-Options: nosniff"), std::string::npos);
   EXPECT_EQ(rebound.find("\"tasks\""), std::string::npos);
-  const std::string upgrade_from =
-      "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: http://evil.example\r\n\r\n";
-  EXPECT_EQ(http(port_, upgrade_from).rfind("HTTP/1.1 403", 0), 0u);
+  EXPECT_EQ(http(port_, ws_upgrade("Origin: http://evil.example\r\n")).rfind("HTTP/1.1 403", 0), 0u);
   const std::string body = "{\"signal\":\"wave.y\"}";
   const auto probe = [&](const std::string& headers) {
     return http(port_, "POST /probe HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + headers +
@@ -435,20 +449,12 @@ TEST_F(LiveView, CrossSiteRequestsGuessesAndLockoutsAreRefused) {
 
   // 16 WebSocket readers: 12 get places; the last 4 places are only for
   // requests that carry the token.
-  const std::string upgrade =
-      "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
   std::vector<int> readers;
   int upgraded = 0;
   for (int i = 0; i < 16; ++i) {
-    const int fd = tcp_connect(port_);
-    send_all(fd, upgrade);
-    char first[256];
-    timeval wait{3, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
-    const ssize_t got = recv(fd, first, sizeof first, 0);
-    if (got > 12 && std::string(first, 12) == "HTTP/1.1 101") ++upgraded;
-    readers.push_back(fd);
+    std::string hello;
+    readers.push_back(open_ws(&hello, 3));
+    if (hello.rfind("HTTP/1.1 101", 0) == 0) ++upgraded;
   }
   EXPECT_EQ(upgraded, 12);
   const std::string bearer = "Authorization: Bearer " + token + "\r\n";
@@ -523,9 +529,7 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
                 .rfind("HTTP/1.1 413", 0),
             0u);
 
-  const std::string upgrade =
-      "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+  const std::string upgrade = ws_upgrade();
   // Malformed frames: an unmasked client frame, a reserved opcode and a
   // masked text frame announcing 10 MB (over the 4 kB a client may send);
   // each connection is closed (the read ends) and counted.
@@ -535,14 +539,9 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
                                14) +
                            std::string(1000, 'x');
   for (const std::string& junk : {std::string("\x81\x05hello", 7), std::string("\x83\x80\0\0\0\0", 6), huge}) {
-    const int fd = tcp_connect(port_);
-    send_all(fd, upgrade);
     // One read: the 101 answer (snapshots follow it as long as it is open).
-    char first[4096];
-    timeval hello_wait{2, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &hello_wait, sizeof hello_wait);
-    const ssize_t got = recv(fd, first, sizeof first, 0);
-    const std::string hello(first, got > 0 ? static_cast<std::size_t>(got) : 0);
+    std::string hello;
+    const int fd = open_ws(&hello, 2);
     EXPECT_EQ(hello.rfind("HTTP/1.1 101", 0), 0u) << hello.substr(0, 80);
     send_all(fd, junk);
     timeval tv{3, 0};
