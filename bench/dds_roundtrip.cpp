@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -63,12 +64,23 @@ void report(const char* kind, std::vector<double> us) {
               us.back());
 }
 
+// With RTCOSIM_DDS_SECURITY_DIR set (scripts/dds-security-docs.sh DIR a b),
+// both hosts join with DDS Security and those documents.
 std::string graph_text(const std::string& domain) {
   std::string values;
   for (std::size_t i = 0; i < kSignals; ++i) values += (i ? ", " : "") + std::to_string(i + 1) + ".0";
-  return "name: dds_roundtrip\nrealtime: off\nhosts:\n  - {name: a, domain: " + domain +
-         "}\n  - {name: b, domain: " + domain +
-         "}\ndds: {discovery_timeout: 20s, start_delay: 200ms}\n"
+  const char* dir = std::getenv("RTCOSIM_DDS_SECURITY_DIR");
+  const std::string sec = dir ? std::string(dir) : std::string();
+  const auto files = [&](const std::string& host) {
+    return sec.empty() ? std::string()
+                       : ", certificate: " + sec + "/" + host + "/cert.pem, private_key: " + sec + "/" + host +
+                             "/key.pem, permissions: " + sec + "/permissions.p7s";
+  };
+  return "name: dds_roundtrip\nrealtime: off\nhosts:\n  - {name: a, domain: " + domain + files("a") +
+         "}\n  - {name: b, domain: " + domain + files("b") + "}\ndds: {discovery_timeout: 20s, start_delay: 200ms" +
+         (sec.empty() ? std::string()
+                      : ", security: {identity_ca: " + sec + "/ca.pem, governance: " + sec + "/governance.p7s}") +
+         "}\n"
          "tasks:\n  - {name: ping, host: a, period: 1ms}\n  - {name: echo, host: b, period: 1ms}\n"
          "blocks:\n  - {name: c, type: constant, task: ping, params: {value: [" +
          values +

@@ -42,15 +42,15 @@ inline constexpr double kPracticalMinPeriod = 20e-6;
 
 struct TaskSpec {
   std::string name;
-  double period = 0.0;          // seconds
-  int cpu = -1;                 // -1: not pinned
-  int priority = 0;             // SCHED_FIFO 1..99; 0: not set
+  double period = 0.0;  // seconds
+  int cpu = -1;         // -1: not pinned
+  int priority = 0;     // SCHED_FIFO 1..99; 0: not set
   tasks::IntegratorKind integrator = tasks::IntegratorKind::kAb2;
   StepPolicy step = StepPolicy::kFixed;
   OverrunPolicy overrun = OverrunPolicy::kCatchUp;  // the loader: rephase for measured steps unless given
-  double max_step = 0.0;        // seconds; 0: 4 periods
-  std::string rate_group;       // tasks sharing one run in one thread
-  std::string host;             // the host it runs on (GraphSpec::hosts); empty: a one-host graph
+  double max_step = 0.0;                            // seconds; 0: 4 periods
+  std::string rate_group;                           // tasks sharing one run in one thread
+  std::string host;                                 // the host it runs on (GraphSpec::hosts); empty: a one-host graph
   ExecutionTimes execution;
   Location where;
 };
@@ -81,8 +81,19 @@ struct WireEntry {
 // hosts exchange their links as DDS topics in `domain`.
 struct HostSpec {
   std::string name;
-  int domain = 0;  // DDS domain id, 0..232
+  int domain = 0;  // DDS domain id, 0..232 (0..230 with security: Cyclone's governance stops there)
+  // DDS Security: this host's identity certificate, its private key and its
+  // signed permissions document (absolute paths; read only on this host).
+  std::string certificate, private_key, permissions;
   Location where;
+};
+
+// DDS Security (docs/dds.md "Security"): the identity CA, the permissions
+// CA and the signed governance document every host uses; off when empty.
+struct DdsSecuritySpec {
+  std::string identity_ca, permissions_ca, governance;  // absolute paths
+  Location where;
+  [[nodiscard]] bool enabled() const noexcept { return !identity_ca.empty(); }
 };
 
 // How a multi-host run starts and how its DDS bridge thread runs.
@@ -96,6 +107,7 @@ struct DdsSpec {
   // sample), not a loss.
   std::uint64_t max_sequence_gap = 100000;
   double max_clock_offset = 0.001;  // seconds: the estimated offset to a host beyond this is warned about
+  DdsSecuritySpec security;
   Location where;
 };
 
@@ -133,7 +145,7 @@ struct GraphSpec {
   CouplingSpec default_coupling;
   RecordSpec record;
   TraceSpec trace;
-  SyncSpec sync;  // docs/sync.md
+  SyncSpec sync;                     // docs/sync.md
   std::vector<std::string> plugins;  // plugin ids (rt_config/plugins.hpp), not paths
 
   [[nodiscard]] const TaskSpec* find_task(const std::string& name) const;
@@ -143,7 +155,6 @@ struct GraphSpec {
     return wire.coupling ? *wire.coupling : default_coupling;
   }
 };
-
 
 std::string to_string(StepPolicy p);
 std::string to_string(OverrunPolicy p);

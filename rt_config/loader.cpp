@@ -114,14 +114,18 @@ class Reader {
 
   static std::string kind(const YAML::Node& node) {
     switch (node.Type()) {
-      case YAML::NodeType::Null: return "empty";
+      case YAML::NodeType::Null:
+        return "empty";
       case YAML::NodeType::Scalar: {
         const std::string& v = node.Scalar();
         return "'" + (v.size() > 40 ? v.substr(0, 37) + "..." : v) + "'";
       }
-      case YAML::NodeType::Sequence: return node.size() == 0 ? "an empty list" : "a list";
-      case YAML::NodeType::Map: return node.size() == 0 ? "an empty mapping" : "a mapping";
-      default: return "undefined";
+      case YAML::NodeType::Sequence:
+        return node.size() == 0 ? "an empty list" : "a list";
+      case YAML::NodeType::Map:
+        return node.size() == 0 ? "an empty mapping" : "a mapping";
+      default:
+        return "undefined";
     }
   }
 
@@ -201,7 +205,8 @@ class Reader {
     if (!value) return std::nullopt;
     if (std::find(choices.begin(), choices.end(), *value) != choices.end()) return value;
     std::string message = what + ": '" + key + "' = '" + *value + "' is not allowed";
-    if (const auto guess = base::closest_match(*value, choices); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+    if (const auto guess = base::closest_match(*value, choices); !guess.empty())
+      message += " (did you mean '" + guess + "'?)";
     error(parent[key], message + " — expected one of: " + join(choices));
     return std::nullopt;
   }
@@ -239,7 +244,8 @@ class Reader {
       if (!v) return std::nullopt;
       return tasks::ParamValue{*v};
     }
-    error(node, what + " is " + kind(node) + " — expected a number, a text, a list of numbers or a matrix (list of rows)");
+    error(node,
+          what + " is " + kind(node) + " — expected a number, a text, a list of numbers or a matrix (list of rows)");
     return std::nullopt;
   }
 
@@ -282,9 +288,8 @@ class Reader {
   std::vector<Diagnostic>& diagnostics_;
 };
 
-const std::vector<std::string> kTopKeys = {"name",     "duration", "realtime", "tasks",   "blocks", "wires",
-                                           "coupling", "record",   "trace",    "plugins", "hosts",  "dds",
-                                           "sync"};
+const std::vector<std::string> kTopKeys = {"name",   "duration", "realtime", "tasks", "blocks", "wires", "coupling",
+                                           "record", "trace",    "plugins",  "hosts", "dds",    "sync"};
 const std::vector<std::string> kTaskKeys = {"name",    "period",   "cpu",        "priority",  "integrator", "step",
                                             "overrun", "max_step", "rate_group", "execution", "host"};
 const std::vector<std::string> kBlockKeys = {"name", "type", "task", "params"};
@@ -326,8 +331,12 @@ class GraphLoader {
  public:
   GraphLoader(LoadResult& result, const LoadOptions& options, const tasks::BlockRegistry& blocks,
               const coupling::MethodRegistry& methods)
-      : result_(result), graph_(result.graph), in_(graph_.file, result.diagnostics), options_(options),
-        blocks_(blocks), methods_(&methods) {}
+      : result_(result),
+        graph_(result.graph),
+        in_(graph_.file, result.diagnostics),
+        options_(options),
+        blocks_(blocks),
+        methods_(&methods) {}
 
   void load(const YAML::Node& root) {
     if (!root || root.IsNull()) {
@@ -337,7 +346,8 @@ class GraphLoader {
     if (!in_.mapping(root, "the task graph", kTopKeys)) return;
     if (auto name = in_.text(root, "name", "the task graph", false)) graph_.name = *name;
     if (auto d = in_.duration(root, "duration", "the task graph", false)) {
-      if (*d < 0.0) in_.error(root["duration"], "'duration' is negative — expected a duration >= 0 (0 runs until stopped)");
+      if (*d < 0.0)
+        in_.error(root["duration"], "'duration' is negative — expected a duration >= 0 (0 runs until stopped)");
       graph_.duration = *d;
     }
     if (auto mode = in_.choice(root, "realtime", "the task graph", {"required", "preferred", "off"})) {
@@ -382,7 +392,8 @@ class GraphLoader {
       const std::string what = "task '" + name.value_or("?") + "'";
       if (name) {
         t.name = *name;
-        if (!names.insert(*name).second) in_.error(node["name"], "a second task is named '" + *name + "' — task names must be unique");
+        if (!names.insert(*name).second)
+          in_.error(node["name"], "a second task is named '" + *name + "' — task names must be unique");
       }
       if (auto p = in_.duration(node, "period", what, true)) {
         if (!(*p > 0.0)) {
@@ -392,9 +403,10 @@ class GraphLoader {
           in_.error(node["period"], what + ": 'period' = " + node["period"].Scalar() + " is below the floor of " +
                                         base::format_duration(kMinPeriod) + " — expected at least \"1us\"");
         } else if (*p < kPracticalMinPeriod * (1.0 - 1e-9)) {
-          in_.warning(location_of(node["period"]), what + ": 'period' = " + node["period"].Scalar() + " is below " +
-                                          base::format_duration(kPracticalMinPeriod) +
-                                          ", the practical floor: wake-up latency alone can take a whole period");
+          in_.warning(location_of(node["period"]),
+                      what + ": 'period' = " + node["period"].Scalar() + " is below " +
+                          base::format_duration(kPracticalMinPeriod) +
+                          ", the practical floor: wake-up latency alone can take a whole period");
         }
         t.period = *p;
       }
@@ -411,7 +423,9 @@ class GraphLoader {
       // re-phases unless told otherwise.
       t.overrun = t.step == StepPolicy::kMeasured ? OverrunPolicy::kRephase : OverrunPolicy::kCatchUp;
       if (auto o = in_.choice(node, "overrun", what, {"catch_up", "skip", "rephase"})) {
-        t.overrun = *o == "skip" ? OverrunPolicy::kSkip : *o == "rephase" ? OverrunPolicy::kRephase : OverrunPolicy::kCatchUp;
+        t.overrun = *o == "skip"      ? OverrunPolicy::kSkip
+                    : *o == "rephase" ? OverrunPolicy::kRephase
+                                      : OverrunPolicy::kCatchUp;
       }
       if (auto m = in_.duration(node, "max_step", what, false)) {
         t.max_step = *m;
@@ -437,7 +451,7 @@ class GraphLoader {
       return;
     }
     for (const auto& h : node) {
-      if (!in_.mapping(h, "a host", {"name", "domain"})) continue;
+      if (!in_.mapping(h, "a host", {"name", "domain", "certificate", "private_key", "permissions"})) continue;
       HostSpec host;
       host.where = location_of(h);
       auto name = in_.text(h, "name", "a host", true);
@@ -448,6 +462,11 @@ class GraphLoader {
       }
       // DDS domain ids above 232 make port numbers overflow (DDSI-RTPS 9.6.1.1).
       if (auto d = in_.integer(h, "domain", "host '" + host.name + "'", 0, 232)) host.domain = static_cast<int>(*d);
+      for (auto [key, field] :
+           {std::pair{"certificate", &host.certificate}, std::pair{"private_key", &host.private_key},
+            std::pair{"permissions", &host.permissions}}) {
+        if (auto f = in_.text(h, key, "host '" + host.name + "'", false)) *field = relative_to_file(*f);
+      }
       graph_.hosts.push_back(std::move(host));
     }
     for (const auto& h : graph_.hosts) {
@@ -464,10 +483,21 @@ class GraphLoader {
     const std::string what = "'dds'";
     if (!in_.mapping(node, what,
                      {"discovery_timeout", "start_delay", "bridge_priority", "bridge_cpu", "max_sequence_gap",
-                      "max_clock_offset"})) {
+                      "max_clock_offset", "security"})) {
       return;
     }
     graph_.dds.where = location_of(node);
+    if (const auto sec = node["security"]) {
+      const std::string w = "'dds': 'security'";
+      if (in_.mapping(sec, w, {"identity_ca", "permissions_ca", "governance"})) {
+        auto& s = graph_.dds.security;
+        s.where = location_of(sec);
+        if (auto f = in_.text(sec, "identity_ca", w, true)) s.identity_ca = relative_to_file(*f);
+        if (auto f = in_.text(sec, "governance", w, true)) s.governance = relative_to_file(*f);
+        if (auto f = in_.text(sec, "permissions_ca", w, false)) s.permissions_ca = relative_to_file(*f);
+        if (s.permissions_ca.empty()) s.permissions_ca = s.identity_ca;
+      }
+    }
     if (auto t = in_.duration(node, "discovery_timeout", what, false)) {
       if (!(*t > 0.0) || *t > 3600.0) {
         in_.error(node["discovery_timeout"], "'dds': 'discovery_timeout' = " + node["discovery_timeout"].Scalar() +
@@ -497,9 +527,38 @@ class GraphLoader {
     }
   }
 
+  // A path of the file, relative to its directory (as a block's 'file').
+  [[nodiscard]] std::string relative_to_file(const std::string& path) const {
+    const auto slash = graph_.file.rfind('/');
+    return path.empty() || path[0] == '/' || slash == std::string::npos ? path
+                                                                        : graph_.file.substr(0, slash + 1) + path;
+  }
+
+  // With 'dds: security' every host names its certificate, key and
+  // permissions; without it none does (they would be ignored).
+  void check_security() {
+    const bool on = graph_.dds.security.enabled();
+    for (const auto& h : graph_.hosts) {
+      const bool any = !h.certificate.empty() || !h.private_key.empty() || !h.permissions.empty();
+      if (on && (h.certificate.empty() || h.private_key.empty() || h.permissions.empty())) {
+        in_.error(h.where, "host '" + h.name +
+                               "' needs 'certificate', 'private_key' and 'permissions' with 'dds: security' — its "
+                               "identity and what it may publish (docs/dds.md, Security)");
+      } else if (on && h.domain > 230) {
+        in_.error(h.where, "host '" + h.name + "' is in DDS domain " + std::to_string(h.domain) +
+                               " — with 'dds: security' expected 0..230 (Cyclone DDS reads no governance beyond 230)");
+      } else if (!on && any) {
+        in_.error(h.where, "host '" + h.name +
+                               "' names security files, but 'dds' has no 'security' — expected 'dds: {security: "
+                               "{identity_ca: ..., governance: ...}}' or no certificate");
+      }
+    }
+  }
+
   // Every task on a declared host when there are hosts; rate groups within
   // one host; the bridge below every task's priority on its CPU.
   void check_hosts() {
+    check_security();
     std::vector<std::string> host_names;
     for (const auto& h : graph_.hosts) host_names.push_back(h.name);
     if (graph_.hosts.empty()) {
@@ -595,12 +654,14 @@ class GraphLoader {
     for (const auto& s : spikes) {
       if (!in_.mapping(s, what + ": a spike", {"frame", "time"})) continue;
       ExecutionSpike spike;
-      if (auto f = in_.integer(s, "frame", what + ": a spike", 0, 1LL << 53)) spike.frame = static_cast<std::uint64_t>(*f);
-      else if (!s["frame"]) in_.error(s, what + ": a spike has no 'frame' — it is required");
+      if (auto f = in_.integer(s, "frame", what + ": a spike", 0, 1LL << 53))
+        spike.frame = static_cast<std::uint64_t>(*f);
+      else if (!s["frame"])
+        in_.error(s, what + ": a spike has no 'frame' — it is required");
       if (auto tm = in_.duration(s, "time", what + ": a spike", true)) {
         if (*tm < 0.0) {
-          in_.error(s["time"], what + ": a spike: 'time' = " + s["time"].Scalar() +
-                                   " is negative — expected a duration >= 0");
+          in_.error(s["time"],
+                    what + ": a spike: 'time' = " + s["time"].Scalar() + " is negative — expected a duration >= 0");
         }
         spike.time = *tm;
       }
@@ -659,7 +720,8 @@ class GraphLoader {
           }
           if (type && !resolve_paths(*type, spec.params, info.param_locations, what)) params_ok = false;
         } else if (!params.IsNull()) {
-          in_.error(params, what + ": 'params' is " + Reader::kind(params) + " — expected a mapping of parameter names to values");
+          in_.error(params, what + ": 'params' is " + Reader::kind(params) +
+                                " — expected a mapping of parameter names to values");
           params_ok = false;
         }
       }
@@ -718,7 +780,8 @@ class GraphLoader {
           const auto at = locations.find(doc.name);
           const std::string roots = join(*options_.file_roots);
           in_.error(at != locations.end() ? at->second : Location{},
-                    what + ": '" + doc.name + "' names " + *text + ", which is outside the directories files may be read from here (" +
+                    what + ": '" + doc.name + "' names " + *text +
+                        ", which is outside the directories files may be read from here (" +
                         (roots.empty() ? std::string("none") : roots) + ")" +
                         (options_.file_roots_hint.empty() ? "" : " — " + options_.file_roots_hint));
           ok = false;
@@ -741,8 +804,8 @@ class GraphLoader {
       const auto& b = graph_.diagram.blocks[i];
       for (const auto& t : graph_.tasks) {
         if (t.name == b.task && t.step == StepPolicy::kMeasured) {
-          in_.error(infos_[i].where, "block '" + b.name + "' (" + infos_[i].block->type() + ") runs in task '" + t.name +
-                                         "' with step: measured, but " + why +
+          in_.error(infos_[i].where, "block '" + b.name + "' (" + infos_[i].block->type() + ") runs in task '" +
+                                         t.name + "' with step: measured, but " + why +
                                          " — give the task step: fixed, or use an FMU that can vary its step");
         }
       }
@@ -776,7 +839,8 @@ class GraphLoader {
       }
       where[key] = location_of(it->first);
       if (!it->second.IsScalar()) {
-        in_.error(it->second, what + ": parameter '" + key + "' is " + Reader::kind(it->second) + " — expected a single value");
+        in_.error(it->second,
+                  what + ": parameter '" + key + "' is " + Reader::kind(it->second) + " — expected a single value");
         return std::nullopt;
       }
       c.params.push_back({key, it->second.Scalar()});
@@ -784,8 +848,8 @@ class GraphLoader {
     if (plugins_not_loaded_ && !methods_->find(c.method)) {
       // May come from a plugin; it is checked when the plugins are loaded.
       in_.note(location_of(node["method"]), what + ": method '" + c.method +
-                                                  "' is not built in; the plugins were not loaded to check it "
-                                                  "(rtcosim check --load-plugins --plugin-dir DIR does)");
+                                                "' is not built in; the plugins were not loaded to check it "
+                                                "(rtcosim check --load-plugins --plugin-dir DIR does)");
       return c;
     }
     try {
@@ -864,8 +928,9 @@ class GraphLoader {
       const bool recorded = std::any_of(graph_.record.signals.begin(), graph_.record.signals.end(),
                                         [&](const tasks::Endpoint& e) { return e.str() == key; });
       if (!recorded) {
-        in_.error(u.first, "'record.units' names '" + key + "', which 'record.signals' does not list — expected one "
-                           "of the recorded signals");
+        in_.error(u.first, "'record.units' names '" + key +
+                               "', which 'record.signals' does not list — expected one "
+                               "of the recorded signals");
       } else if (auto unit = in_.text(units, key, "'record.units'", true)) {
         graph_.record.units[key] = *unit;
       }
@@ -900,8 +965,9 @@ class GraphLoader {
     }
     const YAML::Node compare = node["compare"];
     if (!compare || !compare.IsSequence() || compare.size() == 0) {
-      in_.error(compare ? compare : node, "'sync' needs 'compare': a list of {simulated: block.port, measured: "
-                                          "block.port}, both among 'record.signals'");
+      in_.error(compare ? compare : node,
+                "'sync' needs 'compare': a list of {simulated: block.port, measured: "
+                "block.port}, both among 'record.signals'");
       return;
     }
     for (const auto& pair : compare) {
@@ -931,9 +997,9 @@ class GraphLoader {
   void read_sync_optimise(const YAML::Node& node) {
     if (!node) return;
     const std::string what = "'sync.optimise'";
-    if (!in_.mapping(node, what,
-                     {"variables", "tasks", "step", "horizon", "scheme", "solver", "max_evaluations", "max_time",
-                      "reduce"}))
+    if (!in_.mapping(
+            node, what,
+            {"variables", "tasks", "step", "horizon", "scheme", "solver", "max_evaluations", "max_time", "reduce"}))
       return;
     SyncOptimiseSpec& o = graph_.sync.optimise;
     o.enabled = true;
@@ -963,8 +1029,9 @@ class GraphLoader {
     if (auto r = in_.boolean(node, "reduce", what)) o.reduce = *r;
     const YAML::Node vars = node["variables"];
     if (!vars || !vars.IsSequence() || vars.size() == 0) {
-      in_.error(vars ? vars : node, what + " needs 'variables': a list of {parameter: block.name, lower, upper, "
-                                           "start}, each a tunable parameter of a block");
+      in_.error(vars ? vars : node, what +
+                                        " needs 'variables': a list of {parameter: block.name, lower, upper, "
+                                        "start}, each a tunable parameter of a block");
       return;
     }
     for (const auto& v : vars) {
@@ -989,9 +1056,8 @@ class GraphLoader {
           text << x;
           return text.str();
         };
-        in_.error(v, "decision variable '" + param->str() + "': lower " + num(var.lower) + ", start " +
-                         num(var.start) + ", upper " + num(var.upper) +
-                         " — expected lower < upper and the start between them");
+        in_.error(v, "decision variable '" + param->str() + "': lower " + num(var.lower) + ", start " + num(var.start) +
+                         ", upper " + num(var.upper) + " — expected lower < upper and the start between them");
         good = false;
       }
       const auto it = block_index_.find(param->block);
@@ -1034,8 +1100,9 @@ class GraphLoader {
     std::map<std::string, coupling::sync::DelayElement> elements;
     const YAML::Node list = delay["elements"];
     if (!list || !list.IsMap()) {
-      in_.error(list ? list : delay, "'sync.delay.elements' must be a mapping of element name to {dead_time, cycle "
-                                     "or task}, e.g. {P: {dead_time: 10ms, cycle: 0.1ms}}");
+      in_.error(list ? list : delay,
+                "'sync.delay.elements' must be a mapping of element name to {dead_time, cycle "
+                "or task}, e.g. {P: {dead_time: 10ms, cycle: 0.1ms}}");
       return;
     }
     for (const auto& e : list) {
@@ -1044,8 +1111,8 @@ class GraphLoader {
       if (!in_.mapping(e.second, what, {"dead_time", "cycle", "task"})) continue;
       coupling::sync::DelayElement element{name, in_.duration(e.second, "dead_time", what, true).value_or(0.0), 0.0};
       if (auto task = in_.text(e.second, "task", what, false)) {
-        const auto it = std::find_if(graph_.tasks.begin(), graph_.tasks.end(),
-                                     [&](const TaskSpec& t) { return t.name == *task; });
+        const auto it =
+            std::find_if(graph_.tasks.begin(), graph_.tasks.end(), [&](const TaskSpec& t) { return t.name == *task; });
         if (it == graph_.tasks.end()) {
           in_.error(e.second["task"], what + " takes its cycle from task '" + *task + "', which 'tasks' does not list");
         } else {
@@ -1067,7 +1134,8 @@ class GraphLoader {
       auto& hops = std::string(path) == "measurement" ? sync.measurement_path : sync.simulation_path;
       const YAML::Node seq = delay[path];
       if (!seq || !seq.IsSequence()) {
-        in_.error(seq ? seq : delay, std::string("'sync.delay.") + path + "' must be a list of hops like \"C -> P sync\"");
+        in_.error(seq ? seq : delay,
+                  std::string("'sync.delay.") + path + "' must be a list of hops like \"C -> P sync\"");
         continue;
       }
       for (const auto& h : seq) {
@@ -1075,8 +1143,9 @@ class GraphLoader {
         std::string from, arrow, to, kind;
         words >> from >> arrow >> to >> kind;
         if (arrow != "->" || (kind != "sync" && kind != "async") || !elements.count(from) || !elements.count(to)) {
-          in_.error(h, "hop " + Reader::kind(h) + " — expected \"A -> B sync\" or \"A -> B async\" with A and B "
-                                                  "among 'sync.delay.elements'");
+          in_.error(h, "hop " + Reader::kind(h) +
+                           " — expected \"A -> B sync\" or \"A -> B async\" with A and B "
+                           "among 'sync.delay.elements'");
           continue;
         }
         hops.push_back({elements[from], elements[to],
@@ -1105,8 +1174,9 @@ class GraphLoader {
         graph_.plugins.push_back(d.Scalar());
         nodes.push_back(d);
       } else if (d.IsScalar() && d.Scalar().find('/') != std::string::npos) {
-        in_.error(d, "'plugins' names plugins by id, not by path — write the .so file's name without '.so' and "
-                     "allow its directory with --plugin-dir");
+        in_.error(d,
+                  "'plugins' names plugins by id, not by path — write the .so file's name without '.so' and "
+                  "allow its directory with --plugin-dir");
       } else {
         in_.error(d, "a plugin is " + Reader::kind(d) + " — expected a plugin id (letters, digits, '_', '-', '.')");
       }
@@ -1136,7 +1206,6 @@ class GraphLoader {
   [[nodiscard]] const coupling::MethodRegistry& methods() const noexcept { return *methods_; }
 
  private:
-
   // Ports, widths, sources, unconnected inputs, task assignment, couplings
   // and, when all of that holds, algebraic loops over the whole diagram.
   void check_diagram() {
@@ -1151,7 +1220,8 @@ class GraphLoader {
       const auto& b = graph_.diagram.blocks[i];
       if (b.task.empty() || task_set.count(b.task) || graph_.tasks.empty()) continue;
       std::string message = "block '" + b.name + "' runs in task '" + b.task + "', which is not defined";
-      if (const auto guess = base::closest_match(b.task, task_names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+      if (const auto guess = base::closest_match(b.task, task_names); !guess.empty())
+        message += " (did you mean '" + guess + "'?)";
       in_.error(graph_.block_locations[i], message + " — expected one of: " + join(task_names));
     }
 
@@ -1217,7 +1287,8 @@ class GraphLoader {
     try {
       std::vector<std::unique_ptr<tasks::Block>> merged;
       for (const auto& b : graph_.diagram.blocks) merged.push_back(blocks_.create(b.type, b.name, b.params));
-      tasks::Partition check("whole diagram", std::move(merged), graph_.diagram.wires, {}, tasks::IntegratorKind::kEuler);
+      tasks::Partition check("whole diagram", std::move(merged), graph_.diagram.wires, {},
+                             tasks::IntegratorKind::kEuler);
     } catch (const tasks::BlockError& e) {
       const auto it = block_index_.find(e.block());
       in_.error(it != block_index_.end() ? graph_.block_locations[it->second] : Location{1, 1}, e.what());
@@ -1237,9 +1308,10 @@ class GraphLoader {
       in_.error(at, wire + " carries a reduced interface model, which method '" + method +
                         "' would extrapolate like a signal — expected coupling: {method: rim}");
     } else if (!payload && method == "rim") {
-      in_.error(at, wire + " uses method 'rim', which carries a reduced interface model from a mechanical "
-                           "block's 'rim' output to another's 'rim' input — expected a signal method (e.g. zoh, "
-                           "predictor) here, or a wire from X.rim to Y.rim");
+      in_.error(at, wire +
+                        " uses method 'rim', which carries a reduced interface model from a mechanical "
+                        "block's 'rim' output to another's 'rim' input — expected a signal method (e.g. zoh, "
+                        "predictor) here, or a wire from X.rim to Y.rim");
     }
   }
 
@@ -1249,7 +1321,8 @@ class GraphLoader {
       std::vector<std::string> names;
       for (const auto& [n, i] : block_index_) names.push_back(n);
       std::string message = "no block named '" + e.block + "'";
-      if (const auto guess = base::closest_match(e.block, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+      if (const auto guess = base::closest_match(e.block, names); !guess.empty())
+        message += " (did you mean '" + guess + "'?)";
       in_.error(at, message + " in '" + e.str() + "'");
       return std::nullopt;
     }
@@ -1271,7 +1344,8 @@ class GraphLoader {
     } else if (const auto guess = base::closest_match(e.port, names); !guess.empty()) {
       message += " (did you mean '" + guess + "'?)";
     }
-    in_.error(at, message + " — its " + (output ? "outputs" : "inputs") + ": " + (names.empty() ? "none" : join(names)));
+    in_.error(at,
+              message + " — its " + (output ? "outputs" : "inputs") + ": " + (names.empty() ? "none" : join(names)));
     return std::nullopt;
   }
 
@@ -1296,9 +1370,10 @@ class GraphLoader {
       if (t.cpu >= 0 && t.priority > 0 && own_thread) {
         const auto [it, fresh] = cpu_priority.emplace(std::make_tuple(t.host, t.cpu, t.priority), t.name);
         if (!fresh) {
-          in_.error(t.where, what + " and task '" + it->second + "' share CPU " + std::to_string(t.cpu) +
-                                 " and priority " + std::to_string(t.priority) +
-                                 " — SCHED_FIFO would run them in arrival order; give them different priorities or CPUs");
+          in_.error(t.where,
+                    what + " and task '" + it->second + "' share CPU " + std::to_string(t.cpu) + " and priority " +
+                        std::to_string(t.priority) +
+                        " — SCHED_FIFO would run them in arrival order; give them different priorities or CPUs");
         }
       }
       if (!t.rate_group.empty()) {
@@ -1330,8 +1405,8 @@ class GraphLoader {
           std::snprintf(shown, sizeof shown, "%g", ratio);
           in_.error(m->where, "task '" + m->name + "' in rate group '" + group + "' has period " +
                                   base::format_duration(m->period) + ", and the group's slowest task '" +
-                                  slowest->name + "' " + base::format_duration(slowest->period) +
-                                  ": the ratio is " + shown +
+                                  slowest->name + "' " + base::format_duration(slowest->period) + ": the ratio is " +
+                                  shown +
                                   " — a rate group runs a whole number of each member's frames per cycle; make the"
                                   " ratio an integer, or give the task its own thread (no rate_group), where links"
                                   " couple any ratio asynchronously");
@@ -1341,8 +1416,7 @@ class GraphLoader {
     const Schedulability sched = analyse_schedulability(graph_);
     for (const auto& [cpu, u] : sched.cpu_load) {
       if (u > 1.0) {
-        in_.warning(first_on_cpu[cpu], cpu.str() + " is loaded to " +
-                                           std::to_string(std::lround(u * 100)) +
+        in_.warning(first_on_cpu[cpu], cpu.str() + " is loaded to " + std::to_string(std::lround(u * 100)) +
                                            " % by the declared execution times — its tasks will overrun");
       }
     }
@@ -1377,7 +1451,7 @@ class GraphLoader {
   std::vector<BlockInfo> infos_;
   std::vector<YAML::Node> wire_nodes_;
   std::vector<YAML::Node> record_nodes_;
-  std::string acquisition_;  // sync.delay.acquisition
+  std::string acquisition_;             // sync.delay.acquisition
   bool wires_unread_ = false;           // 'wires' missing or not a list
   std::set<std::string> wired_inputs_;  // inputs of wires dropped for another error
 };
@@ -1418,9 +1492,10 @@ LoadResult load_graph_text(std::string_view text, const std::string& file_label,
                        options.methods ? *options.methods : builtin_methods);
     loader.load(root);
     // In file order, as an editor shows them; file-wide ones (line 0) first.
-    std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(), [](const Diagnostic& a, const Diagnostic& b) {
-      return a.line != b.line ? a.line < b.line : a.column < b.column;
-    });
+    std::stable_sort(result.diagnostics.begin(), result.diagnostics.end(),
+                     [](const Diagnostic& a, const Diagnostic& b) {
+                       return a.line != b.line ? a.line < b.line : a.column < b.column;
+                     });
   } catch (const YAML::Exception& e) {
     fail({e.mark.line + 1, e.mark.column + 1}, std::string("unexpected structure: ") + e.msg);
   } catch (const std::exception& e) {
@@ -1434,8 +1509,8 @@ LoadResult load_graph_file(const std::string& path, const LoadOptions& options) 
   if (!in) {
     LoadResult result;
     result.graph.file = path;
-    result.diagnostics.push_back({Severity::kError, path, 0, 0,
-                                  std::string("cannot read the file: ") + std::strerror(errno)});
+    result.diagnostics.push_back(
+        {Severity::kError, path, 0, 0, std::string("cannot read the file: ") + std::strerror(errno)});
     return result;
   }
   // Read at most one byte past the limit: a huge file is refused without
@@ -1452,7 +1527,8 @@ LoadResult load_graph_file(const std::string& path, const LoadOptions& options) 
   if (in.bad()) {
     LoadResult result;
     result.graph.file = path;
-    result.diagnostics.push_back({Severity::kError, path, 0, 0, std::string("reading failed: ") + std::strerror(errno)});
+    result.diagnostics.push_back(
+        {Severity::kError, path, 0, 0, std::string("reading failed: ") + std::strerror(errno)});
     return result;
   }
   if (text.size() > options.max_file_bytes) {

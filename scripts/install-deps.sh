@@ -23,6 +23,7 @@ packages=(
   libnlopt-cxx-dev                               # state synchronisation optimisers (docs/sync.md)
   python3-h5py python3-scipy                     # tests read recordings back with h5py and scipy.io
   cyclonedds-dev cyclonedds-tools                # DDS bridge of graphs across hosts (idlc; ddsperf for bench/)
+  openssl                                        # DDS Security documents (scripts/dds-security-docs.sh, its test)
   iproute2 iptables                              # two-host tests: ip netns, veth, tc netem; loss without netem
   libnetfilter-queue-dev                         # two-host tests: the 2 ms +- 1 ms delay without netem (NFQUEUE)
   chromium                                       # the live view's test loads the page headless (tests/tools/live_view_test.cpp)

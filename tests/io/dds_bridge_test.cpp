@@ -55,29 +55,21 @@ std::pair<std::unique_ptr<runtime::Graph>, std::unique_ptr<runtime::Graph>> both
   return {std::move(plant), std::move(hil)};
 }
 
-TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
-  const config::GraphSpec spec = two_hosts(42);
-  auto [plant, hil] = both_hosts(spec);
-  ASSERT_EQ(plant->remote_links().size(), 2u);
-  ASSERT_EQ(hil->remote_links().size(), 2u);
-  DdsBridge plant_bridge(*plant);
-  DdsBridge hil_bridge(*hil);
-  auto hil_start = std::async(std::launch::async, [&] { return hil_bridge.coordinate_start(10.0, 0.2); });
-  const std::int64_t start = plant_bridge.coordinate_start(10.0, 0.2);
-  ASSERT_EQ(hil_start.get(), start);  // one epoch for both
-
+// Both hosts' tasks in real time from the agreed `start` for 1.3 s, each
+// unit on its own thread, with the bridges running; per task, what its
+// frames allocated after the first 0.3 s.
+std::vector<std::pair<std::string, std::uint64_t>> run_both(runtime::Graph& plant, runtime::Graph& hil,
+                                                            DdsBridge& plant_bridge, DdsBridge& hil_bridge,
+                                                            std::int64_t start) {
   const std::int64_t epoch = monotonic_from_realtime(start);
   const std::int64_t warm_end = epoch + runtime::seconds_to_ns(0.3);
   const std::int64_t end = epoch + runtime::seconds_to_ns(1.3);
-  plant->reset();
-  hil->reset();
+  plant.reset();
+  hil.reset();
   plant_bridge.start(false);
   hil_bridge.start(false);
-  std::vector<runtime::ThreadUnit> units = runtime::thread_units(*plant);
-  auto hil_units = runtime::thread_units(*hil);
-  ASSERT_EQ(units.size(), 2u);  // actuator, airframe: the controller runs on hil-pc
-  ASSERT_EQ(hil_units.size(), 1u);
-  for (auto& u : hil_units) units.push_back(std::move(u));
+  std::vector<runtime::ThreadUnit> units = runtime::thread_units(plant);
+  for (auto& u : runtime::thread_units(hil)) units.push_back(std::move(u));
   const std::atomic<bool> running{true};
   std::vector<std::uint64_t> allocations(units.size(), 99);
   std::vector<std::thread> threads;
@@ -95,9 +87,25 @@ TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
   for (auto& t : threads) t.join();
   plant_bridge.stop();
   hil_bridge.stop();
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    EXPECT_EQ(allocations[i], 0u) << units[i].owner().spec().name;
-  }
+  std::vector<std::pair<std::string, std::uint64_t>> out;
+  for (std::size_t i = 0; i < units.size(); ++i) out.emplace_back(units[i].owner().spec().name, allocations[i]);
+  return out;
+}
+
+TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
+  const config::GraphSpec spec = two_hosts(42);
+  auto [plant, hil] = both_hosts(spec);
+  ASSERT_EQ(plant->remote_links().size(), 2u);
+  ASSERT_EQ(hil->remote_links().size(), 2u);
+  DdsBridge plant_bridge(*plant);
+  DdsBridge hil_bridge(*hil);
+  auto hil_start = std::async(std::launch::async, [&] { return hil_bridge.coordinate_start(10.0, 0.2); });
+  const std::int64_t start = plant_bridge.coordinate_start(10.0, 0.2);
+  ASSERT_EQ(hil_start.get(), start);  // one epoch for both
+
+  const auto allocations = run_both(*plant, *hil, plant_bridge, hil_bridge, start);
+  ASSERT_EQ(allocations.size(), 3u);  // actuator, airframe on plant-pc; the controller on hil-pc
+  for (const auto& [task, count] : allocations) EXPECT_EQ(count, 0u) << task;
   // 1.3 s of frames crossed the bridge both ways: every block a producer's
   // frame published was written (the sending thread flushes at stop), about
   // the airframe's 65 (20 ms) and the controller's 130 (10 ms) when every
@@ -315,6 +323,102 @@ struct HilEnd {
   runtime::GraphLink& link;
   ForeignWriter foreign;
 };
+
+// A process that runs tests/dds/dds_intruder.cpp with `args`; its output.
+class Intruder {
+ public:
+  explicit Intruder(const std::vector<std::string>& args) {
+    std::string command = RTCOSIM_DDS_INTRUDER;
+    for (const auto& a : args) command += " '" + a + "'";
+    pipe_ = ::popen(command.c_str(), "r");
+  }
+  std::string output() {
+    std::string out;
+    char buf[256];
+    while (pipe_ && std::fgets(buf, sizeof buf, pipe_)) out += buf;
+    if (pipe_) status_ = ::pclose(pipe_);
+    pipe_ = nullptr;
+    return out;
+  }
+  ~Intruder() { (void)output(); }
+  [[nodiscard]] int status() const { return status_; }
+
+ private:
+  FILE* pipe_ = nullptr;
+  int status_ = -1;
+};
+
+// DDS Security, made by scripts/dds-security-docs.sh in the test: both hosts
+// authenticate, agree on a start and exchange their remote links, every
+// topic encrypted. Two intruders write announces claiming to be plant-pc
+// with an epoch an hour ahead, and link samples into the link hil-pc
+// consumes: one without security, one with a certificate for 'plant-pc'
+// from another CA (its own documents signed by that CA). Cyclone matches
+// neither writer with anything (their matched counts stay 0); the hosts
+// pass over no announce (none reaches them) and receive none of their
+// samples (numbered from 1 000 001: one would count a sequence reset).
+TEST(DdsBridge, WithSecurityOnlyTheFilesHostsTalk) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_dds_security_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string make = std::string(RTCOSIM_SOURCE_DIR) + "/scripts/dds-security-docs.sh ";
+  ASSERT_EQ(std::system((make + (dir / "docs").string() + " plant-pc hil-pc >/dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((make + (dir / "foreign").string() + " plant-pc >/dev/null").c_str()), 0);
+  const int domain = 52;
+  const auto d = (dir / "docs").string();
+  std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/flight_control_two_hosts.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  const auto edit = [&](const std::string& from, const std::string& to) {
+    ASSERT_NE(yaml.find(from), std::string::npos) << from;
+    yaml.replace(yaml.find(from), from.size(), to);
+  };
+  edit("dds: {discovery_timeout: 10s, start_delay: 500ms}",
+       "dds: {discovery_timeout: 10s, start_delay: 500ms, security: {identity_ca: " + d + "/ca.pem, governance: " + d +
+           "/governance.p7s}}");
+  for (const std::string host : {"plant-pc", "hil-pc"}) {
+    const std::string from = "{name: " + host + ",";
+    edit(from, "{certificate: " + d + "/" + host + "/cert.pem, private_key: " + d + "/" + host +
+                   "/key.pem, permissions: " + d + "/permissions.p7s, name: " + host + ",");
+  }
+  while (yaml.find("domain: 0") != std::string::npos) edit("domain: 0", "domain: " + std::to_string(domain));
+  const config::GraphSpec spec = rtcosim::testing::checked(config::load_graph_text(yaml, "secure.yaml"));
+  ASSERT_TRUE(spec.dds.security.enabled());
+  auto [plant, hil] = both_hosts(spec);
+  DdsBridge plant_bridge(*plant);
+  DdsBridge hil_bridge(*hil);
+  const runtime::GraphLink& consumed = consumed_here(*hil);
+  const std::vector<std::string> common = {std::to_string(domain),
+                                           config::dds_start_topic_name(spec),
+                                           consumed.topic,
+                                           std::to_string(spec.text_hash),
+                                           std::to_string(consumed.link->signal_count()),
+                                           "plant-pc",
+                                           "3"};
+  auto forged_args = common;
+  const auto f = (dir / "foreign").string();
+  for (const std::string& file : {f + "/ca.pem", f + "/ca.pem", f + "/governance.p7s", f + "/plant-pc/cert.pem",
+                                  f + "/plant-pc/key.pem", f + "/permissions.p7s"}) {
+    forged_args.push_back(file);
+  }
+  Intruder plain(common), forged(forged_args);
+
+  auto hil_start = std::async(std::launch::async, [&] { return hil_bridge.coordinate_start(10.0, 0.2); });
+  const std::int64_t start = plant_bridge.coordinate_start(10.0, 0.2);
+  ASSERT_EQ(hil_start.get(), start);
+  const auto allocations = run_both(*plant, *hil, plant_bridge, hil_bridge, start);
+  for (const auto& [task, count] : allocations) EXPECT_EQ(count, 0u) << task;
+  EXPECT_EQ(plain.output(), "matched announce 0 link 0\n");
+  EXPECT_EQ(forged.output(), "matched announce 0 link 0\n");
+  EXPECT_EQ(plain.status(), 0);
+  EXPECT_EQ(forged.status(), 0);
+  EXPECT_EQ(plant_bridge.ignored_announces() + hil_bridge.ignored_announces(), 0u);
+  const auto& stats = consumed.remote_stats;
+  EXPECT_GT(stats.received.load(), 20u);  // the airframe's blocks, authenticated and decrypted
+  EXPECT_EQ(stats.sequence_resets.load(), 0u);
+  EXPECT_EQ(stats.malformed.load(), 0u);
+  std::filesystem::remove_all(dir);
+}
 
 TEST(DdsBridge, AHostileSequenceNumberIsOneResetNotBillionsLost) {
   HilEnd end(45);

@@ -145,11 +145,54 @@ TEST(Hosts, DdsSection) {
   EXPECT_EQ(r.graph.dds.bridge_cpu, 1);
   // 75 is not below task b's 70.
   EXPECT_NE(find(r, "'bridge_priority' 75 is not below task 'b' (70)"), nullptr) << all_of(r);
-  const auto bad = load_graph_text(
-      two_host_graph(kHosts, ", host: plant-pc", ", host: hil-pc", "dds: {discovery_timeout: 0s, start_delay: 1ms, max_sequence_gap: 0, "
-                                                                        "max_clock_offset: 0s}\n"),
-      "pair.yaml");
+  const auto bad = load_graph_text(two_host_graph(kHosts, ", host: plant-pc", ", host: hil-pc",
+                                                  "dds: {discovery_timeout: 0s, start_delay: 1ms, max_sequence_gap: 0, "
+                                                  "max_clock_offset: 0s}\n"),
+                                   "pair.yaml");
   EXPECT_EQ(count(bad.diagnostics, Diagnostic::Severity::kError), 4u) << all_of(bad);
+}
+
+// `dds: security`: paths relative to the file, the permissions CA by
+// default the identity CA, and every host with its three files; without it,
+// a host's security files are a mistake; with it, domains stop at 230.
+TEST(Hosts, SecuritySection) {
+  const std::string secure_hosts =
+      "hosts:\n  - {name: plant-pc, domain: 3, certificate: p/cert.pem, private_key: p/key.pem, permissions: "
+      "perm.p7s}\n"
+      "  - {name: hil-pc, domain: 3, certificate: /etc/h/cert.pem, private_key: /etc/h/key.pem, permissions: "
+      "perm.p7s}\n";
+  const auto r = load_graph_text(two_host_graph(secure_hosts, ", host: plant-pc", ", host: hil-pc",
+                                                "dds: {security: {identity_ca: ca.pem, governance: gov.p7s}}\n"),
+                                 "/srv/graphs/pair.yaml");
+  EXPECT_TRUE(r.ok()) << all_of(r);
+  EXPECT_EQ(r.graph.dds.security.identity_ca, "/srv/graphs/ca.pem");
+  EXPECT_EQ(r.graph.dds.security.permissions_ca, "/srv/graphs/ca.pem");
+  EXPECT_EQ(r.graph.dds.security.governance, "/srv/graphs/gov.p7s");
+  ASSERT_EQ(r.graph.hosts.size(), 2u);
+  EXPECT_EQ(r.graph.hosts[0].certificate, "/srv/graphs/p/cert.pem");
+  EXPECT_EQ(r.graph.hosts[1].private_key, "/etc/h/key.pem");
+  EXPECT_EQ(r.graph.hosts[1].permissions, "/srv/graphs/perm.p7s");
+
+  const auto missing = load_graph_text(two_host_graph(kHosts, ", host: plant-pc", ", host: hil-pc",
+                                                      "dds: {security: {identity_ca: ca.pem, governance: gov.p7s}}\n"),
+                                       "pair.yaml");
+  EXPECT_NE(find(missing, "host 'plant-pc' needs 'certificate', 'private_key' and 'permissions' with 'dds: security'"),
+            nullptr)
+      << all_of(missing);
+  EXPECT_EQ(count(missing.diagnostics, Diagnostic::Severity::kError), 2u) << all_of(missing);
+  const auto stray = load_graph_text(two_host_graph(secure_hosts, ", host: plant-pc", ", host: hil-pc"), "pair.yaml");
+  EXPECT_NE(find(stray, "host 'plant-pc' names security files, but 'dds' has no 'security'"), nullptr) << all_of(stray);
+  std::string far = secure_hosts;
+  for (auto at = far.find("domain: 3"); at != std::string::npos; at = far.find("domain: 3"))
+    far.replace(at, 9, "domain: 231");
+  const auto high = load_graph_text(two_host_graph(far, ", host: plant-pc", ", host: hil-pc",
+                                                   "dds: {security: {identity_ca: ca.pem, governance: gov.p7s}}\n"),
+                                    "pair.yaml");
+  EXPECT_NE(find(high, "is in DDS domain 231 — with 'dds: security' expected 0..230"), nullptr) << all_of(high);
+  const auto no_ca = load_graph_text(
+      two_host_graph(secure_hosts, ", host: plant-pc", ", host: hil-pc", "dds: {security: {governance: gov.p7s}}\n"),
+      "pair.yaml");
+  EXPECT_NE(find(no_ca, "identity_ca"), nullptr) << all_of(no_ca);
 }
 
 TEST(Hosts, TopicNamesAndTextHash) {
