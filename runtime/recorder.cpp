@@ -130,13 +130,20 @@ void Recorder::sample(const TaskRuntime& task) noexcept {
     const std::uint64_t choice = slot->choice.load(std::memory_order_acquire);
     const std::uint64_t index = choice & 0xffffffffu;
     if (index == 0 || probeable_[index - 1].task != &task) continue;
-    if (slot->ring->write_available() < 3) {
+    // Acquire/release on the flag orders one producer's pushes before the
+    // next one's: the single-producer ring sees one producer at a time.
+    if (slot->pushing.test_and_set(std::memory_order_acquire)) {
       slot->dropped.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    const double entry[3] = {static_cast<double>(choice >> 32), task.partition().time(),
-                             task.partition().output(tasks::OutputRef{probeable_[index - 1].offset, 1})[0]};
-    (void)slot->ring->push(entry, 3);
+    if (slot->ring->write_available() < 3) {
+      slot->dropped.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      const double entry[3] = {static_cast<double>(choice >> 32), task.partition().time(),
+                               task.partition().output(tasks::OutputRef{probeable_[index - 1].offset, 1})[0]};
+      (void)slot->ring->push(entry, 3);
+    }
+    slot->pushing.clear(std::memory_order_release);
   }
   for (auto& c : channels_) {
     if (c->task != &task) continue;

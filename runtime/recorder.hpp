@@ -128,6 +128,11 @@ class Recorder {
     std::unique_ptr<boost::lockfree::spsc_queue<double>> ring;
     std::atomic<std::uint64_t> dropped{0};
     std::uint32_t generation = 0;  // the draining thread's
+    // The ring's one producer at a time. A slot moved from a signal of one
+    // task to one of another is, for a frame or two, believed its own by
+    // both tasks' threads: the one that finds the flag set drops its sample
+    // (counted) instead of pushing beside the other. Never waited on.
+    std::atomic_flag pushing;
   };
   std::vector<Probeable> probeable_;
   std::vector<std::unique_ptr<ProbeSlot>> probe_slots_;
