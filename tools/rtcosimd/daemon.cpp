@@ -131,7 +131,11 @@ bool Daemon::load(const std::string& file, std::string* errors) {
 }
 
 bool Daemon::load_text(const std::string& text_in, const std::string& label, std::string* errors) {
-  const auto loaded = config::load_graph_text(text_in, label, load_options());
+  return load_checked(config::load_graph_text(text_in, label, load_options()), text_in, label, errors);
+}
+
+bool Daemon::load_checked(const config::LoadResult& loaded, const std::string& text_in, const std::string& label,
+                          std::string* errors) {
   std::string text;
   for (const auto& d : loaded.diagnostics) text += d.str() + "\n";
   if (!loaded.ok()) {
@@ -540,7 +544,8 @@ std::string Daemon::reload(const std::string& file) {
   const std::string previous_text = config_text_;
   const bool was_running = running_;
   std::string error;
-  if (!load_text(text, label, &why)) return reply_error(why);
+  // The file as checked above (its FMUs unpacked and read once, not twice).
+  if (!load_checked(check, text, label, &why)) return reply_error(why);
   if (was_running && !start_graph(&error)) {
     std::string restore_error;
     if (load_text(previous_text, previous_file, &restore_error) && start_graph(&restore_error)) {

@@ -32,7 +32,7 @@ class LiveSync;
 namespace rtcosim::daemon {
 
 struct Options {
-  std::string config;                                   // the task-graph file (trusted: the admin's)
+  std::string config;  // the task-graph file (trusted: the admin's)
   std::string socket_path = "/run/rtcosim/control.sock";
   // Where a client's `reload` may read task graphs from, and where its
   // `record` and `trace` may write (docs/daemon.md, "Security model").
@@ -52,10 +52,10 @@ struct Options {
   // Graphviz's dot, which lays out the live view's graph ("": the page
   // draws it itself).
   std::string dot_program = "dot";
-  std::size_t max_request_bytes = 1u << 20;             // 1 MiB
-  std::size_t max_pending_output = 1u << 20;            // per client, replies not yet read
-  std::size_t max_clients = 64;                         // connections beyond it are refused
-  double status_interval = 1.0;                         // seconds between STATUS= updates
+  std::size_t max_request_bytes = 1u << 20;   // 1 MiB
+  std::size_t max_pending_output = 1u << 20;  // per client, replies not yet read
+  std::size_t max_clients = 64;               // connections beyond it are refused
+  double status_interval = 1.0;               // seconds between STATUS= updates
 };
 
 /*
@@ -82,6 +82,9 @@ class Daemon {
  private:
   bool load(const std::string& file, std::string* errors);
   bool load_text(const std::string& text, const std::string& label, std::string* errors);
+  // As load_text, from a file already loaded (and so checked) from `text`.
+  bool load_checked(const config::LoadResult& loaded, const std::string& text, const std::string& label,
+                    std::string* errors);
   // handle(), for a client of the loop: a request that runs on a worker
   // sets *deferred and is answered later (finish_trace_start).
   // `in_group`: the client is in the control socket's group (peer_in_group).
