@@ -497,6 +497,40 @@ TEST_F(LiveView, AReadableTokenFileAndTooManyWebClientsAreRefusedAtStart) {
       << text2;
 }
 
+// A reload whose build takes seconds (here the layout: a `dot` that takes 3 s
+// from its second call on) runs beside the loop: meanwhile another client's
+// `status` is answered at once, a second reload is told to wait, and the
+// first is answered when its graph is swapped in (issue 27: a reload
+// blocked the loop for 7 s).
+TEST_F(LiveView, AReloadIsBuiltBesideTheLoop) {
+  const auto slow_dot = dir_ / "slow_dot.sh";
+  std::ofstream(slow_dot) << "#!/bin/sh\nif [ -e " << (dir_ / "dot_called").string() << " ]; then sleep 3; fi\n"
+                          << "touch " << (dir_ / "dot_called").string() << "\nexec dot \"$@\"\n";
+  fs::permissions(slow_dot, fs::perms::owner_all);
+  start_live({"--dot", slow_dot.string()});
+  const int slow = connect_client();
+  ASSERT_GE(slow, 0);
+  const std::string reload = "{\"cmd\":\"reload\"}\n";
+  ASSERT_EQ(send(slow, reload.data(), reload.size(), MSG_NOSIGNAL), static_cast<ssize_t>(reload.size()));
+  std::this_thread::sleep_for(300ms);  // the build has begun
+  const auto before = std::chrono::steady_clock::now();
+  const std::string status = request("{\"cmd\":\"status\"}");
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+  EXPECT_EQ(status.rfind("{\"ok\":true,\"running\":true", 0), 0u) << status;
+  EXPECT_LT(waited, 1.0) << "status waited for the reload";
+  EXPECT_NE(request("{\"cmd\":\"reload\"}").find("a reload is being prepared"), std::string::npos);
+  std::string answer;
+  timeval wait{8, 0};
+  setsockopt(slow, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof wait);
+  char buf[4096];
+  for (ssize_t n = 0; answer.find('\n') == std::string::npos && (n = recv(slow, buf, sizeof buf, 0)) > 0;) {
+    answer.append(buf, static_cast<std::size_t>(n));
+  }
+  close(slow);
+  EXPECT_EQ(answer.rfind("{\"ok\":true,\"config\":", 0), 0u) << answer;
+  EXPECT_EQ(request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0), 0u);
+}
+
 TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
   start_live({"--web-max-clients", "16", "--web-push-rate", "50"});
   const std::uint64_t frames_before = frames_of(request("{\"cmd\":\"status\"}"), "fast");

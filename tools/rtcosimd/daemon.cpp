@@ -54,6 +54,13 @@ struct Daemon::PendingTrace {
   std::future<std::pair<std::unique_ptr<tools::TraceSession>, std::string>> result;
 };
 
+// A reload whose graph is being built on a worker (docs/daemon.md): the
+// client (0: SIGHUP) is answered when it is done.
+struct Daemon::PendingReload {
+  std::uint64_t client = 0;
+  std::future<Prepared> result;
+};
+
 namespace {
 
 std::string reply_ok(const std::string& extra = {}) {
@@ -73,7 +80,11 @@ Daemon::Daemon(Options options)
       blocks_(tasks::BlockRegistry::with_builtins()),
       methods_(coupling::MethodRegistry::with_builtins()) {}
 
-Daemon::~Daemon() { stop_graph(); }
+Daemon::~Daemon() {
+  // A reload still being built reads the options and the block registry.
+  if (pending_reload_) pending_reload_->result.wait();
+  stop_graph();
+}
 
 namespace {
 
@@ -134,20 +145,21 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
   return load_checked(config::load_graph_text(text_in, label, load_options()), text_in, label, errors);
 }
 
-bool Daemon::load_checked(const config::LoadResult& loaded, const std::string& text_in, const std::string& label,
-                          std::string* errors) {
+Daemon::Prepared Daemon::prepare(const config::LoadResult& loaded, const std::string& label) const {
+  Prepared p;
+  p.label = label;
   std::string text;
   for (const auto& d : loaded.diagnostics) text += d.str() + "\n";
   if (!loaded.ok()) {
-    *errors = text;
-    return false;
+    p.error = text;
+    return p;
   }
   if (!text.empty()) std::cerr << text;
   try {
     // The running graph's registry is replaced only once the new graph is
     // built: a file that fails leaves everything as it was.
-    auto methods = config::plugin_registry(loaded.graph, options_.plugin_dirs);
-    auto graph = runtime::Graph::build(loaded.graph, blocks_, methods);
+    p.methods = std::make_unique<coupling::MethodRegistry>(config::plugin_registry(loaded.graph, options_.plugin_dirs));
+    auto graph = runtime::Graph::build(loaded.graph, blocks_, *p.methods);
     if (loaded.graph.sync.optimise.enabled) {
       // Refused now, with the running graph untouched, if it cannot run
       // (a measured signal it reads that the file does not record, ...).
@@ -159,19 +171,45 @@ bool Daemon::load_checked(const config::LoadResult& loaded, const std::string& t
       if (!loaded.graph.find_host(options_.host)) {
         std::string known;
         for (const auto& h : loaded.graph.hosts) known += (known.empty() ? "" : ", ") + h.name;
-        *errors = label + ": --host " + options_.host +
+        p.error = label + ": --host " + options_.host +
                   (known.empty() ? ": the file declares no 'hosts:'" : ": no such host — expected one of: " + known) +
                   "\n";
-        return false;
+        return p;
       }
 #ifndef RTCOSIM_HAVE_DDS
-      *errors = "this rtcosimd was built without Cyclone DDS (install cyclonedds-dev and rebuild); --host needs it\n";
-      return false;
+      p.error = "this rtcosimd was built without Cyclone DDS (install cyclonedds-dev and rebuild); --host needs it\n";
+      return p;
 #endif
       graph->set_host(options_.host);
     }
     // Laid out before the running graph stops (dot takes up to 5 s).
-    if (options_.web.port != 0) lay_out(loaded.graph);
+    if (options_.web.port != 0) p.svg = lay_out(loaded.graph, &p.layout_why);
+    p.graph = std::move(graph);
+  } catch (const std::exception& e) {
+    p.error = label + ": " + e.what() + "\n";
+  }
+  return p;
+}
+
+bool Daemon::load_checked(const config::LoadResult& loaded, const std::string& text_in, const std::string& label,
+                          std::string* errors) {
+  Prepared p = prepare(loaded, label);
+  p.text = text_in;
+  return commit(std::move(p), errors);
+}
+
+bool Daemon::commit(Prepared&& p, std::string* errors) {
+  if (!p.error.empty() || !p.graph) {
+    *errors = p.error.empty() ? p.label + ": no graph was built\n" : p.error;
+    return false;
+  }
+  const std::string& label = p.label;
+  const std::string& text_in = p.text;
+  try {
+    auto graph = std::move(p.graph);
+    auto methods = std::move(*p.methods);
+    graph_svg_ = std::move(p.svg);
+    if (options_.web.port != 0) feed_.set_layout(!graph_svg_.empty(), p.layout_why);
     stop_graph();
     if (record_columns_) {
       // A column file holds one graph's tasks and signals: the reload ends
@@ -207,15 +245,14 @@ bool Daemon::load_checked(const config::LoadResult& loaded, const std::string& t
   }
 }
 
-void Daemon::lay_out(const config::GraphSpec& spec) {
-  std::string why;
-  graph_svg_ =
-      options_.dot_program.empty() ? std::string() : render_svg(options_.dot_program, tools::graph_dot(spec), &why);
-  if (options_.dot_program.empty()) why = "rtcosimd runs with --dot none";
+std::string Daemon::lay_out(const config::GraphSpec& spec, std::string* why) const {
+  std::string svg =
+      options_.dot_program.empty() ? std::string() : render_svg(options_.dot_program, tools::graph_dot(spec), why);
+  if (options_.dot_program.empty()) *why = "rtcosimd runs with --dot none";
   // What the page inserts: the <svg> element, without XML prologue.
-  if (const auto at = graph_svg_.find("<svg"); at != std::string::npos) graph_svg_.erase(0, at);
-  if (!why.empty()) std::cerr << "rtcosimd: live view: the page draws the graph itself: " << why << '\n';
-  feed_.set_layout(!graph_svg_.empty(), why);
+  if (const auto at = svg.find("<svg"); at != std::string::npos) svg.erase(0, at);
+  if (!why->empty()) std::cerr << "rtcosimd: live view: the page draws the graph itself: " << *why << '\n';
+  return svg;
 }
 
 bool Daemon::start_graph(std::string* error) {
@@ -462,7 +499,12 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
       return reply_error(std::string("\"") + key + "\" contains a NUL character — give a plain name");
     }
   }
-  if (cmd == "reload") return reload(get("file"));
+  if (cmd == "reload") {
+    if (!deferred) return reload(get("file"));
+    std::string now = begin_reload(get("file"), client);
+    *deferred = now.empty();
+    return now;
+  }
   if (cmd == "record") {
     const std::string action = get("action");
     if (action == "start") {
@@ -514,19 +556,25 @@ config::LoadOptions Daemon::load_options() const {
   return options;
 }
 
-std::string Daemon::reload(const std::string& file) {
+std::string Daemon::read_reload_file(const std::string& file, std::string* text, std::string* label) const {
   // The daemon's own file is trusted; a file a client names is read only
   // from the configuration directory, without following links, and its
   // diagnostics reach the client redacted.
-  std::string text, why, label = config_file_;
+  std::string why;
+  *label = config_file_;
   const bool named = !file.empty();
   const int fd = named ? base::open_beneath(options_.config_dir, file, O_RDONLY, 0, &why)
                        : base::open_regular_file(config_file_, &why);
   if (fd < 0) return reply_error("reload: " + why);
-  const bool read = base::read_all(fd, 4u << 20, &text, &why);
+  const bool read = base::read_all(fd, 4u << 20, text, &why);
   ::close(fd);
-  if (named) label = std::filesystem::path(file).is_absolute() ? file : options_.config_dir + "/" + file;
-  if (!read) return reply_error("reload: " + label + ": " + why);
+  if (named) *label = std::filesystem::path(file).is_absolute() ? file : options_.config_dir + "/" + file;
+  if (!read) return reply_error("reload: " + *label + ": " + why);
+  return {};
+}
+
+Daemon::Prepared Daemon::prepare_reload(const std::string& text, const std::string& label, bool named) const {
+  // Loaded once: the loader's check and the build share it (and its FMUs' unpacking).
   const auto check = config::load_graph_text(text, label, load_options());
   if (!check.ok()) {
     std::string errors, full;
@@ -535,17 +583,26 @@ std::string Daemon::reload(const std::string& file) {
       full += d.str() + "\n";
     }
     std::cerr << "rtcosimd: reload refused:\n" << full;
-    return reply_error("the new file has errors; the running graph keeps running:\n" + errors);
+    Prepared p;
+    p.label = label;
+    p.error = "the new file has errors; the running graph keeps running:\n" + errors;
+    return p;
   }
+  Prepared p = prepare(check, label);
+  p.text = text;
+  return p;
+}
+
+std::string Daemon::apply_reload(Prepared&& prepared) {
   // A file that loads but cannot start (real time refused, ...) gives the
   // previous graph back, running as it was (from the text it was built
   // from: the file may have changed since).
+  const std::string label = prepared.label;
   const std::string previous_file = config_file_;
   const std::string previous_text = config_text_;
   const bool was_running = running_;
-  std::string error;
-  // The file as checked above (its FMUs unpacked and read once, not twice).
-  if (!load_checked(check, text, label, &why)) return reply_error(why);
+  std::string why, error;
+  if (!commit(std::move(prepared), &why)) return reply_error(why);
   if (was_running && !start_graph(&error)) {
     std::string restore_error;
     if (load_text(previous_text, previous_file, &restore_error) && start_graph(&restore_error)) {
@@ -556,6 +613,38 @@ std::string Daemon::reload(const std::string& file) {
                        " failed too: " + restore_error);
   }
   return reply_ok("\"config\":" + base::json_string(label));
+}
+
+std::string Daemon::reload(const std::string& file) {
+  std::string text, label;
+  if (std::string refused = read_reload_file(file, &text, &label); !refused.empty()) return refused;
+  return apply_reload(prepare_reload(text, label, !file.empty()));
+}
+
+std::string Daemon::begin_reload(const std::string& file, std::uint64_t client) {
+  if (pending_reload_) return reply_error("a reload is being prepared — send this one once it is answered");
+  std::string text, label;
+  if (std::string refused = read_reload_file(file, &text, &label); !refused.empty()) return refused;
+  pending_reload_ = std::make_unique<PendingReload>();
+  pending_reload_->client = client;
+  // The build (FMUs unpacked, plugins loaded, the layout by dot) runs beside
+  // the loop, which goes on serving signals, the watchdog and every client;
+  // only the swap of the graphs, when it is done, is the loop's.
+  pending_reload_->result =
+      std::async(std::launch::async, [this, text = std::move(text), label = std::move(label), named = !file.empty()] {
+        return prepare_reload(text, label, named);
+      });
+  return {};
+}
+
+std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_reload() {
+  if (!pending_reload_ || pending_reload_->result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return std::nullopt;
+  }
+  Prepared prepared = pending_reload_->result.get();
+  const std::uint64_t client = pending_reload_->client;
+  pending_reload_.reset();
+  return std::make_pair(client, apply_reload(std::move(prepared)));
 }
 
 namespace {
@@ -881,7 +970,9 @@ int Daemon::run() {
       signalfd_siginfo info{};
       while (read(sfd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
         if (info.ssi_signo == SIGHUP) {
-          std::cerr << "rtcosimd: SIGHUP: " << handle("{\"cmd\":\"reload\"}") << '\n';
+          // Built beside the loop like a client's reload; answered in the log.
+          if (const std::string now = begin_reload("", 0); !now.empty())
+            std::cerr << "rtcosimd: SIGHUP: " << now << '\n';
         } else {
           quit_ = true;
         }
@@ -890,6 +981,12 @@ int Daemon::run() {
     // Only the clients that were polled; new ones join after this round.
     for (std::size_t i = 0; i + 2 < fds.size(); ++i) clients[i].serve(fds[i + 2].revents);
     if (auto done = finish_trace_start()) {
+      for (auto& c : clients) {
+        if (c.id() == done->first) c.reply(done->second);
+      }
+    }
+    if (auto done = finish_reload()) {
+      if (done->first == 0) std::cerr << "rtcosimd: SIGHUP: " << done->second << '\n';
       for (auto& c : clients) {
         if (c.id() == done->first) c.reply(done->second);
       }
@@ -951,6 +1048,7 @@ int Daemon::run() {
   stop_graph();
   if (pending_trace_) pending_trace_->result.wait();
   (void)finish_trace_start();
+  if (pending_reload_) pending_reload_->result.wait();  // its graph goes with it, never started
   if (trace_) trace_->session->stop();
   trace_.reset();
   // A per-user session daemon that `trace start` started goes with us.

@@ -85,6 +85,27 @@ class Daemon {
   // As load_text, from a file already loaded (and so checked) from `text`.
   bool load_checked(const config::LoadResult& loaded, const std::string& text, const std::string& label,
                     std::string* errors);
+  // A graph built from a loaded file, not yet running: what a reload does
+  // beside the loop (prepare, const: it reads only the options and the
+  // block registry) before the loop swaps it in (commit).
+  struct Prepared {
+    std::string text, label;
+    std::string error;  // refused: the reply's text (redacted for a named file)
+    std::unique_ptr<coupling::MethodRegistry> methods;
+    std::unique_ptr<runtime::Graph> graph;
+    std::string svg, layout_why;  // the live view's layout (with --listen)
+  };
+  [[nodiscard]] Prepared prepare(const config::LoadResult& loaded, const std::string& label) const;
+  bool commit(Prepared&& prepared, std::string* errors);
+  std::string read_reload_file(const std::string& file, std::string* text, std::string* label) const;
+  [[nodiscard]] Prepared prepare_reload(const std::string& text, const std::string& label, bool named) const;
+  std::string apply_reload(Prepared&& prepared);
+  // A reload for a client of the loop (0: SIGHUP): "" when its graph is
+  // being built on a worker (answered by finish_reload), else the reply now.
+  std::string begin_reload(const std::string& file, std::uint64_t client);
+  std::optional<std::pair<std::uint64_t, std::string>> finish_reload();
+  struct PendingReload;
+  std::unique_ptr<PendingReload> pending_reload_;
   // handle(), for a client of the loop: a request that runs on a worker
   // sets *deferred and is answered later (finish_trace_start).
   // `in_group`: the client is in the control socket's group (peer_in_group).
@@ -162,7 +183,7 @@ class Daemon {
   double web_started_ = 0.0;
   LiveFeed feed_;
   std::string graph_svg_;  // the loaded graph laid out by dot, or ""
-  void lay_out(const config::GraphSpec& spec);
+  [[nodiscard]] std::string lay_out(const config::GraphSpec& spec, std::string* why) const;
   std::vector<std::uint64_t> last_frames_;
   bool quit_ = false;
   std::uint32_t socket_gid_ = 0;  // the control socket's group
