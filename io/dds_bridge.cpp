@@ -224,11 +224,19 @@ struct DdsBridge::Impl {
     if (dds_return_t rc = dds_write(announce_writer, &self); rc < 0) (void)rc;  // the next period retries
   }
 
-  void ignore(const std::string& what) {
+  // Counts every announce passed over; describes one a second at most (a
+  // flood of spoofs must not keep the bridge thread formatting strings).
+  template <class Describe>
+  void ignore(Describe&& describe) {
     ignored.fetch_add(1, std::memory_order_relaxed);
+    const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
+    if (now - last_ignored_ns < 1'000'000'000 && last_ignored_ns != 0) return;
+    last_ignored_ns = now;
+    std::string what = describe();
     std::lock_guard lock(mutex);
-    last_ignored = what;
+    last_ignored = std::move(what);
   }
+  std::int64_t last_ignored_ns = 0;  // the thread that takes announces
 
   // Takes every waiting announce; passes over (and counts) what it must not take.
   void hear_announces() {
@@ -247,12 +255,12 @@ struct DdsBridge::Impl {
         if (name == host) continue;  // our own
         const auto it = peers.find(name);
         if (it == peers.end()) {
-          ignore("an announce from '" + name + "', a host the file does not name");
+          ignore([&] { return "an announce from '" + name + "', a host the file does not name"; });
           continue;
         }
         if (a->graph_hash != hash) {
           it->second.other_graph = true;
-          ignore("an announce from '" + name + "' of another task-graph file");
+          ignore([&] { return "an announce from '" + name + "' of another task-graph file"; });
           continue;
         }
         // Only a start still to come, and no further ahead than the file's
@@ -262,20 +270,24 @@ struct DdsBridge::Impl {
         // The first start taken is kept: the first host chooses once per run.
         Peer& p = it->second;
         if (a->start_time_ns != 0 && p.start_ns == 0 && (a->start_time_ns < wall || a->start_time_ns > latest)) {
-          ignore("an announce from '" + name + "' with a start " +
-                 base::format_duration(static_cast<double>(a->start_time_ns - wall) * 1e-9) +
-                 " from now — expected between now and start_delay + " + base::format_duration(kStartMargin));
-          continue;
-        }
-        if (a->start_time_ns != 0 && p.start_ns != 0 && a->start_time_ns != p.start_ns) {
-          ignore("an announce from '" + name + "' with a start other than the one it announced first");
+          const std::int64_t start = a->start_time_ns;
+          ignore([&] {
+            // In double: a hostile tag of INT64_MIN must not overflow the difference.
+            return "an announce from '" + name + "' with a start " +
+                   base::format_duration((static_cast<double>(start) - static_cast<double>(wall)) * 1e-9) +
+                   " from now — expected between now and start_delay + " + base::format_duration(kStartMargin);
+          });
           continue;
         }
         p.other_graph = false;
         p.hash = a->graph_hash;
         p.ready = a->ready;
+        p.heard_ns = now;  // heard, whatever start it names: the host is alive
+        if (a->start_time_ns != 0 && p.start_ns != 0 && a->start_time_ns != p.start_ns) {
+          ignore([&] { return "an announce from '" + name + "' with a start other than the one it announced first"; });
+          continue;
+        }
         if (a->start_time_ns != 0) p.start_ns = a->start_time_ns;
-        p.heard_ns = now;
       }
       dds_return_loan(announce_reader, samples, n);
     }

@@ -221,6 +221,16 @@ double StateSync::horizon_objective(const double* x) {
     const std::size_t slot = std::min<std::size_t>(static_cast<std::size_t>(j), impl_->slots - 1);
     apply_u(nominal ? u_.data() : x + slot * impl_->width);
     step_components(which, k_ + static_cast<std::size_t>(j));
+    // A candidate that drove a component's state to NaN or infinity (the
+    // partition stops there, its outputs frozen at the last finite step)
+    // is never the best: its objective is infinite.
+    bool blew_up = false;
+    for (std::size_t c = 0; c < components_.size(); ++c)
+      blew_up = blew_up || (which[c] && components_[c].partition->failed());
+    if (blew_up) {
+      J = std::numeric_limits<double>::infinity();
+      break;
+    }
     if (nominal) {
       for (std::size_t c = 0; c < components_.size(); ++c) {
         for (std::size_t i = 0; i < components_[c].inputs.size(); ++i) {

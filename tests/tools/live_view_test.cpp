@@ -536,7 +536,10 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
   const std::uint64_t frames_before = frames_of(request("{\"cmd\":\"status\"}"), "fast");
 
   // 200 idle connections: 16 are served (they wait for a request), the
-  // other 184 get 503 at once.
+  // other 184 get 503 at once. The last 4 places are kept for token
+  // holders and let an idle connection go after 2 s: on a loaded machine
+  // the burst may outlast that, and each freed place admits one more of
+  // the crowd (4 per 2 s), so the count is 184 less those.
   std::vector<int> crowd;
   for (int i = 0; i < 200; ++i) crowd.push_back(tcp_connect(port_));
   // The answers are read once 184 have one (or after 20 s): on a loaded CI
@@ -554,7 +557,8 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
     if (read_all(fd, 100ms).rfind("HTTP/1.1 503", 0) == 0) ++busy;
   }
   for (int fd : crowd) close(fd);
-  EXPECT_EQ(busy, 184u);
+  EXPECT_LE(busy, 184u);
+  EXPECT_GE(busy, 168u);  // at most four rounds of reserved places freed during the burst
   std::this_thread::sleep_for(300ms);
 
   // A request of 10 MB: refused after 8 kB with 413.
@@ -611,7 +615,7 @@ TEST_F(LiveView, HostileClientsAreRefusedCutOffOrDroppedAndOthersAreServed) {
   for (int fd : sleepers) close(fd);
   EXPECT_EQ(json_count(counters, "slow_dropped"), 4u)
       << counters.substr(std::min(counters.size(), counters.find("\"web\"")));
-  EXPECT_EQ(json_count(counters, "refused"), 184u);
+  EXPECT_EQ(json_count(counters, "refused"), busy);
   EXPECT_GE(json_count(counters, "bad_requests"), 4u);  // 413 and the three bad frames (the crowd may add timeouts)
 
   // Everyone else is served: the page, the status and the control socket.

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <system_error>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -625,15 +626,20 @@ std::string Daemon::begin_reload(const std::string& file, std::uint64_t client) 
   if (pending_reload_) return reply_error("a reload is being prepared — send this one once it is answered");
   std::string text, label;
   if (std::string refused = read_reload_file(file, &text, &label); !refused.empty()) return refused;
-  pending_reload_ = std::make_unique<PendingReload>();
-  pending_reload_->client = client;
   // The build (FMUs unpacked, plugins loaded, the layout by dot) runs beside
   // the loop, which goes on serving signals, the watchdog and every client;
   // only the swap of the graphs, when it is done, is the loop's.
-  pending_reload_->result =
-      std::async(std::launch::async, [this, text = std::move(text), label = std::move(label), named = !file.empty()] {
-        return prepare_reload(text, label, named);
-      });
+  auto pending = std::make_unique<PendingReload>();
+  pending->client = client;
+  try {
+    pending->result =
+        std::async(std::launch::async, [this, text = std::move(text), label = std::move(label), named = !file.empty()] {
+          return prepare_reload(text, label, named);
+        });
+  } catch (const std::system_error& e) {
+    return reply_error(std::string("reload: cannot start the worker that builds the graph: ") + e.what());
+  }
+  pending_reload_ = std::move(pending);
   return {};
 }
 
@@ -970,9 +976,14 @@ int Daemon::run() {
       signalfd_siginfo info{};
       while (read(sfd, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
         if (info.ssi_signo == SIGHUP) {
-          // Built beside the loop like a client's reload; answered in the log.
-          if (const std::string now = begin_reload("", 0); !now.empty())
+          // Built beside the loop like a client's reload; answered in the
+          // log. One that arrives while a reload is built runs after it
+          // (the file may have changed again since that one read it).
+          if (pending_reload_) {
+            sighup_pending_ = true;
+          } else if (const std::string now = begin_reload("", 0); !now.empty()) {
             std::cerr << "rtcosimd: SIGHUP: " << now << '\n';
+          }
         } else {
           quit_ = true;
         }
@@ -985,10 +996,14 @@ int Daemon::run() {
         if (c.id() == done->first) c.reply(done->second);
       }
     }
-    if (auto done = finish_reload()) {
+    if (auto done = quit_ ? std::nullopt : finish_reload()) {
       if (done->first == 0) std::cerr << "rtcosimd: SIGHUP: " << done->second << '\n';
       for (auto& c : clients) {
         if (c.id() == done->first) c.reply(done->second);
+      }
+      if (sighup_pending_ && !pending_reload_) {
+        sighup_pending_ = false;
+        if (const std::string now = begin_reload("", 0); !now.empty()) std::cerr << "rtcosimd: SIGHUP: " << now << '\n';
       }
     }
     // At most kRequestsPerPass of one client per pass: 32 clients sending
@@ -1038,8 +1053,8 @@ int Daemon::run() {
       web_->publish(live_json());
     }
     if (now_s() >= next_status) {
-      // The next one on the grid, never a burst to catch up after a long pass.
-      next_status = std::max(next_status + status_interval, now_s());
+      // The next one an interval on, never a burst to catch up after a long pass.
+      next_status = std::max(next_status + status_interval, now_s() + status_interval);
       notify_status();
     }
   }

@@ -106,6 +106,7 @@ class Daemon {
   std::optional<std::pair<std::uint64_t, std::string>> finish_reload();
   struct PendingReload;
   std::unique_ptr<PendingReload> pending_reload_;
+  bool sighup_pending_ = false;  // a SIGHUP came while a reload was being built
   // handle(), for a client of the loop: a request that runs on a worker
   // sets *deferred and is answered later (finish_trace_start).
   // `in_group`: the client is in the control socket's group (peer_in_group).

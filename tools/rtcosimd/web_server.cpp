@@ -143,7 +143,11 @@ struct Shared {
   }
   // A Host header's name: the listen address, the loopback names, --web-host.
   [[nodiscard]] bool allowed_host(const std::string& name) const {
-    if (name == host_name(options.address) || name == "localhost" || name == "127.0.0.1" || name == "[::1]") {
+    // An IPv6 listen address is written bare (2001:db8::1) and named in brackets.
+    const std::string own = options.address.find(':') != std::string::npos && options.address.front() != '['
+                                ? "[" + options.address + "]"
+                                : host_name(options.address);
+    if (name == own || name == "localhost" || name == "127.0.0.1" || name == "[::1]") {
       return true;
     }
     return std::any_of(options.hosts.begin(), options.hosts.end(),
@@ -185,7 +189,7 @@ struct Registry {
 // connection lives.
 class Slot {
  public:
-  Slot(Shared& s, std::string peer) : s_(&s), peer_(std::move(peer)) {
+  Slot(Shared& s, std::string peer, bool loopback) : s_(&s), peer_(std::move(peer)), loopback_(loopback) {
     s_->clients.fetch_add(1);
     std::lock_guard lock(s_->mutex);
     ++s_->per_peer[peer_];
@@ -196,15 +200,17 @@ class Slot {
     std::lock_guard lock(s_->mutex);
     if (auto it = s_->per_peer.find(peer_); it != s_->per_peer.end() && --it->second == 0) s_->per_peer.erase(it);
   }
-  Slot(Slot&& o) noexcept : s_(o.s_), peer_(std::move(o.peer_)) { o.s_ = nullptr; }
+  Slot(Slot&& o) noexcept : s_(o.s_), peer_(std::move(o.peer_)), loopback_(o.loopback_) { o.s_ = nullptr; }
   Slot(const Slot&) = delete;
   Slot& operator=(const Slot&) = delete;
   Slot& operator=(Slot&&) = delete;
   [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
+  [[nodiscard]] bool loopback() const noexcept { return loopback_; }
 
  private:
   Shared* s_;
   std::string peer_;
+  bool loopback_ = false;
 };
 
 class WsSession : public std::enable_shared_from_this<WsSession> {
@@ -306,7 +312,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(shared_.options.max_request_bytes));
     parser_->body_limit(shared_.options.max_request_bytes);
-    stream_.expires_after(std::chrono::seconds(10));
+    // A place kept for token holders is held 2 s at most by a client that
+    // sends nothing.
+    stream_.expires_after(std::chrono::seconds(reserved_ ? 2 : 10));
     http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
       if (ec) {
         if (ec != http::error::end_of_stream) {
@@ -456,7 +464,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   Auth authorise(const http::request<http::string_body>& request) {
     const auto it = request.find(http::field::authorization);
     if (it == request.end()) return Auth::kNone;
-    if (shared_.throttled(slot_.peer(), false)) return Auth::kThrottled;
+    // Every loopback client is one address: there a valid token is always
+    // checked (another local process guessing must not lock its holder out;
+    // 24 random bytes are not guessed), and only wrong ones are throttled.
+    if (!slot_.loopback() && shared_.throttled(slot_.peer(), false)) return Auth::kThrottled;
     const std::string value(it->value());
     const std::string prefix = "Bearer ";
     const std::string presented = value.rfind(prefix, 0) == 0 ? value.substr(prefix.size()) : std::string();
@@ -469,8 +480,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
         ok = (token_matches(presented, token) && now < expires) || ok;
     }
     if (ok) return Auth::kOk;
-    (void)shared_.throttled(slot_.peer(), true);
-    return Auth::kWrong;
+    return shared_.throttled(slot_.peer(), true) ? Auth::kThrottled : Auth::kWrong;
   }
 
   // Only the control socket's own actions, one flat JSON object each; the
@@ -496,6 +506,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void reply(http::status status, const char* type, std::string body, bool keep) {
+    // The read's expiry covered the wait for the request (and a worker's
+    // answer may come seconds later): the write gets its own.
+    stream_.expires_after(std::chrono::seconds(10));
     auto response = std::make_shared<http::response<http::string_body>>(status, 11);
     response->set(http::field::server, "rtcosimd");
     response->set(http::field::content_type, type);
@@ -573,7 +586,8 @@ struct WebServer::Impl {
         socket.close(ignored);
       } else {
         shared.counters.connections.fetch_add(1);
-        std::make_shared<HttpSession>(std::move(socket), shared, registry, Slot(shared, peer), now >= max - reserved)
+        std::make_shared<HttpSession>(std::move(socket), shared, registry, Slot(shared, peer, loopback),
+                                      now >= max - reserved)
             ->run();
       }
       accept();
