@@ -428,6 +428,10 @@ TEST_F(LiveView, CrossSiteRequestsGuessesAndLockoutsAreRefused) {
   };
   EXPECT_EQ(probe("Origin: http://evil.example\r\nContent-Type: text/plain\r\n").rfind("HTTP/1.1 403", 0), 0u);
   EXPECT_EQ(probe("Content-Type: text/plain\r\n").rfind("HTTP/1.1 415", 0), 0u);
+  // The own host name on another port is another site (another program's page).
+  EXPECT_EQ(probe("Origin: http://127.0.0.1:" + std::to_string(port_ + 1) + "\r\nContent-Type: application/json\r\n")
+                .rfind("HTTP/1.1 403", 0),
+            0u);
   const std::string own =
       probe("Origin: http://127.0.0.1:" + std::to_string(port_) + "\r\nContent-Type: application/json\r\n");
   EXPECT_NE(own.find("\"signal\":\"wave.y\""), std::string::npos) << own;

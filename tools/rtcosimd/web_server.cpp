@@ -5,6 +5,7 @@
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <iostream>
@@ -154,16 +155,24 @@ struct Shared {
                        [&](const std::string& h) { return host_name(h) == name; });
   }
   // An Origin header: http(s)://ALLOWED-HOST[:port]; "null" and others are foreign.
+  // Its port (written, or the scheme's 80/443) must be the live view's own:
+  // a page served by another program on the same host is another site.
   [[nodiscard]] bool allowed_origin(std::string_view origin) const {
     for (const std::string_view scheme : {"http://", "https://"}) {
       if (origin.substr(0, scheme.size()) == scheme) {
         const std::string_view rest = origin.substr(scheme.size());
         if (rest.find('/') != std::string_view::npos) return false;
-        return allowed_host(host_name(rest));
+        const auto close = rest.rfind(']');
+        const auto colon = rest.rfind(':');
+        const bool has_port = colon != std::string_view::npos && (close == std::string_view::npos || colon > close);
+        const std::string port_text(has_port ? rest.substr(colon + 1) : std::string_view());
+        const long port = has_port ? std::strtol(port_text.c_str(), nullptr, 10) : (scheme == "http://" ? 80 : 443);
+        return port == static_cast<long>(bound_port.load()) && allowed_host(host_name(rest));
       }
     }
     return false;
   }
+  std::atomic<unsigned short> bound_port{0};  // set when listening
   // Counts a wrong token of `peer`; whether its checks are throttled now.
   bool throttled(const std::string& peer, bool add_wrong) {
     const auto now = Clock::now();
@@ -669,6 +678,7 @@ bool WebServer::start(std::string* why) {
     return false;
   }
   impl_->port = impl_->acceptor.local_endpoint().port();
+  impl_->shared.bound_port = impl_->port;
   impl_->accept();
   impl_->tick();
   impl_->thread = std::thread([this] {
