@@ -465,7 +465,9 @@ class GraphLoader {
       for (auto [key, field] :
            {std::pair{"certificate", &host.certificate}, std::pair{"private_key", &host.private_key},
             std::pair{"permissions", &host.permissions}}) {
-        if (auto f = in_.text(h, key, "host '" + host.name + "'", false)) *field = relative_to_file(*f);
+        if (auto f = in_.text(h, key, "host '" + host.name + "'", false)) {
+          *field = graph_file(*f, location_of(h[key]), "host '" + host.name + "': '" + key + "'").value_or("");
+        }
       }
       graph_.hosts.push_back(std::move(host));
     }
@@ -492,9 +494,12 @@ class GraphLoader {
       if (in_.mapping(sec, w, {"identity_ca", "permissions_ca", "governance"})) {
         auto& s = graph_.dds.security;
         s.where = location_of(sec);
-        if (auto f = in_.text(sec, "identity_ca", w, true)) s.identity_ca = relative_to_file(*f);
-        if (auto f = in_.text(sec, "governance", w, true)) s.governance = relative_to_file(*f);
-        if (auto f = in_.text(sec, "permissions_ca", w, false)) s.permissions_ca = relative_to_file(*f);
+        for (auto [key, field] : {std::pair{"identity_ca", &s.identity_ca}, std::pair{"governance", &s.governance},
+                                  std::pair{"permissions_ca", &s.permissions_ca}}) {
+          if (auto f = in_.text(sec, key, w, std::string(key) != "permissions_ca")) {
+            *field = graph_file(*f, location_of(sec[key]), w + ": '" + key + "'").value_or("");
+          }
+        }
         if (s.permissions_ca.empty()) s.permissions_ca = s.identity_ca;
       }
     }
@@ -527,11 +532,24 @@ class GraphLoader {
     }
   }
 
-  // A path of the file, relative to its directory (as a block's 'file').
-  [[nodiscard]] std::string relative_to_file(const std::string& path) const {
+  // A file the graph names (a block's 'path' parameter, a DDS Security
+  // document): relative to the task-graph file's directory, wherever
+  // rtcosim is started from; where the options confine files, its
+  // canonical form inside a root (what is checked is what is opened), or an
+  // error at `at` naming `label` (nullopt).
+  std::optional<std::string> graph_file(const std::string& text, Location at, const std::string& label) {
     const auto slash = graph_.file.rfind('/');
-    return path.empty() || path[0] == '/' || slash == std::string::npos ? path
-                                                                        : graph_.file.substr(0, slash + 1) + path;
+    std::string path =
+        text.empty() || text[0] == '/' || slash == std::string::npos ? text : graph_.file.substr(0, slash + 1) + text;
+    if (!options_.file_roots || text.empty()) return path;
+    const auto confined = confine_to_roots(path, *options_.file_roots);
+    if (!confined) {
+      const std::string roots = join(*options_.file_roots);
+      in_.error(at, label + " names " + text + ", which is outside the directories files may be read from here (" +
+                        (roots.empty() ? std::string("none") : roots) + ")" +
+                        (options_.file_roots_hint.empty() ? "" : " — " + options_.file_roots_hint));
+    }
+    return confined;
   }
 
   // With 'dds: security' every host names its certificate, key and
@@ -766,30 +784,19 @@ class GraphLoader {
                      const std::map<std::string, Location>& locations, const std::string& what) {
     const tasks::BlockTypeInfo* info = blocks_.find(type);
     if (!info) return true;
-    const auto slash = graph_.file.rfind('/');
     bool ok = true;
     for (const auto& doc : info->params) {
       if (doc.type != "path" || !params.has(doc.name)) continue;
       const auto* text = std::get_if<std::string>(&params.all().at(doc.name));
       if (!text || text->empty()) continue;
-      std::string path = *text;
-      if (path[0] != '/' && slash != std::string::npos) path = graph_.file.substr(0, slash + 1) + path;
-      if (options_.file_roots) {
-        const auto confined = confine_to_roots(path, *options_.file_roots);
-        if (!confined) {
-          const auto at = locations.find(doc.name);
-          const std::string roots = join(*options_.file_roots);
-          in_.error(at != locations.end() ? at->second : Location{},
-                    what + ": '" + doc.name + "' names " + *text +
-                        ", which is outside the directories files may be read from here (" +
-                        (roots.empty() ? std::string("none") : roots) + ")" +
-                        (options_.file_roots_hint.empty() ? "" : " — " + options_.file_roots_hint));
-          ok = false;
-          continue;
-        }
-        path = *confined;
+      const auto at = locations.find(doc.name);
+      const auto path =
+          graph_file(*text, at != locations.end() ? at->second : Location{}, what + ": '" + doc.name + "'");
+      if (!path) {
+        ok = false;
+        continue;
       }
-      params.set(doc.name, path);
+      params.set(doc.name, *path);
     }
     return ok;
   }

@@ -193,6 +193,18 @@ TEST(Hosts, SecuritySection) {
       two_host_graph(secure_hosts, ", host: plant-pc", ", host: hil-pc", "dds: {security: {governance: gov.p7s}}\n"),
       "pair.yaml");
   EXPECT_NE(find(no_ca, "identity_ca"), nullptr) << all_of(no_ca);
+  // Where files are confined (rtcosimd's reload), the documents are too:
+  // a key named outside the allowed directories is refused at its place.
+  LoadOptions confined;
+  confined.file_roots = std::vector<std::string>{"/srv/graphs"};
+  const auto outside = load_graph_text(two_host_graph(secure_hosts, ", host: plant-pc", ", host: hil-pc",
+                                                      "dds: {security: {identity_ca: ca.pem, governance: gov.p7s}}\n"),
+                                       "/srv/graphs/pair.yaml", confined);
+  EXPECT_NE(find(outside,
+                 "host 'hil-pc': 'private_key' names /etc/h/key.pem, which is outside the directories files "
+                 "may be read from here (/srv/graphs)"),
+            nullptr)
+      << all_of(outside);
 }
 
 TEST(Hosts, TopicNamesAndTextHash) {
