@@ -92,18 +92,22 @@ void set_security_qos(dds_qos_t* qos, const config::DdsSecuritySpec& sec, const 
 
 namespace {
 
-// A topic with a writer and a reader of one QoS: (topic, writer, reader);
-// throws naming `what` and the entity that failed.
+// A topic with a writer and a reader of one QoS (the reader's history
+// `reader_depth` deep when given): (topic, writer, reader); throws naming
+// `what` and the entity that failed.
 std::tuple<dds_entity_t, dds_entity_t, dds_entity_t> open_topic(dds_entity_t participant,
                                                                 const dds_topic_descriptor_t* type,
                                                                 const std::string& name, const Qos& qos,
-                                                                const std::string& what) {
+                                                                const std::string& what, int32_t reader_depth = 0) {
   const dds_entity_t topic = check(dds_create_topic(participant, type, name.c_str(), qos.get(), nullptr),
                                    ("creating the " + what + " topic").c_str());
   const dds_entity_t writer =
       check(dds_create_writer(participant, topic, qos.get(), nullptr), ("creating the " + what + " writer").c_str());
+  const Qos rq;
+  dds_copy_qos(rq.get(), qos.get());
+  if (reader_depth > 0) dds_qset_history(rq.get(), DDS_HISTORY_KEEP_LAST, reader_depth);
   const dds_entity_t reader =
-      check(dds_create_reader(participant, topic, qos.get(), nullptr), ("creating the " + what + " reader").c_str());
+      check(dds_create_reader(participant, topic, rq.get(), nullptr), ("creating the " + what + " reader").c_str());
   return {topic, writer, reader};
 }
 
@@ -599,20 +603,11 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
   dds_qset_reliability(qos.get(), DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
   dds_qset_durability(qos.get(), DDS_DURABILITY_TRANSIENT_LOCAL);
   dds_qset_history(qos.get(), DDS_HISTORY_KEEP_LAST, 1);
-  std::tie(m.announce_topic, m.announce_writer, m.announce_reader) =
-      open_topic(m.participant, &rtcosim_StartAnnounce_desc, config::dds_start_topic_name(spec), qos, "start");
-  // The reader keeps more than the latest per host: anyone may write under
+  // Its reader keeps more than the latest per host: anyone may write under
   // a host's name, and with one sample per name a stream of spoofs would
   // replace the real host's announce before it is taken.
-  {
-    const Qos rq;
-    dds_qset_reliability(rq.get(), DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
-    dds_qset_durability(rq.get(), DDS_DURABILITY_TRANSIENT_LOCAL);
-    dds_qset_history(rq.get(), DDS_HISTORY_KEEP_LAST, kAnnounceDepth);
-    dds_delete(m.announce_reader);
-    m.announce_reader =
-        check(dds_create_reader(m.participant, m.announce_topic, rq.get(), nullptr), "creating the start reader");
-  }
+  std::tie(m.announce_topic, m.announce_writer, m.announce_reader) = open_topic(
+      m.participant, &rtcosim_StartAnnounce_desc, config::dds_start_topic_name(spec), qos, "start", kAnnounceDepth);
   std::snprintf(m.self.host, sizeof m.self.host, "%s", m.host.c_str());
   m.self.graph_hash = m.hash;
 
