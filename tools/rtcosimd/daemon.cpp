@@ -143,19 +143,21 @@ bool Daemon::load(const std::string& file, std::string* errors) {
 }
 
 bool Daemon::load_text(const std::string& text_in, const std::string& label, std::string* errors) {
-  return load_checked(config::load_graph_text(text_in, label, load_options()), text_in, label, errors);
+  return commit(prepare(config::load_graph_text(text_in, label, load_options()), text_in, label), errors);
 }
 
-Daemon::Prepared Daemon::prepare(const config::LoadResult& loaded, const std::string& label) const {
+Daemon::Prepared Daemon::prepare(const config::LoadResult& loaded, const std::string& text,
+                                 const std::string& label) const {
   Prepared p;
+  p.text = text;
   p.label = label;
-  std::string text;
-  for (const auto& d : loaded.diagnostics) text += d.str() + "\n";
+  std::string diagnostics;
+  for (const auto& d : loaded.diagnostics) diagnostics += d.str() + "\n";
   if (!loaded.ok()) {
-    p.error = text;
+    p.error = diagnostics;
     return p;
   }
-  if (!text.empty()) std::cerr << text;
+  if (!diagnostics.empty()) std::cerr << diagnostics;
   try {
     // The running graph's registry is replaced only once the new graph is
     // built: a file that fails leaves everything as it was.
@@ -190,13 +192,6 @@ Daemon::Prepared Daemon::prepare(const config::LoadResult& loaded, const std::st
     p.error = label + ": " + e.what() + "\n";
   }
   return p;
-}
-
-bool Daemon::load_checked(const config::LoadResult& loaded, const std::string& text_in, const std::string& label,
-                          std::string* errors) {
-  Prepared p = prepare(loaded, label);
-  p.text = text_in;
-  return commit(std::move(p), errors);
 }
 
 bool Daemon::commit(Prepared&& p, std::string* errors) {
@@ -589,9 +584,7 @@ Daemon::Prepared Daemon::prepare_reload(const std::string& text, const std::stri
     p.error = "the new file has errors; the running graph keeps running:\n" + errors;
     return p;
   }
-  Prepared p = prepare(check, label);
-  p.text = text;
-  return p;
+  return prepare(check, text, label);
 }
 
 std::string Daemon::apply_reload(Prepared&& prepared) {

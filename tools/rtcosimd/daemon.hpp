@@ -82,9 +82,6 @@ class Daemon {
  private:
   bool load(const std::string& file, std::string* errors);
   bool load_text(const std::string& text, const std::string& label, std::string* errors);
-  // As load_text, from a file already loaded (and so checked) from `text`.
-  bool load_checked(const config::LoadResult& loaded, const std::string& text, const std::string& label,
-                    std::string* errors);
   // A graph built from a loaded file, not yet running: what a reload does
   // beside the loop (prepare, const: it reads only the options and the
   // block registry) before the loop swaps it in (commit).
@@ -95,7 +92,8 @@ class Daemon {
     std::unique_ptr<runtime::Graph> graph;
     std::string svg, layout_why;  // the live view's layout (with --listen)
   };
-  [[nodiscard]] Prepared prepare(const config::LoadResult& loaded, const std::string& label) const;
+  [[nodiscard]] Prepared prepare(const config::LoadResult& loaded, const std::string& text,
+                                 const std::string& label) const;
   bool commit(Prepared&& prepared, std::string* errors);
   std::string read_reload_file(const std::string& file, std::string* text, std::string* label) const;
   [[nodiscard]] Prepared prepare_reload(const std::string& text, const std::string& label, bool named) const;
