@@ -16,6 +16,7 @@
 #include "base/duration.hpp"
 #include "base/wake_word.hpp"
 #include "io/clock_offset.hpp"
+#include "io/dds_security.hpp"
 #include "rt_config/hosts.hpp"
 #include "rtcosim_dds.h"
 #include "runtime/realtime.hpp"
@@ -52,45 +53,6 @@ class Qos {
  private:
   dds_qos_t* qos_;
 };
-
-// The participant's QoS for DDS Security (docs/dds.md "Security"): Cyclone's
-// OMG plugins (authentication, access control, cryptography) with the
-// graph's CAs and governance and this host's identity and permissions.
-// Each file is checked readable first: Cyclone only says "error" and logs
-// the reason. Throws naming the file.
-}  // namespace
-
-void set_security_qos(dds_qos_t* qos, const config::DdsSecuritySpec& sec, const config::HostSpec& me) {
-  const std::pair<const char*, const std::string*> files[] = {
-      {"dds: security: identity_ca", &sec.identity_ca}, {"dds: security: permissions_ca", &sec.permissions_ca},
-      {"dds: security: governance", &sec.governance},   {"the host's certificate", &me.certificate},
-      {"the host's private_key", &me.private_key},      {"the host's permissions", &me.permissions}};
-  for (const auto& [what, path] : files) {
-    if (::access(path->c_str(), R_OK) != 0) {
-      throw std::runtime_error("DDS Security: " + std::string(what) + " '" + *path + "' cannot be read (" +
-                               std::strerror(errno) + ") — host '" + me.name + "' needs it (docs/dds.md, Security)");
-    }
-  }
-  const auto uri = [](const std::string& path) { return "file:" + path; };
-  const std::pair<const char*, std::string> props[] = {{"dds.sec.auth.library.path", "dds_security_auth"},
-                                                       {"dds.sec.auth.library.init", "init_authentication"},
-                                                       {"dds.sec.auth.library.finalize", "finalize_authentication"},
-                                                       {"dds.sec.crypto.library.path", "dds_security_crypto"},
-                                                       {"dds.sec.crypto.library.init", "init_crypto"},
-                                                       {"dds.sec.crypto.library.finalize", "finalize_crypto"},
-                                                       {"dds.sec.access.library.path", "dds_security_ac"},
-                                                       {"dds.sec.access.library.init", "init_access_control"},
-                                                       {"dds.sec.access.library.finalize", "finalize_access_control"},
-                                                       {"dds.sec.auth.identity_ca", uri(sec.identity_ca)},
-                                                       {"dds.sec.auth.identity_certificate", uri(me.certificate)},
-                                                       {"dds.sec.auth.private_key", uri(me.private_key)},
-                                                       {"dds.sec.access.permissions_ca", uri(sec.permissions_ca)},
-                                                       {"dds.sec.access.governance", uri(sec.governance)},
-                                                       {"dds.sec.access.permissions", uri(me.permissions)}};
-  for (const auto& [name, value] : props) dds_qset_prop(qos, name, value.c_str());
-}
-
-namespace {
 
 // A topic with a writer and a reader of one QoS (the reader's history
 // `reader_depth` deep when given): (topic, writer, reader); throws naming

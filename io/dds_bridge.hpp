@@ -8,9 +8,6 @@
 #include <thread>
 #include <vector>
 
-#include <dds/dds.h>
-
-#include "rt_config/graph_spec.hpp"
 #include "runtime/graph.hpp"
 
 namespace rtcosim::io {
@@ -83,12 +80,6 @@ class DdsBridge {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
-
-// Sets on a participant's QoS the DDS Security properties for host `me`
-// (Cyclone's authentication, access-control and cryptography plugins, the
-// graph's CAs and governance, the host's certificate, key and permissions,
-// as file: URIs). Throws naming a file that cannot be read.
-void set_security_qos(dds_qos_t* qos, const config::DdsSecuritySpec& security, const config::HostSpec& me);
 
 // The epoch as CLOCK_MONOTONIC nanoseconds: what the executor sleeps on.
 [[nodiscard]] std::int64_t monotonic_from_realtime(std::int64_t realtime_ns) noexcept;

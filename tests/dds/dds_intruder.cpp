@@ -22,7 +22,7 @@
 
 #include <dds/dds.h>
 
-#include "io/dds_bridge.hpp"
+#include "io/dds_security.hpp"
 #include "rtcosim_dds.h"
 
 int main(int argc, char** argv) {

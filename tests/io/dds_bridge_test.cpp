@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "io/dds_security.hpp"
 #include "rt_config/hosts.hpp"
 #include "rtcosim_dds.h"
 #include "runtime/thread_unit.hpp"
