@@ -17,8 +17,11 @@ namespace rtcosim::runtime {
 namespace {
 
 // Default horizon: this many producer periods (or the producer's longest
-// step plus one period, if longer).
+// step plus one period, or the consumer's period plus kSlackPeriods, if
+// longer: a slower consumer evaluates its step's end a period past the
+// blocks it has, without the producer being late).
 constexpr double kHorizonPeriods = 4.0;
+constexpr double kSlackPeriods = 2.0;
 // Default tolerance of a tag ahead of the consumer's clock (seconds).
 constexpr double kDefaultMaxTagLead = 10.0;
 
@@ -331,7 +334,8 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       const double producer_period = producer->spec().period;
       const double producer_max = producer->policy().max_step();
       link->max_extrapolation = coupling->max_extrapolation.value_or(
-          std::max(kHorizonPeriods * producer_period, producer_max + producer_period));
+          std::max({kHorizonPeriods * producer_period, producer_max + producer_period,
+                    consumer->spec().period + kSlackPeriods * producer_period}));
       link->width = external.width;
       const auto dot = external.name.rfind('.');
       const tasks::OutputRef ref =

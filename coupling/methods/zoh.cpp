@@ -9,6 +9,7 @@ void Zoh::do_configure(std::size_t signal_count) {
   history_.configure(kHistory, signal_count);
   since_mark_.assign(signal_count, 0.0);
   mark_value_.assign(signal_count, 0.0);
+  owed_.assign(signal_count, 0.0);
   scratch_.assign(signal_count, 0.0);
 }
 
@@ -16,6 +17,7 @@ void Zoh::reset() noexcept {
   history_.clear();
   marked_ = false;
   mark_is_origin_ = false;
+  std::fill(owed_.begin(), owed_.end(), 0.0);
 }
 
 void Zoh::do_push(const DataBlock& block) noexcept {
@@ -29,8 +31,13 @@ void Zoh::do_push(const DataBlock& block) noexcept {
   }
   if (history_.empty() || block.tag <= mark_) {
     // The new block holds from its tag through the mark (a first block also
-    // back to it).
+    // back to it). Over [tag, mark] the consumer's steps integrated the
+    // value held before it (nothing before the first block, which may also
+    // come after the mark).
+    const double* before = history_.empty() ? nullptr : history_.values_of(0);
+    const double missed = std::max(0.0, mark_ - block.tag);
     for (std::size_t s = 0; s < y.size(); ++s) {
+      owed_[s] += missed * (y[s] - (before ? before[s] : 0.0));
       since_mark_[s] = (block.tag - mark_) * y[s];
       mark_value_[s] = y[s];
     }
@@ -105,6 +112,13 @@ void Zoh::evaluate_mean(double t0, double t1, std::span<double> out) const noexc
 
 void Zoh::step_mean(double t0, double t1, std::span<double> out) noexcept {
   evaluate_mean(t0, t1, out);
+  // What the earlier steps missed is owed only to the step that continues
+  // them.
+  if (from_mark(t0) && t1 > t0) {
+    const double inv = 1.0 / (t1 - t0);
+    for (std::size_t s = 0; s < out.size(); ++s) out[s] += owed_[s] * inv;
+  }
+  std::fill(owed_.begin(), owed_.end(), 0.0);
   // The mark moves to t1: since_mark = -I(t1).
   marked_ = true;
   mark_is_origin_ = false;

@@ -18,10 +18,21 @@ namespace rtcosim::coupling::methods {
  * Any number of blocks per consumer step: besides the newest `kHistory`
  * blocks (for `evaluate` behind the newest tag), the method keeps a mark at
  * the end of the consumer's last step (`step_mean`; until the first one, the
- * first block's tag) and the running integral
- * of the held signal from that mark to the newest tag, one value per signal,
- * updated at every block. The next step's mean starts from the mark, so it is
- * exact whether 1 or 10^4 blocks arrived in between.
+ * first block's tag) and the running integral of the held signal from that
+ * mark to the newest tag, one value per signal, updated at every block.
+ *
+ * A slower consumer's step spans blocks that do not exist yet when it
+ * starts. Its mean is causal (docs/coupling.md, "Input averaging"): the
+ * integral over the step of the held signal as known at the step's start,
+ * plus what the earlier steps missed — a block that arrives with a tag
+ * before the mark changes the held signal over [tag, mark], and that change
+ * of the integral (`owed_`) is added to the next step's mean. The consumer's
+ * integral of its input therefore equals, after every step, the integral of
+ * the held signal as known at that step's start, from the first block to the
+ * step's end: nothing a block carried is lost, whatever the frame ratio.
+ * For a consumer whose steps are covered by blocks already published (a
+ * faster consumer, or blocks tagged ahead) nothing is owed and the mean is
+ * eq. 10.7's.
  */
 class Zoh final : public Extrapolator {
  public:
@@ -55,6 +66,7 @@ class Zoh final : public Extrapolator {
   double mark_ = 0.0;
   std::vector<double> since_mark_;  // integral of the held signal from the mark to the newest tag
   std::vector<double> mark_value_;  // value held at the mark
+  std::vector<double> owed_;        // integral up to the mark the consumer's steps did not see
   mutable std::vector<double> scratch_;
 };
 

@@ -148,20 +148,26 @@ tasks:
   - {name: a, period: 10ms, cpu: 0, priority: 70, integrator: rk4, step: fixed}
   - {name: b, period: 10ms, cpu: 0, priority: 71, integrator: rk4, step: measured, max_step: 80ms}
   - {name: c, period: 5ms, cpu: 1, priority: 80, integrator: rk4, step: fixed}
+  - {name: d, period: 100ms, cpu: 1, priority: 60, integrator: rk4, step: fixed}
 blocks:
   - {name: s, type: sine, task: a}
   - {name: r, type: ramp, task: b}
   - {name: h, type: gain, task: c, params: {gain: 1}}
   - {name: k, type: gain, task: c, params: {gain: 1}}
+  - {name: m, type: gain, task: d, params: {gain: 1}}
 wires:
   - {from: s.y, to: h.u, coupling: {method: polynomial, max_extrapolation: 30ms}}
   - {from: r.y, to: k.u, coupling: {method: polynomial}}
+  - {from: s.y, to: m.u, coupling: {method: polynomial}}
 )",
                                                                       "horizon.yaml"));
   auto graph = rtcosim::testing::build_graph(spec);
+  ASSERT_EQ(graph->links().size(), 3u);
   for (const auto& l : graph->links()) {
-    // s.y: as written; r.y: max(4 periods, max_step + 1 period) = 90 ms.
-    EXPECT_NEAR(l->max_extrapolation, l->source == "s.y" ? 0.030 : 0.090, 1e-15) << l->source;
+    // s.y -> c: as written; r.y: max(4 periods, max_step + 1 period) = 90 ms;
+    // s.y -> d, a slower consumer: its period + 2 producer periods = 120 ms.
+    const double expected = l->source == "r.y" ? 0.090 : l->consumer == "d" ? 0.120 : 0.030;
+    EXPECT_NEAR(l->max_extrapolation, expected, 1e-15) << l->source << " -> " << l->consumer;
   }
 }
 

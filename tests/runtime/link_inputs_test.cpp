@@ -2,13 +2,17 @@
 // links. An averaging link (zoh_average, reference eq. 10.7) gives the step
 // mean to the integration formulas only; feed-through outputs and discrete
 // samplers see the held value.
+#include <cstdio>
 #include <memory>
 
 #include <gtest/gtest.h>
 
 #include "coupling/registry.hpp"
+#include "rt_config/loader.hpp"
 #include "runtime/graph.hpp"
+#include "runtime/virtual_executor.hpp"
 #include "tasks/diagram.hpp"
+#include "tests/support/graphs.hpp"
 
 namespace rtcosim::runtime {
 namespace {
@@ -66,6 +70,48 @@ TEST(LinkInputs, AveragingLinkGivesTheMeanToTheIntegratorAndTheHeldValueToOutput
       EXPECT_NEAR(rig.out("i"), integral, 1e-15) << "step " << j;
     }
     EXPECT_NEAR(rig.out("i"), 0.001 * 0.001 * 49 * 50 / 2, 1e-15);
+  }
+}
+
+// A slower consumer (docs/config.md, "Input averaging"): a unit ramp
+// published every 1 ms (each block tagged with the end of the step that
+// computed it, so at a consumer frame at t the newest tag is t + 1 ms), read
+// over zoh_average by an integrator stepping N ms. After the last step
+// [t, t + h] the integrator holds the held ramp's integral up to t plus the
+// step's known part: 1 ms of u(t), then u(t + 1 ms) over the rest. Before,
+// the blocks inside each step were lost (N = 1000: 6.004 instead of 7.4995)
+// and every frame counted beyond the horizon.
+TEST(LinkInputs, ASlowerConsumersAveragingKeepsTheIntegralOfEveryBlock) {
+  for (int n : {1, 7, 10, 1000}) {
+    char text[1024];
+    std::snprintf(text, sizeof text, R"(
+name: averaging
+tasks:
+  - {name: a, period: 1ms, cpu: 0, priority: 80, integrator: euler, step: fixed}
+  - {name: c, period: %dms, cpu: 1, priority: 70, integrator: euler, step: fixed}
+blocks:
+  - {name: r, type: ramp, task: a}
+  - {name: i, type: integrator, task: c}
+wires:
+  - {from: r.y, to: i.u, coupling: {method: zoh_average}}
+)",
+                  n);
+    auto graph =
+        rtcosim::testing::build_graph(rtcosim::testing::checked(config::load_graph_text(text, "averaging.yaml")));
+    graph->reset();
+    VirtualExecutor executor(*graph);
+    executor.run(4.0);
+    const TaskRuntime* c = graph->find_task("c");
+    const std::uint64_t frames = c->stats().frames.load();
+    const double period = 0.001;
+    const double h = n * period;
+    const double last = static_cast<double>(frames - 1) * n;  // the last step's start, in producer periods
+    double expected = 0.0;
+    for (int k = 0; k < static_cast<int>(last); ++k) expected += period * (k * period);
+    expected += period * (last * period) + (h - period) * ((last + 1) * period) * (n > 1 ? 1.0 : 0.0);
+    const double y = c->partition().output(c->partition().find_output({"i", "y"}))[0];
+    EXPECT_NEAR(y, expected, 1e-12 * expected) << "N = " << n;
+    EXPECT_EQ(graph->links()[0]->health().beyond_horizon_frames, 0u) << "N = " << n;
   }
 }
 
