@@ -7,12 +7,17 @@
 // checks of rim links.
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <sstream>
 
+#include <Eigen/Dense>
+#include <Eigen/Eigenvalues>
 #include <gtest/gtest.h>
 
 #include "rt_config/loader.hpp"
@@ -89,13 +94,26 @@ std::string two_way_yaml(const Scenario& s) {
 }
 const std::string kTwoWay = "rim, both directions";
 
-// Signal-based coupling cannot join two bodies rigidly: the bolt becomes a
-// stiff penalty spring (10^4 N/m, 20 N s/m) between body1 and body2's
-// motion, and body1 sends its force back.
-std::string signal_yaml(const Scenario& s, const std::string& method) {
+// Signal-based coupling through a penalty spring: the bolt becomes a spring
+// of stiffness k and damping d in body1 (`interface: spring`) between body1
+// and body2's motion, and body1 sends its force back; both wires through
+// `method`. The sweep (docs/rim.md) takes k = 10^3, 10^4, 10^5 N/m with
+// d = 20 N s/m sqrt(k / 10^4): the same damping ratio of the penalty mode
+// (0.17) at every stiffness, 20 N s/m at 10^4 as before.
+double penalty_damping(double k) { return 20.0 * std::sqrt(k / 1e4); }
+
+std::string number_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+std::string signal_yaml(const Scenario& s, const std::string& method, double k = 1e4) {
   return "name: signal\n" + tasks_yaml(s) + "blocks:\n" + kPayload +
          "  - {name: arm, type: mass_chain, task: body1, params: {masses: [1.0], stiffness: [100], interface: spring, "
-         "coupling_stiffness: 10000, coupling_damping: 20, q0: [0.1]}}\n"
+         "coupling_stiffness: " +
+         number_text(k) + ", coupling_damping: " + number_text(penalty_damping(k)) +
+         ", q0: [0.1]}}\n"
          "wires:\n"
          "  - {from: payload.motion, to: arm.motion, coupling: {method: " +
          method +
@@ -146,21 +164,31 @@ Trace run(const config::GraphSpec& spec, double duration) {
 
 struct Errors {
   double x1 = 0.0, x2 = 0.0, force = 0.0;
+  double x2_rigid = NAN;   // RMS x2 against the rigidly bolted system's reference
   double largest_x = 0.0;  // largest |position| of the run
   bool stable = false;
 };
 
-// RMS errors against the merged diagram integrated with RK4 at 0.1 ms.
-Errors errors_of(const config::GraphSpec& spec, const Trace& tr, double duration) {
+// The merged diagram of `spec` integrated with RK4 at 0.1 ms, probed at x1,
+// the interface force and x2 (in this order).
+std::unique_ptr<tasks::ReferenceSolver> reference_of(const config::GraphSpec& spec, double duration) {
   static const auto blocks = tasks::BlockRegistry::with_builtins();
-  tasks::ReferenceSolver ref(blocks, spec.diagram, 1e-4);
-  ref.run(duration, {{"arm", "q"}, {"arm", "force"}, {"payload", "q"}});
-  auto rms = [&](const std::vector<double>& t, const std::vector<double>& y, std::size_t probe, double* largest) {
+  auto ref = std::make_unique<tasks::ReferenceSolver>(blocks, spec.diagram, 1e-4);
+  ref->run(duration, {{"arm", "q"}, {"arm", "force"}, {"payload", "q"}});
+  return ref;
+}
+
+// RMS errors against `ref` (a reference_of the run's own graph); with
+// `rigid` (the rigidly bolted system's), x2's against that one too.
+Errors errors_of(const tasks::ReferenceSolver& ref, const Trace& tr, double duration,
+                 const tasks::ReferenceSolver* rigid = nullptr) {
+  auto rms = [&](const std::vector<double>& t, const std::vector<double>& y, const tasks::ReferenceSolver& r,
+                 std::size_t probe, double* largest) {
     double sum = 0.0;
     std::size_t n = 0;
     for (std::size_t k = 0; k < t.size(); ++k) {
       if (t[k] > duration) break;
-      const double d = y[k] - ref.value(probe, t[k]);
+      const double d = y[k] - r.value(probe, t[k]);
       sum += d * d;
       ++n;
       if (largest) *largest = std::max(*largest, std::isfinite(y[k]) ? std::fabs(y[k]) : INFINITY);
@@ -168,13 +196,18 @@ Errors errors_of(const config::GraphSpec& spec, const Trace& tr, double duration
     return n ? std::sqrt(sum / static_cast<double>(n)) : NAN;
   };
   Errors e;
-  e.x1 = rms(tr.t1, tr.x1, 0, &e.largest_x);
-  e.force = rms(tr.t1, tr.force, 1, nullptr);
-  e.x2 = rms(tr.t2, tr.x2, 2, &e.largest_x);
+  e.x1 = rms(tr.t1, tr.x1, ref, 0, &e.largest_x);
+  e.force = rms(tr.t1, tr.force, ref, 1, nullptr);
+  e.x2 = rms(tr.t2, tr.x2, ref, 2, &e.largest_x);
+  if (rigid) e.x2_rigid = rms(tr.t2, tr.x2, *rigid, 2, nullptr);
   // The positions start at 0.1 m and the system loses energy: a run whose
   // positions leave [-1, 1] m, or whose errors are not finite, diverged.
   e.stable = std::isfinite(e.x1) && std::isfinite(e.x2) && std::isfinite(e.force) && e.largest_x < 1.0;
   return e;
+}
+
+Errors errors_of(const config::GraphSpec& spec, const Trace& tr, double duration) {
+  return errors_of(*reference_of(spec, duration), tr, duration);
 }
 
 // ------------------------------------------------------------------ example
@@ -338,80 +371,353 @@ TEST(RimCoupling, HeldModelsMakeTheEnergyErrorFirstOrder) {
 
 // ------------------------------------------- against signal-based coupling
 
-TEST(RimCoupling, StaysStableWhereSignalCouplingDiverges) {
-  const std::vector<double> steps = {0.001, 0.002, 0.005, 0.010, 0.020, 0.050};
+// The two monolithic systems, solved without a block or an integrator:
+// M x'' + C x' + K x = 0 from x0 at rest, through the eigenvectors of the
+// first-order system, x(t) = Re V exp(Lambda t) V^-1 [x0; 0]. Coordinates:
+// rigid bolt (body1's mass and the flange as one 1.5 kg body on 150 N/m,
+// the payload); penalty bolt (body1, the flange, the payload); body2 alone
+// (the flange, the payload).
+struct LinearSystem {
+  Eigen::MatrixXd m, c, k;
+  Eigen::VectorXd x0;
+};
+
+LinearSystem rigid_bolt() {
+  LinearSystem s;
+  s.m = Eigen::Vector2d(1.5, 0.5).asDiagonal();
+  s.k = (Eigen::Matrix2d() << 350, -200, -200, 200).finished();
+  s.c = Eigen::Matrix2d::Zero();
+  s.x0 = Eigen::Vector2d(0.1, 0.12);
+  return s;
+}
+
+LinearSystem penalty_bolt(double k) {
+  const double d = penalty_damping(k);
+  LinearSystem s;
+  s.m = Eigen::Vector3d(1.0, 0.5, 0.5).asDiagonal();
+  s.k = (Eigen::Matrix3d() << 100 + k, -k, 0, -k, 250 + k, -200, 0, -200, 200).finished();
+  s.c = (Eigen::Matrix3d() << d, -d, 0, -d, d, 0, 0, 0, 0).finished();
+  s.x0 = Eigen::Vector3d(0.1, 0.1, 0.12);
+  return s;
+}
+
+LinearSystem body2_alone() {
+  LinearSystem s;
+  s.m = Eigen::Vector2d(0.5, 0.5).asDiagonal();
+  s.k = (Eigen::Matrix2d() << 250, -200, -200, 200).finished();
+  s.c = Eigen::Matrix2d::Zero();
+  s.x0 = Eigen::Vector2d(0.1, 0.12);
+  return s;
+}
+
+class ModalSolution {
+ public:
+  explicit ModalSolution(const LinearSystem& s) {
+    const Eigen::Index n = s.m.rows();
+    Eigen::MatrixXd a = Eigen::MatrixXd::Zero(2 * n, 2 * n);
+    a.topRightCorner(n, n).setIdentity();
+    const Eigen::MatrixXd minv = s.m.inverse();
+    a.bottomLeftCorner(n, n) = -minv * s.k;
+    a.bottomRightCorner(n, n) = -minv * s.c;
+    Eigen::EigenSolver<Eigen::MatrixXd> es(a);
+    lambda_ = es.eigenvalues();
+    v_ = es.eigenvectors();
+    Eigen::VectorXcd z0 = Eigen::VectorXcd::Zero(2 * n);
+    z0.head(n) = s.x0.cast<std::complex<double>>();
+    coef_ = v_.partialPivLu().solve(z0);
+  }
+  [[nodiscard]] double position(Eigen::Index i, double t) const {
+    std::complex<double> sum = 0.0;
+    for (Eigen::Index j = 0; j < lambda_.size(); ++j) sum += v_(i, j) * coef_(j) * std::exp(lambda_(j) * t);
+    return sum.real();
+  }
+  // The natural frequencies |lambda| (rad/s), ascending, one per mode, with
+  // their damping ratios -Re lambda / |lambda|.
+  [[nodiscard]] std::vector<std::pair<double, double>> modes() const {
+    std::vector<std::pair<double, double>> out;
+    for (Eigen::Index j = 0; j < lambda_.size(); ++j) {
+      if (lambda_(j).imag() > 0.0) out.emplace_back(std::abs(lambda_(j)), -lambda_(j).real() / std::abs(lambda_(j)));
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  Eigen::VectorXcd lambda_, coef_;
+  Eigen::MatrixXcd v_;
+};
+
+// RK4 is stable on an undamped mode of frequency w for w h <= 2 sqrt(2).
+const double kRk4Limit = 2.0 * std::sqrt(2.0);
+
+// The bolt models of the sweep: the rigid bolt (rim) and penalty springs.
+std::string bolt_text(double k) {
+  if (k == 0.0) return "rigid";
+  char buf[60];
+  const int e = static_cast<int>(std::lround(std::log10(k)));
+  const char* sup[] = {"⁰", "¹", "²", "³", "⁴", "⁵", "⁶"};
+  std::snprintf(buf, sizeof buf, "10%s N/m, %.3g N s/m", sup[e], penalty_damping(k));
+  return buf;
+}
+
+/*
+ * Where the rim coupling stands against signal-based coupling (issue 29):
+ * the system of rim_two_mass.yaml, body1 at 1 ms, body2's period (the macro
+ * step) 1-100 ms, RK4, 5 s. Signal methods cannot join the bodies rigidly:
+ * they couple through a penalty spring, whose stiffness sets both their
+ * stability limit (the spring's mode, about sqrt(k / 0.33 kg)) and their
+ * model error against the rigid bolt; the sweep takes three. Every figure
+ * of docs/rim.md's table; RTCOSIM_RIM_REPORT=DIR writes the tables and the
+ * plot. Held: each penalty model's monolithic error against the rigid bolt
+ * equal to the analytic modal solution's, and the largest stable step of
+ * every method at every stiffness.
+ */
+TEST(RimCoupling, AgainstSignalCouplingThroughAPenaltySpring) {
+  const std::vector<double> steps = {0.001, 0.002, 0.005, 0.010, 0.020, 0.050, 0.100};
+  const std::vector<double> stiffnesses = {1e3, 1e4, 1e5};
   // ecc at its default order 3 diverges at every step here, 1 ms included;
   // order 1 is its best.
-  const std::vector<std::string> methods = {"rim", kTwoWay, "predictor", "hermite", "ecc, order: 1, interp_order: 1"};
+  const std::vector<std::string> signal_methods = {"predictor", "hermite", "ecc, order: 1, interp_order: 1"};
+  const double duration = Scenario().duration;
+
+  // The monolithic references, one per graph (not per macro step).
+  const auto rim_ref = reference_of(spec_of(rim_yaml(Scenario())), duration);
+  const auto two_way_ref = reference_of(spec_of(two_way_yaml(Scenario())), duration);
+  const ModalSolution rigid(rigid_bolt());
+  const auto& grid = rim_ref->times();
+  ASSERT_EQ(grid.size(), 50001u);
+  // The rigid reference itself against the analytic solution.
+  double rigid_vs_analytic = 0.0;
+  for (double t : grid)
+    rigid_vs_analytic = std::max(rigid_vs_analytic, std::fabs(rim_ref->value(2, t) - rigid.position(0, t)));
+  EXPECT_LT(rigid_vs_analytic, 1e-9);
+
+  struct Bolt {
+    double k = 0.0;
+    std::unique_ptr<tasks::ReferenceSolver> ref;
+    double model_error = 0.0, analytic_error = 0.0, omega = 0.0, zeta = 0.0;
+  };
+  std::vector<Bolt> bolts;
+  for (double k : stiffnesses) {
+    Bolt b;
+    b.k = k;
+    b.ref = reference_of(spec_of(signal_yaml(Scenario(), "zoh", k)), duration);
+    const ModalSolution penalty(penalty_bolt(k));
+    double sum = 0.0, sum_analytic = 0.0;
+    for (double t : grid) {
+      sum += std::pow(rim_ref->value(2, t) - b.ref->value(2, t), 2);
+      sum_analytic += std::pow(rigid.position(0, t) - penalty.position(1, t), 2);
+    }
+    b.model_error = std::sqrt(sum / static_cast<double>(grid.size()));
+    b.analytic_error = std::sqrt(sum_analytic / static_cast<double>(grid.size()));
+    b.omega = penalty.modes().back().first;
+    b.zeta = penalty.modes().back().second;
+    EXPECT_NEAR(b.model_error, b.analytic_error, 1e-3 * b.analytic_error) << "k = " << k;
+    bolts.push_back(std::move(b));
+  }
+
   std::ostringstream table;
-  table << "| macro step | method | RMS x1 (m) | RMS x2 (m) | RMS interface force (N) | stable |\n"
-        << "|---|---|---|---|---|---|\n";
+  table << "| bolt | macro step | method | RMS x1 (m) | RMS x2 (m) | RMS x2 against the rigid bolt (m) | RMS interface "
+           "force (N) | stable |\n"
+        << "|---|---|---|---|---|---|---|---|\n";
+  // Per (bolt, method): the largest step up to which every step is stable,
+  // and the RMS x2 against the rigid bolt per step (NAN: diverged).
   std::map<std::string, double> largest_stable;
-  std::map<std::string, std::vector<double>> rms_x2;
-  for (const double h : steps) {
-    for (const auto& m : methods) {
+  std::map<std::string, std::vector<double>> x2_rigid;
+  std::vector<std::string> series;
+  auto sweep = [&](const std::string& key, const std::string& bolt, const std::string& method,
+                   const std::function<std::string(const Scenario&)>& yaml, const tasks::ReferenceSolver& ref) {
+    series.push_back(key);
+    bool all_stable = true;
+    for (const double h : steps) {
       Scenario s;
       s.macro = h;
-      const char* force = std::getenv("RIM_FORCE_METHOD");
-      if (force) s.force_method = force;
-      const auto spec = spec_of(m == "rim" ? rim_yaml(s) : m == kTwoWay ? two_way_yaml(s) : signal_yaml(s, m));
-      const Trace tr = run(spec, s.duration);
-      const Errors e = errors_of(spec, tr, s.duration);
-      char row[300];
-      std::snprintf(row, sizeof row, "| %g ms | %s | %.3g | %.3g | %.3g | %s |\n", h * 1e3, m.c_str(), e.x1, e.x2,
-                    e.force, e.stable ? "yes" : "no");
+      const Trace tr = run(spec_of(yaml(s)), s.duration);
+      const Errors e = errors_of(ref, tr, s.duration, rim_ref.get());
+      char row[400];
+      std::snprintf(row, sizeof row, "| %s | %g ms | %s | %.3g | %.3g | %.3g | %.3g | %s |\n", bolt.c_str(), h * 1e3,
+                    method.c_str(), e.x1, e.x2, e.x2_rigid, e.force, e.stable ? "yes" : "no");
       table << row;
-      if (e.stable) largest_stable[m] = std::max(largest_stable[m], h);
-      rms_x2[m].push_back(e.stable ? e.x2 : NAN);
+      all_stable = all_stable && e.stable;
+      if (all_stable) largest_stable[key] = h;
+      x2_rigid[key].push_back(e.stable ? e.x2_rigid : NAN);
+    }
+  };
+  sweep("rim", "rigid", "rim", rim_yaml, *rim_ref);
+  sweep(kTwoWay, "rigid", kTwoWay, two_way_yaml, *two_way_ref);
+  for (const auto& b : bolts) {
+    for (const auto& m : signal_methods) {
+      sweep(
+          m + " @ " + number_text(b.k), bolt_text(b.k), m, [&](const Scenario& s) { return signal_yaml(s, m, b.k); },
+          *b.ref);
     }
   }
-  // What the penalty spring itself costs: the signal-coupled system's
-  // monolithic solution against the rigidly bolted one.
-  {
-    static const auto blocks = tasks::BlockRegistry::with_builtins();
-    const Scenario s;
-    tasks::ReferenceSolver rigid(blocks, spec_of(rim_yaml(s)).diagram, 1e-4);
-    tasks::ReferenceSolver penalty(blocks, spec_of(signal_yaml(s, "zoh")).diagram, 1e-4);
-    rigid.run(s.duration, {{"payload", "q"}});
-    penalty.run(s.duration, {{"payload", "q"}});
-    double sum = 0.0;
-    for (double t : rigid.times()) sum += std::pow(rigid.value(0, t) - penalty.value(0, t), 2);
-    const double rms = std::sqrt(sum / static_cast<double>(rigid.times().size()));
-    table << "\nThe penalty-spring system (signal methods) against the rigid bolt (rim), both monolithic: RMS x2 "
-             "difference "
-          << rms << " m\n";
-    EXPECT_GT(rms, 1e-4);  // 0.47 mm: the penalty is no free substitute for the bolt
-    EXPECT_LT(rms, 1e-3);
+
+  // The summary: per bolt model and method the largest stable step, omega H
+  // there for the penalty mode, the error there against the rigid bolt (the
+  // physical system), and the largest step whose error against the rigid
+  // bolt stays within 1 mm and 10 mm (1 % and 10 % of the initial 0.1 m).
+  auto within = [&](const std::string& key, double tolerance) {
+    double h = 0.0;
+    for (std::size_t i = 0; i < steps.size() && steps[i] <= largest_stable[key]; ++i) {
+      if (x2_rigid[key][i] <= tolerance) h = steps[i];
+    }
+    return h;
+  };
+  auto ms_text = [](double h) { return h > 0.0 ? number_text(h * 1e3) + " ms" : std::string("none"); };
+  std::ostringstream summary;
+  summary << "| bolt | penalty mode ω (ζ) | model error (m) | method | largest stable macro step H | ω H | RMS x2 "
+             "against the rigid bolt at H (m) | largest step within 1 mm | within 10 mm |\n"
+          << "|---|---|---|---|---|---|---|---|---|\n";
+  auto summary_row = [&](const std::string& bolt, double omega, const std::string& mode, double model_error,
+                         const std::string& m, const std::string& key) {
+    const double h = largest_stable[key];
+    double at = NAN;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      if (steps[i] == h) at = x2_rigid[key][i];
+    }
+    char wh[40] = "—", error_at[40] = "—";
+    if (omega > 0.0 && h > 0.0) std::snprintf(wh, sizeof wh, "%.2f", omega * h);
+    if (std::isfinite(at)) std::snprintf(error_at, sizeof error_at, "%.2g", at);
+    char row[500];
+    std::snprintf(row, sizeof row, "| %s | %s | %.2g | %s | %s | %s | %s | %s | %s |\n", bolt.c_str(), mode.c_str(),
+                  model_error, m.c_str(), ms_text(h).c_str(), wh, error_at, ms_text(within(key, 1e-3)).c_str(),
+                  ms_text(within(key, 1e-2)).c_str());
+    summary << row;
+  };
+  summary_row("rigid", 0.0, "—", 0.0, "rim", "rim");
+  summary_row("rigid", 0.0, "—", 0.0, kTwoWay, kTwoWay);
+  for (const auto& b : bolts) {
+    char mode[80];
+    std::snprintf(mode, sizeof mode, "%.0f rad/s (%.2f)", b.omega, b.zeta);
+    for (const auto& m : signal_methods)
+      summary_row(bolt_text(b.k), b.omega, mode, b.model_error, m, m + " @ " + number_text(b.k));
   }
-  std::cout << table.str();
-  double best_signal = 0.0;
-  for (const auto& m : methods) {
-    std::printf("%s: largest stable macro step %g ms\n", m.c_str(), largest_stable[m] * 1e3);
-    if (m != "rim" && m != kTwoWay) best_signal = std::max(best_signal, largest_stable[m]);
+  std::cout << summary.str() << "\n" << table.str();
+  for (const auto& b : bolts) {
+    std::printf(
+        "k = %g N/m: penalty mode %.1f rad/s (zeta %.3f, omega H = 1 at %.2f ms); model error RMS x2 %.4g m "
+        "(analytic %.4g m)\n",
+        b.k, b.omega, b.zeta, 1e3 / b.omega, b.model_error, b.analytic_error);
   }
-  EXPECT_EQ(largest_stable["rim"], 0.050);
-  EXPECT_EQ(largest_stable[kTwoWay], 0.050);
-  EXPECT_GE(largest_stable["rim"], 4 * best_signal);
+  for (const auto& key : series)
+    std::printf("%s: largest stable macro step %g ms\n", key.c_str(), largest_stable[key] * 1e3);
+
+  // The largest stable step of each method at each stiffness (every step up
+  // to it stable, the next one not; 0: not even 1 ms). rim stops at 100 ms
+  // (TheRimLimitIsBody2sOwnRk4Limit); both directions hold at 100 ms, off
+  // by half the amplitude.
+  const std::map<std::string, double> expected = {
+      {"rim", 0.050},
+      {kTwoWay, 0.100},
+      {"predictor @ 1000", 0.020},
+      {"hermite @ 1000", 0.020},
+      {"ecc, order: 1, interp_order: 1 @ 1000", 0.010},
+      {"predictor @ 10000", 0.005},
+      {"hermite @ 10000", 0.005},
+      {"ecc, order: 1, interp_order: 1 @ 10000", 0.005},
+      {"predictor @ 100000", 0.002},
+      {"hermite @ 100000", 0.001},
+      {"ecc, order: 1, interp_order: 1 @ 100000", 0.0},
+  };
+  for (const auto& [key, h] : expected) EXPECT_EQ(largest_stable[key], h) << key;
+  // The signal methods' limit is the penalty mode: predictor holds up to
+  // omega H of 1.16 and fails from 1.74 on, at every stiffness.
+  for (const auto& b : bolts) {
+    const double h = largest_stable["predictor @ " + number_text(b.k)];
+    const auto next = std::upper_bound(steps.begin(), steps.end(), h);
+    ASSERT_NE(next, steps.end());
+    EXPECT_LT(b.omega * h, 1.2) << b.k;
+    EXPECT_GT(b.omega * *next, 1.7) << b.k;
+  }
+  // The claim as it stands: against the rigid bolt, rim reaches 1 mm at 4x
+  // and 10 mm at 2.5x the largest macro step of the best signal method at
+  // the best of the three stiffnesses (the soft spring is stable longer but
+  // its model error alone is 4.6 mm; the stiff one is accurate but stable
+  // at 1-2 ms only).
+  double signal_1mm = 0.0, signal_10mm = 0.0;
+  for (const auto& key : series) {
+    if (key == "rim" || key == kTwoWay) continue;
+    signal_1mm = std::max(signal_1mm, within(key, 1e-3));
+    signal_10mm = std::max(signal_10mm, within(key, 1e-2));
+  }
+  EXPECT_EQ(within("rim", 1e-3), 0.020);
+  EXPECT_EQ(signal_1mm, 0.005);
+  EXPECT_EQ(within("rim", 1e-2), 0.050);
+  EXPECT_EQ(signal_10mm, 0.020);
+  EXPECT_GT(bolts[0].model_error, 1e-3);  // 10^3 N/m: never within 1 mm
 
   if (const char* dir = std::getenv("RTCOSIM_RIM_REPORT")) {
-    std::ofstream(std::string(dir) + "/rim_comparison.md") << table.str();
+    std::ofstream(std::string(dir) + "/rim_comparison.md") << summary.str() << "\n" << table.str();
     plot::Figure fig;
-    fig.title = "two bodies bolted together: RMS error of the flange position x2 (diverged runs left out)";
+    fig.title =
+        "two bodies bolted together: RMS error of the flange position x2 against the rigid bolt (diverged "
+        "runs left out)";
     fig.x_label = "macro step (ms)";
     plot::Panel panel;
     panel.y_label = "log10 RMS x2 error (m)";
-    const char* colors[] = {"#d62728", "#ff7f0e", "#1f77b4", "#2ca02c", "#9467bd"};
     std::vector<double> ms;
     for (double h : steps) ms.push_back(h * 1e3);
-    for (std::size_t i = 0; i < methods.size(); ++i) {
+    auto add = [&](const std::string& label, const std::string& key, const char* color, bool dashed) {
       std::vector<double> y;
-      for (double v : rms_x2[methods[i]]) y.push_back(std::log10(v));
-      panel.series.push_back({methods[i], ms, y, colors[i], 2.0, false, false});
+      for (double v : x2_rigid[key]) y.push_back(std::log10(v));
+      panel.series.push_back({label, ms, y, color, 2.0, dashed, false});
+    };
+    add("rim", "rim", "#d62728", false);
+    add(kTwoWay, kTwoWay, "#ff7f0e", false);
+    const char* blue[] = {"#9ecae1", "#3182bd", "#08306b"};
+    const char* green[] = {"#a1d99b", "#31a354", "#00441b"};
+    const char* purple[] = {"#bcbddc", "#756bb1", "#3f007d"};
+    for (std::size_t i = 0; i < bolts.size(); ++i) {
+      const std::string k = number_text(bolts[i].k);
+      add("predictor, " + k + " N/m", "predictor @ " + k, blue[i], false);
+      add("hermite, " + k + " N/m", "hermite @ " + k, green[i], true);
+      add("ecc (order 1), " + k + " N/m", "ecc, order: 1, interp_order: 1 @ " + k, purple[i], true);
     }
     fig.panels.push_back(panel);
     std::string why;
     EXPECT_TRUE(plot::write_svg(fig, std::string(dir) + "/rim_comparison.svg", &why)) << why;
   }
+}
+
+// Why the rim coupling stops at 100 ms: body2, force-driven, integrates its
+// own model over the macro step with the bolt force as a given function of
+// time, so RK4 meets its own model's faster mode (flange against payload,
+// 29.2 rad/s): w H = 2.92 > 2 sqrt(2) at 100 ms, 1.46 at 50 ms. Body2 alone
+// (interface: none), RK4 at its period: bounded at 50 and 90 ms, diverging
+// at 100 ms. No coupling method that leaves body2 force-driven gets past
+// that; both directions give body2 body1's inertia at the flange (the
+// rigid system's modes, 8.4 and 23.7 rad/s: w H = 2.37 at 100 ms).
+double largest_position_alone(double period) {
+  const std::string yaml =
+      "name: body2\nrealtime: off\ntasks:\n  - {name: body2, period: " + duration_text(period) +
+      ", integrator: rk4}\nblocks:\n  - {name: payload, type: mass_chain, task: body2, params: {masses: [0.5, 0.5], "
+      "stiffness: [50, 200], interface: none, q0: [0.1, 0.12]}}\nwires: []\n";
+  auto graph = build_graph(spec_of(yaml));
+  auto* task = graph->find_task("body2");
+  const auto q = task->partition().find_output({"payload", "q"});
+  double largest = 0.0;
+  runtime::VirtualExecutor(*graph).run(5.0, [&](runtime::TaskRuntime& tk, const runtime::FrameRecord&) {
+    for (double v : tk.partition().output(q)) largest = std::max(largest, std::isfinite(v) ? std::fabs(v) : INFINITY);
+  });
+  return largest;
+}
+
+TEST(RimCoupling, TheRimLimitIsBody2sOwnRk4Limit) {
+  const auto body2 = ModalSolution(body2_alone()).modes();
+  const auto both = ModalSolution(rigid_bolt()).modes();
+  ASSERT_EQ(body2.size(), 2u);
+  ASSERT_EQ(both.size(), 2u);
+  std::printf("body2 alone: %.3f, %.3f rad/s (RK4 limit %.1f ms); rigid system: %.3f, %.3f rad/s (%.1f ms)\n",
+              body2[0].first, body2[1].first, 1e3 * kRk4Limit / body2[1].first, both[0].first, both[1].first,
+              1e3 * kRk4Limit / both[1].first);
+  EXPECT_NEAR(body2[1].first, std::sqrt(450 + std::sqrt(450.0 * 450 - 40000)), 1e-9);
+  EXPECT_GT(0.100 * body2[1].first, kRk4Limit);
+  EXPECT_LT(0.090 * body2[1].first, kRk4Limit);
+  EXPECT_LT(0.100 * both[1].first, kRk4Limit);
+  EXPECT_LT(largest_position_alone(0.050), 0.2);
+  EXPECT_LT(largest_position_alone(0.090), 0.2);
+  EXPECT_GT(largest_position_alone(0.100), 1.0);
 }
 
 // ------------------------------------------------------------------ loader
