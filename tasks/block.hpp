@@ -143,6 +143,10 @@ class Block {
   // FMU allocates): outside the frame path, as snapshots are.
   virtual bool save_state() noexcept { return true; }
   virtual bool restore_state() noexcept { return true; }
+  // True for a block whose save_state keeps something (one saved copy
+  // only): its partition can be snapshotted but not kept in many saved
+  // states at once (Partition::save_to_slot).
+  [[nodiscard]] virtual bool keeps_own_state() const noexcept { return false; }
 
   // Set-up only: why `name` is not one of this block's ports although the
   // block knows it (an FMU's parameter, or a variable of a type that is no

@@ -142,6 +142,8 @@ struct Partition::Impl {
   bool autonomous = true;
 
   State s, saved;
+  std::vector<State> kept;  // save_to_slot's; the first kept_used are in use
+  std::size_t kept_used = 0;
   // The external inputs: the tail of the signal memory, after the block outputs.
   std::size_t ext_base = 0;
   std::span<double> ext;
@@ -975,5 +977,25 @@ bool Partition::restore() noexcept {
   for (std::size_t i = 0; i < block_count(); ++i) ok = mutable_block(i).restore_state() && ok;
   return ok;
 }
+
+bool Partition::slots_possible() const noexcept {
+  for (std::size_t i = 0; i < block_count(); ++i) {
+    if (block(i).keeps_own_state()) return false;
+  }
+  return true;
+}
+
+std::size_t Partition::save_to_slot() {
+  Impl& m = *impl_;
+  if (m.kept_used == m.kept.size())
+    m.kept.push_back(m.s);
+  else
+    m.kept[m.kept_used] = m.s;
+  return m.kept_used++;
+}
+
+void Partition::load_slot(std::size_t slot) noexcept { impl_->s = impl_->kept[slot]; }
+
+void Partition::clear_slots() noexcept { impl_->kept_used = 0; }
 
 }  // namespace rtcosim::tasks

@@ -176,6 +176,17 @@ class Partition {
   bool snapshot() noexcept;
   bool restore() noexcept;
 
+  // More saved states than snapshot()'s one, numbered from 0: the state
+  // synchronisation keeps the state after each distinct execution to reuse
+  // it (docs/sync.md, thesis Ansatz 2). Only for a partition none of whose
+  // blocks keeps its own state (Block::keeps_own_state: an FMU, a mechanics
+  // body), whose whole state is the partition's vectors. Not RT: a new slot
+  // allocates the first time; `clear_slots` keeps the storage for reuse.
+  [[nodiscard]] bool slots_possible() const noexcept;
+  std::size_t save_to_slot();
+  void load_slot(std::size_t slot) noexcept;
+  void clear_slots() noexcept;
+
  private:
   struct Impl;
   std::string name_;

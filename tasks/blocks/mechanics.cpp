@@ -239,6 +239,7 @@ class MechanicalBlock final : public Block {
     offset_ = saved_offset_;
     return true;
   }
+  [[nodiscard]] bool keeps_own_state() const noexcept override { return true; }
 
   // This body's RIM at (t, x): it holds no interface force, so it is ready
   // before any input is (docs/rim.md, both directions).

@@ -37,11 +37,13 @@ class FmuBlock final : public Block {
  public:
   FmuBlock(const std::string& name, const BlockParams& params) : Block(name, "fmu") {
     const std::string file = params.text(name, "file", "");
-    if (file.empty()) throw BlockError("block '" + name + "' (fmu): 'file' is required — the path of the .fmu file", name, "file");
+    if (file.empty())
+      throw BlockError("block '" + name + "' (fmu): 'file' is required — the path of the .fmu file", name, "file");
     const std::string iface = params.text(name, "interface", "");
     if (!iface.empty() && iface != "model_exchange" && iface != "co_simulation") {
-      throw BlockError("block '" + name + "' (fmu): 'interface' = '" + iface + "' — expected model_exchange or co_simulation",
-                       name, "interface");
+      throw BlockError(
+          "block '" + name + "' (fmu): 'interface' = '" + iface + "' — expected model_exchange or co_simulation", name,
+          "interface");
     }
     fmu::FmuOptions options;
     options.instance_name = name;
@@ -77,8 +79,10 @@ class FmuBlock final : public Block {
       const double number = params.number(name, key);
       const fmu::Variable* v = md.find(var);
       if (!v) {
-        std::string message = "block '" + name + "' (fmu): 'start' names '" + var + "', which " + file + " does not declare";
-        if (const auto guess = base::closest_match(var, names); !guess.empty()) message += " (did you mean '" + guess + "'?)";
+        std::string message =
+            "block '" + name + "' (fmu): 'start' names '" + var + "', which " + file + " does not declare";
+        if (const auto guess = base::closest_match(var, names); !guess.empty())
+          message += " (did you mean '" + guess + "'?)";
         throw BlockError(message, name, key);
       }
       const bool settable = v->variability != fmu::Variability::kConstant &&
@@ -86,10 +90,11 @@ class FmuBlock final : public Block {
                              v->causality == Causality::kStructuralParameter || !v->start.empty()) &&
                             v->causality != Causality::kCalculatedParameter && v->causality != Causality::kIndependent;
       if (!settable) {
-        throw BlockError("block '" + name + "' (fmu): '" + var + "' is a " + fmu::variability_name(v->variability) + " " +
-                             fmu::causality_name(v->causality) +
-                             " without a start value — only parameters, inputs and variables with a start value take one",
-                         name, key);
+        throw BlockError(
+            "block '" + name + "' (fmu): '" + var + "' is a " + fmu::variability_name(v->variability) + " " +
+                fmu::causality_name(v->causality) +
+                " without a start value — only parameters, inputs and variables with a start value take one",
+            name, key);
       }
       if (v->type != VarType::kReal && v->type != VarType::kInteger && v->type != VarType::kBoolean) {
         throw BlockError("block '" + name + "' (fmu): '" + var + "' is of type " + v->type_name +
@@ -159,7 +164,9 @@ class FmuBlock final : public Block {
       }
       y_cur_ = y_next_;
       if (!md.co_simulation.can_handle_variable_step) {
-        fixed_reason_ = "its FMU declares canHandleVariableCommunicationStepSize=\"false\" (or not at all), so every doStep must take the same step";
+        fixed_reason_ =
+            "its FMU declares canHandleVariableCommunicationStepSize=\"false\" (or not at all), so every doStep must "
+            "take the same step";
       }
     }
     set_can_fail();
@@ -201,7 +208,8 @@ class FmuBlock final : public Block {
     if (me_) {
       dirty_ = true;
       gather_inputs(c);
-      if (fmu_->set_time(c.t) && fmu_->set_states(c.x.data(), nx_) && fmu_->set_real(in_vr_.data(), in_vr_.size(), in_val_.data()) &&
+      if (fmu_->set_time(c.t) && fmu_->set_states(c.x.data(), nx_) &&
+          fmu_->set_real(in_vr_.data(), in_vr_.size(), in_val_.data()) &&
           fmu_->get_real(out_vr_.data(), out_vr_.size(), out_val_.data())) {
         for (std::size_t p = 0; p < out_val_.size(); ++p) c.out(p, 0, out_val_[p]);
       }
@@ -277,6 +285,7 @@ class FmuBlock final : public Block {
   // snapshot: the state synchronisation re-runs an FMU from it.
   bool save_state() noexcept override { return fmu_->save_state(); }
   bool restore_state() noexcept override { return fmu_->restore_state(); }
+  [[nodiscard]] bool keeps_own_state() const noexcept override { return true; }
 
  private:
   bool at_end(double t) const noexcept { return t >= t_next_ - 1e-12 * std::max(1.0, std::fabs(t_next_)); }
@@ -311,7 +320,8 @@ class FmuBlock final : public Block {
 
 void register_fmu_blocks(BlockRegistry& registry) {
   registry.add({"fmu",
-                "an FMU (FMI 2.0 or 3.0, model exchange or co-simulation); its Real inputs and outputs are ports named after its variables",
+                "an FMU (FMI 2.0 or 3.0, model exchange or co-simulation); its Real inputs and outputs are ports named "
+                "after its variables",
                 {{"file", "path", "", "the .fmu file (relative: to the task-graph file's directory)"},
                  {"interface", "text", "model_exchange if offered", "model_exchange or co_simulation"},
                  {"start", "mapping", "", "start values by variable name, e.g. {m: 2.0}"},

@@ -19,8 +19,29 @@ class HeldInputs final : public InputSource {
   }
 };
 
+// The executions of one component in the current macro step, as a tree of
+// their input prefixes (thesis Ansatz 2): node 0 is the snapshot; a child is
+// one step from its parent with the inputs and parameter values `key`, and
+// `slot` the partition's saved state after it.
+struct ExecutionTree {
+  struct Node {
+    std::vector<double> key;
+    std::size_t slot = 0;
+    std::vector<std::size_t> children;
+  };
+  std::vector<Node> nodes;
+  std::size_t at = 0;       // the node the component's state is at, in this evaluation
+  bool diverged = false;    // this evaluation's prefix left the tree
+  std::vector<double> key;  // scratch
+};
+
 struct StateSync::Impl {
   std::vector<HeldInputs> held;
+  std::vector<ExecutionTree> trees;
+  std::vector<std::vector<std::size_t>> own_variables;  // per component, indices into variables_
+  std::uint32_t executions = 0;                         // of the current evaluation
+  std::vector<std::uint32_t> step_executions;           // of each candidate of this macro step
+  std::vector<double> step_candidates;
   // cache[c][i][j]: input i of component c at horizon step j, from the pass
   // with the current u (the values a component that is not re-run supplies).
   std::vector<std::vector<std::vector<double>>> cache;
@@ -141,7 +162,18 @@ StateSync::StateSync(std::vector<Component> components, std::vector<DecisionVari
     }
   }
   rerun_.resize(n);
-  for (std::size_t c = 0; c < n; ++c) rerun_[c] = !settings_.reduce || (from_u[c] >= 0 && to_y[c] >= 0);
+  gamma_.resize(n);
+  reuse_.resize(n);
+  impl_->trees.resize(n);
+  impl_->own_variables.resize(n);
+  for (std::size_t i = 0; i < variables_.size(); ++i) impl_->own_variables[variables_[i].component].push_back(i);
+  for (std::size_t c = 0; c < n; ++c) {
+    rerun_[c] = !settings_.reduce || (from_u[c] >= 0 && to_y[c] >= 0);
+    // Eq. 4.5: its step j reaches a compared output at step j + hops, which
+    // counts only up to T_P - 1.
+    gamma_[c] = !settings_.reduce ? settings_.horizon : rerun_[c] ? settings_.horizon - to_y[c] : 0;
+    reuse_[c] = settings_.reduce && rerun_[c] && components_[c].partition->slots_possible();
+  }
   impl_->held.resize(n);
   impl_->cache.resize(n);
   for (std::size_t c = 0; c < n; ++c) {
@@ -185,7 +217,7 @@ void StateSync::apply_u(const double* u) noexcept {
 
 // Jacobi: every input is read before any component steps. `j` >= 0 is the
 // horizon step (a component that does not run supplies its cached value).
-void StateSync::step_components(const std::vector<bool>& which, std::size_t k) {
+void StateSync::step_components(const std::vector<bool>& which, std::size_t k, bool reuse, bool limit) {
   const auto j = static_cast<long>(k) - static_cast<long>(k_);
   for (std::size_t c = 0; c < components_.size(); ++c) {
     if (!which[c]) continue;
@@ -203,9 +235,34 @@ void StateSync::step_components(const std::vector<bool>& which, std::size_t k) {
   }
   const double h = settings_.step;
   for (std::size_t c = 0; c < components_.size(); ++c) {
-    if (!which[c]) continue;
-    components_[c].partition->step(static_cast<double>(k) * h, h, impl_->held[c]);
+    if (!which[c] || (limit && j >= gamma_[c])) continue;
+    Partition& part = *components_[c].partition;
+    ExecutionTree* tree = reuse && reuse_[c] ? &impl_->trees[c] : nullptr;
+    if (tree) {
+      // The key: this step's inputs and the values of u set in this component.
+      tree->key = impl_->held[c].values;
+      for (std::size_t v : impl_->own_variables[c])
+        tree->key.push_back(part.block(variables_[v].block).tunable(variables_[v].parameter));
+      if (!tree->diverged) {
+        const auto& children = tree->nodes[tree->at].children;
+        const auto same = std::find_if(children.begin(), children.end(),
+                                       [&](std::size_t n) { return tree->nodes[n].key == tree->key; });
+        if (same != children.end()) {
+          tree->at = *same;
+          part.load_slot(tree->nodes[*same].slot);
+          continue;
+        }
+        tree->diverged = true;
+      }
+    }
+    part.step(static_cast<double>(k) * h, h, impl_->held[c]);
     ++n_ges_;
+    ++impl_->executions;
+    if (tree) {
+      tree->nodes.push_back({tree->key, part.save_to_slot(), {}});
+      tree->nodes[tree->at].children.push_back(tree->nodes.size() - 1);
+      tree->at = tree->nodes.size() - 1;
+    }
   }
 }
 
@@ -215,18 +272,21 @@ double StateSync::horizon_objective(const double* x) {
   const auto& which = nominal ? all : rerun_;
   for (std::size_t c = 0; c < components_.size(); ++c) {
     if (which[c]) components_[c].partition->restore();
+    impl_->trees[c].at = 0;
+    impl_->trees[c].diverged = false;
   }
+  impl_->executions = 0;
   double J = 0.0;
   for (int j = 0; j < settings_.horizon; ++j) {
     const std::size_t slot = std::min<std::size_t>(static_cast<std::size_t>(j), impl_->slots - 1);
     apply_u(nominal ? u_.data() : x + slot * impl_->width);
-    step_components(which, k_ + static_cast<std::size_t>(j));
+    step_components(which, k_ + static_cast<std::size_t>(j), true, !nominal);
     // A candidate that drove a component's state to NaN or infinity (the
     // partition stops there, its outputs frozen at the last finite step)
     // is never the best: its objective is infinite.
     bool blew_up = false;
     for (std::size_t c = 0; c < components_.size(); ++c)
-      blew_up = blew_up || (which[c] && components_[c].partition->failed());
+      blew_up = blew_up || (which[c] && (nominal || j < gamma_[c]) && components_[c].partition->failed());
     if (blew_up) {
       J = std::numeric_limits<double>::infinity();
       break;
@@ -249,6 +309,8 @@ double StateSync::horizon_objective(const double* x) {
   }
   if (!nominal) {
     ++impl_->evaluations;
+    impl_->step_executions.push_back(impl_->executions);
+    impl_->step_candidates.insert(impl_->step_candidates.end(), x, x + impl_->width * impl_->slots);
     if (J < impl_->best_f) {
       impl_->best_f = J;
       impl_->best_x.assign(x, x + impl_->width * impl_->slots);
@@ -266,7 +328,13 @@ StepFigures StateSync::synchronise() {
   StepFigures fig;
   const auto start = std::chrono::steady_clock::now();
   for (auto& c : components_) c.partition->snapshot();
-  fig.objective_before = horizon_objective(nullptr);  // also fills the cache
+  for (std::size_t c = 0; c < components_.size(); ++c) {
+    impl_->trees[c].nodes.assign(1, {});
+    if (reuse_[c]) components_[c].partition->clear_slots();
+  }
+  impl_->step_executions.clear();
+  impl_->step_candidates.clear();
+  fig.objective_before = horizon_objective(nullptr);  // also fills the cache and the execution trees
   const std::size_t n = impl_->width * impl_->slots;
   std::vector<double> x(n), lower(n), upper(n);
   for (std::size_t s = 0; s < impl_->slots; ++s) {
@@ -298,6 +366,8 @@ StepFigures StateSync::synchronise() {
     }
   }
   fig.evaluations = impl_->evaluations;
+  fig.executions = impl_->step_executions;
+  fig.candidates = impl_->step_candidates;
   fig.objective_after = impl_->best_f;
   std::copy_n(impl_->best_x.begin(), impl_->width, u_.begin());
   // Commit: from the snapshot, one macro step with the chosen u.

@@ -21,11 +21,14 @@ namespace rtcosim::tasks::sync {
  * T_D is the graph distance from u to the compared output (1 + the number of
  * component hops), d = Delta_o in macro steps. Static: one u over the
  * horizon; dynamic: one u per step of it (eq. 4.4). Each candidate restores
- * the partitions' snapshot and re-runs the horizon; with `reduce`, only
- * components that u can influence and that can influence a compared output
- * are re-run, the others once per macro step (their results are identical
- * for every candidate, thesis 4.4). N_ges counts Partition::step calls
- * (thesis eq. 5.1).
+ * the partitions' snapshot and re-runs the horizon; with `reduce` (thesis
+ * 4.4.1-4.4.3), a candidate steps only components that u can influence and
+ * that can influence a compared output, each only its first
+ * Gamma_k = T_P - (hops from k to a compared component) steps (Ansatz 1,
+ * eq. 4.5), and a step whose component's inputs and parameters so far equal
+ * those of an execution already made in this macro step loads that
+ * execution's saved state instead (Ansatz 2). N_ges counts
+ * Partition::step calls (thesis eq. 5.1); a loaded state is not one.
  *
  * Threads and memory: NLopt allocates on every optimisation, so StateSync
  * is not for a real-time frame; it owns nothing but its bookkeeping, the
@@ -94,6 +97,12 @@ struct StepFigures {
   double objective_before = 0.0;
   double objective_after = 0.0;
   bool budget_exhausted = false;
+  // Partition::step calls of each candidate evaluation, in order (the
+  // thesis's executions per optimiser iteration, table 4.2).
+  std::vector<std::uint32_t> executions;
+  // Each candidate's decision variables, one after the other (width: the
+  // variables, times T_P - T_D + 1 when dynamic).
+  std::vector<double> candidates;
 };
 
 class StateSync {
@@ -114,6 +123,11 @@ class StateSync {
   [[nodiscard]] std::uint64_t partition_steps() const noexcept { return n_ges_; }  // N_ges
   [[nodiscard]] int distance() const noexcept { return distance_; }                // T_D
   [[nodiscard]] const std::vector<bool>& rerun() const noexcept { return rerun_; }
+  // Per component: Gamma_k, the horizon steps a candidate runs it (eq. 4.5;
+  // T_P for every one without `reduce`), and whether its executions are
+  // reused (Ansatz 2: `reduce`, and no block keeps its own state).
+  [[nodiscard]] const std::vector<int>& gamma() const noexcept { return gamma_; }
+  [[nodiscard]] const std::vector<bool>& reused() const noexcept { return reuse_; }
   [[nodiscard]] const std::vector<double>& u() const noexcept { return u_; }  // current, per variable
   // The optimiser's wall-clock budget for the next macro steps (0: none).
   void set_time_budget(double seconds) noexcept { settings_.max_seconds = seconds; }
@@ -128,12 +142,18 @@ class StateSync {
   const Measurements& measured_;
   SyncSettings settings_;
   std::vector<bool> rerun_;
+  std::vector<int> gamma_;
+  std::vector<bool> reuse_;
   std::vector<double> u_;
   int distance_ = 1;
   std::size_t k_ = 0;
   std::uint64_t n_ges_ = 0;
 
-  void step_components(const std::vector<bool>& which, std::size_t k);
+  // In a pass over the horizon, `reuse` lets a component load the state of
+  // an identical earlier execution (Ansatz 2) and `limit` stops each after
+  // its first Gamma_k steps (eq. 4.5); otherwise every component in `which`
+  // steps.
+  void step_components(const std::vector<bool>& which, std::size_t k, bool reuse = false, bool limit = false);
   void apply_u(const double* u) noexcept;
   double horizon_objective(const double* x);
   friend double objective_trampoline(unsigned n, const double* x, double* grad, void* data);

@@ -236,13 +236,38 @@ TEST(StateSync, ReducedAndFullSchemesAreBitIdenticalAndCountedExactly) {
         ASSERT_EQ(reduced.load[k], full.load[k]) << "T_P " << horizon << " step " << k;
       }
       // N_ges: per macro step a pass of all 3 components over T_P steps (J
-      // before), each evaluation re-runs 1 component (reduced: drive) or 3
-      // (full) over T_P steps, and the committed step runs all 3.
+      // before), the evaluations' executions, and the committed step of all
+      // 3. Full: each evaluation runs 3 components over T_P steps. Reduced:
+      // only drive (T_D = 1, Gamma = T_P), and of its T_P steps only those
+      // after the longest prefix of u that the current u (the pass before)
+      // or an earlier candidate of the macro step shares (Ansatz 2).
       std::uint64_t expected_reduced = 0, expected_full = 0;
+      const std::size_t width = dynamic ? static_cast<std::size_t>(horizon) : 1;
       for (std::size_t k = 0; k < reduced.figures.size(); ++k) {
-        const auto e = static_cast<std::uint64_t>(reduced.figures[k].evaluations);
+        const auto& f = reduced.figures[k];
+        const auto e = static_cast<std::uint64_t>(f.evaluations);
         EXPECT_EQ(e, static_cast<std::uint64_t>(full.figures[k].evaluations));
-        expected_reduced += 3u * horizon + e * 1u * horizon + 3u;
+        ASSERT_EQ(f.executions.size(), e);
+        ASSERT_EQ(f.candidates.size(), e * width);
+        // u at horizon step j of candidate i (-1: the current u, held).
+        const double current = k == 0 ? 0.0 : reduced.load[k - 1];
+        auto u_at = [&](long i, int j) {
+          return i < 0 ? current
+                       : f.candidates[static_cast<std::size_t>(i) * width + std::min<std::size_t>(j, width - 1)];
+        };
+        for (std::size_t i = 0; i < f.executions.size(); ++i) {
+          int shared = 0;
+          for (long earlier = -1; earlier < static_cast<long>(i); ++earlier) {
+            int same = 0;
+            while (same < horizon && u_at(earlier, same) == u_at(static_cast<long>(i), same)) ++same;
+            shared = std::max(shared, same);
+          }
+          EXPECT_EQ(f.executions[i], static_cast<std::uint32_t>(horizon - shared))
+              << "step " << k << " candidate " << i;
+          EXPECT_EQ(full.figures[k].executions[i], 3u * horizon);
+          expected_reduced += f.executions[i];
+        }
+        expected_reduced += 3u * horizon + 3u;
         expected_full += 3u * horizon + e * 3u * horizon + 3u;
       }
       EXPECT_EQ(reduced.n_ges, expected_reduced);

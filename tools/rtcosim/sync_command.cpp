@@ -134,6 +134,15 @@ std::string micro(double seconds) { return formatted("%.3g us", seconds * 1e6); 
 
 }  // namespace
 
+double executions_per_evaluation(const SyncRun& run) {
+  double executions = 0.0, evaluations = 0.0;
+  for (const auto& s : run.steps) {
+    for (const auto e : s.executions) executions += e;
+    evaluations += static_cast<double>(s.executions.size());
+  }
+  return evaluations > 0.0 ? executions / evaluations : 0.0;
+}
+
 std::string sync_run_summary(const SyncRun& run, const config::GraphSpec& spec) {
   std::string out;
   struct PairRow {
@@ -167,14 +176,15 @@ std::string sync_run_summary(const SyncRun& run, const config::GraphSpec& spec) 
     exhausted += s.budget_exhausted ? 1 : 0;
   }
   const double n = std::max<double>(1.0, static_cast<double>(run.steps.size()));
-  char line[512];
+  char line[768];
   std::snprintf(
       line, sizeof line,
       "optimiser (%s, %s, T_P %d, T_D %d, at most %d evaluations per macro step):\n"
       "  macro steps %zu; evaluations per step mean %.2f, max %.0f; time per step mean %s, max %s "
       "(wall clock, this thread)\n"
       "  objective J mean before %s, after %s; budget exhausted in %zu of %zu steps\n"
-      "  N_ges %llu with synchronisation (re-run per candidate: %s), %llu without\n",
+      "  N_ges %llu with synchronisation (re-run per candidate: %s), %llu without\n"
+      "  executions per candidate evaluation mean %.2f (without reduction T_P x %zu = %llu; thesis 4.4)\n",
       spec.sync.optimise.solver.c_str(), spec.sync.optimise.dynamic ? "dynamic" : "static", spec.sync.optimise.horizon,
       run.distance, spec.sync.optimise.max_evaluations, run.steps.size(), evals / n, eval_max, micro(secs / n).c_str(),
       micro(secs_max).c_str(), sci(before / n).c_str(), sci(after / n).c_str(), exhausted, run.steps.size(),
@@ -185,7 +195,9 @@ std::string sync_run_summary(const SyncRun& run, const config::GraphSpec& spec) 
         return s;
       }()
           .c_str(),
-      static_cast<unsigned long long>(run.n_ges_without));
+      static_cast<unsigned long long>(run.n_ges_without), executions_per_evaluation(run), run.components.size(),
+      static_cast<unsigned long long>(run.components.size()) *
+          static_cast<unsigned long long>(spec.sync.optimise.horizon));
   out += line;
   for (std::size_t i = 0; i < run.variables.size(); ++i) {
     const auto& u = run.u[i];
@@ -276,8 +288,10 @@ std::string sync_run_json(const SyncRun& run) {
     exhausted += s.budget_exhausted ? 1 : 0;
     secs += s.seconds;
   }
-  out += "],\"evaluations\":" + std::to_string(evals) + ",\"budget_exhausted_steps\":" + std::to_string(exhausted) +
-         ",\"optimiser_seconds\":" + json_number(secs) + ",\"u_last\":[";
+  out += "],\"evaluations\":" + std::to_string(evals) +
+         ",\"executions_per_evaluation\":" + json_number(executions_per_evaluation(run)) +
+         ",\"budget_exhausted_steps\":" + std::to_string(exhausted) + ",\"optimiser_seconds\":" + json_number(secs) +
+         ",\"u_last\":[";
   for (std::size_t i = 0; i < run.u.size(); ++i) out += std::string(i ? "," : "") + json_number(run.u[i].back());
   return out + "]}\n";
 }

@@ -58,6 +58,8 @@ SyncRun sync_run_for(const SyncModel& model, const config::GraphSpec& spec);
 // model's compared columns, over run.time.
 void score_sync_pairs(SyncRun& run, const SyncModel& model);
 // The summary `rtcosim sync` prints (pairs, optimiser, u), and its files.
+// Partition steps per candidate evaluation, over the run (thesis table 4.2).
+double executions_per_evaluation(const SyncRun& run);
 std::string sync_run_summary(const SyncRun& run, const config::GraphSpec& spec);
 void write_sync_csv(const SyncRun& run, const std::string& path);
 // Each pair's measured, without and with, and each u, as panels.
