@@ -8,6 +8,7 @@
 #endif
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -1147,16 +1148,28 @@ class GraphLoader {
       }
       for (const auto& h : seq) {
         std::istringstream words(h.IsScalar() ? h.Scalar() : std::string());
-        std::string from, arrow, to, kind;
-        words >> from >> arrow >> to >> kind;
-        if (arrow != "->" || (kind != "sync" && kind != "async") || !elements.count(from) || !elements.count(to)) {
+        std::string from, arrow, to, kind, power, rest;
+        words >> from >> arrow >> to >> kind >> power >> rest;
+        // "^n": the hop n times over (eq. 4.15's alpha^n_CM, n = T_D).
+        int repeat = 1;
+        bool power_ok = power.empty();
+        if (!power.empty() && power[0] == '^') {
+          const std::string digits = power.substr(1);
+          power_ok = !digits.empty() && digits.size() <= 4 &&
+                     std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
+          if (power_ok) repeat = std::stoi(digits);
+          power_ok = power_ok && repeat >= 1 && repeat <= 1000;
+        }
+        if (arrow != "->" || (kind != "sync" && kind != "async") || !elements.count(from) || !elements.count(to) ||
+            !power_ok || !rest.empty()) {
           in_.error(h, "hop " + Reader::kind(h) +
-                           " — expected \"A -> B sync\" or \"A -> B async\" with A and B "
-                           "among 'sync.delay.elements'");
+                           " — expected \"A -> B sync\" or \"A -> B async\", optionally followed by ^n "
+                           "(the hop n times over, 1..1000), with A and B among 'sync.delay.elements'");
           continue;
         }
         hops.push_back({elements[from], elements[to],
-                        kind == "sync" ? coupling::sync::HopKind::synchronous : coupling::sync::HopKind::asynchronous});
+                        kind == "sync" ? coupling::sync::HopKind::synchronous : coupling::sync::HopKind::asynchronous,
+                        repeat});
       }
     }
     try {

@@ -94,8 +94,26 @@ DelayDensity hop_density(const Hop& hop, double dt) {
 
 DelayDensity path_density(std::span<const Hop> path, double dt) {
   DelayDensity density = DelayDensity::dirac(0.0, dt);
-  for (const Hop& hop : path) density = density.convolve(hop_density(hop, dt));
+  for (const Hop& hop : path) {
+    const DelayDensity one = hop_density(hop, dt);
+    for (int i = 0; i < hop.repeat; ++i) density = density.convolve(one);
+  }
   return density;
+}
+
+std::string describe(const Hop& hop) {
+  auto ms = [](double seconds) {
+    std::ostringstream o;
+    o << seconds * 1e3 << " ms";
+    return o.str();
+  };
+  std::ostringstream o;
+  o << "alpha";
+  if (hop.repeat != 1) o << '^' << hop.repeat;
+  o << '_' << hop.from.name << hop.to.name << ": " << hop.from.name << " -> " << hop.to.name << ' '
+    << (hop.kind == HopKind::synchronous ? "sync delta(t - " + ms(hop.from.dead_time + hop.to.dead_time) + ")"
+                                         : "async U(0, " + ms(hop.to.cycle) + ")");
+  return o.str();
 }
 
 OutputDelay output_delay(std::span<const Hop> measurement_path, std::span<const Hop> simulation_path, double dt) {

@@ -42,7 +42,11 @@ struct Hop {
   DelayElement from;
   DelayElement to;
   HopKind kind = HopKind::asynchronous;
+  int repeat = 1;  // n: the hop's density convolved with itself n times (eq. 4.15's alpha^n_CM)
 };
+
+// "alpha^n_CM: C -> M async U(0, 4 ms)", for a printed chain.
+std::string describe(const Hop& hop);
 
 // A probability density as point masses at offset + i * dt.
 class DelayDensity {

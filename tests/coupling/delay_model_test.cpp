@@ -79,6 +79,66 @@ TEST(DelayModel, Table516GivesTheThesisOutputDelay) {
   EXPECT_NEAR(input_delay(to_plant, simulation, 0.0001), -0.002, 1e-12);
 }
 
+// Eq. 4.15 as printed: the simulation's output is available after
+// (alpha^n_CM * alpha_MS * alpha_SS)(t), n = T_D. With table 5.16 read as
+// above, alpha_SS = delta(tau_S + tau_S) = delta(8 ms) moves the simulation
+// path's rightmost mode to 20 ms: Delta_o = 0 for n = 1 and 2 (U * U is a
+// triangle peaking at 4 ms), -2 ms for n = 3 (the peak of three uniforms,
+// 6 ms, to half a grid cell).
+TEST(DelayModel, Equation415AsPrintedGivesNoOutputDelayForTable516) {
+  const DelayElement c{"C", 0.0, 0.008};
+  const DelayElement p{"P", 0.010, 0.0001};
+  const DelayElement m{"M", 0.004, 0.004};
+  const DelayElement s{"S", 0.004, 0.004};
+  const std::array<Hop, 2> measurement{Hop{c, p, HopKind::synchronous}, Hop{p, c, HopKind::synchronous}};
+  const double expected[] = {0.0, 0.0, -0.002};
+  for (int n = 1; n <= 3; ++n) {
+    const std::array<Hop, 3> simulation{Hop{c, m, HopKind::asynchronous, n}, Hop{m, s, HopKind::synchronous},
+                                        Hop{s, s, HopKind::synchronous}};
+    const auto delay = output_delay(measurement, simulation, 0.0001);
+    // Three uniforms on cell centres put their mass at odd multiples of
+    // dt/2, so the peak at 6 ms lies between two equal points: half a cell.
+    EXPECT_NEAR(delay.delta_o, expected[n - 1], n == 3 ? 0.00005 + 1e-12 : 1e-12) << "n = " << n;
+    EXPECT_NEAR(delay.simulation.mean(), 0.016 + n * 0.002, 1e-12) << "n = " << n;
+  }
+}
+
+// Every choice table 4.4 leaves open (R/C -> P and P -> C synchronous or
+// not; C -> M is asynchronous, M -> S and S -> S synchronous), under both
+// readings of table 5.16's upper- and lower-case columns (T the dead time
+// and t the cycle, or the reverse), with n = T_D = 1: as printed, eq. 4.15
+// never gives the thesis's +8 ms; without alpha_SS it gives it once, for the
+// reading and the choice docs/sync.md uses.
+TEST(DelayModel, OnlyLeavingOutAlphaSSGivesTheThesisEightMilliseconds) {
+  struct Row {
+    double upper, lower;
+  };
+  const Row c{0.0, 0.008}, p{0.010, 0.0001}, m{0.004, 0.004}, s{0.004, 0.004};
+  int printed_eight = 0, without_ss_eight = 0;
+  for (const bool upper_is_dead_time : {true, false}) {
+    auto element = [&](const char* name, Row r) {
+      return upper_is_dead_time ? DelayElement{name, r.upper, r.lower} : DelayElement{name, r.lower, r.upper};
+    };
+    const auto C = element("C", c), P = element("P", p), M = element("M", m), S = element("S", s);
+    for (const auto cp : {HopKind::synchronous, HopKind::asynchronous}) {
+      for (const auto pc : {HopKind::synchronous, HopKind::asynchronous}) {
+        const std::array<Hop, 2> measurement{Hop{C, P, cp}, Hop{P, C, pc}};
+        const std::array<Hop, 3> printed{Hop{C, M, HopKind::asynchronous}, Hop{M, S, HopKind::synchronous},
+                                         Hop{S, S, HopKind::synchronous}};
+        const double with_ss = output_delay(measurement, printed, 0.00005).delta_o;
+        const double without_ss = output_delay(measurement, std::span(printed).first(2), 0.00005).delta_o;
+        printed_eight += std::abs(with_ss - 0.008) < 1e-9 ? 1 : 0;
+        if (std::abs(without_ss - 0.008) < 1e-9) {
+          ++without_ss_eight;
+          EXPECT_TRUE(upper_is_dead_time && cp == HopKind::synchronous && pc == HopKind::synchronous);
+        }
+      }
+    }
+  }
+  EXPECT_EQ(printed_eight, 0);
+  EXPECT_EQ(without_ss_eight, 1);
+}
+
 TEST(DelayModel, OffGridTimesAreRefusedWithTheValueAndTheGrid) {
   try {
     (void)DelayDensity::uniform(0.0035, 0.001);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "coupling/sync/delay_model.hpp"
 #include "coupling/sync/time_sync_experiment.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/recorder.hpp"
@@ -104,6 +105,39 @@ TEST(SyncDelay, LoaderNamesWhatIsWrongInASyncSection) {
       "    measurement: [\"A -> A sync\"]\n    simulation: []\n" +
       compare);
   EXPECT_NE(off_grid.find("not a multiple of the grid step"), std::string::npos) << off_grid;
+  // "^n": the hop n times over (eq. 4.15's alpha^n_CM); anything else after the kind is refused.
+  EXPECT_EQ(
+      errors_of(elements + "    measurement: [\"A -> B sync\"]\n    simulation: [\"B -> A async ^3\"]\n" + compare),
+      "");
+  for (const char* hop : {"B -> A async ^0", "B -> A async ^x", "B -> A async 3", "B -> A async ^2 more"}) {
+    const auto bad = errors_of(elements + "    measurement: []\n    simulation: [\"" + hop + "\"]\n" + compare);
+    EXPECT_NE(bad.find("optionally followed by ^n"), std::string::npos) << hop << ": " << bad;
+  }
+}
+
+// Eq. 4.15 as printed, every term, on the example's timing: with alpha_SS
+// and n = T_D = 1 the two paths' rightmost modes are both 20 ms, so Delta_o
+// is 0 and the comparison with it is the one without; `rtcosim run` prints
+// each hop as its alpha and each path's density.
+TEST(SyncDelay, Equation415AsPrintedGivesNoDelayOnTheExamplesTiming) {
+  auto spec = testing::load_example("sync_delay.yaml");
+  ASSERT_EQ(spec.sync.simulation_path.size(), 2u);
+  auto ss = spec.sync.simulation_path[1];  // M -> S sync: S is its target
+  ss.from = ss.to;
+  spec.sync.simulation_path.push_back(ss);
+  const auto d = coupling::sync::output_delay(spec.sync.measurement_path, spec.sync.simulation_path, spec.sync.grid);
+  EXPECT_NEAR(d.measurement_mode, 0.020, 1e-12);
+  EXPECT_NEAR(d.simulation_mode, 0.020, 1e-12);
+  spec.sync.delay = d.delta_o;
+  const auto results = run_example(spec);
+  const auto& r = results.at(0);
+  EXPECT_EQ(r.mse_with, r.mse_without);
+  const std::string text = tools::sync_summary(spec.sync, results);
+  for (const char* part :
+       {"alpha_CM: C -> M async U(0, 4 ms)", "alpha_MS: M -> S sync delta(t - 8 ms)",
+        "alpha_SS: S -> S sync delta(t - 8 ms)", "density on [16 ms, 20 ms], mean 18 ms", "rightmost mode 20 ms"}) {
+    EXPECT_NE(text.find(part), std::string::npos) << part << "\n" << text;
+  }
 }
 
 }  // namespace

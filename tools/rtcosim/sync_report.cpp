@@ -92,9 +92,29 @@ std::string sync_summary(const config::SyncSpec& sync, const std::vector<SyncPai
     const auto d = coupling::sync::output_delay(sync.measurement_path, sync.simulation_path, sync.grid);
     o << " (delay model: measurement path mode " << base::format_duration(d.measurement_mode)
       << ", simulation path mode " << base::format_duration(d.simulation_mode) << ", grid "
-      << base::format_duration(sync.grid) << ")";
+      << base::format_duration(sync.grid) << ")\n";
+    // Eq. 4.15 term by term, and each path's density (docs/sync.md).
+    auto path = [&](const char* what, const std::vector<coupling::sync::Hop>& hops,
+                    const coupling::sync::DelayDensity& density) {
+      o << "  " << what << ':';
+      if (hops.empty()) o << " no hop";
+      for (std::size_t i = 0; i < hops.size(); ++i) o << (i ? " * " : " ") << coupling::sync::describe(hops[i]);
+      // The continuous density's support: each hop adds its delta or [0, theta].
+      double from = 0.0, to = 0.0;
+      for (const auto& h : hops) {
+        const bool sync_hop = h.kind == coupling::sync::HopKind::synchronous;
+        from += h.repeat * (sync_hop ? h.from.dead_time + h.to.dead_time : 0.0);
+        to += h.repeat * (sync_hop ? h.from.dead_time + h.to.dead_time : h.to.cycle);
+      }
+      o << "\n    density on [" << base::format_duration(from) << ", " << base::format_duration(to) << "], mean "
+        << base::format_duration(density.mean()) << ", rightmost mode "
+        << base::format_duration(density.rightmost_mode()) << '\n';
+    };
+    path("y^ available (measurement path)", sync.measurement_path, d.measurement);
+    path("y available (simulation path)", sync.simulation_path, d.simulation);
+  } else {
+    o << '\n';
   }
-  o << '\n';
   o.setf(std::ios::scientific);
   o.precision(4);
   for (const auto& r : results) {
