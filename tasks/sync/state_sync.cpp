@@ -42,6 +42,7 @@ struct StateSync::Impl {
   std::uint32_t executions = 0;                         // of the current evaluation
   std::vector<std::uint32_t> step_executions;           // of each candidate of this macro step
   std::vector<double> step_candidates;
+  std::vector<double> held_out;  // per pair, of the pass before the optimisation
   // cache[c][i][j]: input i of component c at horizon step j, from the pass
   // with the current u (the values a component that is not re-run supplies).
   std::vector<std::vector<std::vector<double>>> cache;
@@ -300,11 +301,13 @@ double StateSync::horizon_objective(const double* x) {
     }
     if (j + 1 < distance_) continue;
     const long at = static_cast<long>(k_) + j + 1 + settings_.delay_steps;
-    for (const auto& p : compared_) {
+    for (std::size_t q = 0; q < compared_.size(); ++q) {
+      const auto& p = compared_[q];
       if (at < 0 || !measured_.has(p.column, static_cast<std::size_t>(at))) continue;
       const double e = components_[p.component].partition->output(p.ref)[0] -
                        measured_.columns[p.column][static_cast<std::size_t>(at) - measured_.first];
       J += p.weight * e * e;
+      if (nominal && j + 1 == settings_.horizon) impl_->held_out[q] = e;
     }
   }
   if (!nominal) {
@@ -333,6 +336,7 @@ StepFigures StateSync::synchronise() {
     if (reuse_[c]) components_[c].partition->clear_slots();
   }
   impl_->step_executions.clear();
+  impl_->held_out.assign(compared_.size(), std::numeric_limits<double>::quiet_NaN());
   impl_->step_candidates.clear();
   fig.objective_before = horizon_objective(nullptr);  // also fills the cache and the execution trees
   const std::size_t n = impl_->width * impl_->slots;
@@ -368,8 +372,14 @@ StepFigures StateSync::synchronise() {
   fig.evaluations = impl_->evaluations;
   fig.executions = impl_->step_executions;
   fig.candidates = impl_->step_candidates;
+  fig.held_out = impl_->held_out;
   fig.objective_after = impl_->best_f;
   std::copy_n(impl_->best_x.begin(), impl_->width, u_.begin());
+  for (std::size_t i = 0; i < variables_.size(); ++i) {
+    const auto& v = variables_[i];
+    const double margin = 1e-9 * (v.upper - v.lower);
+    fig.on_bound = fig.on_bound || u_[i] <= v.lower + margin || u_[i] >= v.upper - margin;
+  }
   // Commit: from the snapshot, one macro step with the chosen u.
   for (auto& c : components_) c.partition->restore();
   apply_u(u_.data());

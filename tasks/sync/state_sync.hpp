@@ -103,6 +103,14 @@ struct StepFigures {
   // Each candidate's decision variables, one after the other (width: the
   // variables, times T_P - T_D + 1 when dynamic).
   std::vector<double> candidates;
+  // Per compared pair, the held-out error: y_{k+T_P} - y^_{k+T_P+d} as the
+  // pass before the optimisation predicted it (the u and state from before
+  // this macro step), a measurement no earlier objective used; NaN where the
+  // measurement is not known.
+  std::vector<double> held_out;
+  // Whether a chosen u lies on its lower or upper bound (within 1e-9 of the
+  // range).
+  bool on_bound = false;
 };
 
 class StateSync {

@@ -218,6 +218,42 @@ TEST(StateSync, SynchronisationCutsTheSpeedErrorTenfold) {
   for (const auto& f : synced.figures) EXPECT_LE(f.objective_after, f.objective_before);
 }
 
+// The held-out error is the prediction of the measurement T_P steps ahead
+// made before the optimiser saw it: at T_P = 1 (weight 1, one pair) exactly
+// the objective before the optimisation, J(u_{k-1}) = e^2; at T_P = 5 the
+// last of J's five terms, so e^2 <= J, and known while y^_{k+5} is. A step
+// is on a bound when the load chosen is -40 or 40 N m.
+TEST(StateSync, HeldOutErrorIsThePredictionBeforeTheMeasurementWasUsed) {
+  const auto m = read_recording();
+  for (const int horizon : {1, 5}) {
+    SyncSettings s;
+    s.horizon = horizon;
+    s.max_evaluations = 30;
+    const auto synced = run(m, true, s);
+    std::size_t known = 0, bound = 0;
+    for (std::size_t k = 0; k < synced.figures.size(); ++k) {
+      const auto& f = synced.figures[k];
+      ASSERT_EQ(f.held_out.size(), 1u);
+      const bool measured = k + static_cast<std::size_t>(horizon) < m.columns[1].size();
+      ASSERT_EQ(!std::isnan(f.held_out[0]), measured) << "step " << k;
+      if (!measured) continue;
+      ++known;
+      const double e2 = f.held_out[0] * f.held_out[0];
+      if (horizon == 1) {
+        EXPECT_EQ(e2, f.objective_before) << "step " << k;
+      } else {
+        EXPECT_LE(e2, f.objective_before) << "step " << k;
+      }
+      EXPECT_EQ(f.on_bound, std::abs(synced.load[k]) >= 40.0 * (1.0 - 1e-9)) << "step " << k;
+      bound += f.on_bound ? 1 : 0;
+    }
+    EXPECT_EQ(known, synced.figures.size() - static_cast<std::size_t>(horizon) + 1) << "T_P " << horizon;
+    if (horizon == 1) {
+      EXPECT_GT(bound, 0u);
+    }
+  }
+}
+
 TEST(StateSync, ReducedAndFullSchemesAreBitIdenticalAndCountedExactly) {
   const auto m = read_recording();
   for (const int horizon : {1, 5}) {
@@ -368,10 +404,10 @@ TEST(StateSync, HorizonsAndSchemesForTheDocs) {
   const bool print = std::getenv("RTCOSIM_SYNC_REPORT") != nullptr;
   if (print)
     std::printf(
-        "| T_P | optimisation | MSE speed | ratio | N_ges reduced | N_ges full | evaluations/step | budget exhausted "
-        "|\n");
+        "| T_P | optimisation | MSE speed | ratio | held-out MSE | u on a bound (steps) | N_ges reduced | N_ges full | "
+        "evaluations/step | budget exhausted |\n");
   if (print)
-    std::printf("| - | none | %.4g | 1 | %llu | %llu | - | - |\n", free.mse,
+    std::printf("| - | none | %.4g | 1 | - | - | %llu | %llu | - | - |\n", free.mse,
                 static_cast<unsigned long long>(free.n_ges), static_cast<unsigned long long>(free.n_ges));
   for (const int horizon : {1, 5}) {
     for (const bool dynamic : {false, true}) {
@@ -381,17 +417,22 @@ TEST(StateSync, HorizonsAndSchemesForTheDocs) {
       const auto reduced = run(m, true, s);
       s.reduce = false;
       const auto full = run(m, true, s);
-      double evaluations = 0;
-      int exhausted = 0;
+      double evaluations = 0, held_out = 0;
+      int exhausted = 0, bound = 0, predictions = 0;
       for (const auto& f : reduced.figures) {
         evaluations += f.evaluations;
         exhausted += f.budget_exhausted ? 1 : 0;
+        bound += f.on_bound ? 1 : 0;
+        if (!std::isnan(f.held_out[0])) {
+          held_out += f.held_out[0] * f.held_out[0];
+          ++predictions;
+        }
       }
       EXPECT_GT(free.mse, 10.0 * reduced.mse) << "T_P " << horizon << (dynamic ? " dynamic" : " static");
       if (print) {
-        std::printf("| %d | %s | %.4g | %.0f | %llu | %llu | %.1f | %d |\n", horizon, dynamic ? "dynamic" : "static",
-                    reduced.mse, free.mse / reduced.mse, static_cast<unsigned long long>(reduced.n_ges),
-                    static_cast<unsigned long long>(full.n_ges),
+        std::printf("| %d | %s | %.4g | %.0f | %.4g | %d | %llu | %llu | %.1f | %d |\n", horizon,
+                    dynamic ? "dynamic" : "static", reduced.mse, free.mse / reduced.mse, held_out / predictions, bound,
+                    static_cast<unsigned long long>(reduced.n_ges), static_cast<unsigned long long>(full.n_ges),
                     evaluations / static_cast<double>(reduced.figures.size()), exhausted);
       }
     }

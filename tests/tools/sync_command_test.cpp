@@ -80,6 +80,21 @@ TEST(SyncCommand, MotorExampleKeepsTheSimulationInStepAsTheHandBuiltComponentsDo
   }
   EXPECT_EQ(executions(run), moved);
   EXPECT_EQ(run.n_ges, 5720u);
+  // The held-out MSE at T_P = 1 is the mean objective before the
+  // optimisation (one pair, weight 1), over every macro step; the MSE with
+  // synchronisation is an in-sample fit, far below it.
+  double before = 0.0;
+  std::size_t on_bound = 0;
+  for (const auto& f : run.steps) {
+    before += f.objective_before;
+    on_bound += f.on_bound ? 1 : 0;
+  }
+  EXPECT_EQ(p.held_out_instants, 500u);
+  EXPECT_NEAR(p.mse_held_out, before / 500.0, 1e-12 * p.mse_held_out);
+  EXPECT_GT(p.mse_held_out, 2.0 * p.mse_with);
+  const std::string summary = tools::sync_run_summary(run, spec);
+  EXPECT_NE(summary.find("held out speed.y: MSE 0.2745"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("u on a bound in " + std::to_string(on_bound)), std::string::npos) << summary;
   // At the end the load absorbs 0.5 N m of load; the inertia error is gone
   // once the speed is steady (50 rad/s: the torque carries load + damping).
   EXPECT_NEAR(run.u.at(0).back(), 0.5, 1e-3);

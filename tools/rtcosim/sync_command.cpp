@@ -81,6 +81,16 @@ void score_sync_pairs(SyncRun& run, const SyncModel& model) {
       }
     }
     errors.finish(p);
+    double sum = 0.0;
+    p.held_out_instants = 0;
+    p.max_held_out = 0.0;
+    for (const auto& f : run.steps) {
+      if (i >= f.held_out.size() || std::isnan(f.held_out[i])) continue;
+      sum += f.held_out[i] * f.held_out[i];
+      p.max_held_out = std::max(p.max_held_out, std::abs(f.held_out[i]));
+      ++p.held_out_instants;
+    }
+    p.mse_held_out = p.held_out_instants ? sum / static_cast<double>(p.held_out_instants) : 0.0;
   }
 }
 
@@ -163,9 +173,17 @@ std::string sync_run_summary(const SyncRun& run, const config::GraphSpec& spec) 
   };
   out += "compared signals (delay " + base::format_duration(static_cast<double>(run.delay_steps) * run.step) + " = " +
          std::to_string(run.delay_steps) + " macro steps):\n" + render_table(pair_fields, rows);
+  // MSE with is an in-sample fit (the optimiser saw those measurements); the
+  // held-out error is the prediction of each measurement before it was used.
+  for (const auto& p : run.pairs) {
+    out += "  held out " + p.simulated + ": MSE " + sci(p.mse_held_out) + ", MAX " + sci(p.max_held_out) + " over " +
+           std::to_string(p.held_out_instants) +
+           " measurements, each predicted T_P = " + std::to_string(spec.sync.optimise.horizon) +
+           " macro step(s) ahead before the optimiser used it (MSE with above is in-sample)\n";
+  }
   // Optimiser figures over the macro steps.
   double evals = 0, eval_max = 0, secs = 0, secs_max = 0, before = 0, after = 0;
-  std::size_t exhausted = 0;
+  std::size_t exhausted = 0, on_bound = 0;
   for (const auto& s : run.steps) {
     evals += s.evaluations;
     eval_max = std::max(eval_max, static_cast<double>(s.evaluations));
@@ -174,6 +192,7 @@ std::string sync_run_summary(const SyncRun& run, const config::GraphSpec& spec) 
     before += s.objective_before;
     after += s.objective_after;
     exhausted += s.budget_exhausted ? 1 : 0;
+    on_bound += s.on_bound ? 1 : 0;
   }
   const double n = std::max<double>(1.0, static_cast<double>(run.steps.size()));
   char line[768];
@@ -182,12 +201,12 @@ std::string sync_run_summary(const SyncRun& run, const config::GraphSpec& spec) 
       "optimiser (%s, %s, T_P %d, T_D %d, at most %d evaluations per macro step):\n"
       "  macro steps %zu; evaluations per step mean %.2f, max %.0f; time per step mean %s, max %s "
       "(wall clock, this thread)\n"
-      "  objective J mean before %s, after %s; budget exhausted in %zu of %zu steps\n"
+      "  objective J mean before %s, after %s; budget exhausted in %zu of %zu steps; u on a bound in %zu\n"
       "  N_ges %llu with synchronisation (re-run per candidate: %s), %llu without\n"
       "  executions per candidate evaluation mean %.2f (without reduction T_P x %zu = %llu; thesis 4.4)\n",
       spec.sync.optimise.solver.c_str(), spec.sync.optimise.dynamic ? "dynamic" : "static", spec.sync.optimise.horizon,
       run.distance, spec.sync.optimise.max_evaluations, run.steps.size(), evals / n, eval_max, micro(secs / n).c_str(),
-      micro(secs_max).c_str(), sci(before / n).c_str(), sci(after / n).c_str(), exhausted, run.steps.size(),
+      micro(secs_max).c_str(), sci(before / n).c_str(), sci(after / n).c_str(), exhausted, run.steps.size(), on_bound,
       static_cast<unsigned long long>(run.n_ges),
       [&] {
         std::string s;
@@ -279,18 +298,23 @@ std::string sync_run_json(const SyncRun& run) {
     out += std::string(i ? "," : "") + "{\"simulated\":" + base::json_string(p.simulated) +
            ",\"measured\":" + base::json_string(p.measured) + ",\"instants\":" + std::to_string(p.instants) +
            ",\"mse_without\":" + json_number(p.mse_without) + ",\"mse_with\":" + json_number(p.mse_with) +
-           ",\"max_without\":" + json_number(p.max_without) + ",\"max_with\":" + json_number(p.max_with) + "}";
+           ",\"max_without\":" + json_number(p.max_without) + ",\"max_with\":" + json_number(p.max_with) +
+           ",\"held_out_instants\":" + std::to_string(p.held_out_instants) +
+           ",\"mse_held_out\":" + json_number(p.mse_held_out) + ",\"max_held_out\":" + json_number(p.max_held_out) +
+           "}";
   }
-  std::size_t evals = 0, exhausted = 0;
+  std::size_t evals = 0, exhausted = 0, on_bound = 0;
   double secs = 0;
   for (const auto& s : run.steps) {
     evals += static_cast<std::size_t>(s.evaluations);
     exhausted += s.budget_exhausted ? 1 : 0;
+    on_bound += s.on_bound ? 1 : 0;
     secs += s.seconds;
   }
   out += "],\"evaluations\":" + std::to_string(evals) +
          ",\"executions_per_evaluation\":" + json_number(executions_per_evaluation(run)) +
-         ",\"budget_exhausted_steps\":" + std::to_string(exhausted) + ",\"optimiser_seconds\":" + json_number(secs) +
+         ",\"budget_exhausted_steps\":" + std::to_string(exhausted) +
+         ",\"on_bound_steps\":" + std::to_string(on_bound) + ",\"optimiser_seconds\":" + json_number(secs) +
          ",\"u_last\":[";
   for (std::size_t i = 0; i < run.u.size(); ++i) out += std::string(i ? "," : "") + json_number(run.u[i].back());
   return out + "]}\n";

@@ -29,6 +29,11 @@ namespace rtcosim::tools {
 struct SyncPairSeries : SyncPairResult {
   std::vector<double> measured_values;  // y^(t_k + Delta_o)
   std::vector<double> without, with;    // y_k without and with synchronisation
+  // The held-out error (StepFigures::held_out) over the macro steps that had
+  // one: the T_P-step-ahead prediction of each measurement before any
+  // objective used it.
+  std::size_t held_out_instants = 0;
+  double mse_held_out = 0.0, max_held_out = 0.0;
 };
 
 struct SyncRun {
