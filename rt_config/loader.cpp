@@ -364,7 +364,7 @@ class GraphLoader {
     read_dds(root["dds"]);
     read_tasks(root["tasks"], root);
     read_blocks(root["blocks"], root);
-    read_wires(root["wires"], root);
+    read_wires(root["wires"]);
     read_record(root["record"]);
     read_trace(root["trace"]);
     read_sync(root["sync"]);
@@ -870,14 +870,11 @@ class GraphLoader {
     return c;
   }
 
-  void read_wires(const YAML::Node& list, const YAML::Node& root) {
-    // Without a readable wire list, every input would be "not connected":
-    // one mistake, one message.
-    if (!list) {
-      in_.error(root, "the task graph has no 'wires' — expected a list of {from: block.port, to: block.port}");
-      wires_unread_ = true;
-      return;
-    }
+  void read_wires(const YAML::Node& list) {
+    // No 'wires' (or 'wires:' with nothing) is a graph without wires: one
+    // block with no inputs runs alone. Without a readable wire list, every
+    // input would be "not connected": one mistake, one message.
+    if (!list || list.IsNull()) return;
     if (!list.IsSequence()) {
       in_.error(list, "'wires' is " + Reader::kind(list) + " — expected a list of wires");
       wires_unread_ = true;

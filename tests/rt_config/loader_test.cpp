@@ -211,6 +211,22 @@ TEST(Loader, TheSmallGraphIsValid) {
 
 // A period below 1 us is an error (nanosecond periods ran for minutes and
 // took gigabytes); below 20 us a warning. Both say where and which floor.
+// One block with no inputs runs alone: 'wires' absent, null or empty is a
+// graph without wires (an unwired input is still refused: the invalid file
+// missing_wires.yaml).
+TEST(Loader, AGraphWithoutWiresIsValid) {
+  const std::string head =
+      "name: alone\ntasks:\n  - {name: fast, period: 1ms, cpu: 0, priority: 80}\nblocks:\n"
+      "  - {name: src, type: sine, task: fast}\n";
+  for (const std::string tail : {"", "wires:\n", "wires: []\n"}) {
+    const LoadResult r = load_graph_text(head + tail, "alone.yaml", two_cpus());
+    EXPECT_TRUE(r.ok()) << tail << all_of(r);
+    EXPECT_TRUE(r.diagnostics.empty()) << tail << all_of(r);
+    EXPECT_TRUE(r.graph.wires.empty());
+    EXPECT_EQ(r.graph.diagram.blocks.size(), 1u);
+  }
+}
+
 TEST(Loader, PeriodsBelowTheFloorsAreAnErrorOrAWarning) {
   const auto with_period = [](const std::string& period) {
     return "tasks:\n  - {name: t, period: " + period +
