@@ -13,6 +13,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -542,6 +543,7 @@ class GraphLoader {
     const auto slash = graph_.file.rfind('/');
     std::string path =
         text.empty() || text[0] == '/' || slash == std::string::npos ? text : graph_.file.substr(0, slash + 1) + text;
+    if (!text.empty() && text[0] != '/') path = searched(text, path);
     if (!options_.file_roots || text.empty()) return path;
     const auto confined = confine_to_roots(path, *options_.file_roots);
     if (!confined) {
@@ -551,6 +553,38 @@ class GraphLoader {
                         (options_.file_roots_hint.empty() ? "" : " — " + options_.file_roots_hint));
     }
     return confined;
+  }
+
+  // A relative name that is not beside the graph file (`beside`) is looked
+  // for, in order, under each directory of $RTCOSIM_PATH (colon-separated),
+  // the directory above the running binary (a build tree: build/bin/.. holds
+  // fmus/) and the package's data directory (/usr/share/rtcosim): so that an
+  // example naming fmus/airframe2.fmu runs from any build folder and from
+  // the installed package. The first that exists wins; none: `beside`, and
+  // the block that opens it reports the missing file. Where the options
+  // confine files, graph_file checks what is found like any other path.
+  static std::string searched(const std::string& text, const std::string& beside) {
+    std::error_code ec;
+    if (std::filesystem::exists(beside, ec)) return beside;
+    std::vector<std::string> bases;
+    if (const char* env = std::getenv("RTCOSIM_PATH")) {
+      std::string list = env;
+      for (std::size_t start = 0; start <= list.size();) {
+        const std::size_t end = std::min(list.find(':', start), list.size());
+        if (end > start) bases.push_back(list.substr(start, end - start));
+        start = end + 1;
+      }
+    }
+    const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (!ec) bases.push_back(exe.parent_path().parent_path().string());
+#ifdef RTCOSIM_DATADIR
+    bases.emplace_back(RTCOSIM_DATADIR);
+#endif
+    for (const auto& base : bases) {
+      const std::string candidate = base + "/" + text;
+      if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+    }
+    return beside;
   }
 
   // With 'dds: security' every host names its certificate, key and

@@ -1,9 +1,10 @@
 // An FMU in a task-graph file: its variables are ports, checked against
 // modelDescription.xml with file:line:column diagnostics.
-#include <gtest/gtest.h>
-
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+
+#include <gtest/gtest.h>
 
 #include "rt_config/loader.hpp"
 
@@ -23,17 +24,22 @@ std::vector<std::string> errors_of(const std::string& yaml) {
 
 std::string graph(const std::string& params, const std::string& wire = "{from: f.y, to: plant.F}",
                   const std::string& step = "fixed") {
-  return "tasks:\n  - {name: t, period: 10ms, integrator: rk4, step: " + step + "}\n"
+  return "tasks:\n  - {name: t, period: 10ms, integrator: rk4, step: " + step +
+         "}\n"
          "blocks:\n"
          "  - {name: f, type: constant, task: t, params: {value: 0}}\n"
-         "  - {name: plant, type: fmu, task: t, params: {" + params + "}}\n"
-         "wires:\n  - " + wire + "\n";
+         "  - {name: plant, type: fmu, task: t, params: {" +
+         params +
+         "}}\n"
+         "wires:\n  - " +
+         wire + "\n";
 }
 
 TEST(FmuConfig, AnFmusVariablesArePortsAndStartValuesAreAMapping) {
-  const auto r = load_graph_text(graph("file: " + kDir + "/msd2.fmu, interface: model_exchange, start: {m: 2.0, x0: 0.5}") +
-                                     "record: {file: out.csv, signals: [plant.x, plant.v]}\n",
-                                 "plant.yaml");
+  const auto r =
+      load_graph_text(graph("file: " + kDir + "/msd2.fmu, interface: model_exchange, start: {m: 2.0, x0: 0.5}") +
+                          "record: {file: out.csv, signals: [plant.x, plant.v]}\n",
+                      "plant.yaml");
   for (const auto& d : r.diagnostics) ADD_FAILURE() << d.str();
   ASSERT_TRUE(r.ok());
   const auto& params = r.graph.diagram.blocks[1].params;
@@ -44,15 +50,17 @@ TEST(FmuConfig, AnFmusVariablesArePortsAndStartValuesAreAMapping) {
 TEST(FmuConfig, MisspeltNamesGetDidYouMeanAtTheirLineAndColumn) {
   auto e = errors_of(graph("file: " + kDir + "/msd2.fmu", "{from: f.y, to: plant.f}"));
   ASSERT_EQ(e.size(), 2u);  // and plant.F is not connected
-  EXPECT_EQ(e[1], "plant.yaml:7:21: error: block 'plant' (fmu) has no input port 'f' (did you mean 'F'?) — its inputs: F");
+  EXPECT_EQ(e[1],
+            "plant.yaml:7:21: error: block 'plant' (fmu) has no input port 'f' (did you mean 'F'?) — its inputs: F");
   const std::string text = graph("file: " + kDir + "/msd2.fmu, start: {mm: 2}");
   e = errors_of(text);
   ASSERT_EQ(e.size(), 1u);
   // At the misspelt key itself, on line 5.
   const auto line5 = text.find("  - {name: plant");
   const auto column = text.find("mm:") - line5 + 1;
-  EXPECT_NE(e[0].find("plant.yaml:5:" + std::to_string(column) + ": error: block 'plant' (fmu): 'start' names 'mm', which"),
-            std::string::npos)
+  EXPECT_NE(
+      e[0].find("plant.yaml:5:" + std::to_string(column) + ": error: block 'plant' (fmu): 'start' names 'mm', which"),
+      std::string::npos)
       << e[0];
   EXPECT_NE(e[0].find("does not declare (did you mean 'm'?)"), std::string::npos) << e[0];
 }
@@ -61,7 +69,8 @@ TEST(FmuConfig, CausalityIsChecked) {
   // An input used as an output, an output given a start value.
   auto e = errors_of(graph("file: " + kDir + "/msd2.fmu", "{from: plant.F, to: plant.F}"));
   ASSERT_FALSE(e.empty());
-  EXPECT_NE(e[0].find("block 'plant' (fmu) has no output port 'F' ('F' is one of its inputs)"), std::string::npos) << e[0];
+  EXPECT_NE(e[0].find("block 'plant' (fmu) has no output port 'F' ('F' is one of its inputs)"), std::string::npos)
+      << e[0];
   // A parameter wired as an input: the FMU says what it is instead.
   e = errors_of(graph("file: " + kDir + "/msd2.fmu", "{from: f.y, to: plant.k}"));
   ASSERT_EQ(e.size(), 2u);  // and plant.F is not connected
@@ -78,14 +87,18 @@ TEST(FmuConfig, CausalityIsChecked) {
 }
 
 TEST(FmuConfig, AMeasuredStepNeedsAVariableStepFmu) {
-  auto e = errors_of(graph("file: " + kDir + "/msd2_fixed.fmu, interface: co_simulation", "{from: f.y, to: plant.F}", "measured"));
+  auto e = errors_of(
+      graph("file: " + kDir + "/msd2_fixed.fmu, interface: co_simulation", "{from: f.y, to: plant.F}", "measured"));
   ASSERT_EQ(e.size(), 1u);
-  EXPECT_NE(e[0].find("plant.yaml:5:5: error: block 'plant' (fmu) runs in task 't' with step: measured, but its FMU declares "
-                      "canHandleVariableCommunicationStepSize=\"false\""),
-            std::string::npos)
+  EXPECT_NE(
+      e[0].find("plant.yaml:5:5: error: block 'plant' (fmu) runs in task 't' with step: measured, but its FMU declares "
+                "canHandleVariableCommunicationStepSize=\"false\""),
+      std::string::npos)
       << e[0];
   EXPECT_TRUE(errors_of(graph("file: " + kDir + "/msd2_fixed.fmu, interface: co_simulation")).empty());
-  EXPECT_TRUE(errors_of(graph("file: " + kDir + "/msd2.fmu, interface: co_simulation", "{from: f.y, to: plant.F}", "measured")).empty());
+  EXPECT_TRUE(
+      errors_of(graph("file: " + kDir + "/msd2.fmu, interface: co_simulation", "{from: f.y, to: plant.F}", "measured"))
+          .empty());
 }
 
 TEST(FmuConfig, BadFmusAreOneErrorAtTheFileParameter) {
@@ -113,6 +126,43 @@ TEST(FmuConfig, ARelativeFileIsFoundBesideTheTaskGraph) {
   const auto r = load_graph_file((dir / "graph.yaml").string());
   for (const auto& d : r.diagnostics) ADD_FAILURE() << d.str();
   EXPECT_TRUE(r.ok());
+}
+
+// A relative name that is not beside the graph is looked for under
+// $RTCOSIM_PATH, then above the running binary (the build tree, where fmus/
+// holds the test FMUs), then in the package's data directory
+// (docs/config.md, "Files"); beside the graph wins.
+TEST(FmuConfig, ARelativeFileNotBesideTheGraphIsSearchedForInOrder) {
+  const auto root = std::filesystem::path(::testing::TempDir()) / "fmu_search";
+  std::filesystem::remove_all(root);
+  for (const char* d : {"graphs", "first/models", "second/models"}) std::filesystem::create_directories(root / d);
+  for (const char* d : {"first", "second"}) {
+    std::filesystem::copy_file(kDir + "/msd2.fmu", root / d / "models" / "plant.fmu");
+  }
+  {
+    std::ofstream f(root / "graphs" / "graph.yaml");
+    f << graph("file: models/plant.fmu");
+  }
+  auto file_of = [&]() {
+    const auto r = load_graph_file((root / "graphs" / "graph.yaml").string());
+    for (const auto& d : r.diagnostics) ADD_FAILURE() << d.str();
+    return r.ok() ? std::get<std::string>(r.graph.diagram.blocks[1].params.all().at("file")) : std::string();
+  };
+  const std::string path = (root / "first").string() + ":" + (root / "second").string();
+  ::setenv("RTCOSIM_PATH", path.c_str(), 1);
+  EXPECT_EQ(file_of(), (root / "first" / "models" / "plant.fmu").string());
+  std::filesystem::remove(root / "first" / "models" / "plant.fmu");
+  EXPECT_EQ(file_of(), (root / "second" / "models" / "plant.fmu").string());
+  std::filesystem::create_directories(root / "graphs" / "models");
+  std::filesystem::copy_file(kDir + "/msd2.fmu", root / "graphs" / "models" / "plant.fmu");
+  EXPECT_EQ(file_of(), (root / "graphs" / "models" / "plant.fmu").string());
+  ::unsetenv("RTCOSIM_PATH");
+  // The build tree: this test binary is <build>/bin/..., the FMUs <build>/fmus/.
+  const auto r = load_graph_text(graph("file: fmus/msd2.fmu"), (root / "graphs" / "other.yaml").string());
+  for (const auto& d : r.diagnostics) ADD_FAILURE() << d.str();
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(std::filesystem::equivalent(std::get<std::string>(r.graph.diagram.blocks[1].params.all().at("file")),
+                                          kDir + "/msd2.fmu"));
 }
 
 }  // namespace
