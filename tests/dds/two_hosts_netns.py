@@ -74,21 +74,34 @@ def make_namespaces():
         skip("cannot create network namespaces: ip netns needs root")
     if not shutil.which("ip"):
         skip("cannot create network namespaces: no 'ip' (iproute2)")
-    r = sh("ip", "netns", "add", NS["plant-pc"], check=False)
-    if r.returncode != 0:
-        skip(f"cannot create network namespaces: {r.stderr.strip()}")
-    sh("ip", "netns", "add", NS["hil-pc"])
-    sh("ip", "link", "add", DEV["plant-pc"], "type", "veth", "peer", "name", DEV["hil-pc"])
-    for host in NS:
-        sh("ip", "link", "set", DEV[host], "netns", NS[host])
-        sh("ip", "-n", NS[host], "addr", "add", ADDR[host], "dev", DEV[host])
-        sh("ip", "-n", NS[host], "link", "set", DEV[host], "up")
-        sh("ip", "-n", NS[host], "link", "set", "lo", "up")
+    # Whatever fails half-way is undone before the test says why, in one
+    # line: nothing is left behind for the next run.
+    try:
+        for host in NS:
+            sh("ip", "netns", "add", NS[host])
+        sh("ip", "link", "add", DEV["plant-pc"], "type", "veth", "peer", "name", DEV["hil-pc"])
+        for host in NS:
+            sh("ip", "link", "set", DEV[host], "netns", NS[host])
+            sh("ip", "-n", NS[host], "addr", "add", ADDR[host], "dev", DEV[host])
+            sh("ip", "-n", NS[host], "link", "set", DEV[host], "up")
+            sh("ip", "-n", NS[host], "link", "set", "lo", "up")
+    except RuntimeError as e:
+        remove_namespaces()
+        why = " ".join(str(e).split())
+        if "mount" in why:
+            # ip netns bind-mounts each namespace under /run/netns and makes
+            # that mount slave to /, which a container whose / is not a
+            # mount point refuses.
+            skip(f"cannot create network namespaces: ip netns cannot mount here (is / a mount point?): {why}")
+        skip(f"cannot create network namespaces: {why}")
 
 
 def remove_namespaces():
     for ns in NS.values():
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    # A veth pair made before its ends moved into the namespaces.
+    for dev in DEV.values():
+        subprocess.run(["ip", "link", "del", dev], capture_output=True)
 
 
 def inject_loss():
