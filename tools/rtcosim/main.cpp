@@ -7,9 +7,10 @@
 
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/ctl_command.hpp"
-#include "tools/rtcosim/preflight_command.hpp"
 #include "tools/rtcosim/eval_command.hpp"
 #include "tools/rtcosim/fmu_command.hpp"
+#include "tools/rtcosim/import_command.hpp"
+#include "tools/rtcosim/preflight_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
 #include "tools/rtcosim/sync_command.hpp"
 #ifdef RTCOSIM_HAVE_BABELTRACE2
@@ -32,6 +33,7 @@ commands:
   ctl       talk to a running rtcosimd (status, stop, start, reload, record, trace)
   trace     'trace report DIR': latency, execution time and deadline misses from an LTTng trace
   fmu       'fmu info FILE': what an FMU declares and whether it loads here
+  import    'import ssp FILE.ssp': a task graph of an SSP's system of FMUs
   sync      replay a graph's state synchronisation: tunable parameters kept in step with measurements
   eval      evaluate the coupling methods on the paper's test signals (MSE, table, SVG plot)
 
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
   if (verb == "ctl") return rtcosim::tools::run_ctl_command(args);
   if (verb == "sync") return rtcosim::tools::run_sync_command(args);
   if (verb == "fmu") return rtcosim::tools::run_fmu_command(args);
+  if (verb == "import") return rtcosim::tools::run_import_command(args);
   if (verb == "preflight") return rtcosim::tools::run_preflight_command(args);
   if (verb == "trace") {
 #ifdef RTCOSIM_HAVE_BABELTRACE2

@@ -1,0 +1,466 @@
+// `rtcosim import ssp` (rt_config/ssp_import.hpp, docs/ssp.md): the SSP of
+// a PI controller and a mass-spring-damper in a loop (tests/fmus/ssp_loop,
+// zipped at build time) imports to a graph that runs bit for bit like the
+// hand-written graph of the same system; malformed SSDs give file:line;
+// hostile archives are refused.
+#include "rt_config/ssp_import.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <list>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zip.h>
+
+#include "rt_config/loader.hpp"
+#include "tools/rtcosim/check_command.hpp"
+#include "tools/rtcosim/import_command.hpp"
+#include "tools/rtcosim/run_command.hpp"
+
+namespace rtcosim::tools {
+namespace {
+
+namespace fs = std::filesystem;
+const std::string kFmus = RTCOSIM_FMU_DIR;
+const std::string kLoopSsp = kFmus + "/pi_msd_loop.ssp";
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void spit(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+struct TempDir {
+  fs::path path;
+  explicit TempDir(const std::string& name)
+      : path(fs::temp_directory_path() / ("rtcosim_ssp_" + name + "_" + std::to_string(getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+// Runs a graph on the virtual clock and returns its recording.
+std::string run_virtual(const fs::path& graph, const fs::path& csv, const std::string& duration = "2s") {
+  std::ostringstream sink;
+  auto* old = std::cout.rdbuf(sink.rdbuf());
+  const int rc = run_run_command({"--virtual", "--duration", duration, "--record", csv.string(), graph.string()});
+  std::cout.rdbuf(old);
+  EXPECT_EQ(rc, 0) << sink.str();
+  return slurp(csv);
+}
+
+// The same system written by hand: the blocks, tasks, wires and start
+// values the SSP describes (the plant's c from the system-level set, which
+// takes precedence over the component's own 99).
+std::string hand_written(bool one_task) {
+  const std::string task_c = one_task ? "system" : "controller", task_p = one_task ? "system" : "plant";
+  std::string tasks = one_task ? "  - {name: system, period: 1ms, integrator: rk4, step: fixed}\n"
+                               : "  - {name: controller, period: 1ms, integrator: rk4, step: fixed}\n"
+                                 "  - {name: plant, period: 1ms, integrator: rk4, step: fixed}\n";
+  return "name: pi_msd_loop\nduration: 4s\ntasks:\n" + tasks +
+         "blocks:\n"
+         "  - {name: controller, type: fmu, task: " +
+         task_c + ", params: {file: " + kFmus +
+         "/pi2.fmu, interface: co_simulation, start: {kp: 20, ki: 8, r: 0.5}}}\n"
+         "  - {name: plant, type: fmu, task: " +
+         task_p + ", params: {file: " + kFmus +
+         "/msd2.fmu, interface: model_exchange, start: {m: 2, x0: 0, c: 0.8, k: 4}}}\n"
+         "wires:\n"
+         "  - {from: controller.u, to: plant.F}\n"
+         "  - {from: plant.x, to: controller.y}\n"
+         "record: {file: hand.csv, signals: [controller.u, plant.x, plant.v]}\n";
+}
+
+TEST(SspImport, TheImportedLoopRunsBitForBitLikeTheHandWrittenGraph) {
+  for (const bool one_task : {false, true}) {
+    SCOPED_TRACE(one_task ? "--tasks one" : "--tasks per-component");
+    TempDir dir(one_task ? "one" : "per");
+    config::SspImportOptions options;
+    options.graph_dir = dir.path.string();
+    options.fmu_dir = (dir.path / "fmus").string();
+    options.tasks = one_task ? config::SspTaskLayout::kOne : config::SspTaskLayout::kPerComponent;
+    const auto imported = config::import_ssp(kLoopSsp, options);
+    EXPECT_TRUE(imported.warnings.empty());
+    ASSERT_EQ(imported.fmus.size(), 2u);
+    EXPECT_EQ(slurp(imported.fmus[0]), slurp(kFmus + "/pi2.fmu"));
+    // Relative to the graph's directory, so the folder can be moved whole.
+    EXPECT_NE(imported.yaml.find("file: \"fmus/msd2.fmu\""), std::string::npos) << imported.yaml;
+    EXPECT_NE(imported.yaml.find("\"c\": 0.8"), std::string::npos) << imported.yaml;  // the system's set wins
+    EXPECT_NE(imported.yaml.find("duration: 4s"), std::string::npos);
+    spit(dir.path / "imported.yaml", imported.yaml);
+    const auto loaded = config::load_graph_file((dir.path / "imported.yaml").string());
+    for (const auto& d : loaded.diagnostics) ADD_FAILURE() << d.str();
+    ASSERT_TRUE(loaded.ok());
+    EXPECT_EQ(loaded.graph.tasks.size(), one_task ? 1u : 2u);
+    EXPECT_EQ(loaded.graph.wires.size(), 2u);
+
+    spit(dir.path / "hand.yaml", hand_written(one_task));
+    const std::string a = run_virtual(dir.path / "imported.yaml", dir.path / "imported.csv");
+    const std::string b = run_virtual(dir.path / "hand.yaml", dir.path / "hand.csv");
+    ASSERT_GT(a.size(), 1000u);
+    EXPECT_EQ(a, b);  // the same structure: the same bits
+    // The loop does something: x moves from 0 towards r = 0.5.
+    EXPECT_NE(a.find("plant.x"), std::string::npos);
+  }
+}
+
+TEST(SspImport, TheCommandWritesAGraphThatCheckAccepts) {
+  TempDir dir("cli");
+  const auto graph = dir.path / "loop.yaml";
+  ASSERT_EQ(run_import_command({"ssp", kLoopSsp, "-o", graph.string(), "--period", "2ms"}), 0);
+  EXPECT_TRUE(fs::exists(dir.path / "pi_msd_loop_fmus" / "msd2.fmu"));
+  EXPECT_NE(slurp(graph).find("period: 2ms"), std::string::npos);
+  std::ostringstream sink;
+  auto* old = std::cout.rdbuf(sink.rdbuf());
+  const int rc = run_check_command({graph.string()});
+  std::cout.rdbuf(old);
+  EXPECT_EQ(rc, 0) << sink.str();
+  EXPECT_EQ(run_import_command({"ssp", kLoopSsp, "--tasks", "two"}), 2);
+  EXPECT_EQ(run_import_command({"ssp", kLoopSsp, "--period", "fast"}), 2);
+  EXPECT_EQ(run_import_command({"fmi", kLoopSsp}), 2);
+  EXPECT_EQ(run_import_command({"--help"}), 0);
+  EXPECT_EQ(run_import_command({"ssp", (dir.path / "missing.ssp").string()}), 1);
+}
+
+// A zip built entry by entry (names as given: hostile ones too).
+class ZipWriter {
+ public:
+  explicit ZipWriter(const std::string& path) {
+    int err = 0;
+    z_ = zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+  }
+  ~ZipWriter() {
+    if (z_) zip_close(z_);
+  }
+  void add(const std::string& name, const std::string& data, bool symlink = false) {
+    keep_.push_back(data);
+    zip_source_t* s = zip_source_buffer(z_, keep_.back().data(), keep_.back().size(), 0);
+    const zip_int64_t i = zip_file_add(z_, name.c_str(), s, ZIP_FL_ENC_UTF_8);
+    ASSERT_GE(i, 0) << zip_strerror(z_);
+    if (symlink) {
+      zip_file_set_external_attributes(z_, static_cast<zip_uint64_t>(i), 0, ZIP_OPSYS_UNIX,
+                                       static_cast<zip_uint32_t>(S_IFLNK | 0777) << 16);
+    }
+  }
+  void close() {
+    zip_close(z_);
+    z_ = nullptr;
+  }
+
+ private:
+  zip_t* z_ = nullptr;
+  std::list<std::string> keep_;
+};
+
+struct SsdParts {
+  std::string controller_connectors =
+      R"(<ssd:Connector name="y" kind="input"><ssc:Real unit="m"/></ssd:Connector>
+          <ssd:Connector name="u" kind="output"><ssc:Real unit="N"/></ssd:Connector>)";
+  std::string plant_connectors =
+      R"(<ssd:Connector name="F" kind="input"><ssc:Real unit="N"/></ssd:Connector>
+          <ssd:Connector name="x" kind="output"><ssc:Real unit="m"/></ssd:Connector>)";
+  std::string connections =
+      R"(<ssd:Connection startElement="controller" startConnector="u" endElement="plant" endConnector="F"/>
+      <ssd:Connection startElement="plant" startConnector="x" endElement="controller" endConnector="y"/>)";
+  std::string system_extra;    // inside <ssd:System>, before <ssd:Elements>
+  std::string elements_extra;  // inside <ssd:Elements>
+  std::string controller_source = "resources/pi2.fmu";
+  std::string connection_extra;  // inside the first connection
+};
+
+// Lines: 1 xml, 2 root, 3-4 xmlns, 5 System, 6 system_extra, 7 Elements, 8 controller, 9 Connectors,
+// 10-11 controller connectors, ...
+std::string ssd(const SsdParts& p) {
+  return R"(<?xml version="1.0"?>
+<ssd:SystemStructureDescription version="1.0" name="t" xmlns:ssd="http://ssp-standard.org/SSP1/SystemStructureDescription"
+    xmlns:ssc="http://ssp-standard.org/SSP1/SystemStructureCommon"
+    xmlns:ssv="http://ssp-standard.org/SSP1/SystemStructureParameterValues">
+  <ssd:System name="s">
+    )" + p.system_extra +
+         R"(
+    <ssd:Elements>
+      <ssd:Component name="controller" source=")" +
+         p.controller_source + R"(">
+        <ssd:Connectors>
+          )" +
+         p.controller_connectors + R"(
+        </ssd:Connectors>
+      </ssd:Component>
+      <ssd:Component name="plant" source="resources/msd2.fmu">
+        <ssd:Connectors>
+          )" +
+         p.plant_connectors + R"(
+        </ssd:Connectors>
+      </ssd:Component>
+      )" +
+         p.elements_extra + R"(
+    </ssd:Elements>
+    <ssd:Connections>
+      )" +
+         p.connections + R"(
+    </ssd:Connections>
+  </ssd:System>
+</ssd:SystemStructureDescription>
+)";
+}
+
+class SspErrors : public ::testing::Test {
+ protected:
+  TempDir dir{"errors"};
+  std::string last_;  // the SSD of the last error_of
+
+  // The error of importing an SSP with this SSD (and extra entries), or "".
+  std::string error_of(const std::string& ssd_text, const std::vector<std::pair<std::string, std::string>>& extra = {},
+                       const config::SspLimits& limits = {}) {
+    const std::string ssp = (dir.path / "t.ssp").string();
+    last_ = ssd_text;
+    {
+      ZipWriter z(ssp);
+      z.add("SystemStructure.ssd", ssd_text);
+      z.add("resources/pi2.fmu", slurp(kFmus + "/pi2.fmu"));
+      z.add("resources/msd2.fmu", slurp(kFmus + "/msd2.fmu"));
+      for (const auto& [name, data] : extra) z.add(name, data);
+      z.close();
+    }
+    return import_error(ssp, limits);
+  }
+
+  std::string import_error(const std::string& ssp, const config::SspLimits& limits = {}) {
+    config::SspImportOptions options;
+    options.graph_dir = dir.path.string();
+    options.fmu_dir = (dir.path / "fmus").string();
+    options.limits = limits;
+    try {
+      config::import_ssp(ssp, options);
+    } catch (const config::SspError& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  std::string at(int line) const {
+    return (dir.path / "t.ssp").string() + "/SystemStructure.ssd:" + std::to_string(line) + ": ";
+  }
+};
+
+// The line of the first occurrence of `needle` in `text`.
+int line_of(const std::string& text, const std::string& needle) {
+  const auto pos = text.find(needle);
+  EXPECT_NE(pos, std::string::npos) << needle;
+  return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(pos), '\n'));
+}
+
+#define EXPECT_STARTS(text, prefix) EXPECT_EQ((text).rfind(prefix, 0), 0u) << (text)
+#define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
+
+TEST_F(SspErrors, TheBaseSsdImports) { EXPECT_EQ(error_of(ssd({})), ""); }
+
+TEST_F(SspErrors, MalformedXmlGivesItsLine) {
+  const auto e = error_of("<?xml version=\"1.0\"?>\n<ssd:SystemStructureDescription version=\"1.0\">\n  <ssd:System\n");
+  EXPECT_STARTS(e, at(3));  // the start tag that is never closed
+  EXPECT_HAS(e, "expected well-formed XML");
+}
+
+TEST_F(SspErrors, ConnectionsAreCheckedForUnitTypeAndDirectionAtTheirLine) {
+  SsdParts p;
+  // Line 23 is the first connection.
+  p.connections =
+      R"(<ssd:Connection startElement="controller" startConnector="u" endElement="plant" endConnector="x"/>)";
+  auto e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "endConnector=\"x\"")));
+  EXPECT_HAS(e, "joins controller.u (output) and plant.x (output) — a connection goes from an output to an input");
+
+  p = {};
+  p.plant_connectors = R"(<ssd:Connector name="F" kind="input"><ssc:Real unit="kN"/></ssd:Connector>)";
+  e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "unit=\"kN\"")));  // the connector against the FMU's own unit
+  EXPECT_HAS(e, "connector 'F' of component 'plant' has unit 'kN', but resources/msd2.fmu gives 'F' unit 'N'");
+
+  p = {};
+  p.controller_connectors = R"(<ssd:Connector name="u" kind="output"/>)";
+  p.plant_connectors = R"(<ssd:Connector name="F" kind="input"/><ssd:Connector name="x" kind="output"/>)";
+  p.connections = R"(<ssd:Connection startElement="plant" startConnector="x" endElement="plant" endConnector="F"/>)";
+  e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "startConnector=\"x\" endElement=\"plant\"")));
+  EXPECT_HAS(e, "the connection from plant.x (unit 'm') to plant.F (unit 'N') joins different units");
+
+  p = {};
+  p.plant_connectors = R"(<ssd:Connector name="F" kind="input"><ssc:Integer/></ssd:Connector>)";
+  e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "<ssc:Integer/>")));
+  EXPECT_HAS(e, "is declared Integer, but resources/msd2.fmu declares 'F' as Real");
+
+  p = {};
+  p.plant_connectors = R"(<ssd:Connector name="F" kind="output"/>)";
+  e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "name=\"F\" kind=\"output\"")));
+  EXPECT_HAS(e, "connector 'F' of component 'plant' is declared output, but resources/msd2.fmu declares 'F' as input");
+
+  p = {};
+  p.connections =
+      R"(<ssd:Connection startElement="plnat" startConnector="x" endElement="controller" endConnector="y"/>)";
+  e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "plnat")));
+  EXPECT_HAS(e, "element 'plnat', which the system does not contain (did you mean 'plant'?)");
+
+  p = {};
+  p.connections += R"(
+      <ssd:Connection endElement="controller" endConnector="y" startElement="plant" startConnector="x"/>)";
+  e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "endElement=\"controller\" endConnector=\"y\" start")));
+  EXPECT_HAS(e, "controller.y is driven by a second connection (the first is at line " +
+                    std::to_string(line_of(last_, "startConnector=\"x\" endElement=\"controller\"")) + ")");
+
+  p = {};
+  p.connections =
+      R"(<ssd:Connection startElement="controller" startConnector="u" endElement="plant" endConnector="F"><ssc:LinearTransformation factor="2"/></ssd:Connection>)";
+  e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "LinearTransformation")));
+  EXPECT_HAS(e, "connection transformations (<ssc:LinearTransformation>) are not supported");
+}
+
+TEST_F(SspErrors, UnsupportedStructureIsRefusedByName) {
+  SsdParts p;
+  p.elements_extra = R"(<ssd:System name="inner"/>)";
+  auto e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "name=\"inner\"")));
+  EXPECT_HAS(e, "nested system 'inner'");
+
+  p = {};
+  p.elements_extra = R"(<ssd:SignalDictionaryReference name="bus" dictionary="d"/>)";
+  e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "SignalDictionaryReference")));
+  EXPECT_HAS(e, "signal dictionaries are not supported");
+
+  p = {};
+  p.system_extra =
+      R"(<ssd:Connectors><ssd:Connector name="cmd" kind="input"><ssc:Real unit="N"/></ssd:Connector></ssd:Connectors>)";
+  p.connections = R"(<ssd:Connection startConnector="cmd" endElement="plant" endConnector="F"/>)";
+  e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "startConnector=\"cmd\"")));
+  EXPECT_HAS(e, "driven by the system's input connector 'cmd' — rtcosim imports a closed system");
+
+  p = {};
+  p.system_extra =
+      R"(<ssd:ParameterBindings><ssd:ParameterBinding source="resources/p.ssv"><ssd:ParameterMapping source="resources/m.ssm"/></ssd:ParameterBinding></ssd:ParameterBindings>)";
+  e = error_of(ssd(p), {{"resources/p.ssv", "<ssv:ParameterSet/>"}});
+  EXPECT_STARTS(e, at(line_of(last_, "ParameterMapping")));
+  EXPECT_HAS(e, "parameter mappings (<ssd:ParameterMapping>, .ssm) are not supported");
+
+  p = {};
+  p.controller_source = "resources/pi2.ssp";
+  e = error_of(ssd(p).replace(ssd(p).find("source=\"resources/pi2.ssp\""), 0, "type=\"application/x-ssp-package\" "));
+  EXPECT_STARTS(e, at(line_of(last_, "pi2.ssp")));
+  EXPECT_HAS(e, "only FMUs (application/x-fmu-sharedlibrary) are supported");
+
+  e = error_of(std::string(ssd({})).replace(ssd({}).find("version=\"1.0\" name"), 13, "version=\"2.0\""));
+  EXPECT_STARTS(e, at(line_of(last_, "version=\"2.0\"")));
+  EXPECT_HAS(e, "SSP version '2.0' is not supported");
+}
+
+TEST_F(SspErrors, ParameterSetsGiveTheirOwnFileAndLine) {
+  SsdParts p;
+  p.system_extra = R"(<ssd:ParameterBindings><ssd:ParameterBinding source="resources/p.ssv"/></ssd:ParameterBindings>)";
+  const std::string head = R"(<?xml version="1.0"?>
+<ssv:ParameterSet version="1.0" name="p" xmlns:ssv="http://ssp-standard.org/SSP1/SystemStructureParameterValues">
+  <ssv:Parameters>
+)";
+  const std::string ssv_at = (dir.path / "t.ssp").string() + "/resources/p.ssv:";
+  auto e = error_of(
+      ssd(p),
+      {{"resources/p.ssv", head + R"(    <ssv:Parameter name="plant.k"><ssv:Real value="4" unit="N/mm"/></ssv:Parameter>
+  </ssv:Parameters></ssv:ParameterSet>)"}});
+  EXPECT_STARTS(e, ssv_at + "4: ");
+  EXPECT_HAS(e, "parameter 'plant.k' has unit 'N/mm', but resources/msd2.fmu gives 'k' unit 'N/m'");
+
+  e = error_of(ssd(p),
+               {{"resources/p.ssv", head + R"(    <ssv:Parameter name="plant.k"><ssv:Real value="4"/></ssv:Parameter>
+    <ssv:Parameter name="controller.name"><ssv:String value="pi"/></ssv:Parameter>
+  </ssv:Parameters></ssv:ParameterSet>)"}});
+  EXPECT_STARTS(e, ssv_at + "5: ");
+  EXPECT_HAS(e, "parameter 'controller.name' is String — rtcosim's start values are numbers");
+
+  e = error_of(ssd(p),
+               {{"resources/p.ssv", head + R"(    <ssv:Parameter name="plant.x"><ssv:Real value="4"/></ssv:Parameter>
+  </ssv:Parameters></ssv:ParameterSet>)"}});
+  EXPECT_STARTS(e, ssv_at + "4: ");
+  EXPECT_HAS(e, "sets 'x' of component 'plant', a continuous output that takes no start value");
+
+  e = error_of(
+      ssd(p), {{"resources/p.ssv", head + R"(    <ssv:Parameter name="plant.k"><ssv:Real value="1e999"/></ssv:Parameter>
+  </ssv:Parameters></ssv:ParameterSet>)"}});
+  EXPECT_STARTS(e, ssv_at + "4: ");
+  EXPECT_HAS(e, "has value '1e999' — expected a finite number");
+
+  e = error_of(ssd(p), {{"resources/p.ssv", head + "<ssv:Parameter"}});
+  EXPECT_STARTS(e, ssv_at + "4: ");
+  EXPECT_HAS(e, "expected well-formed XML");
+}
+
+TEST_F(SspErrors, HostileArchivesAreRefused) {
+  // Entries outside the archive's directory, and a symbolic link.
+  for (const std::string name : {"../escape.txt", "/tmp/rtcosim_ssp_abs.txt", "resources/..\\..\\x"}) {
+    const std::string ssp = (dir.path / "h.ssp").string();
+    {
+      ZipWriter z(ssp);
+      z.add("SystemStructure.ssd", ssd({}));
+      z.add(name, "owned");
+      z.close();
+    }
+    const auto e = import_error(ssp);
+    EXPECT_HAS(e, "would be written outside the SSP's directory — refused");
+  }
+  EXPECT_FALSE(fs::exists(fs::temp_directory_path() / "rtcosim_ssp_abs.txt"));
+  {
+    const std::string ssp = (dir.path / "l.ssp").string();
+    ZipWriter z(ssp);
+    z.add("SystemStructure.ssd", ssd({}));
+    z.add("resources/pi2.fmu", "/etc/passwd", true);
+    z.close();
+    EXPECT_HAS(import_error(ssp), "entry 'resources/pi2.fmu' is a symbolic link — refused");
+  }
+  // Sources that leave the archive.
+  for (const std::string source :
+       {"../pi2.fmu", "/etc/passwd", "file:///etc/passwd", "resources/%2e%2e/%2e%2e/x.fmu", "other.ssp#inner"}) {
+    SsdParts p;
+    p.controller_source = source;
+    const auto e = error_of(ssd(p));
+    EXPECT_STARTS(e, at(line_of(last_, "<ssd:Component name=\"controller\"")));
+    EXPECT_HAS(e, "component 'controller': source '" + source + "'");
+  }
+  // Not a zip; no SSD; the bounds.
+  spit(dir.path / "junk.ssp", "not a zip");
+  EXPECT_HAS(import_error((dir.path / "junk.ssp").string()), "cannot open as an SSP (a zip archive)");
+  {
+    const std::string ssp = (dir.path / "n.ssp").string();
+    ZipWriter z(ssp);
+    z.add("resources/pi2.fmu", "x");
+    z.close();
+    EXPECT_HAS(import_error(ssp), "the archive has no SystemStructure.ssd at its root — not an SSP");
+  }
+  config::SspLimits small;
+  small.max_components = 1;
+  EXPECT_HAS(error_of(ssd({}), {}, small), "more than 1 components — refused");
+  small = {};
+  small.max_xml_bytes = 100;
+  EXPECT_HAS(error_of(ssd({}), {}, small), "more than the 100 an XML file of an SSP may have");
+  small = {};
+  small.max_xml_nodes = 10;
+  EXPECT_HAS(error_of(ssd({}), {}, small), "more than 10 XML elements and attributes — refused");
+  // A component's source that is not an FMU.
+  SsdParts p;
+  p.controller_source = "resources/pi2.ssv";
+  EXPECT_HAS(error_of(ssd(p), {{"resources/pi2.ssv", "plain text"}}), "cannot open as an FMU (a zip archive)");
+}
+
+}  // namespace
+}  // namespace rtcosim::tools
