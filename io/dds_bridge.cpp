@@ -1,6 +1,7 @@
 #include "io/dds_bridge.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -156,7 +157,8 @@ struct DdsBridge::Impl {
   std::vector<std::unique_ptr<RemoteEnd>> ends;
   std::map<std::string, Peer> peers;  // every other host of the graph
   rtcosim_StartAnnounce self{};
-  std::thread thread;       // receives, announces, answers pings
+  std::thread thread;  // receives, announces, answers pings
+  std::atomic<bool> cancel_start{false};
   std::thread sender;       // sends what producers publish, woken by them
   base::WakeWord produced;  // every producer-side remote link notifies it
   std::atomic<bool> running{false};
@@ -641,6 +643,7 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
   // tells the other who it is.
   m.announce();
   for (;;) {
+    if (m.cancel_start.load(std::memory_order_relaxed)) throw std::runtime_error("the start was cancelled");
     const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
     m.hear_announces();
     bool all_heard = true, all_ready = true;
@@ -699,6 +702,8 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
     dds_sleepfor(DDS_MSECS(20));
   }
 }
+
+void DdsBridge::cancel_start() noexcept { impl_->cancel_start.store(true, std::memory_order_relaxed); }
 
 void DdsBridge::start(bool fifo) {
   Impl& m = *impl_;

@@ -55,6 +55,10 @@ class DdsBridge {
   // returns the epoch in CLOCK_REALTIME nanoseconds. Throws naming the
   // hosts that did not answer, or the host that runs another graph.
   std::int64_t coordinate_start(double timeout, double start_delay);
+  // Makes a coordinate_start running on another thread give up within one
+  // round (20 ms): it throws "the start was cancelled". Any thread; for the
+  // life of this bridge (a daemon makes a new bridge for each start).
+  void cancel_start() noexcept;
 
   // The bridge thread: `fifo` when the process may use SCHED_FIFO.
   void start(bool fifo);

@@ -493,9 +493,12 @@ TEST_F(DaemonHardening, HostRunsItsPartOfAGraphAcrossHostsAndOutlivesTheOther) {
                         plant_out.string() + " 2>&1")
                            .c_str());
   });
-  bool ready = false;  // as soon as it comes: the other host runs for 2 s only
+  bool ready = false;  // at once: the hosts agree beside the loop
   for (int i = 0; i < 120 && !ready; ++i) ready = any(notifications(100ms), "READY=1");
   ASSERT_TRUE(ready) << slurp(stderr_path_);
+  // As soon as it runs: the other host runs for 2 s only.
+  for (int i = 0; i < 200 && request("{\"cmd\":\"status\"}").rfind("{\"ok\":true,\"running\":true", 0) != 0; ++i)
+    std::this_thread::sleep_for(50ms);
   std::this_thread::sleep_for(800ms);
   const auto status = request("{\"cmd\":\"status\"}");
   EXPECT_NE(status.find("\"host\":\"hil-pc\",\"lost_hosts\":[]"), std::string::npos) << status.substr(0, 300);
@@ -530,6 +533,83 @@ TEST_F(DaemonHardening, HostRunsItsPartOfAGraphAcrossHostsAndOutlivesTheOther) {
   EXPECT_EQ(request("{\"cmd\":\"stop\"}").rfind("{\"ok\":true", 0), 0u);
 }
 #endif
+
+// A graph across hosts whose other host never comes: the agreement on the
+// epoch (up to dds: discovery_timeout) runs beside the loop. READY=1 comes
+// at once, the watchdog is fed every quarter of WATCHDOG_USEC, `status`
+// answers "starting", a `stop` from another client cancels the start
+// within a round and that client's `start` is told; a `start` that then
+// times out is answered with why. Before, the loop sat in the agreement for
+// the whole discovery_timeout: no watchdog, no client, SIGTERM unanswered.
+TEST_F(DaemonHardening, AStartWaitingForTheOtherHostsLeavesTheLoopServing) {
+  std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/flight_control_two_hosts.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"domain: 0", "domain: 48"},
+                                 {"realtime: preferred", "realtime: off"},
+                                 {"discovery_timeout: 10s", "discovery_timeout: 3s"}}) {
+    for (auto at = text.find(from); at != std::string::npos; at = text.find(from)) text.replace(at, from.size(), to);
+  }
+  const auto file = configs_ / "alone.yaml";
+  std::ofstream(file) << text;
+  // One reply line (the connection stays open).
+  auto read_line = [](int fd, std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    std::string out;
+    char c = 0;
+    timeval tv{0, 50000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    while (std::chrono::steady_clock::now() < until && out.find('\n') == std::string::npos) {
+      if (recv(fd, &c, 1, 0) == 1) out += c;
+    }
+    return out;
+  };
+  setenv("WATCHDOG_USEC", "800000", 1);
+  start(file.string(), {"--host", "hil-pc"});
+  unsetenv("WATCHDOG_USEC");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::chrono::steady_clock::time_point> pings;
+  bool ready = false;
+  char buf[4096];
+  while (std::chrono::steady_clock::now() < t0 + 2s) {
+    const ssize_t n = recv(notify_fd_, buf, sizeof buf, 0);
+    if (n <= 0) continue;
+    const std::string m(buf, static_cast<std::size_t>(n));
+    if (m == "READY=1") ready = true;
+    if (m == "WATCHDOG=1") pings.push_back(std::chrono::steady_clock::now());
+  }
+  ASSERT_TRUE(ready) << slurp(stderr_path_);
+  ASSERT_GE(pings.size(), 3u);
+  for (std::size_t i = 1; i < pings.size(); ++i)
+    EXPECT_LT(std::chrono::duration<double>(pings[i] - pings[i - 1]).count(), 1.0);
+  const auto asked = std::chrono::steady_clock::now();
+  const auto status = request("{\"cmd\":\"status\"}");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count(), 0.5);
+  EXPECT_EQ(status.rfind("{\"ok\":true,\"running\":false,", 0), 0u) << status.substr(0, 200);
+  EXPECT_NE(status.find(",\"starting\":true,"), std::string::npos) << status.substr(0, 300);
+  // The daemon's own start gave up at `stop`; a client's start now waits.
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}").rfind("{\"ok\":true", 0), 0u);
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find("{\"ok\":true,\"running\":false,"), std::string::npos);
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find(",\"starting\":false,"), std::string::npos);
+  const int starter = connect_client();
+  ASSERT_GE(starter, 0);
+  const std::string start_line = "{\"cmd\":\"start\"}\n";
+  ASSERT_EQ(send(starter, start_line.data(), start_line.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start_line.size()));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find(",\"starting\":true,"), std::string::npos);
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}").rfind("{\"ok\":true", 0), 0u);
+  const std::string cancelled = read_line(starter, 2000ms);
+  EXPECT_NE(cancelled.find("the start was cancelled by stop"), std::string::npos) << cancelled;
+  close(starter);
+  // A start that runs into discovery_timeout is answered with why.
+  const int late = connect_client();
+  ASSERT_GE(late, 0);
+  ASSERT_EQ(send(late, start_line.data(), start_line.size(), MSG_NOSIGNAL), static_cast<ssize_t>(start_line.size()));
+  const std::string timed_out = read_line(late, 6000ms);
+  close(late);
+  EXPECT_NE(timed_out.find("the hosts did not agree on a start within 3 s"), std::string::npos) << timed_out;
+  EXPECT_NE(timed_out.find("no answer from host(s) 'plant-pc'"), std::string::npos) << timed_out;
+  ASSERT_TRUE(alive());
+}
 
 TEST_F(DaemonHardening, ATaskGraphCannotMakeItLoadCodeFromWhereItLikes) {
   const auto canary = dir_ / "canary";

@@ -62,6 +62,14 @@ struct Daemon::PendingReload {
   std::future<Prepared> result;
 };
 
+// A start waiting for the other hosts' agreement on a worker.
+struct Daemon::PendingStart {
+  std::uint64_t client = 0;  // 0: answered in the log
+  bool at_launch = false;    // the daemon's own start: failing ends it (exit 1)
+  std::string ok_reply;
+  std::future<std::int64_t> epoch;  // CLOCK_MONOTONIC ns
+};
+
 namespace {
 
 std::string reply_ok(const std::string& extra = {}) {
@@ -251,8 +259,12 @@ std::string Daemon::lay_out(const config::GraphSpec& spec, std::string* why) con
   return svg;
 }
 
-bool Daemon::start_graph(std::string* error) {
+bool Daemon::start_graph(std::string* error, std::uint64_t client, bool* deferred, const std::string& ok_reply) {
   if (running_) return true;
+  if (pending_start_) {
+    *error = "the graph is starting already (waiting for the other hosts)";
+    return false;
+  }
   if (!graph_) {
     *error = "no graph is loaded";
     return false;
@@ -267,20 +279,48 @@ bool Daemon::start_graph(std::string* error) {
   }
   for (const auto& w : graph_->link_warnings()) std::cerr << "warning: " << w << '\n';
   executor_ = std::make_unique<runtime::RealtimeExecutor>(*graph_, recorder_.get(), report_);
-  try {
-    std::int64_t epoch_ns = 0;
+  last_frames_.assign(graph_->tasks().size(), 0);  // notify_status reads it while the hosts agree
+  std::int64_t epoch_ns = 0;
 #ifdef RTCOSIM_HAVE_DDS
-    if (!graph_->host().empty()) {
-      // Blocks the loop until every host agrees (at most discovery_timeout),
-      // as the start of `rtcosim run --host` does.
-      std::cerr << "rtcosimd: host " << graph_->host() << ": waiting for the other hosts (at most "
-                << base::format_duration(graph_->spec().dds.discovery_timeout) << ")\n";
+  if (!graph_->host().empty()) {
+    std::cerr << "rtcosimd: host " << graph_->host() << ": waiting for the other hosts (at most "
+              << base::format_duration(graph_->spec().dds.discovery_timeout) << ")\n";
+    try {
       bridge_ = std::make_unique<io::DdsBridge>(*graph_);
-      epoch_ns = io::monotonic_from_realtime(
-          bridge_->coordinate_start(graph_->spec().dds.discovery_timeout, graph_->spec().dds.start_delay));
       lost_hosts_.clear();
+      const double timeout = graph_->spec().dds.discovery_timeout;
+      const double delay = graph_->spec().dds.start_delay;
+      if (deferred) {
+        // Beside the loop: signals, the watchdog and every client are
+        // served while the hosts agree (up to discovery_timeout).
+        auto pending = std::make_unique<PendingStart>();
+        pending->client = client;
+        pending->ok_reply = ok_reply.empty() ? reply_ok() : ok_reply;
+        io::DdsBridge* bridge = bridge_.get();
+        pending->epoch = std::async(std::launch::async, [bridge, timeout, delay] {
+          return io::monotonic_from_realtime(bridge->coordinate_start(timeout, delay));
+        });
+        pending_start_ = std::move(pending);
+        *deferred = true;
+        return true;
+      }
+      epoch_ns = io::monotonic_from_realtime(bridge_->coordinate_start(timeout, delay));
+    } catch (const std::exception& e) {
+      // The hosts did not agree, or no worker could be started: nothing ran.
+      executor_.reset();
+      bridge_.reset();
+      *error = e.what();
+      return false;
     }
+  }
 #endif
+  (void)client;
+  (void)deferred;
+  return launch(epoch_ns, error);
+}
+
+bool Daemon::launch(std::int64_t epoch_ns, std::string* error) {
+  try {
     // Simulation time starts again at 0: so do the kept series and the
     // live view's (the previous run's samples were drained at its stop).
     if (recorder_) recorder_->clear_kept();
@@ -290,8 +330,7 @@ bool Daemon::start_graph(std::string* error) {
     if (bridge_) bridge_->start(report_.fifo);
 #endif
   } catch (const std::exception& e) {
-    // realtime: required and a thread could not be set up, or the hosts did
-    // not agree: nothing ran.
+    // realtime: required and a thread could not be set up: nothing ran.
     executor_.reset();
     bridge_.reset();
     *error = e.what();
@@ -308,7 +347,42 @@ bool Daemon::start_graph(std::string* error) {
   return true;
 }
 
+std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_start() {
+  if (!pending_start_ || pending_start_->epoch.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    return std::nullopt;
+  }
+  auto pending = std::move(pending_start_);
+  std::string error;
+  bool ok = false;
+  try {
+    ok = launch(pending->epoch.get(), &error);
+  } catch (const std::exception& e) {
+    executor_.reset();
+    bridge_.reset();
+    error = e.what();
+  }
+  if (!ok) {
+    std::cerr << "rtcosimd: the graph did not start: " << error << '\n';
+    if (pending->at_launch) startup_failed_ = true;
+    return std::make_pair(pending->client, reply_error("the graph did not start: " + error));
+  }
+  std::cerr << "rtcosimd: hosts agree; the graph runs\n";
+  return std::make_pair(pending->client, pending->ok_reply);
+}
+
 void Daemon::stop_graph() {
+  if (pending_start_) {
+    // A start still waiting for the other hosts gives up within a round.
+#ifdef RTCOSIM_HAVE_DDS
+    if (bridge_) bridge_->cancel_start();
+#endif
+    pending_start_->epoch.wait();
+    late_replies_.emplace_back(pending_start_->client, reply_error("the start was cancelled by stop"));
+    pending_start_.reset();
+    executor_.reset();
+    bridge_.reset();
+    return;
+  }
   if (!executor_) return;
   executor_->stop();
   executor_->join();
@@ -361,6 +435,7 @@ std::string Daemon::status_json() {
                                : "null\n";
   if (!summary.empty() && summary.back() == '\n') summary.pop_back();
   return "\"running\":" + std::string(running_ ? "true" : "false") + ",\"config\":" + base::json_string(config_file_) +
+         ",\"starting\":" + std::string(pending_start_ ? "true" : "false") +
          ",\"recording\":" + (this->recording() ? base::json_string(record_path_) : std::string("null")) +
          ",\"recording_error\":" + (record_error_.empty() ? std::string("null") : base::json_string(record_error_)) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + host_json() +
@@ -489,7 +564,10 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
     stop_graph();
     return reply_ok();
   }
-  if (cmd == "start") return start_graph(&why) ? reply_ok() : reply_error(why);
+  if (cmd == "start") {
+    if (!start_graph(&why, client, deferred)) return reply_error(why);
+    return deferred && *deferred ? std::string() : reply_ok();
+  }
   for (const char* key : {"file", "dir"}) {
     if (get(key).find('\0') != std::string::npos) {
       return reply_error(std::string("\"") + key + "\" contains a NUL character — give a plain name");
@@ -587,7 +665,7 @@ Daemon::Prepared Daemon::prepare_reload(const std::string& text, const std::stri
   return prepare(check, text, label);
 }
 
-std::string Daemon::apply_reload(Prepared&& prepared) {
+std::string Daemon::apply_reload(Prepared&& prepared, std::uint64_t client, bool* deferred) {
   // A file that loads but cannot start (real time refused, ...) gives the
   // previous graph back, running as it was (from the text it was built
   // from: the file may have changed since).
@@ -597,7 +675,8 @@ std::string Daemon::apply_reload(Prepared&& prepared) {
   const bool was_running = running_;
   std::string why, error;
   if (!commit(std::move(prepared), &why)) return reply_error(why);
-  if (was_running && !start_graph(&error)) {
+  const std::string ok = reply_ok("\"config\":" + base::json_string(label));
+  if (was_running && !start_graph(&error, client, deferred, ok)) {
     std::string restore_error;
     if (load_text(previous_text, previous_file, &restore_error) && start_graph(&restore_error)) {
       return reply_error(label + " cannot start: " + error + " — the previous graph (" + previous_file +
@@ -606,7 +685,10 @@ std::string Daemon::apply_reload(Prepared&& prepared) {
     return reply_error(label + " cannot start: " + error + "; restoring " + previous_file +
                        " failed too: " + restore_error);
   }
-  return reply_ok("\"config\":" + base::json_string(label));
+  // A graph across hosts agrees on its start beside the loop; the client
+  // is answered then (finish_start).
+  if (deferred && *deferred) return {};
+  return ok;
 }
 
 std::string Daemon::reload(const std::string& file) {
@@ -643,7 +725,9 @@ std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_reload() {
   Prepared prepared = pending_reload_->result.get();
   const std::uint64_t client = pending_reload_->client;
   pending_reload_.reset();
-  return std::make_pair(client, apply_reload(std::move(prepared)));
+  bool deferred = false;
+  std::string reply = apply_reload(std::move(prepared), client, &deferred);
+  return std::make_pair(client, std::move(reply));  // "" when deferred
 }
 
 namespace {
@@ -866,8 +950,11 @@ void Daemon::notify_status() {
   }
   char status[256];
   std::snprintf(status, sizeof status, "STATUS=%s: %llu frames, %llu overruns, worst wake-up latency %.1f us",
-                running_ ? "running" : "stopped", static_cast<unsigned long long>(frames),
-                static_cast<unsigned long long>(overruns), static_cast<double>(worst) * 1e-3);
+                running_         ? "running"
+                : pending_start_ ? "starting (waiting for the other hosts)"
+                                 : "stopped",
+                static_cast<unsigned long long>(frames), static_cast<unsigned long long>(overruns),
+                static_cast<double>(worst) * 1e-3);
   (void)notifier_.send(status);
   // The watchdog is fed only while every task makes progress: a hung task
   // stops the pings and systemd restarts the service.
@@ -915,10 +1002,14 @@ int Daemon::run() {
   struct stat socket_stat {};
   socket_gid_ = ::stat(options_.socket_path.c_str(), &socket_stat) == 0 ? socket_stat.st_gid : getegid();
 
-  if (!start_graph(&why)) {
+  bool start_deferred = false;
+  if (!start_graph(&why, 0, &start_deferred)) {
     std::cerr << "rtcosimd: " << why << '\n';
     return 1;
   }
+  // A graph across hosts agrees on its epoch beside the loop; if that
+  // fails, the daemon ends with status 1 as it would have before READY.
+  if (start_deferred) pending_start_->at_launch = true;
   double next_web = 0.0;
   if (options_.web.port != 0) {
     web_ = std::make_unique<WebServer>(options_.web, options_.socket_path);
@@ -989,10 +1080,19 @@ int Daemon::run() {
         if (c.id() == done->first) c.reply(done->second);
       }
     }
-    if (auto done = quit_ ? std::nullopt : finish_reload()) {
-      if (done->first == 0) std::cerr << "rtcosimd: SIGHUP: " << done->second << '\n';
+    if (auto done = finish_start()) late_replies_.push_back(std::move(*done));
+    if (startup_failed_) quit_ = true;
+    for (auto& [client, reply] : late_replies_) {
+      if (client == 0) continue;  // the log has it
       for (auto& c : clients) {
-        if (c.id() == done->first) c.reply(done->second);
+        if (c.id() == client) c.reply(reply);
+      }
+    }
+    late_replies_.clear();
+    if (auto done = quit_ ? std::nullopt : finish_reload()) {
+      if (done->first == 0 && !done->second.empty()) std::cerr << "rtcosimd: SIGHUP: " << done->second << '\n';
+      for (auto& c : clients) {
+        if (c.id() == done->first && !done->second.empty()) c.reply(done->second);
       }
       if (sighup_pending_ && !pending_reload_) {
         sighup_pending_ = false;
@@ -1069,7 +1169,7 @@ int Daemon::run() {
   clients.clear();
   close(lfd);
   ::unlink(options_.socket_path.c_str());
-  return 0;
+  return startup_failed_ ? 1 : 0;
 }
 
 }  // namespace rtcosim::daemon

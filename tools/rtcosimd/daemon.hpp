@@ -97,7 +97,10 @@ class Daemon {
   bool commit(Prepared&& prepared, std::string* errors);
   std::string read_reload_file(const std::string& file, std::string* text, std::string* label) const;
   [[nodiscard]] Prepared prepare_reload(const std::string& text, const std::string& label, bool named) const;
-  std::string apply_reload(Prepared&& prepared);
+  // Swaps in a prepared graph, restarting it if the old one ran. `client`
+  // and `deferred` as for start_graph: a graph across hosts starts beside
+  // the loop and the client is answered when it runs.
+  std::string apply_reload(Prepared&& prepared, std::uint64_t client = 0, bool* deferred = nullptr);
   // A reload for a client of the loop (0: SIGHUP): "" when its graph is
   // being built on a worker (answered by finish_reload), else the reply now.
   std::string begin_reload(const std::string& file, std::uint64_t client);
@@ -136,7 +139,21 @@ class Daemon {
   // the poll loop stays responsive and collects the result here.
   void begin_trace_start(const std::string& dir, std::uint64_t client, std::string* reply_now);
   std::optional<std::pair<std::uint64_t, std::string>> finish_trace_start();
-  bool start_graph(std::string* error);
+  // Starts the loaded graph. A graph across hosts (--host) first agrees on
+  // its epoch with the other hosts, which takes up to its discovery_timeout:
+  // with `deferred` that runs on a worker beside the loop (*deferred set,
+  // the request answered by finish_start with `ok_reply`, client 0: in the
+  // log), without it here. False with *error when it cannot start.
+  bool start_graph(std::string* error, std::uint64_t client = 0, bool* deferred = nullptr,
+                   const std::string& ok_reply = {});
+  // The executor (and the DDS bridge) on the epoch: the last step of a start.
+  bool launch(std::int64_t epoch_ns, std::string* error);
+  std::optional<std::pair<std::uint64_t, std::string>> finish_start();
+  struct PendingStart;
+  std::unique_ptr<PendingStart> pending_start_;
+  // Replies for clients of the loop decided outside it (a cancelled start).
+  std::vector<std::pair<std::uint64_t, std::string>> late_replies_;
+  bool startup_failed_ = false;  // the start at launch failed after READY: exit 1
   void stop_graph();
   void drain_recorder();
   void notify_status();
