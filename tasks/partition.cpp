@@ -12,6 +12,7 @@
 #include "base/text.hpp"
 #include "tasks/kernel.hpp"
 #include "tasks/params.hpp"
+#include "tasks/time_event_source.hpp"
 
 namespace rtcosim::tasks {
 
@@ -133,7 +134,8 @@ struct Partition::Impl {
   std::vector<std::size_t> discrete;  // slots with discrete updates
   std::vector<std::size_t> jumpers;   // slots whose output can jump (Block::jumps)
   std::vector<std::size_t> eventful;  // slots with events (Block::has_events)
-  std::vector<std::size_t> fallible;  // slots that can fail (Block::can_fail)
+  std::vector<const TimeEventSource*> timed;  // those of them that know their next time event
+  std::vector<std::size_t> fallible;          // slots that can fail (Block::can_fail)
   std::uint64_t events = 0;
   std::vector<std::vector<std::size_t>> downstream;  // every wire, feedthrough or not: from -> to
   std::vector<std::size_t> walk;                     // work stack of mark_jumps
@@ -446,7 +448,10 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
   m.reached.assign(m.slots.size(), 0);
   for (std::size_t i = 0; i < m.slots.size(); ++i) {
     if (m.slots[i].block->jumps()) m.jumpers.push_back(i);
-    if (m.slots[i].block->has_events()) m.eventful.push_back(i);
+    if (m.slots[i].block->has_events()) {
+      m.eventful.push_back(i);
+      if (const auto* src = dynamic_cast<const TimeEventSource*>(m.slots[i].block.get())) m.timed.push_back(src);
+    }
     if (m.slots[i].block->can_fail()) m.fallible.push_back(i);
   }
   {
@@ -757,32 +762,83 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   std::vector<double>& x = s.x;
   const std::size_t nx = m.nx;
 
+  // One step of a one-step method from t0 to t0 + hs.
+  auto one_step = [&](double t0, double hs) noexcept {
+    switch (integrator_) {
+      case IntegratorKind::kEuler:
+        sample(t0);
+        m.evaluate(t0, x, m.k1);
+        for (std::size_t i = 0; i < nx; ++i) x[i] += hs * m.k1[i];
+        break;
+      case IntegratorKind::kRk2:
+        sample(t0);
+        m.evaluate(t0, x, m.k1);
+        for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + hs * m.k1[i];
+        sample(t0 + hs);
+        m.evaluate(t0 + hs, m.xs, m.k2);
+        for (std::size_t i = 0; i < nx; ++i) x[i] += 0.5 * hs * (m.k1[i] + m.k2[i]);
+        break;
+      case IntegratorKind::kRk4:
+        sample(t0);
+        m.evaluate(t0, x, m.k1);
+        for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + 0.5 * hs * m.k1[i];
+        sample(t0 + 0.5 * hs);
+        m.evaluate(t0 + 0.5 * hs, m.xs, m.k2);
+        for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + 0.5 * hs * m.k2[i];
+        m.evaluate(t0 + 0.5 * hs, m.xs, m.k3);
+        for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + hs * m.k3[i];
+        sample(t0 + hs);
+        m.evaluate(t0 + hs, m.xs, m.k4);
+        for (std::size_t i = 0; i < nx; ++i) x[i] += hs / 6.0 * (m.k1[i] + 2.0 * m.k2[i] + 2.0 * m.k3[i] + m.k4[i]);
+        break;
+      case IntegratorKind::kAb2:
+        break;
+    }
+  };
+  // The eventful blocks' events at `at` (the outputs there first); true
+  // when one was handled.
+  auto handle_events = [&](double at) noexcept {
+    std::copy(x.begin(), x.end(), m.xe.begin());
+    m.outputs(at);
+    bool any = false;
+    for (std::size_t i : m.eventful) {
+      Impl::Slot& slot = m.slots[i];
+      if (slot.block->event(slot.context,
+                            std::span<double>(x.data() + slot.x_offset, slot.block->continuous_states()))) {
+        any = true;
+        ++m.events;
+      }
+    }
+    return any;
+  };
+  // Time events inside the step (a block's TimeEventSource): a one-step
+  // method ends a sub-step exactly on each, handles it there and integrates
+  // the rest of the step after it. An event within 1e-9 h of either end is
+  // handled at the step's end (or was, at the last one's). At most
+  // kMaxLandings per step; any later ones are handled at the step's end.
+  double from = t;
+  if (!m.timed.empty() && integrator_ != IntegratorKind::kAb2) {
+    constexpr int kMaxLandings = 16;
+    const double margin = 1e-9 * h;
+    for (int k = 0; k < kMaxLandings; ++k) {
+      double te = std::numeric_limits<double>::infinity();
+      for (const TimeEventSource* src : m.timed) te = std::min(te, src->next_time_event());
+      if (!(te > from + margin && te < t + h - margin)) break;
+      one_step(from, te - from);
+      if (!m.fallible.empty() && failed()) return;
+      sample(te, InputPass::kOutput);
+      (void)handle_events(te);
+      if (!m.fallible.empty() && failed()) return;
+      from = te;
+    }
+  }
+
   switch (integrator_) {
     case IntegratorKind::kEuler:
-      sample(t);
-      m.evaluate(t, x, m.k1);
-      for (std::size_t i = 0; i < nx; ++i) x[i] += h * m.k1[i];
-      break;
     case IntegratorKind::kRk2:
-      sample(t);
-      m.evaluate(t, x, m.k1);
-      for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + h * m.k1[i];
-      sample(t + h);
-      m.evaluate(t + h, m.xs, m.k2);
-      for (std::size_t i = 0; i < nx; ++i) x[i] += 0.5 * h * (m.k1[i] + m.k2[i]);
-      break;
     case IntegratorKind::kRk4:
-      sample(t);
-      m.evaluate(t, x, m.k1);
-      for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + 0.5 * h * m.k1[i];
-      sample(t + 0.5 * h);
-      m.evaluate(t + 0.5 * h, m.xs, m.k2);
-      for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + 0.5 * h * m.k2[i];
-      m.evaluate(t + 0.5 * h, m.xs, m.k3);
-      for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + h * m.k3[i];
-      sample(t + h);
-      m.evaluate(t + h, m.xs, m.k4);
-      for (std::size_t i = 0; i < nx; ++i) x[i] += h / 6.0 * (m.k1[i] + 2.0 * m.k2[i] + 2.0 * m.k3[i] + m.k4[i]);
+      // (t + h) - t is not h in floating point: without a landing, h itself.
+      one_step(from, from == t ? h : t + h - from);
       break;
     case IntegratorKind::kAb2: {
       // Real-time form (reference eq. 10.2/10.9): inputs and time at
@@ -882,20 +938,9 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   if (!m.eventful.empty()) {
     // Events of the step just taken: the blocks see their inputs and
     // states at its end, may reset their states; the outputs below then
-    // follow the reset.
-    std::copy(x.begin(), x.end(), m.xe.begin());
-    m.outputs(end);
-    bool any = false;
-    for (std::size_t i : m.eventful) {
-      Impl::Slot& slot = m.slots[i];
-      if (slot.block->event(slot.context,
-                            std::span<double>(x.data() + slot.x_offset, slot.block->continuous_states()))) {
-        any = true;
-        ++m.events;
-      }
-    }
-    // Multistep history across an event would extrapolate over the jump.
-    if (any) s.history = 0;
+    // follow the reset. Multistep history across an event would
+    // extrapolate over the jump.
+    if (handle_events(end)) s.history = 0;
   }
   m.evaluate(end, x, m.k4, false);
   m.output_derivatives(m.k4);

@@ -86,12 +86,13 @@ typedef fmi2Status fmi2CompletedIntegratorStepTYPE(fmi2Component c, fmi2Boolean 
                                                    fmi2Boolean* enterEventMode, fmi2Boolean* terminateSimulation);
 typedef fmi2Status fmi2SetTimeTYPE(fmi2Component c, fmi2Real time);
 typedef fmi2Status fmi2SetContinuousStatesTYPE(fmi2Component c, const fmi2Real x[], size_t nx);
-typedef fmi2Status fmi2GetRealVectorTYPE(fmi2Component c, fmi2Real values[], size_t n);  // derivatives, indicators, states
+typedef fmi2Status fmi2GetRealVectorTYPE(fmi2Component c, fmi2Real values[],
+                                         size_t n);  // derivatives, indicators, states
 // Co-simulation
 typedef fmi2Status fmi2GetRealOutputDerivativesTYPE(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                                                     const fmi2Integer order[], fmi2Real value[]);
-typedef fmi2Status fmi2DoStepTYPE(fmi2Component c, fmi2Real currentCommunicationPoint,
-                                  fmi2Real communicationStepSize, fmi2Boolean noSetFMUStatePriorToCurrentCommunicationPoint);
+typedef fmi2Status fmi2DoStepTYPE(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2Real communicationStepSize,
+                                  fmi2Boolean noSetFMUStatePriorToCurrentCommunicationPoint);
 
 // ---- FMI 3.0 -------------------------------------------------------------
 typedef void* fmi3Instance;
@@ -99,7 +100,15 @@ typedef void* fmi3InstanceEnvironment;
 typedef void* fmi3FMUState;
 typedef uint32_t fmi3ValueReference;
 typedef double fmi3Float64;
+typedef float fmi3Float32;
+typedef int8_t fmi3Int8;
+typedef uint8_t fmi3UInt8;
+typedef int16_t fmi3Int16;
+typedef uint16_t fmi3UInt16;
 typedef int32_t fmi3Int32;
+typedef uint32_t fmi3UInt32;
+typedef int64_t fmi3Int64;
+typedef uint64_t fmi3UInt64;
 typedef bool fmi3Boolean;
 typedef const char* fmi3String;
 typedef uint8_t fmi3Byte;
@@ -134,10 +143,22 @@ typedef fmi3Status fmi3GetFloat64TYPE(fmi3Instance instance, const fmi3ValueRefe
                                       fmi3Float64 values[], size_t nValues);
 typedef fmi3Status fmi3SetFloat64TYPE(fmi3Instance instance, const fmi3ValueReference vr[], size_t nvr,
                                       const fmi3Float64 values[], size_t nValues);
-typedef fmi3Status fmi3GetInt32TYPE(fmi3Instance instance, const fmi3ValueReference vr[], size_t nvr,
-                                    fmi3Int32 values[], size_t nValues);
-typedef fmi3Status fmi3SetInt32TYPE(fmi3Instance instance, const fmi3ValueReference vr[], size_t nvr,
-                                    const fmi3Int32 values[], size_t nValues);
+// fmi3Get/SetFloat32, Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64.
+#define RTCOSIM_FMI3_TYPED(T)                                                                           \
+  typedef fmi3Status fmi3Get##T##TYPE(fmi3Instance instance, const fmi3ValueReference vr[], size_t nvr, \
+                                      fmi3##T values[], size_t nValues);                                \
+  typedef fmi3Status fmi3Set##T##TYPE(fmi3Instance instance, const fmi3ValueReference vr[], size_t nvr, \
+                                      const fmi3##T values[], size_t nValues);
+RTCOSIM_FMI3_TYPED(Float32)
+RTCOSIM_FMI3_TYPED(Int8)
+RTCOSIM_FMI3_TYPED(UInt8)
+RTCOSIM_FMI3_TYPED(Int16)
+RTCOSIM_FMI3_TYPED(UInt16)
+RTCOSIM_FMI3_TYPED(Int32)
+RTCOSIM_FMI3_TYPED(UInt32)
+RTCOSIM_FMI3_TYPED(Int64)
+RTCOSIM_FMI3_TYPED(UInt64)
+#undef RTCOSIM_FMI3_TYPED
 typedef fmi3Status fmi3GetBooleanTYPE(fmi3Instance instance, const fmi3ValueReference vr[], size_t nvr,
                                       fmi3Boolean values[], size_t nValues);
 typedef fmi3Status fmi3SetBooleanTYPE(fmi3Instance instance, const fmi3ValueReference vr[], size_t nvr,

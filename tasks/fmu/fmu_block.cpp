@@ -2,13 +2,16 @@
 // co-simulation) as a block of a partition, its inputs and outputs as ports
 // named after its variables.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 
 #include "base/text.hpp"
 #include "tasks/block_registry.hpp"
 #include "tasks/fmu/fmu_instance.hpp"
+#include "tasks/time_event_source.hpp"
 
 namespace rtcosim::tasks {
 
@@ -18,6 +21,26 @@ using fmu::Causality;
 using fmu::FmuInstance;
 using fmu::FmuInterface;
 using fmu::VarType;
+
+constexpr double kTwoTo53 = 9007199254740992.0;
+
+// A declared start, min or max of a 64-bit variable that a double cannot
+// hold exactly (beyond +-2^53): the text, else empty.
+bool beyond_2_to_53(const std::string& text) {
+  if (text.empty()) return false;
+  const char* b = text.data();
+  const char* e = b + text.size();
+  if (text[0] == '-') {
+    std::int64_t v = 0;
+    const auto [p, ec] = std::from_chars(b, e, v);
+    if (ec == std::errc::result_out_of_range) return true;
+    return ec == std::errc() && v < -(std::int64_t{1} << 53);
+  }
+  std::uint64_t v = 0;
+  const auto [p, ec] = std::from_chars(b + (text[0] == '+' ? 1 : 0), e, v);
+  if (ec == std::errc::result_out_of_range) return true;
+  return ec == std::errc() && v > (std::uint64_t{1} << 53);
+}
 
 /*
  * FmuBlock. Model exchange: the FMU's continuous states are the block's,
@@ -30,10 +53,15 @@ using fmu::VarType;
  * inputs at t, calls doStep(t, h) and reads the outputs at t + h, which the
  * block shows from the end of that step on (until then the values at t);
  * output derivatives from GetRealOutputDerivatives where the FMU has them.
+ * Ports: every scalar input and output of a numeric type (Real/Float64,
+ * Float32, Integer/Int8 ... UInt64, Boolean, Enumeration), as doubles, set
+ * and read in one call per type with the FMU's typed functions. A discrete
+ * output's derivative is known and zero; a change of one (an event, in
+ * model exchange) is a jump (Block::branch) that links restart at.
  * RT: every per-step function calls the FMU on buffers sized here; a
  * failed call leaves the outputs as they were and `failed()` true.
  */
-class FmuBlock final : public Block {
+class FmuBlock final : public Block, public TimeEventSource {
  public:
   FmuBlock(const std::string& name, const BlockParams& params) : Block(name, "fmu") {
     const std::string file = params.text(name, "file", "");
@@ -96,9 +124,15 @@ class FmuBlock final : public Block {
                 " without a start value — only parameters, inputs and variables with a start value take one",
             name, key);
       }
-      if (v->type != VarType::kReal && v->type != VarType::kInteger && v->type != VarType::kBoolean) {
+      if (!fmu::is_port_type(v->type)) {
         throw BlockError("block '" + name + "' (fmu): '" + var + "' is of type " + v->type_name +
-                             " — start values are for Real/Float64, Integer/Int32 and Boolean variables",
+                             " — start values are for numeric variables (Real/Float, Integer/Int/UInt, Boolean, "
+                             "Enumeration)",
+                         name, key);
+      }
+      if (fmu::is_64_bit(v->type, md.fmi_major) && !(std::fabs(number) <= kTwoTo53)) {
+        throw BlockError("block '" + name + "' (fmu): the start value of '" + var + "' (" + v->type_name +
+                             ") is beyond 2^53 = 9007199254740992 — a double holds integers exactly only up to there",
                          name, key);
       }
       start.emplace_back(var, number);
@@ -110,27 +144,82 @@ class FmuBlock final : public Block {
     }
     me_ = fmu_->interface() == FmuInterface::kModelExchange;
 
-    // Ports: the Real/Float64 scalar inputs and outputs.
+    // Ports: the scalar inputs and outputs of every numeric type, grouped
+    // by type for one typed call each.
     std::vector<std::size_t> input_vars;
+    auto port_type = [&](const fmu::Variable& v) {
+      if (!fmu::is_port_type(v.type) || v.array) return false;
+      if (fmu::is_64_bit(v.type, md.fmi_major)) {
+        for (const auto& [attr, text] :
+             {std::pair<const char*, const std::string*>{"start", &v.start}, {"min", &v.min}, {"max", &v.max}}) {
+          if (beyond_2_to_53(*text)) {
+            throw BlockError("block '" + name + "' (fmu): " + file + ": the " + v.type_name + " " +
+                                 fmu::causality_name(v.causality) + " '" + v.name + "' declares " + attr + "=\"" +
+                                 *text +
+                                 "\", beyond 2^53 = 9007199254740992 — a port carries doubles, which hold integers "
+                                 "exactly only up to there",
+                             name, "file");
+          }
+        }
+      }
+      try {
+        fmu_->require_type(v.type, v.name);
+      } catch (const fmu::FmuError& e) {
+        throw BlockError("block '" + name + "' (fmu): " + e.what(), name, "file");
+      }
+      return true;
+    };
+    auto group_of = [](std::vector<Group>& groups, VarType type) -> Group& {
+      for (auto& g : groups) {
+        if (g.type == type) return g;
+      }
+      groups.push_back(Group{type, {}, {}, {}});
+      return groups.back();
+    };
     for (std::size_t i = 0; i < md.variables.size(); ++i) {
       const auto& v = md.variables[i];
-      if (v.causality != Causality::kInput || v.type != VarType::kReal || v.array) continue;
+      if (v.causality != Causality::kInput || !port_type(v)) continue;
+      Group& g = group_of(in_groups_, v.type);
+      g.vr.push_back(v.value_reference);
+      g.index.push_back(input_vars.size());
       input_vars.push_back(i);
-      in_vr_.push_back(v.value_reference);
     }
+    std::size_t n_out = 0;
     for (std::size_t k = 0; k < md.outputs.size(); ++k) {
       const auto& v = md.variables[md.outputs[k]];
-      if (v.type != VarType::kReal || v.array) continue;
+      if (!port_type(v)) continue;
       add_output(v.name, 1);
-      out_vr_.push_back(v.value_reference);
+      Group& g = group_of(out_groups_, v.type);
+      g.vr.push_back(v.value_reference);
+      g.index.push_back(n_out);
+      const bool discrete = fmu::is_integer_type(v.type) || v.variability != fmu::Variability::kContinuous;
+      out_discrete_.push_back(discrete ? 1 : 0);
+      any_discrete_out_ = any_discrete_out_ || discrete;
+      // Output derivatives (co-simulation) exist for continuous Real/Float64 outputs only.
+      deriv_index_.push_back(-1);
+      if (v.type == VarType::kReal && !discrete) {
+        deriv_index_.back() = static_cast<std::ptrdiff_t>(deriv_vr_.size());
+        deriv_vr_.push_back(v.value_reference);
+      }
       // An output that is (an alias of) a state: its derivative is exact.
       std::ptrdiff_t state = -1;
-      for (std::size_t s = 0; s < md.states.size(); ++s) {
-        if (md.variables[md.states[s]].value_reference == v.value_reference) state = static_cast<std::ptrdiff_t>(s);
+      if (v.type == VarType::kReal) {
+        for (std::size_t st = 0; st < md.states.size(); ++st) {
+          if (md.variables[md.states[st]].value_reference == v.value_reference) state = static_cast<std::ptrdiff_t>(st);
+        }
       }
       out_state_.push_back(state);
       out_deps_.push_back(md.output_dependencies[k]);
+      ++n_out;
     }
+    std::size_t widest = 1;
+    for (auto* groups : {&in_groups_, &out_groups_}) {
+      for (auto& g : *groups) {
+        g.val.assign(g.vr.size(), 0.0);
+        widest = std::max(widest, g.vr.size());
+      }
+    }
+    scratch_.assign(widest, 0);
     for (std::size_t j = 0; j < input_vars.size(); ++j) {
       bool through = false;
       if (me_) {
@@ -141,28 +230,33 @@ class FmuBlock final : public Block {
       // A co-simulated FMU's outputs at t + h come from its inputs at t.
       add_input(md.variables[input_vars[j]].name, 1, through);
     }
-    in_val_.assign(in_vr_.size(), 0.0);
-    out_val_.assign(out_vr_.size(), 0.0);
+    in_val_.assign(input_vars.size(), 0.0);
+    out_val_.assign(n_out, 0.0);
     if (me_) {
       nx_ = md.states.size();
       set_continuous_states(nx_);
       z_.assign(md.event_indicators, 0.0);
       z_prev_.assign(md.event_indicators, 0.0);
-      if (md.event_indicators > 0 || std::isfinite(fmu_->initial_next_event())) {
+      // Every completed step is reported (CompletedIntegratorStep), unless
+      // the FMU says it needs no such call and has neither state nor time
+      // events: then it can have none.
+      if (md.event_indicators > 0 || std::isfinite(fmu_->initial_next_event()) ||
+          !md.model_exchange.completed_integrator_step_not_needed) {
         set_events();
         set_jumps();
       }
       initial_indicators();
     } else {
       set_sample_time(kEveryMajorStep);
-      y_next_.assign(out_vr_.size(), 0.0);
-      y_cur_.assign(out_vr_.size(), 0.0);
-      dy_next_.assign(out_vr_.size(), 0.0);
+      y_next_.assign(n_out, 0.0);
+      y_cur_.assign(n_out, 0.0);
+      dy_next_.assign(deriv_vr_.size(), 0.0);
       derivatives_ = fmu_->has_output_derivatives();
-      if (!fmu_->get_real(out_vr_.data(), out_vr_.size(), y_next_.data())) {
+      if (!read_outputs(y_next_)) {
         throw BlockError("block '" + name + "' (fmu): " + fmu_->failure(), name, "file");
       }
       y_cur_ = y_next_;
+      if (any_discrete_out_) set_jumps();
       if (!md.co_simulation.can_handle_variable_step) {
         fixed_reason_ =
             "its FMU declares canHandleVariableCommunicationStepSize=\"false\" (or not at all), so every doStep must "
@@ -180,8 +274,9 @@ class FmuBlock final : public Block {
     if (v->causality != Causality::kInput && v->causality != Causality::kOutput)
       return what + " — only its inputs and outputs are ports (a parameter takes a start value: start." + name + ")";
     if (v->array) return what + ", an array — arrays are not ports";
-    if (v->type != VarType::kReal)
-      return what + " — only Real/Float64 scalars are ports (Integer and Boolean variables take start values only)";
+    if (v->type == VarType::kString) return what + " — String variables are not ports (a port carries numbers)";
+    if (!fmu::is_port_type(v->type))
+      return what + " — only numeric scalars (Real/Float, Integer/Int/UInt, Boolean, Enumeration) are ports";
     return {};
   }
 
@@ -198,7 +293,7 @@ class FmuBlock final : public Block {
     t_next_ = 0.0;
     events_ = 0;
     if (!me_ && !fmu_->failed()) {
-      (void)fmu_->get_real(out_vr_.data(), out_vr_.size(), y_next_.data());
+      (void)read_outputs(y_next_);
       y_cur_ = y_next_;
       std::fill(dy_next_.begin(), dy_next_.end(), 0.0);
     }
@@ -208,9 +303,7 @@ class FmuBlock final : public Block {
     if (me_) {
       dirty_ = true;
       gather_inputs(c);
-      if (fmu_->set_time(c.t) && fmu_->set_states(c.x.data(), nx_) &&
-          fmu_->set_real(in_vr_.data(), in_vr_.size(), in_val_.data()) &&
-          fmu_->get_real(out_vr_.data(), out_vr_.size(), out_val_.data())) {
+      if (fmu_->set_time(c.t) && fmu_->set_states(c.x.data(), nx_) && write_inputs() && read_outputs(out_val_)) {
         for (std::size_t p = 0; p < out_val_.size(); ++p) c.out(p, 0, out_val_[p]);
       }
       return;
@@ -225,11 +318,13 @@ class FmuBlock final : public Block {
   }
 
   void output_derivatives(const BlockContext& c, std::span<const double> dx) const noexcept override {
-    for (std::size_t p = 0; p < out_vr_.size(); ++p) {
-      if (me_ && out_state_[p] >= 0) {
+    for (std::size_t p = 0; p < out_val_.size(); ++p) {
+      if (out_discrete_[p]) {
+        c.out_derivative(p, 0, 0.0);  // piecewise constant: zero between events
+      } else if (me_ && out_state_[p] >= 0) {
         c.out_derivative(p, 0, dx[static_cast<std::size_t>(out_state_[p])]);
-      } else if (!me_ && derivatives_ && at_end(c.t)) {
-        c.out_derivative(p, 0, dy_next_[p]);
+      } else if (!me_ && derivatives_ && deriv_index_[p] >= 0 && at_end(c.t)) {
+        c.out_derivative(p, 0, dy_next_[static_cast<std::size_t>(deriv_index_[p])]);
       } else {
         c.unknown_derivative(p);
       }
@@ -241,11 +336,16 @@ class FmuBlock final : public Block {
     dirty_ = true;
     y_cur_ = y_next_;  // same sizes: no allocation
     gather_inputs(c);
-    if (!fmu_->set_real(in_vr_.data(), in_vr_.size(), in_val_.data()) || !fmu_->do_step(c.t, c.h) ||
-        !fmu_->get_real(out_vr_.data(), out_vr_.size(), y_next_.data())) {
-      return;
+    if (!write_inputs() || !fmu_->do_step(c.t, c.h) || !read_outputs(y_next_)) return;
+    if (derivatives_ && !fmu_->get_output_derivatives(deriv_vr_.data(), deriv_vr_.size(), dy_next_.data())) return;
+    // The FMU handled its own events inside the step: a discrete output
+    // that changed is a jump at the step's end.
+    for (std::size_t p = 0; p < y_next_.size(); ++p) {
+      if (out_discrete_[p] && std::memcmp(&y_next_[p], &y_cur_[p], sizeof(double)) != 0) {
+        ++events_;
+        break;
+      }
     }
-    if (derivatives_ && !fmu_->get_output_derivatives(out_vr_.data(), out_vr_.size(), dy_next_.data())) return;
     t_next_ = c.t + c.h;
   }
 
@@ -253,7 +353,7 @@ class FmuBlock final : public Block {
     if (!fmu_->set_time(c.t) || !fmu_->set_states(x.data(), nx_)) return false;
     gather_inputs(c);
     bool enter = false;
-    if (!fmu_->set_real(in_vr_.data(), in_vr_.size(), in_val_.data()) || !fmu_->completed_integrator_step(&enter) ||
+    if (!write_inputs() || !fmu_->completed_integrator_step(&enter) ||
         !fmu_->get_event_indicators(z_.data(), z_.size())) {
       return false;
     }
@@ -272,9 +372,14 @@ class FmuBlock final : public Block {
     return true;
   }
 
+  // Model exchange: the events handled; co-simulation: the steps after
+  // which a discrete output differed.
   [[nodiscard]] double branch(const BlockContext& c) const noexcept override {
     (void)c;
     return static_cast<double>(events_);
+  }
+  [[nodiscard]] double next_time_event() const noexcept override {
+    return me_ ? next_event_ : std::numeric_limits<double>::infinity();
   }
   [[nodiscard]] bool failed() const noexcept override { return fmu_->failed(); }
   [[nodiscard]] std::string failure() const override { return fmu_->failure(); }
@@ -292,6 +397,22 @@ class FmuBlock final : public Block {
   void gather_inputs(const BlockContext& c) const noexcept {
     for (std::size_t j = 0; j < in_val_.size(); ++j) in_val_[j] = c.u[j][0];
   }
+  // The inputs (in_val_, by port) through one typed setter per type.
+  bool write_inputs() const noexcept {
+    for (const Group& g : in_groups_) {
+      for (std::size_t i = 0; i < g.vr.size(); ++i) g.val[i] = in_val_[g.index[i]];
+      if (!fmu_->set_values(g.type, g.vr.data(), g.vr.size(), g.val.data(), scratch_.data())) return false;
+    }
+    return true;
+  }
+  // The outputs, by port, into `to` through one typed getter per type.
+  bool read_outputs(std::vector<double>& to) const noexcept {
+    for (const Group& g : out_groups_) {
+      if (!fmu_->get_values(g.type, g.vr.data(), g.vr.size(), g.val.data(), scratch_.data())) return false;
+      for (std::size_t i = 0; i < g.vr.size(); ++i) to[g.index[i]] = g.val[i];
+    }
+    return true;
+  }
   void initial_indicators() const noexcept {
     if (z_prev_.empty()) return;
     (void)(fmu_->set_time(0.0) && fmu_->set_states(fmu_->initial_states().data(), nx_) &&
@@ -302,7 +423,19 @@ class FmuBlock final : public Block {
   bool me_ = true;
   bool derivatives_ = false;
   std::size_t nx_ = 0;
-  std::vector<std::uint32_t> in_vr_, out_vr_;
+  // The variables of one type among the inputs or outputs: value
+  // references, port indices, and the values in the FMU's order.
+  struct Group {
+    VarType type;
+    std::vector<std::uint32_t> vr;
+    std::vector<std::size_t> index;
+    mutable std::vector<double> val;
+  };
+  std::vector<Group> in_groups_, out_groups_;
+  std::vector<unsigned char> out_discrete_;  // per output port: discrete (its derivative is zero)
+  bool any_discrete_out_ = false;
+  std::vector<std::uint32_t> deriv_vr_;      // continuous Real outputs, for GetRealOutputDerivatives
+  std::vector<std::ptrdiff_t> deriv_index_;  // per output port: its index in deriv_vr_, or -1
   std::vector<std::ptrdiff_t> out_state_;
   std::vector<std::optional<std::vector<std::size_t>>> out_deps_;
   std::string fixed_reason_;
@@ -310,6 +443,7 @@ class FmuBlock final : public Block {
   // one thread calls it).
   mutable std::vector<double> in_val_, out_val_, z_, z_prev_;
   mutable std::vector<double> y_cur_, y_next_, dy_next_;
+  mutable std::vector<std::uint64_t> scratch_;  // typed conversions, one word per variable of the widest group
   mutable double t_next_ = 0.0;
   mutable double next_event_ = std::numeric_limits<double>::infinity();
   mutable std::uint64_t events_ = 0;
@@ -320,8 +454,8 @@ class FmuBlock final : public Block {
 
 void register_fmu_blocks(BlockRegistry& registry) {
   registry.add({"fmu",
-                "an FMU (FMI 2.0 or 3.0, model exchange or co-simulation); its Real inputs and outputs are ports named "
-                "after its variables",
+                "an FMU (FMI 2.0 or 3.0, model exchange or co-simulation); its scalar inputs and outputs (Real/Float, "
+                "Integer/Int/UInt, Boolean, Enumeration, as doubles) are ports named after its variables",
                 {{"file", "path", "", "the .fmu file (relative: to the task-graph file's directory)"},
                  {"interface", "text", "model_exchange if offered", "model_exchange or co_simulation"},
                  {"start", "mapping", "", "start values by variable name, e.g. {m: 2.0}"},

@@ -1,9 +1,6 @@
 #include "tasks/fmu/fmu_instance.hpp"
 
-#include <dlfcn.h>
-#include <sys/stat.h>
-
-#include <boost/lockfree/spsc_queue.hpp>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -15,6 +12,11 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
+#include <type_traits>
+
+#include <boost/lockfree/spsc_queue.hpp>
+#include <dlfcn.h>
+#include <sys/stat.h>
 
 #include "tasks/fmu/fmi_api.h"
 
@@ -94,6 +96,80 @@ ModelDescription read_description(const ExtractedArchive& archive, const std::st
   return parse_model_description(read_file(file, kMaxDescriptionBytes), fmu_path);
 }
 
+std::string percent_encode(const std::string& path) {
+  static const char* const hex = "0123456789ABCDEF";
+  std::string out;
+  for (const char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (std::isalnum(c) || c == '/' || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += ch;
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+// Conversions between the doubles on ports and an FMU's typed values.
+template <class T>
+T to_integer(double v) noexcept {
+  if (std::isnan(v)) return 0;
+  const double r = std::round(v);
+  const double upper = std::ldexp(1.0, std::numeric_limits<T>::digits);  // 2^31, 2^63, 2^64, ...: exact
+  const double lower = std::numeric_limits<T>::is_signed ? -upper : 0.0;
+  if (r >= upper) return std::numeric_limits<T>::max();
+  if (r < lower) return std::numeric_limits<T>::min();
+  return static_cast<T>(r);
+}
+
+float to_float(double v) noexcept {
+  const double top = static_cast<double>(std::numeric_limits<float>::max());
+  if (std::isfinite(v) && std::fabs(v) > top) {
+    return v > 0.0 ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+  }
+  return static_cast<float>(v);
+}
+
+template <class T>
+T* words(std::uint64_t* scratch) noexcept {
+  static_assert(sizeof(T) <= sizeof(std::uint64_t) && alignof(T) <= alignof(std::uint64_t));
+  return reinterpret_cast<T*>(scratch);
+}
+
+template <class T>
+T* integers_from(const double* v, std::size_t n, std::uint64_t* scratch) noexcept {
+  T* out = words<T>(scratch);
+  for (std::size_t i = 0; i < n; ++i) out[i] = to_integer<T>(v[i]);
+  return out;
+}
+
+template <class T>
+T* booleans_from(const double* v, std::size_t n, std::uint64_t* scratch) noexcept {
+  T* out = words<T>(scratch);
+  for (std::size_t i = 0; i < n; ++i) out[i] = (!std::isnan(v[i]) && v[i] != 0.0) ? T(1) : T(0);
+  return out;
+}
+
+// Copies n typed values into v; returns how many lie beyond +-2^53 (64-bit only).
+template <class T>
+std::uint64_t to_doubles(const T* from, std::size_t n, double* v) noexcept {
+  std::uint64_t inexact = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if constexpr (sizeof(T) == 8 && std::is_integral_v<T>) {
+      constexpr T limit = T{1} << 53;
+      if constexpr (std::is_signed_v<T>) {
+        if (from[i] > limit || from[i] < -limit) ++inexact;
+      } else {
+        if (from[i] > limit) ++inexact;
+      }
+    }
+    v[i] = static_cast<double>(from[i]);
+  }
+  return inexact;
+}
+
 std::vector<std::string> platforms_in(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
@@ -118,9 +194,11 @@ struct FmuInstance::Api {
   fmi2SetRealTYPE* set_real2 = nullptr;
   fmi2SetIntegerTYPE* set_int2 = nullptr;
   fmi2SetBooleanTYPE* set_bool2 = nullptr;
-  fmi2GetFMUstateTYPE* get_state2 = nullptr;  // optional
-  fmi2SetFMUstateTYPE* set_state2 = nullptr;  // optional
-  fmi2FreeFMUstateTYPE* free_state2 = nullptr;  // optional
+  fmi2GetIntegerTYPE* get_int2 = nullptr;
+  fmi2GetBooleanTYPE* get_bool2 = nullptr;
+  fmi2GetFMUstateTYPE* get_state2 = nullptr;              // optional
+  fmi2SetFMUstateTYPE* set_state2 = nullptr;              // optional
+  fmi2FreeFMUstateTYPE* free_state2 = nullptr;            // optional
   fmi2SerializedFMUstateSizeTYPE* state_size2 = nullptr;  // optional
   fmi2SerializeFMUstateTYPE* serialize2 = nullptr;        // optional
   fmi2DeSerializeFMUstateTYPE* deserialize2 = nullptr;    // optional
@@ -141,11 +219,30 @@ struct FmuInstance::Api {
   fmi3InstanceFunctionTYPE *exit_init3 = nullptr, *terminate3 = nullptr, *reset3 = nullptr;
   fmi3GetFloat64TYPE* get_real3 = nullptr;
   fmi3SetFloat64TYPE* set_real3 = nullptr;
+  // Typed access: optional, required by require_type for the types in use.
+  fmi3GetFloat32TYPE* get_f32 = nullptr;
+  fmi3SetFloat32TYPE* set_f32 = nullptr;
+  fmi3GetInt8TYPE* get_i8 = nullptr;
+  fmi3SetInt8TYPE* set_i8 = nullptr;
+  fmi3GetUInt8TYPE* get_u8 = nullptr;
+  fmi3SetUInt8TYPE* set_u8 = nullptr;
+  fmi3GetInt16TYPE* get_i16 = nullptr;
+  fmi3SetInt16TYPE* set_i16 = nullptr;
+  fmi3GetUInt16TYPE* get_u16 = nullptr;
+  fmi3SetUInt16TYPE* set_u16 = nullptr;
+  fmi3GetInt32TYPE* get_int3 = nullptr;
   fmi3SetInt32TYPE* set_int3 = nullptr;
+  fmi3GetUInt32TYPE* get_u32 = nullptr;
+  fmi3SetUInt32TYPE* set_u32 = nullptr;
+  fmi3GetInt64TYPE* get_i64 = nullptr;
+  fmi3SetInt64TYPE* set_i64 = nullptr;
+  fmi3GetUInt64TYPE* get_u64 = nullptr;
+  fmi3SetUInt64TYPE* set_u64 = nullptr;
+  fmi3GetBooleanTYPE* get_bool3 = nullptr;
   fmi3SetBooleanTYPE* set_bool3 = nullptr;
-  fmi3GetFMUStateTYPE* get_state3 = nullptr;  // optional
-  fmi3SetFMUStateTYPE* set_state3 = nullptr;  // optional
-  fmi3FreeFMUStateTYPE* free_state3 = nullptr;  // optional
+  fmi3GetFMUStateTYPE* get_state3 = nullptr;              // optional
+  fmi3SetFMUStateTYPE* set_state3 = nullptr;              // optional
+  fmi3FreeFMUStateTYPE* free_state3 = nullptr;            // optional
   fmi3SerializedFMUStateSizeTYPE* state_size3 = nullptr;  // optional
   fmi3SerializeFMUStateTYPE* serialize3 = nullptr;        // optional
   fmi3DeserializeFMUStateTYPE* deserialize3 = nullptr;    // optional
@@ -170,7 +267,8 @@ const char* interface_name(FmuInterface i) noexcept {
 
 std::string binary_path(const ModelDescription& md, FmuInterface i) {
   const Interface& in = i == FmuInterface::kModelExchange ? md.model_exchange : md.co_simulation;
-  return std::string("binaries/") + (md.fmi_major == 2 ? "linux64" : "x86_64-linux") + "/" + in.model_identifier + ".so";
+  return std::string("binaries/") + (md.fmi_major == 2 ? "linux64" : "x86_64-linux") + "/" + in.model_identifier +
+         ".so";
 }
 
 namespace {
@@ -219,15 +317,19 @@ FmuInfo inspect(const std::string& path) {
   info.description = read_description(archive, path);
   info.platforms = platforms_in(archive.directory());
   auto probe = [&](FmuInterface i, std::string& problem) {
-    const Interface& in = i == FmuInterface::kModelExchange ? info.description.model_exchange : info.description.co_simulation;
+    const Interface& in =
+        i == FmuInterface::kModelExchange ? info.description.model_exchange : info.description.co_simulation;
     if (!in.present) return;
     try {
       Library lib(archive.directory(), path, info.description, i);
       void* fn = nullptr;
-      for (const char* name : info.description.fmi_major == 2
-                                  ? std::vector<const char*>{"fmi2Instantiate", i == FmuInterface::kModelExchange ? "fmi2GetDerivatives" : "fmi2DoStep"}
-                                  : std::vector<const char*>{i == FmuInterface::kModelExchange ? "fmi3InstantiateModelExchange" : "fmi3InstantiateCoSimulation",
-                                                             i == FmuInterface::kModelExchange ? "fmi3GetContinuousStateDerivatives" : "fmi3DoStep"}) {
+      for (const char* name :
+           info.description.fmi_major == 2
+               ? std::vector<const char*>{"fmi2Instantiate",
+                                          i == FmuInterface::kModelExchange ? "fmi2GetDerivatives" : "fmi2DoStep"}
+               : std::vector<const char*>{
+                     i == FmuInterface::kModelExchange ? "fmi3InstantiateModelExchange" : "fmi3InstantiateCoSimulation",
+                     i == FmuInterface::kModelExchange ? "fmi3GetContinuousStateDerivatives" : "fmi3DoStep"}) {
         lib.get(fn, name);
       }
     } catch (const FmuError& e) {
@@ -253,7 +355,9 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
                    "interface");
   }
   if (in.needs_execution_tool) {
-    throw FmuError(path + ": the FMU needs its execution tool (needsExecutionTool) — a tool-coupling FMU cannot run in real time here");
+    throw FmuError(
+        path +
+        ": the FMU needs its execution tool (needsExecutionTool) — a tool-coupling FMU cannot run in real time here");
   }
   Library lib(archive_->directory(), path, md_, interface_);
   Api& a = *api_;
@@ -270,6 +374,8 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
     lib.get(a.set_real2, "fmi2SetReal");
     lib.get(a.set_int2, "fmi2SetInteger");
     lib.get(a.set_bool2, "fmi2SetBoolean");
+    lib.get(a.get_int2, "fmi2GetInteger", true);
+    lib.get(a.get_bool2, "fmi2GetBoolean", true);
     lib.get(a.get_state2, "fmi2GetFMUstate", true);
     lib.get(a.set_state2, "fmi2SetFMUstate", true);
     lib.get(a.free_state2, "fmi2FreeFMUstate", true);
@@ -304,8 +410,26 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
     lib.get(a.reset3, "fmi3Reset");
     lib.get(a.get_real3, "fmi3GetFloat64");
     lib.get(a.set_real3, "fmi3SetFloat64");
-    lib.get(a.set_int3, "fmi3SetInt32");
-    lib.get(a.set_bool3, "fmi3SetBoolean");
+    lib.get(a.get_f32, "fmi3GetFloat32", true);
+    lib.get(a.set_f32, "fmi3SetFloat32", true);
+    lib.get(a.get_i8, "fmi3GetInt8", true);
+    lib.get(a.set_i8, "fmi3SetInt8", true);
+    lib.get(a.get_u8, "fmi3GetUInt8", true);
+    lib.get(a.set_u8, "fmi3SetUInt8", true);
+    lib.get(a.get_i16, "fmi3GetInt16", true);
+    lib.get(a.set_i16, "fmi3SetInt16", true);
+    lib.get(a.get_u16, "fmi3GetUInt16", true);
+    lib.get(a.set_u16, "fmi3SetUInt16", true);
+    lib.get(a.get_int3, "fmi3GetInt32", true);
+    lib.get(a.set_int3, "fmi3SetInt32", true);
+    lib.get(a.get_u32, "fmi3GetUInt32", true);
+    lib.get(a.set_u32, "fmi3SetUInt32", true);
+    lib.get(a.get_i64, "fmi3GetInt64", true);
+    lib.get(a.set_i64, "fmi3SetInt64", true);
+    lib.get(a.get_u64, "fmi3GetUInt64", true);
+    lib.get(a.set_u64, "fmi3SetUInt64", true);
+    lib.get(a.get_bool3, "fmi3GetBoolean", true);
+    lib.get(a.set_bool3, "fmi3SetBoolean", true);
     lib.get(a.get_state3, "fmi3GetFMUState", true);
     lib.get(a.set_state3, "fmi3SetFMUState", true);
     lib.get(a.free_state3, "fmi3FreeFMUState", true);
@@ -386,8 +510,9 @@ void FmuInstance::instantiate() {
   const bool me = interface_ == FmuInterface::kModelExchange;
   const std::string resources = archive_->directory() + "/resources";
   if (a.v2) {
-    // FMI 2.0 takes a URI; the directory name is ours (no characters to escape).
-    const std::string uri = "file://" + resources;
+    // FMI 2.0 takes a URI: file:// and the absolute path, percent-encoded
+    // (a $TMPDIR may hold spaces or other reserved characters).
+    const std::string uri = "file://" + percent_encode(resources);
     instance_ = a.instantiate2(options_.instance_name.c_str(), me ? fmi2ModelExchange : fmi2CoSimulation,
                                md_.token.c_str(), uri.c_str(), &a.callbacks, 0, options_.logging ? 1 : 0);
   } else {
@@ -398,47 +523,32 @@ void FmuInstance::instantiate() {
                                        options_.logging, false, false, nullptr, 0, this, fmi3_logger, nullptr);
   }
   if (!instance_) {
-    std::string message = path_ + ": " + (a.v2 ? "fmi2Instantiate" : me ? "fmi3InstantiateModelExchange" : "fmi3InstantiateCoSimulation") +
+    std::string message = path_ + ": " +
+                          (a.v2 ? "fmi2Instantiate"
+                           : me ? "fmi3InstantiateModelExchange"
+                                : "fmi3InstantiateCoSimulation") +
                           " returned no instance";
     if (last_error_[0]) message += ": " + std::string(last_error_);
-    message += std::string(" (the ") + (a.v2 ? "GUID" : "instantiationToken") + " in modelDescription.xml is '" + md_.token + "')";
+    message += std::string(" (the ") + (a.v2 ? "GUID" : "instantiationToken") + " in modelDescription.xml is '" +
+               md_.token + "')";
     throw FmuError(message);
   }
 }
 
 void FmuInstance::apply_start_values() {
-  Api& a = *api_;
   for (const auto& [name, value] : options_.start) {
     const Variable* v = md_.find(name);
     if (!v) throw FmuError(path_ + ": no variable '" + name + "'");
-    const std::uint32_t vr = v->value_reference;
-    int status = 0;
-    const char* fn = "";
-    switch (v->type) {
-      case VarType::kReal:
-        fn = a.v2 ? "fmi2SetReal" : "fmi3SetFloat64";
-        status = a.v2 ? static_cast<int>(a.set_real2(instance_, &vr, 1, &value))
-                      : static_cast<int>(a.set_real3(instance_, &vr, 1, &value, 1));
-        break;
-      case VarType::kInteger: {
-        const auto i = static_cast<std::int32_t>(std::lround(value));
-        fn = a.v2 ? "fmi2SetInteger" : "fmi3SetInt32";
-        status = a.v2 ? static_cast<int>(a.set_int2(instance_, &vr, 1, &i))
-                      : static_cast<int>(a.set_int3(instance_, &vr, 1, &i, 1));
-        break;
-      }
-      case VarType::kBoolean: {
-        fn = a.v2 ? "fmi2SetBoolean" : "fmi3SetBoolean";
-        const int b2 = value != 0.0;
-        const bool b3 = value != 0.0;
-        status = a.v2 ? static_cast<int>(a.set_bool2(instance_, &vr, 1, &b2))
-                      : static_cast<int>(a.set_bool3(instance_, &vr, 1, &b3, 1));
-        break;
-      }
-      default:
-        throw FmuError(path_ + ": variable '" + name + "' is of type " + v->type_name + " — a start value must be a Real/Float64, Integer/Int32 or Boolean");
+    if (!is_port_type(v->type)) {
+      throw FmuError(path_ + ": variable '" + name + "' is of type " + v->type_name +
+                     " — a start value must be a number (Real/Float, Integer/Int/UInt, Boolean or Enumeration)");
     }
-    if (!check(status, fn)) throw FmuError(failure() + " (setting the start value of '" + name + "')");
+    require_type(v->type, name);
+    const std::uint32_t vr = v->value_reference;
+    std::uint64_t scratch = 0;
+    if (!set_values(v->type, &vr, 1, &value, &scratch)) {
+      throw FmuError(failure() + " (setting the start value of '" + name + "')");
+    }
   }
 }
 
@@ -452,7 +562,8 @@ void FmuInstance::initialize_instance() {
     if (!check(a.exit_init2(instance_), "fmi2ExitInitializationMode")) throw FmuError(failure());
   } else {
     apply_start_values();
-    if (!check(a.enter_init3(instance_, false, 0.0, 0.0, false, 0.0), "fmi3EnterInitializationMode")) throw FmuError(failure());
+    if (!check(a.enter_init3(instance_, false, 0.0, 0.0, false, 0.0), "fmi3EnterInitializationMode"))
+      throw FmuError(failure());
     if (!check(a.exit_init3(instance_), "fmi3ExitInitializationMode")) throw FmuError(failure());
   }
   time_ = 0.0;
@@ -506,31 +617,305 @@ std::string FmuInstance::failure() const {
 
 bool FmuInstance::set_real(const std::uint32_t* vr, std::size_t n, const double* v) noexcept {
   if (n == 0) return !failed();
-  RTCOSIM_FMU_CALL(api_->set_real2(instance_, vr, n, v), "fmi2SetReal", api_->set_real3(instance_, vr, n, v, n), "fmi3SetFloat64");
+  RTCOSIM_FMU_CALL(api_->set_real2(instance_, vr, n, v), "fmi2SetReal", api_->set_real3(instance_, vr, n, v, n),
+                   "fmi3SetFloat64");
 }
 bool FmuInstance::get_real(const std::uint32_t* vr, std::size_t n, double* v) noexcept {
   if (n == 0) return !failed();
-  RTCOSIM_FMU_CALL(api_->get_real2(instance_, vr, n, v), "fmi2GetReal", api_->get_real3(instance_, vr, n, v, n), "fmi3GetFloat64");
+  RTCOSIM_FMU_CALL(api_->get_real2(instance_, vr, n, v), "fmi2GetReal", api_->get_real3(instance_, vr, n, v, n),
+                   "fmi3GetFloat64");
 }
+#undef RTCOSIM_FMU_CALL
+
+namespace {
+
+// The FMI function that gets (sets) `type`, for messages.
+const char* typed_function(VarType type, bool v2, bool set) noexcept {
+  switch (type) {
+    case VarType::kReal:
+      return v2 ? (set ? "fmi2SetReal" : "fmi2GetReal") : (set ? "fmi3SetFloat64" : "fmi3GetFloat64");
+    case VarType::kFloat32:
+      return set ? "fmi3SetFloat32" : "fmi3GetFloat32";
+    case VarType::kInt8:
+      return set ? "fmi3SetInt8" : "fmi3GetInt8";
+    case VarType::kUInt8:
+      return set ? "fmi3SetUInt8" : "fmi3GetUInt8";
+    case VarType::kInt16:
+      return set ? "fmi3SetInt16" : "fmi3GetInt16";
+    case VarType::kUInt16:
+      return set ? "fmi3SetUInt16" : "fmi3GetUInt16";
+    case VarType::kInteger:
+      return v2 ? (set ? "fmi2SetInteger" : "fmi2GetInteger") : (set ? "fmi3SetInt32" : "fmi3GetInt32");
+    case VarType::kUInt32:
+      return set ? "fmi3SetUInt32" : "fmi3GetUInt32";
+    case VarType::kInt64:
+      return set ? "fmi3SetInt64" : "fmi3GetInt64";
+    case VarType::kUInt64:
+      return set ? "fmi3SetUInt64" : "fmi3GetUInt64";
+    case VarType::kBoolean:
+      return v2 ? (set ? "fmi2SetBoolean" : "fmi2GetBoolean") : (set ? "fmi3SetBoolean" : "fmi3GetBoolean");
+    case VarType::kEnumeration:
+      return v2 ? (set ? "fmi2SetInteger" : "fmi2GetInteger") : (set ? "fmi3SetInt64" : "fmi3GetInt64");
+    case VarType::kString:
+    case VarType::kOther:
+      break;
+  }
+  return "no function";
+}
+
+}  // namespace
+
+void FmuInstance::require_type(VarType type, const std::string& variable) const {
+  const Api& a = *api_;
+  bool have = false;
+  const bool v2_type =
+      type == VarType::kReal || type == VarType::kInteger || type == VarType::kBoolean || type == VarType::kEnumeration;
+  if (a.v2) {
+    switch (type) {
+      case VarType::kReal:
+        have = true;
+        break;
+      case VarType::kInteger:
+      case VarType::kEnumeration:
+        have = a.get_int2 && a.set_int2;
+        break;
+      case VarType::kBoolean:
+        have = a.get_bool2 && a.set_bool2;
+        break;
+      default:
+        have = false;
+    }
+  } else {
+    switch (type) {
+      case VarType::kReal:
+        have = true;
+        break;
+      case VarType::kFloat32:
+        have = a.get_f32 && a.set_f32;
+        break;
+      case VarType::kInt8:
+        have = a.get_i8 && a.set_i8;
+        break;
+      case VarType::kUInt8:
+        have = a.get_u8 && a.set_u8;
+        break;
+      case VarType::kInt16:
+        have = a.get_i16 && a.set_i16;
+        break;
+      case VarType::kUInt16:
+        have = a.get_u16 && a.set_u16;
+        break;
+      case VarType::kInteger:
+        have = a.get_int3 && a.set_int3;
+        break;
+      case VarType::kUInt32:
+        have = a.get_u32 && a.set_u32;
+        break;
+      case VarType::kInt64:
+      case VarType::kEnumeration:
+        have = a.get_i64 && a.set_i64;
+        break;
+      case VarType::kUInt64:
+        have = a.get_u64 && a.set_u64;
+        break;
+      case VarType::kBoolean:
+        have = a.get_bool3 && a.set_bool3;
+        break;
+      default:
+        have = false;
+    }
+  }
+  if (have) return;
+  const Variable* v = md_.find(variable);
+  const std::string type_name = v ? v->type_name : "?";
+  if (!is_port_type(type) || (a.v2 && !v2_type)) {
+    throw FmuError(
+        path_ + ": variable '" + variable + "' is of type " + type_name + " — rtcosim reads and writes " +
+        (a.v2 ? "Real, Integer, Boolean and Enumeration" : "Float32/64, Int8 ... UInt64, Boolean and Enumeration") +
+        " variables");
+  }
+  throw FmuError(path_ + ": the binary does not export " + typed_function(type, a.v2, false) + " and " +
+                 typed_function(type, a.v2, true) + " — they are required for the " + type_name + " variable '" +
+                 variable + "'");
+}
+
+bool FmuInstance::set_values(VarType type, const std::uint32_t* vr, std::size_t n, const double* v,
+                             std::uint64_t* scratch) noexcept {
+  if (n == 0) return !failed();
+  if (failed()) return false;
+  const Charging charge(this);
+  Api& a = *api_;
+  const char* fn = typed_function(type, a.v2, true);
+  int status = 3;
+  if (a.v2) {
+    switch (type) {
+      case VarType::kReal:
+        status = a.set_real2(instance_, vr, n, v);
+        break;
+      case VarType::kInteger:
+      case VarType::kEnumeration:
+        status = a.set_int2(instance_, vr, n, integers_from<fmi2Integer>(v, n, scratch));
+        break;
+      case VarType::kBoolean:
+        status = a.set_bool2(instance_, vr, n, booleans_from<fmi2Boolean>(v, n, scratch));
+        break;
+      default:
+        break;
+    }
+    return check(status, fn);
+  }
+  switch (type) {
+    case VarType::kReal:
+      status = a.set_real3(instance_, vr, n, v, n);
+      break;
+    case VarType::kFloat32: {
+      float* f = words<float>(scratch);
+      for (std::size_t i = 0; i < n; ++i) f[i] = to_float(v[i]);
+      status = a.set_f32(instance_, vr, n, f, n);
+      break;
+    }
+    case VarType::kInt8:
+      status = a.set_i8(instance_, vr, n, integers_from<std::int8_t>(v, n, scratch), n);
+      break;
+    case VarType::kUInt8:
+      status = a.set_u8(instance_, vr, n, integers_from<std::uint8_t>(v, n, scratch), n);
+      break;
+    case VarType::kInt16:
+      status = a.set_i16(instance_, vr, n, integers_from<std::int16_t>(v, n, scratch), n);
+      break;
+    case VarType::kUInt16:
+      status = a.set_u16(instance_, vr, n, integers_from<std::uint16_t>(v, n, scratch), n);
+      break;
+    case VarType::kInteger:
+      status = a.set_int3(instance_, vr, n, integers_from<std::int32_t>(v, n, scratch), n);
+      break;
+    case VarType::kUInt32:
+      status = a.set_u32(instance_, vr, n, integers_from<std::uint32_t>(v, n, scratch), n);
+      break;
+    case VarType::kInt64:
+    case VarType::kEnumeration:
+      status = a.set_i64(instance_, vr, n, integers_from<std::int64_t>(v, n, scratch), n);
+      break;
+    case VarType::kUInt64:
+      status = a.set_u64(instance_, vr, n, integers_from<std::uint64_t>(v, n, scratch), n);
+      break;
+    case VarType::kBoolean:
+      status = a.set_bool3(instance_, vr, n, booleans_from<bool>(v, n, scratch), n);
+      break;
+    default:
+      break;
+  }
+  return check(status, fn);
+}
+
+bool FmuInstance::get_values(VarType type, const std::uint32_t* vr, std::size_t n, double* v,
+                             std::uint64_t* scratch) noexcept {
+  if (n == 0) return !failed();
+  if (failed()) return false;
+  const Charging charge(this);
+  Api& a = *api_;
+  const char* fn = typed_function(type, a.v2, false);
+  std::uint64_t inexact = 0;
+  // Reads into the scratch as T, then widens into v.
+  auto read = [&]<class T>(auto* getter, T*) noexcept {
+    T* buf = words<T>(scratch);
+    if (!check(getter(instance_, vr, n, buf, n), fn)) return false;
+    inexact = to_doubles(buf, n, v);
+    return true;
+  };
+  bool ok = false;
+  if (a.v2) {
+    switch (type) {
+      case VarType::kReal:
+        ok = check(a.get_real2(instance_, vr, n, v), fn);
+        break;
+      case VarType::kInteger:
+      case VarType::kEnumeration:
+      case VarType::kBoolean: {
+        // fmi2Integer and fmi2Boolean are both int.
+        fmi2Integer* buf = words<fmi2Integer>(scratch);
+        ok = check(type == VarType::kBoolean ? a.get_bool2(instance_, vr, n, buf) : a.get_int2(instance_, vr, n, buf),
+                   fn);
+        if (ok) {
+          for (std::size_t i = 0; i < n; ++i) v[i] = type == VarType::kBoolean ? (buf[i] != 0 ? 1.0 : 0.0) : buf[i];
+        }
+        break;
+      }
+      default:
+        ok = check(3, fn);
+    }
+    return ok;
+  }
+  switch (type) {
+    case VarType::kReal:
+      ok = check(a.get_real3(instance_, vr, n, v, n), fn);
+      break;
+    case VarType::kFloat32:
+      ok = read(a.get_f32, static_cast<float*>(nullptr));
+      break;
+    case VarType::kInt8:
+      ok = read(a.get_i8, static_cast<std::int8_t*>(nullptr));
+      break;
+    case VarType::kUInt8:
+      ok = read(a.get_u8, static_cast<std::uint8_t*>(nullptr));
+      break;
+    case VarType::kInt16:
+      ok = read(a.get_i16, static_cast<std::int16_t*>(nullptr));
+      break;
+    case VarType::kUInt16:
+      ok = read(a.get_u16, static_cast<std::uint16_t*>(nullptr));
+      break;
+    case VarType::kInteger:
+      ok = read(a.get_int3, static_cast<std::int32_t*>(nullptr));
+      break;
+    case VarType::kUInt32:
+      ok = read(a.get_u32, static_cast<std::uint32_t*>(nullptr));
+      break;
+    case VarType::kInt64:
+    case VarType::kEnumeration:
+      ok = read(a.get_i64, static_cast<std::int64_t*>(nullptr));
+      break;
+    case VarType::kUInt64:
+      ok = read(a.get_u64, static_cast<std::uint64_t*>(nullptr));
+      break;
+    case VarType::kBoolean:
+      ok = read(a.get_bool3, static_cast<bool*>(nullptr));
+      break;
+    default:
+      ok = check(3, fn);
+  }
+  if (inexact) inexact_reads_.fetch_add(inexact, std::memory_order_relaxed);
+  return ok;
+}
+
+#define RTCOSIM_FMU_CALL(v2call, v2name, v3call, v3name) \
+  if (failed()) return false;                            \
+  const Charging charge(this);                           \
+  return api_->v2 ? check(v2call, v2name) : check(v3call, v3name)
+
 bool FmuInstance::set_time(double t) noexcept {
   time_ = t;
   RTCOSIM_FMU_CALL(api_->set_time2(instance_, t), "fmi2SetTime", api_->set_time3(instance_, t), "fmi3SetTime");
 }
 bool FmuInstance::set_states(const double* x, std::size_t n) noexcept {
   if (n == 0) return !failed();
-  RTCOSIM_FMU_CALL(api_->set_x2(instance_, x, n), "fmi2SetContinuousStates", api_->set_x3(instance_, x, n), "fmi3SetContinuousStates");
+  RTCOSIM_FMU_CALL(api_->set_x2(instance_, x, n), "fmi2SetContinuousStates", api_->set_x3(instance_, x, n),
+                   "fmi3SetContinuousStates");
 }
 bool FmuInstance::get_states(double* x, std::size_t n) noexcept {
   if (n == 0) return !failed();
-  RTCOSIM_FMU_CALL(api_->get_x2(instance_, x, n), "fmi2GetContinuousStates", api_->get_x3(instance_, x, n), "fmi3GetContinuousStates");
+  RTCOSIM_FMU_CALL(api_->get_x2(instance_, x, n), "fmi2GetContinuousStates", api_->get_x3(instance_, x, n),
+                   "fmi3GetContinuousStates");
 }
 bool FmuInstance::get_derivatives(double* dx, std::size_t n) noexcept {
   if (n == 0) return !failed();
-  RTCOSIM_FMU_CALL(api_->get_dx2(instance_, dx, n), "fmi2GetDerivatives", api_->get_dx3(instance_, dx, n), "fmi3GetContinuousStateDerivatives");
+  RTCOSIM_FMU_CALL(api_->get_dx2(instance_, dx, n), "fmi2GetDerivatives", api_->get_dx3(instance_, dx, n),
+                   "fmi3GetContinuousStateDerivatives");
 }
 bool FmuInstance::get_event_indicators(double* z, std::size_t n) noexcept {
   if (n == 0) return !failed();
-  RTCOSIM_FMU_CALL(api_->get_z2(instance_, z, n), "fmi2GetEventIndicators", api_->get_z3(instance_, z, n), "fmi3GetEventIndicators");
+  RTCOSIM_FMU_CALL(api_->get_z2(instance_, z, n), "fmi2GetEventIndicators", api_->get_z3(instance_, z, n),
+                   "fmi3GetEventIndicators");
 }
 #undef RTCOSIM_FMU_CALL
 
@@ -591,7 +976,8 @@ bool FmuInstance::handle_event(double t, bool* states_changed, double* next_even
   const Charging charge(this);
   time_ = t;
   Api& a = *api_;
-  if (!(a.v2 ? check(a.enter_event2(instance_), "fmi2EnterEventMode") : check(a.enter_event3(instance_), "fmi3EnterEventMode"))) {
+  if (!(a.v2 ? check(a.enter_event2(instance_), "fmi2EnterEventMode")
+             : check(a.enter_event3(instance_), "fmi3EnterEventMode"))) {
     return false;
   }
   return handle_event_iteration(states_changed, next_event);
@@ -609,7 +995,8 @@ bool FmuInstance::do_step(double t, double h) noexcept {
 }
 
 bool FmuInstance::has_output_derivatives() const noexcept {
-  return md_.co_simulation.max_output_derivative_order >= 1 && (api_->v2 ? api_->get_dy2 != nullptr : api_->get_dy3 != nullptr);
+  return md_.co_simulation.max_output_derivative_order >= 1 &&
+         (api_->v2 ? api_->get_dy2 != nullptr : api_->get_dy3 != nullptr);
 }
 
 bool FmuInstance::get_output_derivatives(const std::uint32_t* vr, std::size_t n, double* dy) noexcept {

@@ -28,7 +28,7 @@ std::string binary_path(const ModelDescription& md, FmuInterface i);
 // exports the interface's functions (an error message when not).
 struct FmuInfo {
   ModelDescription description;
-  std::vector<std::string> platforms;  // directories under binaries/
+  std::vector<std::string> platforms;                // directories under binaries/
   std::string me_binary_problem, cs_binary_problem;  // empty: loads
 };
 FmuInfo inspect(const std::string& path);
@@ -46,7 +46,7 @@ struct FmuOptions {
   // Which interface runs; none: model exchange when the FMU offers it.
   std::optional<FmuInterface> interface;
   std::string instance_name = "fmu";
-  bool logging = false;  // the FMU's loggingOn
+  bool logging = false;                               // the FMU's loggingOn
   std::vector<std::pair<std::string, double>> start;  // variable name, value (checked by the caller)
   // Where the drain thread writes log lines; stderr when empty.
   std::function<void(const std::string&)> log_sink;
@@ -102,6 +102,25 @@ class FmuInstance {
   // RT-safe (see above).
   bool set_real(const std::uint32_t* vr, std::size_t n, const double* v) noexcept;
   bool get_real(const std::uint32_t* vr, std::size_t n, double* v) noexcept;
+  // Variables of any port type (model_description.hpp: is_port_type) as
+  // doubles, through the FMU's own typed getters and setters (FMI 2.0
+  // fmi2Get/SetInteger for Integer and Enumeration, fmi2Get/SetBoolean; FMI
+  // 3.0 fmi3Get/SetFloat32 ... UInt64, Int64 for Enumeration,
+  // fmi3Get/SetBoolean). All `n` variables are of `type`; `scratch` holds at
+  // least n 8-byte words, the caller's, sized at set-up. Setting: integer
+  // types take the nearest integer (halves away from zero), saturated at the
+  // type's range, NaN as 0; a Boolean is true when the value is nonzero and
+  // not NaN; a Float32 is the nearest float (beyond its range: infinite).
+  // Reading is exact, except an Int64/UInt64 (FMI 3.0 Enumeration) value
+  // beyond +-2^53: it becomes the nearest double and is counted in
+  // inexact_reads().
+  bool set_values(VarType type, const std::uint32_t* vr, std::size_t n, const double* v,
+                  std::uint64_t* scratch) noexcept;
+  bool get_values(VarType type, const std::uint32_t* vr, std::size_t n, double* v, std::uint64_t* scratch) noexcept;
+  [[nodiscard]] std::uint64_t inexact_reads() const noexcept { return inexact_reads_.load(std::memory_order_relaxed); }
+  // Set-up: FmuError naming `variable` when `type` is not a port type or the
+  // binary does not export its getter and setter.
+  void require_type(VarType type, const std::string& variable) const;
   bool set_time(double t) noexcept;
   bool set_states(const double* x, std::size_t n) noexcept;
   bool get_states(double* x, std::size_t n) noexcept;
@@ -188,6 +207,7 @@ class FmuInstance {
   char last_error_[464] = {};
   std::atomic<std::uint64_t> allocations_{0};
   std::atomic<std::uint64_t> log_dropped_{0};
+  std::atomic<std::uint64_t> inexact_reads_{0};
 
   std::unique_ptr<Ring> ring_;
   std::atomic<bool> stop_log_{false};

@@ -1,12 +1,12 @@
 #include "tasks/fmu/model_description.hpp"
 
-#include <pugixml.hpp>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cstring>
 #include <map>
+
+#include <pugixml.hpp>
 
 namespace rtcosim::tasks::fmu {
 
@@ -52,8 +52,17 @@ std::optional<Variability> parse_variability(const std::string& s, bool real) {
 
 VarType type_of(const std::string& element) {
   if (element == "Real" || element == "Float64") return VarType::kReal;
+  if (element == "Float32") return VarType::kFloat32;
+  if (element == "Int8") return VarType::kInt8;
+  if (element == "UInt8") return VarType::kUInt8;
+  if (element == "Int16") return VarType::kInt16;
+  if (element == "UInt16") return VarType::kUInt16;
   if (element == "Integer" || element == "Int32") return VarType::kInteger;
+  if (element == "UInt32") return VarType::kUInt32;
+  if (element == "Int64") return VarType::kInt64;
+  if (element == "UInt64") return VarType::kUInt64;
   if (element == "Boolean") return VarType::kBoolean;
+  if (element == "Enumeration") return VarType::kEnumeration;
   if (element == "String") return VarType::kString;
   return VarType::kOther;
 }
@@ -69,8 +78,9 @@ Interface read_interface(const pugi::xml_node& n, int major) {
   i.provides_directional_derivatives =
       attr_flag(n, major == 2 ? "providesDirectionalDerivative" : "providesDirectionalDerivatives");
   i.needs_execution_tool = attr_flag(n, "needsExecutionTool");
-  i.can_be_instantiated_only_once = attr_flag(n, major == 2 ? "canBeInstantiatedOnlyOncePerProcess"
-                                                            : "canBeInstantiatedOnlyOncePerProcess");
+  i.completed_integrator_step_not_needed = attr_flag(n, "completedIntegratorStepNotNeeded");
+  i.can_be_instantiated_only_once =
+      attr_flag(n, major == 2 ? "canBeInstantiatedOnlyOncePerProcess" : "canBeInstantiatedOnlyOncePerProcess");
   if (const auto v = parse_unsigned(n.attribute("maxOutputDerivativeOrder").value())) {
     i.max_output_derivative_order = static_cast<int>(std::min<std::uint64_t>(*v, 16));
   }
@@ -89,6 +99,14 @@ bool valid_identifier(const std::string& id) {
 
 }  // namespace
 
+bool is_port_type(VarType t) noexcept { return t != VarType::kString && t != VarType::kOther; }
+
+bool is_integer_type(VarType t) noexcept { return is_port_type(t) && t != VarType::kReal && t != VarType::kFloat32; }
+
+bool is_64_bit(VarType t, int fmi_major) noexcept {
+  return t == VarType::kInt64 || t == VarType::kUInt64 || (t == VarType::kEnumeration && fmi_major == 3);
+}
+
 const Variable* ModelDescription::find(const std::string& name) const noexcept {
   for (const auto& v : variables) {
     if (v.name == name) return &v;
@@ -98,24 +116,36 @@ const Variable* ModelDescription::find(const std::string& name) const noexcept {
 
 const char* causality_name(Causality c) noexcept {
   switch (c) {
-    case Causality::kParameter: return "parameter";
-    case Causality::kCalculatedParameter: return "calculatedParameter";
-    case Causality::kInput: return "input";
-    case Causality::kOutput: return "output";
-    case Causality::kLocal: return "local";
-    case Causality::kIndependent: return "independent";
-    case Causality::kStructuralParameter: return "structuralParameter";
+    case Causality::kParameter:
+      return "parameter";
+    case Causality::kCalculatedParameter:
+      return "calculatedParameter";
+    case Causality::kInput:
+      return "input";
+    case Causality::kOutput:
+      return "output";
+    case Causality::kLocal:
+      return "local";
+    case Causality::kIndependent:
+      return "independent";
+    case Causality::kStructuralParameter:
+      return "structuralParameter";
   }
   return "?";
 }
 
 const char* variability_name(Variability v) noexcept {
   switch (v) {
-    case Variability::kConstant: return "constant";
-    case Variability::kFixed: return "fixed";
-    case Variability::kTunable: return "tunable";
-    case Variability::kDiscrete: return "discrete";
-    case Variability::kContinuous: return "continuous";
+    case Variability::kConstant:
+      return "constant";
+    case Variability::kFixed:
+      return "fixed";
+    case Variability::kTunable:
+      return "tunable";
+    case Variability::kDiscrete:
+      return "discrete";
+    case Variability::kContinuous:
+      return "continuous";
   }
   return "?";
 }
@@ -146,8 +176,8 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
   md.model_name = root.attribute("modelName").value();
   md.token = root.attribute(major == 2 ? "guid" : "instantiationToken").value();
   if (md.token.empty()) {
-    throw FmuError(where + ": <fmiModelDescription> has no " +
-                   std::string(major == 2 ? "guid" : "instantiationToken") + " — it is required");
+    throw FmuError(where + ": <fmiModelDescription> has no " + std::string(major == 2 ? "guid" : "instantiationToken") +
+                   " — it is required");
   }
   md.description = root.attribute("description").value();
   md.generation_tool = root.attribute("generationTool").value();
@@ -168,7 +198,7 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
   const pugi::xml_node vars = root.child("ModelVariables");
   if (!vars) throw FmuError(where + ": modelDescription.xml has no <ModelVariables>");
   std::map<std::uint32_t, std::size_t> by_vr;  // FMI 3.0 refers to variables by value reference
-  std::vector<std::string> derivative_refs;  // the 'derivative' attribute per variable, resolved below
+  std::vector<std::string> derivative_refs;    // the 'derivative' attribute per variable, resolved below
   for (const pugi::xml_node n : vars.children()) {
     if (n.type() != pugi::node_element) continue;
     if (md.variables.size() >= kMaxVariables) {
@@ -180,7 +210,8 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
       if (std::strcmp(n.name(), "ScalarVariable") != 0) continue;
       typed = n.first_child();
       while (typed && typed.type() != pugi::node_element) typed = typed.next_sibling();
-      if (!typed) throw FmuError(where + ": variable '" + std::string(n.attribute("name").value()) + "' has no type element");
+      if (!typed)
+        throw FmuError(where + ": variable '" + std::string(n.attribute("name").value()) + "' has no type element");
     }
     v.name = n.attribute("name").value();
     if (v.name.empty()) throw FmuError(where + ": a variable has no name");
@@ -192,14 +223,21 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
     }
     v.value_reference = static_cast<std::uint32_t>(*vr);
     const auto c = parse_causality(n.attribute("causality").value());
-    if (!c) throw FmuError(where + ": variable '" + v.name + "': unknown causality '" + n.attribute("causality").value() + "'");
+    if (!c)
+      throw FmuError(where + ": variable '" + v.name + "': unknown causality '" + n.attribute("causality").value() +
+                     "'");
     v.causality = *c;
-    const auto va = parse_variability(n.attribute("variability").value(), v.type == VarType::kReal);
-    if (!va) throw FmuError(where + ": variable '" + v.name + "': unknown variability '" + n.attribute("variability").value() + "'");
+    const auto va =
+        parse_variability(n.attribute("variability").value(), v.type == VarType::kReal || v.type == VarType::kFloat32);
+    if (!va)
+      throw FmuError(where + ": variable '" + v.name + "': unknown variability '" + n.attribute("variability").value() +
+                     "'");
     v.variability = *va;
     v.unit = typed.attribute("unit").value();
     if (v.unit.empty() && major == 2) v.unit = typed.attribute("declaredType").value();
     v.start = typed.attribute("start").value();
+    v.min = typed.attribute("min").value();
+    v.max = typed.attribute("max").value();
     v.description = n.attribute("description").value();
     if (major == 3 && n.child("Dimension")) {
       v.array = true;
@@ -228,7 +266,9 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
     return it->second;
   };
   for (std::size_t i = 0; i < md.variables.size(); ++i) {
-    if (!derivative_refs[i].empty()) md.variables[i].derivative_of = resolve(derivative_refs[i].c_str(), "variable '" + md.variables[i].name + "' derivative");
+    if (!derivative_refs[i].empty())
+      md.variables[i].derivative_of =
+          resolve(derivative_refs[i].c_str(), "variable '" + md.variables[i].name + "' derivative");
   }
 
   const pugi::xml_node ms = root.child("ModelStructure");
@@ -260,7 +300,8 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
     const std::size_t d = resolve(n.attribute(attr).value(), "ModelStructure derivative");
     const auto& of = md.variables[d].derivative_of;
     if (!of) {
-      throw FmuError(where + ": '" + md.variables[d].name + "' is listed as a state derivative but has no 'derivative' attribute");
+      throw FmuError(where + ": '" + md.variables[d].name +
+                     "' is listed as a state derivative but has no 'derivative' attribute");
     }
     md.derivatives.push_back(d);
     md.states.push_back(*of);

@@ -24,9 +24,34 @@ class FmuError : public std::runtime_error {
 
 enum class Causality { kParameter, kCalculatedParameter, kInput, kOutput, kLocal, kIndependent, kStructuralParameter };
 enum class Variability { kConstant, kFixed, kTunable, kDiscrete, kContinuous };
-// Scalar types rtcosim reads and writes; anything else is kOther (listed,
-// never used as a port).
-enum class VarType { kReal, kInteger, kBoolean, kString, kOther };
+// Scalar types rtcosim reads and writes, carried as doubles on ports;
+// anything else is kOther (listed, never used as a port). kReal is FMI 2.0
+// Real and FMI 3.0 Float64, kInteger FMI 2.0 Integer and FMI 3.0 Int32;
+// kEnumeration is set and read as an Integer (2.0) or an Int64 (3.0).
+enum class VarType {
+  kReal,
+  kFloat32,
+  kInt8,
+  kUInt8,
+  kInt16,
+  kUInt16,
+  kInteger,
+  kUInt32,
+  kInt64,
+  kUInt64,
+  kBoolean,
+  kEnumeration,
+  kString,
+  kOther
+};
+// True for the types a port carries (every scalar but String and kOther).
+bool is_port_type(VarType t) noexcept;
+// True for the integer-valued types (Int8 ... UInt64, Boolean, Enumeration),
+// whose variables are always discrete.
+bool is_integer_type(VarType t) noexcept;
+// True for Int64, UInt64 and an FMI 3.0 Enumeration (an Int64), whose
+// values a double holds exactly only up to 2^53.
+bool is_64_bit(VarType t, int fmi_major) noexcept;
 
 struct Variable {
   std::string name;
@@ -36,7 +61,8 @@ struct Variable {
   VarType type = VarType::kReal;
   std::string type_name;  // as written: Real, Integer, Float64, Int32, Boolean, ...
   std::string unit;
-  std::string start;  // as written; empty when none
+  std::string start;     // as written; empty when none
+  std::string min, max;  // as written; empty when none
   std::string description;
   // The variable this one is the derivative of (index into variables), if any.
   std::optional<std::size_t> derivative_of;
@@ -53,7 +79,8 @@ struct Interface {
   bool provides_directional_derivatives = false;
   bool needs_execution_tool = false;
   bool can_be_instantiated_only_once = false;
-  int max_output_derivative_order = 0;  // CoSimulation only
+  int max_output_derivative_order = 0;                // CoSimulation only
+  bool completed_integrator_step_not_needed = false;  // ModelExchange only
 };
 
 /*

@@ -114,6 +114,33 @@ TEST(FmuConfig, BadFmusAreOneErrorAtTheFileParameter) {
   EXPECT_NE(e[0].find("has no co_simulation interface — it offers model_exchange"), std::string::npos) << e[0];
 }
 
+// Integer, Boolean and Enumeration variables are ports like Real ones
+// (wired, recorded); a String stays refused, by name.
+TEST(FmuConfig, IntegerBooleanAndEnumerationVariablesArePortsAndStringsAreNot) {
+  const std::string head =
+      "tasks:\n  - {name: t, period: 10ms, integrator: rk4, step: fixed}\n"
+      "blocks:\n"
+      "  - {name: n, type: constant, task: t, params: {value: 2}}\n"
+      "  - {name: m, type: fmu, task: t, params: {file: " +
+      kDir +
+      "/count2.fmu}}\n"
+      "  - {name: g, type: gain, task: t, params: {gain: 1}}\n"
+      "wires:\n"
+      "  - {from: n.y, to: m.inc}\n"
+      "  - {from: n.y, to: m.enable}\n";
+  const auto r = load_graph_text(head + "  - {from: m.mode, to: g.u}\n" +
+                                     "record: {file: out.csv, signals: [m.counter, m.odd, m.mode, m.inc_out]}\n",
+                                 "plant.yaml");
+  for (const auto& d : r.diagnostics) ADD_FAILURE() << d.str();
+  EXPECT_TRUE(r.ok());
+  const auto e = errors_of(head + "  - {from: m.label, to: g.u}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("block 'm' (fmu) has no output port 'label' ('label' is a discrete output String variable of "
+                      "the FMU — String variables are not ports (a port carries numbers))"),
+            std::string::npos)
+      << e[0];
+}
+
 TEST(FmuConfig, ARelativeFileIsFoundBesideTheTaskGraph) {
   const auto dir = std::filesystem::path(::testing::TempDir()) / "fmu_relative";
   std::filesystem::create_directories(dir / "models");

@@ -1,9 +1,10 @@
 // FMU partitions in a running graph (virtual time): a failing FMU stops its
 // task cleanly with the FMU's message and the frame; an FMU plant coupled to
 // a controller in another task matches the built-in blocks' plant.
-#include <gtest/gtest.h>
-
+#include <algorithm>
 #include <cmath>
+
+#include <gtest/gtest.h>
 
 #include "runtime/virtual_executor.hpp"
 #include "tasks/block_registry.hpp"
@@ -22,14 +23,17 @@ std::string loop(const std::string& file, const std::string& iface) {
          "  - {name: plant, period: 5ms, cpu: 1, priority: 80, integrator: rk4, step: fixed}\n"
          "blocks:\n"
          "  - {name: k, type: gain, task: ctrl, params: {gain: -1.0}}\n"
-         "  - {name: msd, type: fmu, task: plant, params: {file: " + kDir + "/" + file + ", interface: " + iface + "}}\n"
+         "  - {name: msd, type: fmu, task: plant, params: {file: " +
+         kDir + "/" + file + ", interface: " + iface +
+         "}}\n"
          "wires:\n"
          "  - {from: msd.v, to: k.u, coupling: {method: predictor}}\n"
          "  - {from: k.y, to: msd.F, coupling: {method: zoh}}\n";
 }
 
 TEST(FmuRuntime, AFailingFmuStopsItsTaskWithTheMessageAndTheFrame) {
-  const auto spec = rtcosim::testing::checked(config::load_graph_text(loop("msd2_fail.fmu", "co_simulation"), "fail.yaml"));
+  const auto spec =
+      rtcosim::testing::checked(config::load_graph_text(loop("msd2_fail.fmu", "co_simulation"), "fail.yaml"));
   auto graph = rtcosim::testing::build_graph(spec);
   VirtualExecutor(*graph).run(spec.duration);
   TaskRuntime* plant = graph->find_task("plant");
@@ -89,8 +93,9 @@ TEST(FmuRuntime, MeAndCsPlantsFollowTheFeedbackLoop) {
 TEST(FmuRuntime, TheFmuAirframeExampleMatchesTheBuiltInOne) {
   std::vector<double> pitch[2];
   int k = 0;
-  for (const auto& [file, port] : {std::pair<std::string, tasks::Endpoint>{"flight_control.yaml", {"airframe_pitch", "y"}},
-                                   std::pair<std::string, tasks::Endpoint>{"fmu_plant.yaml", {"airframe", "theta"}}}) {
+  for (const auto& [file, port] :
+       {std::pair<std::string, tasks::Endpoint>{"flight_control.yaml", {"airframe_pitch", "y"}},
+        std::pair<std::string, tasks::Endpoint>{"fmu_plant.yaml", {"airframe", "theta"}}}) {
     const auto spec = rtcosim::testing::load_example(file);
     auto graph = rtcosim::testing::build_graph(spec);
     auto& out = pitch[k++];
@@ -138,6 +143,59 @@ TEST(FmuRuntime, TheFmuExamplesReferenceIntegratesTheFmuMonolithically) {
   EXPECT_NEAR(rms[1], rms[0], 1e-9);
   EXPECT_GT(rms[1], 1e-4);  // a co-simulation, not the reference itself
   EXPECT_LT(rms[1], 0.01);
+}
+
+// A counter FMU's Integer output through a hermite link (issue 28): each
+// time event (1, 2, 3 s) flags the producer's output block discontinuous,
+// so that the consumer's method restarts there; the consumer never sees a
+// value outside [0, 3] (an unflagged cubic across a unit jump overshoots)
+// and ends at 3. Model exchange (count3, events landed on inside a frame)
+// and co-simulation (count2, events inside doStep).
+TEST(FmuRuntime, ACountersJumpsRestartTheLinksDownstream) {
+  for (const auto& [file, iface] :
+       {std::pair<std::string, std::string>{"count3.fmu", "model_exchange"}, {"count2.fmu", "co_simulation"}}) {
+    const std::string yaml =
+        "tasks:\n"
+        "  - {name: p, period: 10ms, cpu: 0, priority: 70, integrator: rk4, step: fixed}\n"
+        "  - {name: c, period: 1ms, cpu: 1, priority: 80, integrator: rk4, step: fixed}\n"
+        "blocks:\n"
+        "  - {name: one, type: constant, task: p, params: {value: 1}}\n"
+        "  - {name: m, type: fmu, task: p, params: {file: " +
+        kDir + "/" + file + ", interface: " + iface +
+        "}}\n"
+        "  - {name: h, type: gain, task: c, params: {gain: 1}}\n"
+        "wires:\n" +
+        std::string(file == "count3.fmu" ? "  - {from: one.y, to: m.u8}\n  - {from: one.y, to: m.i16}\n"
+                                           "  - {from: one.y, to: m.u16}\n  - {from: one.y, to: m.u32}\n"
+                                           "  - {from: one.y, to: m.u64}\n  - {from: one.y, to: m.f32}\n"
+                                           "  - {from: one.y, to: m.i64}\n"
+                                         : "") +
+        "  - {from: one.y, to: m.inc}\n"
+        "  - {from: one.y, to: m.enable}\n"
+        "  - {from: m.counter, to: h.u, coupling: {method: hermite, order: 3}}\n";
+    const auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "counter.yaml"));
+    auto graph = rtcosim::testing::build_graph(spec);
+    VirtualExecutor executor(*graph);
+    int flagged = 0;
+    double lo = 1e300, hi = -1e300;
+    TaskRuntime* producer = graph->find_task("p");
+    executor.run(3.5, [&](TaskRuntime& task, const FrameRecord&) {
+      if (&task == producer) {
+        for (const auto& o : task.outputs()) flagged += o.block.discontinuity ? 1 : 0;
+        return;
+      }
+      const auto& part = task.partition();
+      const double u = part.output(part.find_output({"h", "y"}))[0];
+      lo = std::min(lo, u);
+      hi = std::max(hi, u);
+    });
+    EXPECT_EQ(flagged, 3) << file;
+    EXPECT_GE(lo, -1e-12) << file;
+    EXPECT_LE(hi, 3.0 + 1e-12) << file;
+    const auto& part = graph->find_task("c")->partition();
+    EXPECT_EQ(part.output(part.find_output({"h", "y"}))[0], 3.0) << file;
+    EXPECT_FALSE(producer->failed()) << producer->failure();
+  }
 }
 
 }  // namespace

@@ -220,12 +220,44 @@ TEST(Fmu, SteadyStateFramesAllocateNothing) {
       EXPECT_EQ(scope.count(), 0u) << file << " " << iface;
     }
   }
-  auto ball = build_partition(BlockRegistry::with_builtins(), "ball", {{"ball", "fmu", {{"file", fmu("bball2")}}, ""}},
-                              {}, {}, IntegratorKind::kRk4);
-  testing::AllocationScope scope;
-  for (int i = 0; i < 10000; ++i) ball->step(i * 0.001, 0.001, in);  // events included
-  EXPECT_EQ(scope.count(), 0u);
-  EXPECT_GT(ball->events(), 3u);
+  for (const char* file : {"bball2", "bball3"}) {
+    auto ball = build_partition(BlockRegistry::with_builtins(), "ball", {{"ball", "fmu", {{"file", fmu(file)}}, ""}},
+                                {}, {}, IntegratorKind::kRk4);
+    testing::AllocationScope scope;
+    for (int i = 0; i < 10000; ++i) ball->step(i * 0.001, 0.001, in);  // events included
+    EXPECT_EQ(scope.count(), 0u) << file;
+    EXPECT_GT(ball->events(), 3u) << file;
+  }
+}
+
+// The typed ports (count3: Int8 ... UInt64, Float32, Boolean, Enumeration;
+// count2: Integer, Boolean, Enumeration) and the time events every second,
+// landed on inside a frame (rk4, frames of 7 ms) or stepped across by the
+// FMU (co-simulation): 10^4 frames, 10 events, no allocation.
+TEST(Fmu, SteadyStateFramesWithTypedPortsAndTimeEventsAllocateNothing) {
+  NoInputs in;
+  for (const char* file : {"count2", "count3"}) {
+    for (const char* iface : {"model_exchange", "co_simulation"}) {
+      std::vector<BlockSpec> blocks;
+      std::vector<WireSpec> wires;
+      std::vector<std::string> inputs{"inc", "enable"};
+      if (std::string(file) == "count3") {
+        for (const char* n : {"u8", "i16", "u16", "u32", "u64", "f32", "i64"}) inputs.emplace_back(n);
+      }
+      for (const auto& n : inputs) {
+        blocks.push_back({"c_" + n, "constant", {{"value", 1.0}}, ""});
+        wires.push_back({{"c_" + n, "y"}, {"m", n}});
+      }
+      blocks.push_back({"m", "fmu", {{"file", fmu(file)}, {"interface", iface}}, ""});
+      auto p = build_partition(BlockRegistry::with_builtins(), "p", blocks, wires, {}, IntegratorKind::kRk4);
+      for (int i = 0; i < 10; ++i) p->step(i * 0.007, 0.007, in);
+      testing::AllocationScope scope;
+      for (int i = 10; i < 10010; ++i) p->step(i * 0.007, 0.007, in);
+      EXPECT_EQ(scope.count(), 0u) << file << " " << iface;
+      EXPECT_FALSE(p->failed()) << p->failure();
+      EXPECT_EQ(p->output(p->find_output({"m", "counter"}))[0], 70.0) << file << " " << iface;  // floor(70.07)
+    }
+  }
 }
 
 TEST(Fmu, AnFmuThatAllocatesPerStepIsDetected) {
@@ -547,6 +579,39 @@ TEST(Fmu, AnFmuWithClocksIsRefusedAsABlock) {
     EXPECT_EQ(std::string(e.what()), "block 'msd' (fmu): " + path +
                                          " declares the clock or clocked variable 'tick' — FMI 3.0 clocks are not "
                                          "supported (rtcosim cannot tick them); use an FMU without clocks");
+  }
+}
+
+// count3 with its Int64 output 'big' declaring a max beyond 2^53: refused
+// as a port at set-up, naming the variable and the attribute.
+TEST(Fmu, A64BitPortDeclaringARangeBeyond2To53IsRefusedNamingIt) {
+  const std::string dir = ::testing::TempDir() + "fmu_big";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/count3_big.fmu";
+  {
+    fmu::ExtractedArchive original(fmu("count3"));
+    auto read = [](const std::string& file) {
+      std::ifstream in(file, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    std::string xml = read(original.directory() + "/modelDescription.xml");
+    const std::string anchor = "<Int64 name=\"big\" valueReference=\"6\"";
+    ASSERT_NE(xml.find(anchor), std::string::npos);
+    xml.insert(xml.find(anchor) + anchor.size(), " max=\"9223372036854775807\"");
+    ZipWriter w(path);
+    w.add("modelDescription.xml", xml);
+    w.add("binaries/x86_64-linux/count3.so", read(original.directory() + "/binaries/x86_64-linux/count3.so"));
+  }
+  try {
+    (void)build_partition(BlockRegistry::with_builtins(), "p",
+                          {{"m", "fmu", BlockParams{{"file", path}, {"interface", "co_simulation"}}, ""}}, {}, {},
+                          IntegratorKind::kRk4);
+    ADD_FAILURE() << "accepted";
+  } catch (const BlockError& e) {
+    EXPECT_EQ(std::string(e.what()), "block 'm' (fmu): " + path +
+                                         ": the Int64 output 'big' declares max=\"9223372036854775807\", beyond 2^53 = "
+                                         "9007199254740992 — a port carries doubles, which hold integers exactly only "
+                                         "up to there");
   }
 }
 

@@ -14,7 +14,9 @@ constexpr const char* kUsage = R"(usage: rtcosim fmu info FILE
 Prints what an FMU (FMI 2.0 or 3.0) declares and whether this platform can
 run it: version, GUID or instantiation token, interfaces and capabilities,
 the platform binaries it carries, every variable (causality, variability,
-type, unit, start), the continuous states and event indicators.
+type, unit, start), which are ports (every numeric scalar input and output:
+Real/Float, Integer/Int/UInt, Boolean, Enumeration, carried as doubles) and
+their types, the continuous states and event indicators.
 )";
 
 const char* yes(bool b) { return b ? "yes" : "no"; }
@@ -59,13 +61,31 @@ std::string format_fmu_info(const std::string& path, const tasks::fmu::FmuInfo& 
   out << "  event indicators  " << md.event_indicators << '\n';
   if (md.default_step > 0.0) out << "  default step      " << md.default_step << " s\n";
   out << "  variables         " << md.variables.size() << '\n';
-  TextTable table({{"name", Align::kLeft}, {"vr"}, {"causality", Align::kLeft}, {"variability", Align::kLeft},
-                   {"type", Align::kLeft}, {"unit", Align::kLeft}, {"start"}, {"port", Align::kLeft}});
+  TextTable table({{"name", Align::kLeft},
+                   {"vr"},
+                   {"causality", Align::kLeft},
+                   {"variability", Align::kLeft},
+                   {"type", Align::kLeft},
+                   {"unit", Align::kLeft},
+                   {"start"},
+                   {"port", Align::kLeft}});
+  // Ports: the numeric scalar inputs and outputs, carried as doubles.
+  std::string inputs, outputs;
+  for (const auto& v : md.variables) {
+    if (!is_port_type(v.type) || v.array) continue;
+    const std::string item = v.name + " (" + v.type_name + ")";
+    if (v.causality == Causality::kInput) inputs += (inputs.empty() ? "" : ", ") + item;
+    if (v.causality == Causality::kOutput) outputs += (outputs.empty() ? "" : ", ") + item;
+  }
+  out << "  input ports       " << (inputs.empty() ? "none" : inputs) << '\n';
+  out << "  output ports      " << (outputs.empty() ? "none" : outputs) << '\n';
   for (const auto& v : md.variables) {
     std::string port = "-";
-    if (v.type == VarType::kReal && !v.array) {
+    if (is_port_type(v.type) && !v.array) {
       if (v.causality == Causality::kInput) port = "input";
       if (v.causality == Causality::kOutput) port = "output";
+    } else if (v.causality == Causality::kInput || v.causality == Causality::kOutput) {
+      port = v.type == VarType::kString ? "no (String)" : "no (" + v.type_name + (v.array ? " array" : "") + ")";
     }
     table.add_row({v.name, std::to_string(v.value_reference), causality_name(v.causality),
                    variability_name(v.variability), v.type_name + (v.array ? "[]" : ""), v.unit.empty() ? "-" : v.unit,

@@ -1,0 +1,265 @@
+/* The staircase counter of count2.c as an FMI 3.0 FMU (model exchange and
+ * co-simulation), with a port of every FMI 3.0 scalar type:
+ *   Int32 output counter, Float64 output x (the state, x' = counter),
+ *   Int8 input inc (start 1) echoed as inc_out, Boolean input enable (start
+ *   true), Boolean output even, Enumeration output mode (1 + counter mod 3),
+ *   Int64 output big = offset + counter (offset an Int64 parameter),
+ *   and inputs u8, i16, u16, u32, u64, i64 (UInt8 ... Int64) and f32
+ *   (Float32), each echoed by an output of its type (u8_out, ...).
+ * Each getter and setter refuses a value reference of another type. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tasks/fmu/fmi_api.h"
+#include "tests/fmus/counter_model.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+enum {
+  VR_TIME,
+  VR_X,
+  VR_DX,
+  VR_COUNTER,
+  VR_INC,
+  VR_ENABLE,
+  VR_BIG,
+  VR_OFFSET,
+  VR_MODE,
+  VR_U8,
+  VR_U8_OUT,
+  VR_I16,
+  VR_I16_OUT,
+  VR_U16,
+  VR_U16_OUT,
+  VR_U32,
+  VR_U32_OUT,
+  VR_U64,
+  VR_U64_OUT,
+  VR_F32,
+  VR_F32_OUT,
+  VR_I64,
+  VR_I64_OUT,
+  VR_EVEN,
+  VR_INC_OUT,
+  NVR
+};
+enum Kind { K_F64, K_F32, K_I8, K_U8, K_I16, K_U16, K_I32, K_U32, K_I64, K_U64, K_BOOL, K_ENUM };
+
+static const enum Kind kind[NVR] = {
+    [VR_TIME] = K_F64,    [VR_X] = K_F64,       [VR_DX] = K_F64,      [VR_COUNTER] = K_I32, [VR_INC] = K_I8,
+    [VR_ENABLE] = K_BOOL, [VR_BIG] = K_I64,     [VR_OFFSET] = K_I64,  [VR_MODE] = K_ENUM,   [VR_U8] = K_U8,
+    [VR_U8_OUT] = K_U8,   [VR_I16] = K_I16,     [VR_I16_OUT] = K_I16, [VR_U16] = K_U16,     [VR_U16_OUT] = K_U16,
+    [VR_U32] = K_U32,     [VR_U32_OUT] = K_U32, [VR_U64] = K_U64,     [VR_U64_OUT] = K_U64, [VR_F32] = K_F32,
+    [VR_F32_OUT] = K_F32, [VR_I64] = K_I64,     [VR_I64_OUT] = K_I64, [VR_EVEN] = K_BOOL,   [VR_INC_OUT] = K_I8};
+/* The inputs and the parameter: the only variables that can be set. */
+static const int settable[NVR] = {[VR_INC] = 1, [VR_ENABLE] = 1, [VR_OFFSET] = 1, [VR_U8] = 1,  [VR_I16] = 1,
+                                  [VR_U16] = 1, [VR_U32] = 1,    [VR_U64] = 1,    [VR_F32] = 1, [VR_I64] = 1};
+
+typedef struct {
+  Counter c;
+  double time;
+  int64_t i[NVR];  /* every signed integer, the enumeration */
+  uint64_t u[NVR]; /* every unsigned integer */
+  float f[NVR];
+  bool b[NVR];
+  fmi3InstanceEnvironment env;
+  fmi3LogMessageCallback log;
+} Model;
+
+static void defaults(Model* m) {
+  counter_init(&m->c);
+  m->time = 0.0;
+  memset(m->i, 0, sizeof m->i);
+  memset(m->u, 0, sizeof m->u);
+  memset(m->f, 0, sizeof m->f);
+  memset(m->b, 0, sizeof m->b);
+  m->i[VR_INC] = 1;
+  m->b[VR_ENABLE] = true;
+}
+
+/* The outputs from the inputs and the counter. */
+static void show(Model* m) {
+  m->i[VR_COUNTER] = m->c.counter;
+  m->i[VR_INC_OUT] = m->i[VR_INC];
+  m->i[VR_BIG] = m->i[VR_OFFSET] + m->c.counter;
+  m->i[VR_MODE] = 1 + ((m->c.counter % 3) + 3) % 3;
+  m->u[VR_U8_OUT] = m->u[VR_U8];
+  m->i[VR_I16_OUT] = m->i[VR_I16];
+  m->u[VR_U16_OUT] = m->u[VR_U16];
+  m->u[VR_U32_OUT] = m->u[VR_U32];
+  m->u[VR_U64_OUT] = m->u[VR_U64];
+  m->f[VR_F32_OUT] = m->f[VR_F32];
+  m->i[VR_I64_OUT] = m->i[VR_I64];
+  m->b[VR_EVEN] = (m->c.counter % 2) == 0;
+}
+
+static fmi3Status bad(Model* m, const char* what) {
+  if (m->log) m->log(m->env, fmi3Error, "logStatusError", what);
+  return fmi3Error;
+}
+
+static fmi3Instance instantiate(fmi3String token, fmi3InstanceEnvironment env, fmi3LogMessageCallback log) {
+  if (!token || strcmp(token, "{count-3}") != 0) {
+    if (log) log(env, fmi3Error, "logStatusError", "instantiationToken does not match this binary's {count-3}");
+    return NULL;
+  }
+  Model* m = (Model*)calloc(1, sizeof(Model));
+  if (!m) return NULL;
+  m->env = env;
+  m->log = log;
+  defaults(m);
+  return m;
+}
+
+EXPORT const char* fmi3GetVersion(void) { return "3.0"; }
+EXPORT fmi3Instance fmi3InstantiateModelExchange(fmi3String name, fmi3String token, fmi3String res, fmi3Boolean vis,
+                                                 fmi3Boolean logging, fmi3InstanceEnvironment env,
+                                                 fmi3LogMessageCallback log) {
+  (void)name, (void)res, (void)vis, (void)logging;
+  return instantiate(token, env, log);
+}
+EXPORT fmi3Instance fmi3InstantiateCoSimulation(fmi3String name, fmi3String token, fmi3String res, fmi3Boolean vis,
+                                                fmi3Boolean logging, fmi3Boolean eventMode, fmi3Boolean early,
+                                                const fmi3ValueReference req[], size_t nreq,
+                                                fmi3InstanceEnvironment env, fmi3LogMessageCallback log,
+                                                fmi3IntermediateUpdateCallback upd) {
+  (void)name, (void)res, (void)vis, (void)logging, (void)early, (void)req, (void)nreq, (void)upd;
+  /* Events are handled inside fmi3DoStep: an importer that asks for event mode is not served. */
+  if (eventMode) return NULL;
+  return instantiate(token, env, log);
+}
+EXPORT void fmi3FreeInstance(fmi3Instance i) { free(i); }
+EXPORT fmi3Status fmi3EnterInitializationMode(fmi3Instance i, fmi3Boolean td, fmi3Float64 tol, fmi3Float64 t0,
+                                              fmi3Boolean sd, fmi3Float64 stop) {
+  (void)td, (void)tol, (void)sd, (void)stop;
+  ((Model*)i)->time = t0;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance i) {
+  counter_init(&((Model*)i)->c);
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3Terminate(fmi3Instance i) {
+  (void)i;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3Reset(fmi3Instance i) {
+  defaults((Model*)i);
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) {
+  (void)i;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance i) {
+  (void)i;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean* need, fmi3Boolean* term, fmi3Boolean* nom,
+                                           fmi3Boolean* values, fmi3Boolean* defined, fmi3Float64* next) {
+  Model* m = (Model*)i;
+  (void)counter_event(&m->c, m->time, m->i[VR_INC], m->b[VR_ENABLE]);
+  *need = *term = *nom = *values = false;
+  *defined = true;
+  *next = m->c.next;
+  return fmi3OK;
+}
+
+EXPORT fmi3Status fmi3GetFloat64(fmi3Instance i, const fmi3ValueReference vr[], size_t n, fmi3Float64 v[], size_t nv) {
+  Model* m = (Model*)i;
+  if (nv != n) return fmi3Error;
+  for (size_t k = 0; k < n; ++k) {
+    switch (vr[k]) {
+      case VR_TIME:
+        v[k] = m->time;
+        break;
+      case VR_X:
+        v[k] = m->c.x;
+        break;
+      case VR_DX:
+        v[k] = (double)m->c.counter;
+        break;
+      default:
+        return bad(m, "fmi3GetFloat64: not a Float64");
+    }
+  }
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Float64 v[],
+                                 size_t nv) {
+  (void)vr, (void)v, (void)nv;
+  return n == 0 ? fmi3OK : bad((Model*)i, "fmi3SetFloat64: no Float64 can be set");
+}
+
+/* fmi3GetT / fmi3SetT for the values kept in STORE, of kind K (or K2). */
+#define TYPED(T, K, K2, STORE)                                                                                    \
+  EXPORT fmi3Status fmi3Get##T(fmi3Instance i, const fmi3ValueReference vr[], size_t n, fmi3##T v[], size_t nv) { \
+    Model* m = (Model*)i;                                                                                         \
+    if (nv != n) return fmi3Error;                                                                                \
+    show(m);                                                                                                      \
+    for (size_t k = 0; k < n; ++k) {                                                                              \
+      if (vr[k] >= NVR || (kind[vr[k]] != K && kind[vr[k]] != K2)) return bad(m, "fmi3Get" #T ": not a " #T);     \
+      v[k] = (fmi3##T)m->STORE[vr[k]];                                                                            \
+    }                                                                                                             \
+    return fmi3OK;                                                                                                \
+  }                                                                                                               \
+  EXPORT fmi3Status fmi3Set##T(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3##T v[],        \
+                               size_t nv) {                                                                       \
+    Model* m = (Model*)i;                                                                                         \
+    if (nv != n) return fmi3Error;                                                                                \
+    for (size_t k = 0; k < n; ++k) {                                                                              \
+      if (vr[k] >= NVR || (kind[vr[k]] != K && kind[vr[k]] != K2)) return bad(m, "fmi3Set" #T ": not a " #T);     \
+      if (!settable[vr[k]]) return bad(m, "fmi3Set" #T ": not an input or parameter");                            \
+      m->STORE[vr[k]] = v[k];                                                                                     \
+    }                                                                                                             \
+    return fmi3OK;                                                                                                \
+  }
+TYPED(Float32, K_F32, K_F32, f)
+TYPED(Int8, K_I8, K_I8, i)
+TYPED(UInt8, K_U8, K_U8, u)
+TYPED(Int16, K_I16, K_I16, i)
+TYPED(UInt16, K_U16, K_U16, u)
+TYPED(Int32, K_I32, K_I32, i)
+TYPED(UInt32, K_U32, K_U32, u)
+TYPED(Int64, K_I64, K_ENUM, i)
+TYPED(UInt64, K_U64, K_U64, u)
+TYPED(Boolean, K_BOOL, K_BOOL, b)
+
+EXPORT fmi3Status fmi3CompletedIntegratorStep(fmi3Instance i, fmi3Boolean no, fmi3Boolean* enter, fmi3Boolean* term) {
+  (void)i, (void)no;
+  *enter = *term = false;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3SetTime(fmi3Instance i, fmi3Float64 t) {
+  ((Model*)i)->time = t;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3SetContinuousStates(fmi3Instance i, const fmi3Float64 x[], size_t n) {
+  if (n != 1) return fmi3Error;
+  ((Model*)i)->c.x = x[0];
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3GetContinuousStates(fmi3Instance i, fmi3Float64 x[], size_t n) {
+  if (n != 1) return fmi3Error;
+  x[0] = ((Model*)i)->c.x;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3GetContinuousStateDerivatives(fmi3Instance i, fmi3Float64 dx[], size_t n) {
+  if (n != 1) return fmi3Error;
+  dx[0] = (double)((Model*)i)->c.counter;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3GetEventIndicators(fmi3Instance i, fmi3Float64 z[], size_t n) {
+  (void)z;
+  return n ? bad((Model*)i, "no event indicators") : fmi3OK;
+}
+EXPORT fmi3Status fmi3DoStep(fmi3Instance i, fmi3Float64 t, fmi3Float64 h, fmi3Boolean no, fmi3Boolean* event,
+                             fmi3Boolean* term, fmi3Boolean* early, fmi3Float64* last) {
+  Model* m = (Model*)i;
+  (void)no;
+  counter_step(&m->c, t, h, m->i[VR_INC], m->b[VR_ENABLE]);
+  m->time = t + h;
+  *event = *term = *early = false;
+  *last = t + h;
+  return fmi3OK;
+}
