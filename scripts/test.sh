@@ -24,8 +24,13 @@ case "$mode" in
     cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_SANITIZE=address,undefined \
       -DRTCOSIM_BUILD_BENCH=OFF "${line_tables[@]}" >/dev/null
     cmake --build build-asan --parallel "$jobs"
+    # Left out here: four numerical sweeps of the mechanics (minutes under
+    # ASan, about 180 s of the CI's 30 minutes) that run whole in the default
+    # build; every function they call runs under ASan in the other RimCoupling,
+    # RimFlexible and mechanics tests.
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-      ctest --test-dir build-asan --output-on-failure --parallel "$jobs"
+      ctest --test-dir build-asan --output-on-failure --parallel "$jobs" \
+      -E '^(RimCoupling\.(AgainstSignalCouplingThroughAPenaltySpring|PositionDriftTimeHoldsTheArmOnThePayload|ArmContactDistanceFollowsTheMonolithicSolution)|RimFlexible\.FlexibleRimFollowsTheReachWhereTheRigidRimDiverges)$'
     scripts/check-skips.sh build-asan
     ;;
   tsan)
