@@ -186,7 +186,12 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
     for (const auto& h : graph.spec().hosts) {
       if (h.name != graph.host()) std::cout << h.name << ' ';
     }
-    std::cout << "(at most " << base::format_duration(graph.spec().dds.discovery_timeout) << ")\n" << std::flush;
+    std::cout << "(at most " << base::format_duration(graph.spec().dds.discovery_timeout) << ")\n";
+    if (graph.spec().dds.security.enabled()) {
+      std::cout << "DDS Security on: identity CA " << graph.spec().dds.security.identity_ca << ", governance "
+                << graph.spec().dds.security.governance << "\n";
+    }
+    std::cout << std::flush;
     const std::int64_t start_rt =
         bridge->coordinate_start(graph.spec().dds.discovery_timeout, graph.spec().dds.start_delay);
     epoch_ns = io::monotonic_from_realtime(start_rt);
