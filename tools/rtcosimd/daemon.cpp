@@ -975,6 +975,10 @@ int Daemon::run() {
   sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   const int sfd = signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) {
+    std::cerr << "rtcosimd: cannot take signals through a signalfd: " << std::strerror(errno) << '\n';
+    return 1;
+  }
 
   std::string why;
   if (!load(options_.config, &why)) {
@@ -987,6 +991,11 @@ int Daemon::run() {
   std::filesystem::create_directories(std::filesystem::path(options_.socket_path).parent_path(), ec);
   ::unlink(options_.socket_path.c_str());
   const int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (lfd < 0) {
+    std::cerr << "rtcosimd: cannot make the control socket: " << std::strerror(errno) << '\n';
+    close(sfd);
+    return 1;
+  }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (options_.socket_path.size() >= sizeof addr.sun_path) {
@@ -998,7 +1007,14 @@ int Daemon::run() {
     std::cerr << "rtcosimd: cannot listen on " << options_.socket_path << ": " << std::strerror(errno) << '\n';
     return 1;
   }
-  chmod(options_.socket_path.c_str(), 0660);
+  // Group access only: a socket left at the umask's mode could admit others.
+  if (chmod(options_.socket_path.c_str(), 0660) != 0) {
+    std::cerr << "rtcosimd: cannot set mode 0660 on " << options_.socket_path << ": " << std::strerror(errno) << '\n';
+    close(lfd);
+    close(sfd);
+    ::unlink(options_.socket_path.c_str());
+    return 1;
+  }
   struct stat socket_stat {};
   socket_gid_ = ::stat(options_.socket_path.c_str(), &socket_stat) == 0 ? socket_stat.st_gid : getegid();
 
@@ -1168,6 +1184,7 @@ int Daemon::run() {
                        : std::string());
   clients.clear();
   close(lfd);
+  close(sfd);
   ::unlink(options_.socket_path.c_str());
   return startup_failed_ ? 1 : 0;
 }
