@@ -474,16 +474,24 @@ TEST_F(DaemonHardening, FmusOutsideTheAllowedDirectoriesAreRefused) {
 // host here is `rtcosim run --host`, for 2 s. The daemon starts on the
 // common epoch, receives the other host's link, reports the host when it
 // leaves, and serves on. DDS domain 47: no other test's.
-TEST_F(DaemonHardening, HostRunsItsPartOfAGraphAcrossHostsAndOutlivesTheOther) {
+// examples/flight_control_two_hosts.yaml in the configuration directory as
+// `name`, not in real time, in DDS domain `domain`, with `edit` applied.
+fs::path two_hosts_graph(const fs::path& configs, const std::string& name, int domain,
+                         const std::pair<std::string, std::string>& edit) {
   std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/flight_control_two_hosts.yaml");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"domain: 0", "domain: 47"},
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"domain: 0", "domain: " + std::to_string(domain)},
                                  {"realtime: preferred", "realtime: off"},
-                                 {"duration: 5s", "duration: 2s"}}) {
+                                 edit}) {
     for (auto at = text.find(from); at != std::string::npos; at = text.find(from)) text.replace(at, from.size(), to);
   }
-  const auto file = configs_ / "two_hosts.yaml";
+  const auto file = configs / name;
   std::ofstream(file) << text;
+  return file;
+}
+
+TEST_F(DaemonHardening, HostRunsItsPartOfAGraphAcrossHostsAndOutlivesTheOther) {
+  const auto file = two_hosts_graph(configs_, "two_hosts.yaml", 47, {"duration: 5s", "duration: 2s"});
   start(file.string(), {"--host", "hil-pc"});
   const std::string cli = RTCOSIM_CLI_PATH;
   const auto plant_out = dir_ / "plant.txt";
@@ -542,15 +550,7 @@ TEST_F(DaemonHardening, HostRunsItsPartOfAGraphAcrossHostsAndOutlivesTheOther) {
 // times out is answered with why. Before, the loop sat in the agreement for
 // the whole discovery_timeout: no watchdog, no client, SIGTERM unanswered.
 TEST_F(DaemonHardening, AStartWaitingForTheOtherHostsLeavesTheLoopServing) {
-  std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/flight_control_two_hosts.yaml");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const auto& [from, to] : {std::pair<std::string, std::string>{"domain: 0", "domain: 48"},
-                                 {"realtime: preferred", "realtime: off"},
-                                 {"discovery_timeout: 10s", "discovery_timeout: 3s"}}) {
-    for (auto at = text.find(from); at != std::string::npos; at = text.find(from)) text.replace(at, from.size(), to);
-  }
-  const auto file = configs_ / "alone.yaml";
-  std::ofstream(file) << text;
+  const auto file = two_hosts_graph(configs_, "alone.yaml", 48, {"discovery_timeout: 10s", "discovery_timeout: 3s"});
   // One reply line (the connection stays open).
   auto read_line = [](int fd, std::chrono::milliseconds timeout) {
     const auto until = std::chrono::steady_clock::now() + timeout;
