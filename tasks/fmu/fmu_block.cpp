@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
+#include <variant>
 
 #include "base/text.hpp"
 #include "tasks/block_registry.hpp"
@@ -42,6 +45,29 @@ bool beyond_2_to_53(const std::string& text) {
   return ec == std::errc() && v > (std::uint64_t{1} << 53);
 }
 
+// An unsigned integer attribute (min, max), if it is one.
+std::optional<std::uint64_t> unsigned_of(const std::string& text) {
+  std::uint64_t v = 0;
+  const char* b = text.data();
+  const char* e = b + text.size();
+  const auto [p, ec] = std::from_chars(b, e, v);
+  if (text.empty() || ec != std::errc() || p != e) return std::nullopt;
+  return v;
+}
+
+// "2", "[1, 2, 3]": start values as given, for messages.
+std::string fmu_values_text(const std::vector<double>& values) {
+  auto one = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", x);
+    return std::string(buf);
+  };
+  if (values.size() == 1) return one(values[0]);
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + one(values[i]);
+  return out + "]";
+}
+
 /*
  * FmuBlock. Model exchange: the FMU's continuous states are the block's,
  * integrated by the partition's integrator; `output` sets time, states and
@@ -53,9 +79,11 @@ bool beyond_2_to_53(const std::string& text) {
  * inputs at t, calls doStep(t, h) and reads the outputs at t + h, which the
  * block shows from the end of that step on (until then the values at t);
  * output derivatives from GetRealOutputDerivatives where the FMU has them.
- * Ports: every scalar input and output of a numeric type (Real/Float64,
- * Float32, Integer/Int8 ... UInt64, Boolean, Enumeration), as doubles, set
- * and read in one call per type with the FMU's typed functions. A discrete
+ * Ports: every input and output of a numeric type (Real/Float64, Float32,
+ * Integer/Int8 ... UInt64, Boolean, Enumeration), as doubles, set and read
+ * in one call per type with the FMU's typed functions; an FMI 3.0 array is
+ * a port as wide as its elements (row-major), its size fixed at set-up by
+ * its <Dimension>s and the structural parameters (start values). A discrete
  * output's derivative is known and zero; a change of one (an event, in
  * model exchange) is a jump (Block::branch) that links restart at.
  * RT: every per-step function calls the FMU on buffers sized here; a
@@ -100,11 +128,14 @@ class FmuBlock final : public Block, public TimeEventSource {
     }
     std::vector<std::string> names;
     for (const auto& v : md.variables) names.push_back(v.name);
-    std::vector<std::pair<std::string, double>> start;
+    std::vector<std::pair<std::string, std::vector<double>>> start;
+    std::vector<std::string> start_keys;  // the parameter of each start value
+    std::vector<std::pair<std::uint32_t, std::uint64_t>> structural;
     for (const auto& [key, value] : params.all()) {
       if (key.rfind("start.", 0) != 0) continue;
       const std::string var = key.substr(6);
-      const double number = params.number(name, key);
+      const bool list = std::holds_alternative<Vector>(value);
+      std::vector<double> values = list ? params.vector(name, key) : std::vector<double>{params.number(name, key)};
       const fmu::Variable* v = md.find(var);
       if (!v) {
         std::string message =
@@ -130,12 +161,63 @@ class FmuBlock final : public Block, public TimeEventSource {
                              "Enumeration)",
                          name, key);
       }
-      if (fmu::is_64_bit(v->type, md.fmi_major) && !(std::fabs(number) <= kTwoTo53)) {
-        throw BlockError("block '" + name + "' (fmu): the start value of '" + var + "' (" + v->type_name +
-                             ") is beyond 2^53 = 9007199254740992 — a double holds integers exactly only up to there",
-                         name, key);
+      for (const double number : values) {
+        if (fmu::is_64_bit(v->type, md.fmi_major) && !(std::fabs(number) <= kTwoTo53)) {
+          throw BlockError("block '" + name + "' (fmu): the start value of '" + var + "' (" + v->type_name +
+                               ") is beyond 2^53 = 9007199254740992 — a double holds integers exactly only up to "
+                               "there",
+                           name, key);
+        }
       }
-      start.emplace_back(var, number);
+      if (v->causality == Causality::kStructuralParameter) {
+        // FMI 3.0: set in Configuration Mode, before initialisation; it
+        // sizes the arrays that name it in a <Dimension>, for the whole run.
+        const double x = values[0];
+        std::string why;
+        if (list || !(x >= 0.0) || x != std::floor(x)) {
+          why = "takes one non-negative integer";
+        } else if (const auto lo = unsigned_of(v->min); lo && x < static_cast<double>(*lo)) {
+          why = "declares min=\"" + v->min + "\"";
+        } else if (const auto hi = unsigned_of(v->max); hi && x > static_cast<double>(*hi)) {
+          why = "declares max=\"" + v->max + "\"";
+        }
+        if (!why.empty()) {
+          throw BlockError("block '" + name + "' (fmu): '" + var + "' is a structural parameter (" + v->type_name +
+                               ", it sizes arrays) and " + why + " — got " + fmu_values_text(values),
+                           name, key);
+        }
+        structural.emplace_back(v->value_reference, static_cast<std::uint64_t>(x));
+      }
+      start.emplace_back(var, std::move(values));
+      start_keys.push_back(key);
+    }
+    // A list for an array, as many values as it has elements (with the
+    // structural parameters above), or one value that every element takes.
+    for (std::size_t k = 0; k < start.size(); ++k) {
+      const auto& [var, values] = start[k];
+      const fmu::Variable& v = *md.find(var);
+      if (!v.array) {
+        if (values.size() != 1) {
+          throw BlockError("block '" + name + "' (fmu): 'start." + var + "' is a list of " +
+                               std::to_string(values.size()) + " values, but '" + var + "' is a scalar " + v.type_name +
+                               " — give one number",
+                           name, start_keys[k]);
+        }
+        continue;
+      }
+      std::uint64_t size = 0;
+      try {
+        size = fmu::element_count(md, v, structural);
+      } catch (const fmu::FmuError& e) {
+        throw BlockError("block '" + name + "' (fmu): " + e.what(), name, start_keys[k]);
+      }
+      if (values.size() != 1 && values.size() != size) {
+        throw BlockError("block '" + name + "' (fmu): 'start." + var + "' has " + std::to_string(values.size()) +
+                             " values, but '" + var + "' is a " + v.type_name + " array of " + std::to_string(size) +
+                             " elements (" + var + fmu::dimensions_text(md, v, structural) + ") — give " +
+                             std::to_string(size) + " values, or one for every element",
+                         name, start_keys[k]);
+      }
     }
     try {
       fmu_->start(std::move(start));
@@ -144,21 +226,24 @@ class FmuBlock final : public Block, public TimeEventSource {
     }
     me_ = fmu_->interface() == FmuInterface::kModelExchange;
 
-    // Ports: the scalar inputs and outputs of every numeric type, grouped
+    // Ports: the inputs and outputs of every numeric type, scalars and
+    // arrays (a port as wide as the array's elements, row-major), grouped
     // by type for one typed call each.
     std::vector<std::size_t> input_vars;
     auto port_type = [&](const fmu::Variable& v) {
-      if (!fmu::is_port_type(v.type) || v.array) return false;
+      if (!fmu::is_port_type(v.type)) return false;
       if (fmu::is_64_bit(v.type, md.fmi_major)) {
         for (const auto& [attr, text] :
              {std::pair<const char*, const std::string*>{"start", &v.start}, {"min", &v.min}, {"max", &v.max}}) {
-          if (beyond_2_to_53(*text)) {
-            throw BlockError("block '" + name + "' (fmu): " + file + ": the " + v.type_name + " " +
-                                 fmu::causality_name(v.causality) + " '" + v.name + "' declares " + attr + "=\"" +
-                                 *text +
-                                 "\", beyond 2^53 = 9007199254740992 — a port carries doubles, which hold integers "
-                                 "exactly only up to there",
-                             name, "file");
+          for (const auto& item : fmu::start_items(*text)) {
+            if (beyond_2_to_53(item)) {
+              throw BlockError("block '" + name + "' (fmu): " + file + ": the " + v.type_name + " " +
+                                   fmu::causality_name(v.causality) + " '" + v.name + "' declares " + attr + "=\"" +
+                                   *text +
+                                   "\", beyond 2^53 = 9007199254740992 — a port carries doubles, which hold integers "
+                                   "exactly only up to there",
+                               name, "file");
+            }
           }
         }
       }
@@ -173,39 +258,58 @@ class FmuBlock final : public Block, public TimeEventSource {
       for (auto& g : groups) {
         if (g.type == type) return g;
       }
-      groups.push_back(Group{type, {}, {}, {}});
+      groups.push_back(Group{type, {}, {}, 0, {}});
       return groups.back();
     };
+    std::size_t in_values = 0;
     for (std::size_t i = 0; i < md.variables.size(); ++i) {
       const auto& v = md.variables[i];
       if (v.causality != Causality::kInput || !port_type(v)) continue;
+      const std::size_t w = fmu_->size_of(i);
       Group& g = group_of(in_groups_, v.type);
       g.vr.push_back(v.value_reference);
-      g.index.push_back(input_vars.size());
+      g.port.push_back(input_vars.size());
+      g.n_values += w;
+      in_off_.push_back(in_values);
+      in_width_.push_back(w);
+      in_values += w;
       input_vars.push_back(i);
     }
-    std::size_t n_out = 0;
+    // Where each state variable's elements begin in the state vector.
+    std::vector<std::size_t> state_offset;
+    for (std::size_t st = 0, o = 0; st < md.states.size(); ++st) {
+      state_offset.push_back(o);
+      o += fmu_->size_of(md.states[st]);
+    }
+    std::size_t n_out = 0, out_values = 0, deriv_values = 0;
     for (std::size_t k = 0; k < md.outputs.size(); ++k) {
       const auto& v = md.variables[md.outputs[k]];
       if (!port_type(v)) continue;
-      add_output(v.name, 1);
+      const std::size_t w = fmu_->size_of(md.outputs[k]);
+      add_output(v.name, w);
       Group& g = group_of(out_groups_, v.type);
       g.vr.push_back(v.value_reference);
-      g.index.push_back(n_out);
+      g.port.push_back(n_out);
+      g.n_values += w;
+      out_off_.push_back(out_values);
+      out_width_.push_back(w);
+      out_values += w;
       const bool discrete = fmu::is_integer_type(v.type) || v.variability != fmu::Variability::kContinuous;
       out_discrete_.push_back(discrete ? 1 : 0);
       any_discrete_out_ = any_discrete_out_ || discrete;
       // Output derivatives (co-simulation) exist for continuous Real/Float64 outputs only.
-      deriv_index_.push_back(-1);
+      deriv_offset_.push_back(-1);
       if (v.type == VarType::kReal && !discrete) {
-        deriv_index_.back() = static_cast<std::ptrdiff_t>(deriv_vr_.size());
+        deriv_offset_.back() = static_cast<std::ptrdiff_t>(deriv_values);
         deriv_vr_.push_back(v.value_reference);
+        deriv_values += w;
       }
       // An output that is (an alias of) a state: its derivative is exact.
       std::ptrdiff_t state = -1;
       if (v.type == VarType::kReal) {
         for (std::size_t st = 0; st < md.states.size(); ++st) {
-          if (md.variables[md.states[st]].value_reference == v.value_reference) state = static_cast<std::ptrdiff_t>(st);
+          if (md.variables[md.states[st]].value_reference == v.value_reference)
+            state = static_cast<std::ptrdiff_t>(state_offset[st]);
         }
       }
       out_state_.push_back(state);
@@ -215,8 +319,8 @@ class FmuBlock final : public Block, public TimeEventSource {
     std::size_t widest = 1;
     for (auto* groups : {&in_groups_, &out_groups_}) {
       for (auto& g : *groups) {
-        g.val.assign(g.vr.size(), 0.0);
-        widest = std::max(widest, g.vr.size());
+        g.val.assign(g.n_values, 0.0);
+        widest = std::max(widest, g.n_values);
       }
     }
     scratch_.assign(widest, 0);
@@ -228,19 +332,19 @@ class FmuBlock final : public Block, public TimeEventSource {
         }
       }
       // A co-simulated FMU's outputs at t + h come from its inputs at t.
-      add_input(md.variables[input_vars[j]].name, 1, through);
+      add_input(md.variables[input_vars[j]].name, in_width_[j], through);
     }
-    in_val_.assign(input_vars.size(), 0.0);
-    out_val_.assign(n_out, 0.0);
+    in_val_.assign(in_values, 0.0);
+    out_val_.assign(out_values, 0.0);
     if (me_) {
-      nx_ = md.states.size();
+      nx_ = fmu_->state_count();
       set_continuous_states(nx_);
-      z_.assign(md.event_indicators, 0.0);
-      z_prev_.assign(md.event_indicators, 0.0);
+      z_.assign(fmu_->indicator_count(), 0.0);
+      z_prev_.assign(fmu_->indicator_count(), 0.0);
       // Every completed step is reported (CompletedIntegratorStep), unless
       // the FMU says it needs no such call and has neither state nor time
       // events: then it can have none.
-      if (md.event_indicators > 0 || std::isfinite(fmu_->initial_next_event()) ||
+      if (!z_.empty() || std::isfinite(fmu_->initial_next_event()) ||
           !md.model_exchange.completed_integrator_step_not_needed) {
         set_events();
         set_jumps();
@@ -248,11 +352,12 @@ class FmuBlock final : public Block, public TimeEventSource {
       initial_indicators();
     } else {
       set_sample_time(kEveryMajorStep);
-      y_next_.assign(n_out, 0.0);
-      y_cur_.assign(n_out, 0.0);
-      dy_next_.assign(deriv_vr_.size(), 0.0);
+      y_next_.assign(out_values, 0.0);
+      y_cur_.assign(out_values, 0.0);
+      dy_next_.assign(deriv_values, 0.0);
       derivatives_ = fmu_->has_output_derivatives();
-      if (!read_outputs(y_next_)) {
+      // The outputs, and their derivatives, at the start (after initialisation).
+      if (!read_outputs(y_next_) || !read_output_derivatives()) {
         throw BlockError("block '" + name + "' (fmu): " + fmu_->failure(), name, "file");
       }
       y_cur_ = y_next_;
@@ -273,7 +378,6 @@ class FmuBlock final : public Block, public TimeEventSource {
                              fmu::causality_name(v->causality) + " " + v->type_name + " variable of the FMU";
     if (v->causality != Causality::kInput && v->causality != Causality::kOutput)
       return what + " — only its inputs and outputs are ports (a parameter takes a start value: start." + name + ")";
-    if (v->array) return what + ", an array — arrays are not ports";
     if (v->type == VarType::kString) return what + " — String variables are not ports (a port carries numbers)";
     if (!fmu::is_port_type(v->type))
       return what + " — only numeric scalars (Real/Float, Integer/Int/UInt, Boolean, Enumeration) are ports";
@@ -293,9 +397,8 @@ class FmuBlock final : public Block, public TimeEventSource {
     t_next_ = 0.0;
     events_ = 0;
     if (!me_ && !fmu_->failed()) {
-      (void)read_outputs(y_next_);
+      (void)(read_outputs(y_next_) && read_output_derivatives());
       y_cur_ = y_next_;
-      std::fill(dy_next_.begin(), dy_next_.end(), 0.0);
     }
   }
 
@@ -304,12 +407,11 @@ class FmuBlock final : public Block, public TimeEventSource {
       dirty_ = true;
       gather_inputs(c);
       if (fmu_->set_time(c.t) && fmu_->set_states(c.x.data(), nx_) && write_inputs() && read_outputs(out_val_)) {
-        for (std::size_t p = 0; p < out_val_.size(); ++p) c.out(p, 0, out_val_[p]);
+        show(c, out_val_);
       }
       return;
     }
-    const auto& y = at_end(c.t) ? y_next_ : y_cur_;
-    for (std::size_t p = 0; p < y.size(); ++p) c.out(p, 0, y[p]);
+    show(c, at_end(c.t) ? y_next_ : y_cur_);
   }
 
   void derivatives(const BlockContext& c, std::span<double> dx) const noexcept override {
@@ -318,13 +420,16 @@ class FmuBlock final : public Block, public TimeEventSource {
   }
 
   void output_derivatives(const BlockContext& c, std::span<const double> dx) const noexcept override {
-    for (std::size_t p = 0; p < out_val_.size(); ++p) {
+    for (std::size_t p = 0; p < out_width_.size(); ++p) {
+      const std::size_t w = out_width_[p];
       if (out_discrete_[p]) {
-        c.out_derivative(p, 0, 0.0);  // piecewise constant: zero between events
+        for (std::size_t i = 0; i < w; ++i) c.out_derivative(p, i, 0.0);  // piecewise constant: zero between events
       } else if (me_ && out_state_[p] >= 0) {
-        c.out_derivative(p, 0, dx[static_cast<std::size_t>(out_state_[p])]);
-      } else if (!me_ && derivatives_ && deriv_index_[p] >= 0 && at_end(c.t)) {
-        c.out_derivative(p, 0, dy_next_[static_cast<std::size_t>(deriv_index_[p])]);
+        const auto o = static_cast<std::size_t>(out_state_[p]);
+        for (std::size_t i = 0; i < w; ++i) c.out_derivative(p, i, dx[o + i]);
+      } else if (!me_ && derivatives_ && deriv_offset_[p] >= 0 && at_end(c.t)) {
+        const auto o = static_cast<std::size_t>(deriv_offset_[p]);
+        for (std::size_t i = 0; i < w; ++i) c.out_derivative(p, i, dy_next_[o + i]);
       } else {
         c.unknown_derivative(p);
       }
@@ -337,11 +442,12 @@ class FmuBlock final : public Block, public TimeEventSource {
     y_cur_ = y_next_;  // same sizes: no allocation
     gather_inputs(c);
     if (!write_inputs() || !fmu_->do_step(c.t, c.h) || !read_outputs(y_next_)) return;
-    if (derivatives_ && !fmu_->get_output_derivatives(deriv_vr_.data(), deriv_vr_.size(), dy_next_.data())) return;
+    if (!read_output_derivatives()) return;
     // The FMU handled its own events inside the step: a discrete output
     // that changed is a jump at the step's end.
-    for (std::size_t p = 0; p < y_next_.size(); ++p) {
-      if (out_discrete_[p] && std::memcmp(&y_next_[p], &y_cur_[p], sizeof(double)) != 0) {
+    for (std::size_t p = 0; p < out_width_.size(); ++p) {
+      if (out_discrete_[p] &&
+          std::memcmp(&y_next_[out_off_[p]], &y_cur_[out_off_[p]], out_width_[p] * sizeof(double)) != 0) {
         ++events_;
         break;
       }
@@ -395,21 +501,41 @@ class FmuBlock final : public Block, public TimeEventSource {
  private:
   bool at_end(double t) const noexcept { return t >= t_next_ - 1e-12 * std::max(1.0, std::fabs(t_next_)); }
   void gather_inputs(const BlockContext& c) const noexcept {
-    for (std::size_t j = 0; j < in_val_.size(); ++j) in_val_[j] = c.u[j][0];
+    for (std::size_t j = 0; j < in_width_.size(); ++j) {
+      for (std::size_t i = 0; i < in_width_[j]; ++i) in_val_[in_off_[j] + i] = c.u[j][i];
+    }
   }
-  // The inputs (in_val_, by port) through one typed setter per type.
+  // Co-simulation: the output derivatives at the end of the last step (at
+  // the start: after initialisation) into dy_next_, where the FMU has them.
+  bool read_output_derivatives() const noexcept {
+    return !derivatives_ ||
+           fmu_->get_output_derivatives(deriv_vr_.data(), deriv_vr_.size(), dy_next_.data(), dy_next_.size());
+  }
+  // Output values (flat, by port) onto the ports.
+  void show(const BlockContext& c, const std::vector<double>& y) const noexcept {
+    for (std::size_t p = 0; p < out_width_.size(); ++p) {
+      for (std::size_t i = 0; i < out_width_[p]; ++i) c.out(p, i, y[out_off_[p] + i]);
+    }
+  }
+  // The inputs (in_val_, flat by port) through one typed setter per type.
   bool write_inputs() const noexcept {
     for (const Group& g : in_groups_) {
-      for (std::size_t i = 0; i < g.vr.size(); ++i) g.val[i] = in_val_[g.index[i]];
-      if (!fmu_->set_values(g.type, g.vr.data(), g.vr.size(), g.val.data(), scratch_.data())) return false;
+      std::size_t k = 0;
+      for (const std::size_t p : g.port) {
+        for (std::size_t i = 0; i < in_width_[p]; ++i) g.val[k++] = in_val_[in_off_[p] + i];
+      }
+      if (!fmu_->set_values(g.type, g.vr.data(), g.vr.size(), g.val.data(), g.n_values, scratch_.data())) return false;
     }
     return true;
   }
-  // The outputs, by port, into `to` through one typed getter per type.
+  // The outputs, flat by port, into `to` through one typed getter per type.
   bool read_outputs(std::vector<double>& to) const noexcept {
     for (const Group& g : out_groups_) {
-      if (!fmu_->get_values(g.type, g.vr.data(), g.vr.size(), g.val.data(), scratch_.data())) return false;
-      for (std::size_t i = 0; i < g.vr.size(); ++i) to[g.index[i]] = g.val[i];
+      if (!fmu_->get_values(g.type, g.vr.data(), g.vr.size(), g.val.data(), g.n_values, scratch_.data())) return false;
+      std::size_t k = 0;
+      for (const std::size_t p : g.port) {
+        for (std::size_t i = 0; i < out_width_[p]; ++i) to[out_off_[p] + i] = g.val[k++];
+      }
     }
     return true;
   }
@@ -424,26 +550,31 @@ class FmuBlock final : public Block, public TimeEventSource {
   bool derivatives_ = false;
   std::size_t nx_ = 0;
   // The variables of one type among the inputs or outputs: value
-  // references, port indices, and the values in the FMU's order.
+  // references, their ports, and their values (every element, n_values in
+  // all) in the FMU's order.
   struct Group {
     VarType type;
     std::vector<std::uint32_t> vr;
-    std::vector<std::size_t> index;
+    std::vector<std::size_t> port;
+    std::size_t n_values = 0;
     mutable std::vector<double> val;
   };
   std::vector<Group> in_groups_, out_groups_;
+  // Per port: width (an array's elements, else 1) and where its values
+  // begin in the flat in_val_ / out_val_, y_cur_, y_next_.
+  std::vector<std::size_t> in_off_, in_width_, out_off_, out_width_;
   std::vector<unsigned char> out_discrete_;  // per output port: discrete (its derivative is zero)
   bool any_discrete_out_ = false;
-  std::vector<std::uint32_t> deriv_vr_;      // continuous Real outputs, for GetRealOutputDerivatives
-  std::vector<std::ptrdiff_t> deriv_index_;  // per output port: its index in deriv_vr_, or -1
-  std::vector<std::ptrdiff_t> out_state_;
+  std::vector<std::uint32_t> deriv_vr_;       // continuous Real outputs, for Get(Real)OutputDerivatives
+  std::vector<std::ptrdiff_t> deriv_offset_;  // per output port: where its derivatives begin in dy_next_, or -1
+  std::vector<std::ptrdiff_t> out_state_;     // per output port: where its state begins in x, or -1
   std::vector<std::optional<std::vector<std::size_t>>> out_deps_;
   std::string fixed_reason_;
   // Work memory of the const RT functions (the block is the partition's,
   // one thread calls it).
   mutable std::vector<double> in_val_, out_val_, z_, z_prev_;
   mutable std::vector<double> y_cur_, y_next_, dy_next_;
-  mutable std::vector<std::uint64_t> scratch_;  // typed conversions, one word per variable of the widest group
+  mutable std::vector<std::uint64_t> scratch_;  // typed conversions, one word per value of the widest group
   mutable double t_next_ = 0.0;
   mutable double next_event_ = std::numeric_limits<double>::infinity();
   mutable std::uint64_t events_ = 0;
@@ -454,11 +585,14 @@ class FmuBlock final : public Block, public TimeEventSource {
 
 void register_fmu_blocks(BlockRegistry& registry) {
   registry.add({"fmu",
-                "an FMU (FMI 2.0 or 3.0, model exchange or co-simulation); its scalar inputs and outputs (Real/Float, "
-                "Integer/Int/UInt, Boolean, Enumeration, as doubles) are ports named after its variables",
+                "an FMU (FMI 2.0 or 3.0, model exchange or co-simulation); its inputs and outputs (Real/Float, "
+                "Integer/Int/UInt, Boolean, Enumeration, as doubles; an FMI 3.0 array is a port as wide as its "
+                "elements) are ports named after its variables",
                 {{"file", "path", "", "the .fmu file (relative: to the task-graph file's directory)"},
                  {"interface", "text", "model_exchange if offered", "model_exchange or co_simulation"},
-                 {"start", "mapping", "", "start values by variable name, e.g. {m: 2.0}"},
+                 {"start", "mapping", "",
+                  "start values by variable name, e.g. {m: 2.0, k: [1, 2, 3]} (a list for an array; one number: every "
+                  "element); a structural parameter sizes arrays"},
                  {"logging", "boolean", "false", "the FMU's loggingOn; its messages go to stderr"}},
                 make_factory<FmuBlock>()});
 }

@@ -1,5 +1,6 @@
 #include "tasks/fmu/fmu_instance.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -217,6 +218,7 @@ struct FmuInstance::Api {
   fmi3FreeInstanceTYPE* free3 = nullptr;
   fmi3EnterInitializationModeTYPE* enter_init3 = nullptr;
   fmi3InstanceFunctionTYPE *exit_init3 = nullptr, *terminate3 = nullptr, *reset3 = nullptr;
+  fmi3InstanceFunctionTYPE *enter_config3 = nullptr, *exit_config3 = nullptr;  // optional: structural parameters
   fmi3GetFloat64TYPE* get_real3 = nullptr;
   fmi3SetFloat64TYPE* set_real3 = nullptr;
   // Typed access: optional, required by require_type for the types in use.
@@ -408,6 +410,8 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
     lib.get(a.exit_init3, "fmi3ExitInitializationMode");
     lib.get(a.terminate3, "fmi3Terminate");
     lib.get(a.reset3, "fmi3Reset");
+    lib.get(a.enter_config3, "fmi3EnterConfigurationMode", true);
+    lib.get(a.exit_config3, "fmi3ExitConfigurationMode", true);
     lib.get(a.get_real3, "fmi3GetFloat64");
     lib.get(a.set_real3, "fmi3SetFloat64");
     lib.get(a.get_f32, "fmi3GetFloat32", true);
@@ -452,7 +456,6 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
     }
   }
   library_ = lib.release();
-  orders_.assign(md_.outputs.size(), 1);
   drain_ = std::thread([this] {
     while (!stop_log_.load(std::memory_order_acquire)) {
       flush_log();
@@ -461,6 +464,7 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
   });
   if (options_.defer_start) return;
   try {
+    resolve_sizes();
     instantiate();
     initialize_instance();
   } catch (...) {
@@ -469,8 +473,9 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
   }
 }
 
-void FmuInstance::start(std::vector<std::pair<std::string, double>> start) {
+void FmuInstance::start(std::vector<std::pair<std::string, std::vector<double>>> start) {
   options_.start = std::move(start);
+  resolve_sizes();
   instantiate();
   initialize_instance();
 }
@@ -535,18 +540,89 @@ void FmuInstance::instantiate() {
   }
 }
 
+void FmuInstance::resolve_sizes() {
+  structural_.clear();
+  for (const auto& [name, values] : options_.start) {
+    const Variable* v = md_.find(name);
+    if (!v || v->causality != Causality::kStructuralParameter) continue;
+    const double x = values.empty() ? -1.0 : values[0];
+    if (values.size() != 1 || !(x >= 0.0) || x != std::floor(x) || x > 9007199254740992.0) {
+      throw FmuError(path_ + ": the structural parameter '" + name +
+                     "' takes one non-negative integer (it sizes arrays) — got " +
+                     (values.size() == 1 ? std::to_string(x) : std::to_string(values.size()) + " values"));
+    }
+    structural_.emplace_back(v->value_reference, static_cast<std::uint64_t>(x));
+  }
+  sizes_.assign(md_.variables.size(), 1);
+  for (std::size_t i = 0; i < md_.variables.size(); ++i) {
+    if (!md_.variables[i].array) continue;
+    try {
+      sizes_[i] = static_cast<std::size_t>(element_count(md_, md_.variables[i], structural_));
+    } catch (const FmuError& e) {
+      // An array that is no state, indicator or port and whose size does
+      // not resolve is never asked for: it stays unsized (0).
+      const bool used = md_.variables[i].causality == Causality::kInput ||
+                        md_.variables[i].causality == Causality::kOutput ||
+                        std::find(md_.states.begin(), md_.states.end(), i) != md_.states.end() ||
+                        std::find(md_.event_indicator_variables.begin(), md_.event_indicator_variables.end(), i) !=
+                            md_.event_indicator_variables.end();
+      if (used) throw FmuError(path_ + ": " + e.what());
+      sizes_[i] = 0;
+    }
+  }
+  std::size_t nx = 0;
+  for (const std::size_t s : md_.states) nx += sizes_[s];
+  x0_.assign(nx, 0.0);
+  indicators_ = md_.event_indicators;
+  if (md_.fmi_major == 3) {
+    indicators_ = 0;
+    for (const std::size_t z : md_.event_indicator_variables) indicators_ += sizes_[z];
+  }
+  orders_.assign(std::max<std::size_t>(md_.outputs.size(), 1), 1);
+}
+
+void FmuInstance::configure() {
+  if (structural_.empty()) return;
+  Api& a = *api_;
+  if (!a.enter_config3 || !a.exit_config3) {
+    throw FmuError(path_ +
+                   ": the binary does not export fmi3EnterConfigurationMode and fmi3ExitConfigurationMode — "
+                   "they are required to set a structural parameter");
+  }
+  if (!check(a.enter_config3(instance_), "fmi3EnterConfigurationMode")) throw FmuError(failure());
+  for (const auto& [name, values] : options_.start) {
+    const Variable* v = md_.find(name);
+    if (!v || v->causality != Causality::kStructuralParameter) continue;
+    require_type(v->type, name);
+    const std::uint32_t vr = v->value_reference;
+    std::uint64_t scratch = 0;
+    if (!set_values(v->type, &vr, 1, values.data(), 1, &scratch)) {
+      throw FmuError(failure() + " (setting the structural parameter '" + name + "')");
+    }
+  }
+  if (!check(a.exit_config3(instance_), "fmi3ExitConfigurationMode")) throw FmuError(failure());
+}
+
 void FmuInstance::apply_start_values() {
-  for (const auto& [name, value] : options_.start) {
+  for (const auto& [name, values] : options_.start) {
     const Variable* v = md_.find(name);
     if (!v) throw FmuError(path_ + ": no variable '" + name + "'");
+    if (v->causality == Causality::kStructuralParameter && !api_->v2) continue;  // set in configure()
     if (!is_port_type(v->type)) {
       throw FmuError(path_ + ": variable '" + name + "' is of type " + v->type_name +
                      " — a start value must be a number (Real/Float, Integer/Int/UInt, Boolean or Enumeration)");
     }
     require_type(v->type, name);
+    const std::size_t size = sizes_[static_cast<std::size_t>(v - md_.variables.data())];
+    if (values.size() != 1 && values.size() != size) {
+      throw FmuError(path_ + ": the start value of '" + name + "' has " + std::to_string(values.size()) +
+                     " elements — the variable has " + std::to_string(size));
+    }
+    // One value for an array: every element takes it.
+    std::vector<double> all = values.size() == size ? values : std::vector<double>(size, values[0]);
+    std::vector<std::uint64_t> scratch(size, 0);
     const std::uint32_t vr = v->value_reference;
-    std::uint64_t scratch = 0;
-    if (!set_values(v->type, &vr, 1, &value, &scratch)) {
+    if (!set_values(v->type, &vr, 1, all.data(), size, scratch.data())) {
       throw FmuError(failure() + " (setting the start value of '" + name + "')");
     }
   }
@@ -561,6 +637,7 @@ void FmuInstance::initialize_instance() {
     if (!check(a.enter_init2(instance_), "fmi2EnterInitializationMode")) throw FmuError(failure());
     if (!check(a.exit_init2(instance_), "fmi2ExitInitializationMode")) throw FmuError(failure());
   } else {
+    configure();
     apply_start_values();
     if (!check(a.enter_init3(instance_, false, 0.0, 0.0, false, 0.0), "fmi3EnterInitializationMode"))
       throw FmuError(failure());
@@ -572,7 +649,7 @@ void FmuInstance::initialize_instance() {
     // The instance is in event mode after initialisation: iterate, then continuous time.
     bool changed = false;
     if (!handle_event_iteration(&changed, &next_event0_)) throw FmuError(failure());
-    x0_.assign(md_.states.size(), 0.0);
+    std::fill(x0_.begin(), x0_.end(), 0.0);
     if (!get_states(x0_.data(), x0_.size())) throw FmuError(failure());
   }
   allocations_.store(0, std::memory_order_relaxed);
@@ -740,7 +817,7 @@ void FmuInstance::require_type(VarType type, const std::string& variable) const 
 }
 
 bool FmuInstance::set_values(VarType type, const std::uint32_t* vr, std::size_t n, const double* v,
-                             std::uint64_t* scratch) noexcept {
+                             std::size_t n_values, std::uint64_t* scratch) noexcept {
   if (n == 0) return !failed();
   if (failed()) return false;
   const Charging charge(this);
@@ -766,41 +843,41 @@ bool FmuInstance::set_values(VarType type, const std::uint32_t* vr, std::size_t 
   }
   switch (type) {
     case VarType::kReal:
-      status = a.set_real3(instance_, vr, n, v, n);
+      status = a.set_real3(instance_, vr, n, v, n_values);
       break;
     case VarType::kFloat32: {
       float* f = words<float>(scratch);
-      for (std::size_t i = 0; i < n; ++i) f[i] = to_float(v[i]);
-      status = a.set_f32(instance_, vr, n, f, n);
+      for (std::size_t i = 0; i < n_values; ++i) f[i] = to_float(v[i]);
+      status = a.set_f32(instance_, vr, n, f, n_values);
       break;
     }
     case VarType::kInt8:
-      status = a.set_i8(instance_, vr, n, integers_from<std::int8_t>(v, n, scratch), n);
+      status = a.set_i8(instance_, vr, n, integers_from<std::int8_t>(v, n_values, scratch), n_values);
       break;
     case VarType::kUInt8:
-      status = a.set_u8(instance_, vr, n, integers_from<std::uint8_t>(v, n, scratch), n);
+      status = a.set_u8(instance_, vr, n, integers_from<std::uint8_t>(v, n_values, scratch), n_values);
       break;
     case VarType::kInt16:
-      status = a.set_i16(instance_, vr, n, integers_from<std::int16_t>(v, n, scratch), n);
+      status = a.set_i16(instance_, vr, n, integers_from<std::int16_t>(v, n_values, scratch), n_values);
       break;
     case VarType::kUInt16:
-      status = a.set_u16(instance_, vr, n, integers_from<std::uint16_t>(v, n, scratch), n);
+      status = a.set_u16(instance_, vr, n, integers_from<std::uint16_t>(v, n_values, scratch), n_values);
       break;
     case VarType::kInteger:
-      status = a.set_int3(instance_, vr, n, integers_from<std::int32_t>(v, n, scratch), n);
+      status = a.set_int3(instance_, vr, n, integers_from<std::int32_t>(v, n_values, scratch), n_values);
       break;
     case VarType::kUInt32:
-      status = a.set_u32(instance_, vr, n, integers_from<std::uint32_t>(v, n, scratch), n);
+      status = a.set_u32(instance_, vr, n, integers_from<std::uint32_t>(v, n_values, scratch), n_values);
       break;
     case VarType::kInt64:
     case VarType::kEnumeration:
-      status = a.set_i64(instance_, vr, n, integers_from<std::int64_t>(v, n, scratch), n);
+      status = a.set_i64(instance_, vr, n, integers_from<std::int64_t>(v, n_values, scratch), n_values);
       break;
     case VarType::kUInt64:
-      status = a.set_u64(instance_, vr, n, integers_from<std::uint64_t>(v, n, scratch), n);
+      status = a.set_u64(instance_, vr, n, integers_from<std::uint64_t>(v, n_values, scratch), n_values);
       break;
     case VarType::kBoolean:
-      status = a.set_bool3(instance_, vr, n, booleans_from<bool>(v, n, scratch), n);
+      status = a.set_bool3(instance_, vr, n, booleans_from<bool>(v, n_values, scratch), n_values);
       break;
     default:
       break;
@@ -808,7 +885,7 @@ bool FmuInstance::set_values(VarType type, const std::uint32_t* vr, std::size_t 
   return check(status, fn);
 }
 
-bool FmuInstance::get_values(VarType type, const std::uint32_t* vr, std::size_t n, double* v,
+bool FmuInstance::get_values(VarType type, const std::uint32_t* vr, std::size_t n, double* v, std::size_t n_values,
                              std::uint64_t* scratch) noexcept {
   if (n == 0) return !failed();
   if (failed()) return false;
@@ -819,8 +896,8 @@ bool FmuInstance::get_values(VarType type, const std::uint32_t* vr, std::size_t 
   // Reads into the scratch as T, then widens into v.
   auto read = [&]<class T>(auto* getter, T*) noexcept {
     T* buf = words<T>(scratch);
-    if (!check(getter(instance_, vr, n, buf, n), fn)) return false;
-    inexact = to_doubles(buf, n, v);
+    if (!check(getter(instance_, vr, n, buf, n_values), fn)) return false;
+    inexact = to_doubles(buf, n_values, v);
     return true;
   };
   bool ok = false;
@@ -848,7 +925,7 @@ bool FmuInstance::get_values(VarType type, const std::uint32_t* vr, std::size_t 
   }
   switch (type) {
     case VarType::kReal:
-      ok = check(a.get_real3(instance_, vr, n, v, n), fn);
+      ok = check(a.get_real3(instance_, vr, n, v, n_values), fn);
       break;
     case VarType::kFloat32:
       ok = read(a.get_f32, static_cast<float*>(nullptr));
@@ -999,13 +1076,15 @@ bool FmuInstance::has_output_derivatives() const noexcept {
          (api_->v2 ? api_->get_dy2 != nullptr : api_->get_dy3 != nullptr);
 }
 
-bool FmuInstance::get_output_derivatives(const std::uint32_t* vr, std::size_t n, double* dy) noexcept {
+bool FmuInstance::get_output_derivatives(const std::uint32_t* vr, std::size_t n, double* dy,
+                                         std::size_t n_values) noexcept {
   if (failed()) return false;
   const Charging charge(this);
   if (n == 0) return true;
+  if (n > orders_.size()) return check(3, api_->v2 ? "fmi2GetRealOutputDerivatives" : "fmi3GetOutputDerivatives");
   Api& a = *api_;
   if (a.v2) return check(a.get_dy2(instance_, vr, n, orders_.data(), dy), "fmi2GetRealOutputDerivatives");
-  return check(a.get_dy3(instance_, vr, n, orders_.data(), dy, n), "fmi3GetOutputDerivatives");
+  return check(a.get_dy3(instance_, vr, n, orders_.data(), dy, n_values), "fmi3GetOutputDerivatives");
 }
 
 bool FmuInstance::save_state() noexcept {

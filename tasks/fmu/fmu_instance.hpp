@@ -46,8 +46,13 @@ struct FmuOptions {
   // Which interface runs; none: model exchange when the FMU offers it.
   std::optional<FmuInterface> interface;
   std::string instance_name = "fmu";
-  bool logging = false;                               // the FMU's loggingOn
-  std::vector<std::pair<std::string, double>> start;  // variable name, value (checked by the caller)
+  bool logging = false;  // the FMU's loggingOn
+  // Variable name and value(s), checked by the caller: one value for a
+  // scalar; for an array one value (every element takes it, as a single
+  // start value in modelDescription.xml does) or one per element, in the
+  // FMU's order (row-major). A structural parameter (FMI 3.0) is set in
+  // Configuration Mode before the others and sizes the arrays.
+  std::vector<std::pair<std::string, std::vector<double>>> start;
   // Where the drain thread writes log lines; stderr when empty.
   std::function<void(const std::string&)> log_sink;
   // True: the constructor stops after loading the binary, so that the
@@ -88,7 +93,19 @@ class FmuInstance {
   [[nodiscard]] FmuInterface interface() const noexcept { return interface_; }
   // Instantiates, applies `start` (replacing the options' start values) and
   // initialises; FmuError on failure. Only after a deferred construction.
-  void start(std::vector<std::pair<std::string, double>> start);
+  void start(std::vector<std::pair<std::string, std::vector<double>>> start);
+  // Elements of variable `index` (into description().variables): 1 for a
+  // scalar, an array's element count with the structural parameters as
+  // set by the start values (or declared). Known once started.
+  [[nodiscard]] std::size_t size_of(std::size_t index) const noexcept { return sizes_[index]; }
+  // Continuous states and event indicators as the FMU's vectors hold them
+  // (array variables count their elements).
+  [[nodiscard]] std::size_t state_count() const noexcept { return x0_.size(); }
+  [[nodiscard]] std::size_t indicator_count() const noexcept { return indicators_; }
+  // The structural parameters set by the start values (value reference, value).
+  [[nodiscard]] const std::vector<std::pair<std::uint32_t, std::uint64_t>>& structural_values() const noexcept {
+    return structural_;
+  }
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   // Continuous states after initialisation (model exchange).
   [[nodiscard]] const std::vector<double>& initial_states() const noexcept { return x0_; }
@@ -106,17 +123,28 @@ class FmuInstance {
   // doubles, through the FMU's own typed getters and setters (FMI 2.0
   // fmi2Get/SetInteger for Integer and Enumeration, fmi2Get/SetBoolean; FMI
   // 3.0 fmi3Get/SetFloat32 ... UInt64, Int64 for Enumeration,
-  // fmi3Get/SetBoolean). All `n` variables are of `type`; `scratch` holds at
-  // least n 8-byte words, the caller's, sized at set-up. Setting: integer
+  // fmi3Get/SetBoolean). All `n` variables are of `type` and hold
+  // `n_values` values in all (FMI 3.0 arrays: their elements, row-major,
+  // one variable after the other; n_values = n for scalars); `scratch`
+  // holds at least n_values 8-byte words, the caller's, sized at set-up. Setting: integer
   // types take the nearest integer (halves away from zero), saturated at the
   // type's range, NaN as 0; a Boolean is true when the value is nonzero and
   // not NaN; a Float32 is the nearest float (beyond its range: infinite).
   // Reading is exact, except an Int64/UInt64 (FMI 3.0 Enumeration) value
   // beyond +-2^53: it becomes the nearest double and is counted in
   // inexact_reads().
-  bool set_values(VarType type, const std::uint32_t* vr, std::size_t n, const double* v,
+  bool set_values(VarType type, const std::uint32_t* vr, std::size_t n, const double* v, std::size_t n_values,
                   std::uint64_t* scratch) noexcept;
-  bool get_values(VarType type, const std::uint32_t* vr, std::size_t n, double* v, std::uint64_t* scratch) noexcept;
+  bool get_values(VarType type, const std::uint32_t* vr, std::size_t n, double* v, std::size_t n_values,
+                  std::uint64_t* scratch) noexcept;
+  // Scalars only: n values.
+  bool set_values(VarType type, const std::uint32_t* vr, std::size_t n, const double* v,
+                  std::uint64_t* scratch) noexcept {
+    return set_values(type, vr, n, v, n, scratch);
+  }
+  bool get_values(VarType type, const std::uint32_t* vr, std::size_t n, double* v, std::uint64_t* scratch) noexcept {
+    return get_values(type, vr, n, v, n, scratch);
+  }
   [[nodiscard]] std::uint64_t inexact_reads() const noexcept { return inexact_reads_.load(std::memory_order_relaxed); }
   // Set-up: FmuError naming `variable` when `type` is not a port type or the
   // binary does not export its getter and setter.
@@ -134,7 +162,12 @@ class FmuInstance {
   bool handle_event(double t, bool* states_changed, double* next_event) noexcept;
   bool do_step(double t, double h) noexcept;
   [[nodiscard]] bool has_output_derivatives() const noexcept;
-  bool get_output_derivatives(const std::uint32_t* vr, std::size_t n, double* dy) noexcept;
+  // The first time derivatives of n Float64 outputs (n_values values in
+  // all: an array output gives one per element; FMI 2.0: n_values = n).
+  bool get_output_derivatives(const std::uint32_t* vr, std::size_t n, double* dy, std::size_t n_values) noexcept;
+  bool get_output_derivatives(const std::uint32_t* vr, std::size_t n, double* dy) noexcept {
+    return get_output_derivatives(vr, n, dy, n);
+  }
   static constexpr int kMaxEventIterations = 100;
 
   // Serialised-state snapshots for rollback, outside the frame path
@@ -184,6 +217,8 @@ class FmuInstance {
   void initialize_instance();  // start values, initialisation mode, first event iteration
   void instantiate();
   void apply_start_values();
+  void resolve_sizes();  // sizes_, structural_, indicators_ from the start values
+  void configure();      // FMI 3.0: structural parameters in Configuration Mode
   bool handle_event_iteration(bool* states_changed, double* next_event) noexcept;
   void cleanup() noexcept;
 
@@ -200,6 +235,9 @@ class FmuInstance {
   double time_ = 0.0;
   void* saved_state_ = nullptr;
   std::vector<std::int32_t> orders_;  // all 1, sized for the outputs
+  std::vector<std::size_t> sizes_;    // per variable: its elements
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> structural_;
+  std::size_t indicators_ = 0;
 
   const char* failed_function_ = nullptr;
   int failed_status_ = 0;

@@ -114,6 +114,80 @@ const Variable* ModelDescription::find(const std::string& name) const noexcept {
   return nullptr;
 }
 
+std::vector<std::string> start_items(const std::string& start) {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < start.size()) {
+    while (pos < start.size() && std::isspace(static_cast<unsigned char>(start[pos]))) ++pos;
+    std::size_t end = pos;
+    while (end < start.size() && !std::isspace(static_cast<unsigned char>(start[end]))) ++end;
+    if (end > pos) out.push_back(start.substr(pos, end - pos));
+    pos = end;
+  }
+  return out;
+}
+
+namespace {
+
+// The size of one dimension, and the name of the variable giving it (empty: a fixed size).
+std::pair<std::uint64_t, std::string> dimension_size(
+    const ModelDescription& md, const Variable& v, const Dimension& d,
+    const std::vector<std::pair<std::uint32_t, std::uint64_t>>& values) {
+  if (!d.value_reference) return {d.start, {}};
+  const Variable* p = nullptr;
+  for (const auto& x : md.variables) {
+    if (x.value_reference == *d.value_reference) {
+      p = &x;
+      break;
+    }
+  }
+  const std::string name = p ? p->name : "valueReference " + std::to_string(*d.value_reference);
+  for (const auto& [vr, value] : values) {
+    if (vr == *d.value_reference) return {value, name};
+  }
+  const auto declared = p ? parse_unsigned(p->start.c_str()) : std::nullopt;
+  if (!declared) {
+    throw FmuError("the size of array variable '" + v.name + "' is '" + name +
+                   "', which declares no start value (an unsigned integer)");
+  }
+  return {*declared, name};
+}
+
+}  // namespace
+
+std::uint64_t element_count(const ModelDescription& md, const Variable& v,
+                            const std::vector<std::pair<std::uint32_t, std::uint64_t>>& values) {
+  std::uint64_t n = 1;
+  for (const Dimension& d : v.dimensions) {
+    const auto [size, name] = dimension_size(md, v, d, values);
+    if (size == 0) {
+      throw FmuError("array variable '" + v.name + "' has a dimension of size 0" +
+                     (name.empty() ? std::string() : " ('" + name + "' = 0)") +
+                     " — rtcosim needs at least one element (a port has a width of 1 or more)");
+    }
+    if (size > kMaxArrayElements || n > kMaxArrayElements / size) {
+      throw FmuError("array variable '" + v.name + "' has more than " + std::to_string(kMaxArrayElements) +
+                     " elements — refused");
+    }
+    n *= size;
+  }
+  return n;
+}
+
+std::string dimensions_text(const ModelDescription& md, const Variable& v,
+                            const std::vector<std::pair<std::uint32_t, std::uint64_t>>& values) {
+  std::string out;
+  for (const Dimension& d : v.dimensions) {
+    try {
+      const auto [size, name] = dimension_size(md, v, d, values);
+      out += "[" + (name.empty() ? std::string() : name + "=") + std::to_string(size) + "]";
+    } catch (const FmuError&) {
+      out += "[?]";
+    }
+  }
+  return out;
+}
+
 const char* causality_name(Causality c) noexcept {
   switch (c) {
     case Causality::kParameter:
@@ -239,9 +313,31 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
     v.min = typed.attribute("min").value();
     v.max = typed.attribute("max").value();
     v.description = n.attribute("description").value();
-    if (major == 3 && n.child("Dimension")) {
-      v.array = true;
-      md.unsupported.push_back("array variable '" + v.name + "'");
+    if (major == 3) {
+      for (const pugi::xml_node d : n.children("Dimension")) {
+        const pugi::xml_attribute start = d.attribute("start"), ref = d.attribute("valueReference");
+        if (static_cast<bool>(start) == static_cast<bool>(ref)) {
+          throw FmuError(where + ": variable '" + v.name + "': a <Dimension> has " + (start ? "both" : "neither") +
+                         " start and valueReference — expected exactly one");
+        }
+        Dimension dim;
+        const auto number = parse_unsigned((start ? start : ref).value());
+        if (start && (!number || *number == 0)) {
+          throw FmuError(where + ": variable '" + v.name + "': <Dimension start=\"" + start.value() +
+                         "\"> — expected a positive integer");
+        }
+        if (ref && (!number || *number > 0xffffffffu)) {
+          throw FmuError(where + ": variable '" + v.name + "': <Dimension valueReference=\"" + ref.value() +
+                         "\"> — expected an unsigned 32-bit integer");
+        }
+        if (start) {
+          dim.start = *number;
+        } else {
+          dim.value_reference = static_cast<std::uint32_t>(*number);
+        }
+        v.dimensions.push_back(dim);
+      }
+      v.array = !v.dimensions.empty();
     }
     if (major == 3 && (v.type_name == "Clock" || n.attribute("clocks"))) {
       v.clocked = true;
@@ -265,6 +361,24 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
     if (it == by_vr.end()) throw FmuError(where + ": " + context + " refers to unknown valueReference '" + text + "'");
     return it->second;
   };
+  // A dimension's size comes from a UInt64 structural parameter or constant.
+  for (const Variable& v : md.variables) {
+    for (const Dimension& d : v.dimensions) {
+      if (!d.value_reference) continue;
+      const auto it = by_vr.find(*d.value_reference);
+      if (it == by_vr.end()) {
+        throw FmuError(where + ": a <Dimension> of '" + v.name + "' refers to unknown valueReference '" +
+                       std::to_string(*d.value_reference) + "'");
+      }
+      const Variable& p = md.variables[it->second];
+      if (p.type_name != "UInt64" ||
+          (p.causality != Causality::kStructuralParameter && p.variability != Variability::kConstant)) {
+        throw FmuError(where + ": a <Dimension> of '" + v.name + "' refers to '" + p.name + "', a " +
+                       variability_name(p.variability) + " " + causality_name(p.causality) + " " + p.type_name +
+                       " — a dimension's size is a UInt64 structural parameter or constant");
+      }
+    }
+  }
   for (std::size_t i = 0; i < md.variables.size(); ++i) {
     if (!derivative_refs[i].empty())
       md.variables[i].derivative_of =
@@ -309,7 +423,11 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
   if (major == 2) {
     md.event_indicators = root.attribute("numberOfEventIndicators").as_uint(0);
   } else {
-    for ([[maybe_unused]] const pugi::xml_node n : ms.children("EventIndicator")) ++md.event_indicators;
+    for (const pugi::xml_node n : ms.children("EventIndicator")) {
+      md.event_indicator_variables.push_back(
+          resolve(n.attribute("valueReference").value(), "ModelStructure event indicator"));
+      ++md.event_indicators;
+    }
   }
   if (md.event_indicators > kMaxVariables) throw FmuError(where + ": numberOfEventIndicators is implausible — refused");
   // Outputs declared by causality but missing from ModelStructure still are outputs.

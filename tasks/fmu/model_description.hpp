@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rtcosim::tasks::fmu {
@@ -53,6 +54,13 @@ bool is_integer_type(VarType t) noexcept;
 // values a double holds exactly only up to 2^53.
 bool is_64_bit(VarType t, int fmi_major) noexcept;
 
+// One <Dimension> of an FMI 3.0 array variable: a fixed size (`start`) or
+// the value of a structural parameter or constant (`value_reference`).
+struct Dimension {
+  std::uint64_t start = 0;
+  std::optional<std::uint32_t> value_reference;
+};
+
 struct Variable {
   std::string name;
   std::uint32_t value_reference = 0;
@@ -66,7 +74,8 @@ struct Variable {
   std::string description;
   // The variable this one is the derivative of (index into variables), if any.
   std::optional<std::size_t> derivative_of;
-  bool array = false;    // FMI 3.0 <Dimension>: refused as a port
+  bool array = false;  // FMI 3.0: declares <Dimension>s (`dimensions`, outermost first)
+  std::vector<Dimension> dimensions;
   bool clocked = false;  // FMI 3.0 Clock, or a variable with `clocks`: the FMU is refused as a block
 };
 
@@ -105,9 +114,10 @@ struct ModelDescription {
   std::vector<std::size_t> derivatives;  // derivatives[i] is d states[i] / dt
   std::vector<std::size_t> outputs;
   std::vector<std::optional<std::vector<std::size_t>>> output_dependencies;
-  std::size_t event_indicators = 0;
-  std::vector<std::string> unsupported;  // clocks, arrays, ...: named in `fmu info`, refused as ports
-  double default_step = 0.0;             // DefaultExperiment stepSize, 0 when absent
+  std::size_t event_indicators = 0;  // FMI 2.0: numberOfEventIndicators; 3.0: <EventIndicator>s (arrays count 1)
+  std::vector<std::size_t> event_indicator_variables;  // FMI 3.0: the <EventIndicator>s' variables
+  std::vector<std::string> unsupported;                // clocks, arrays, ...: named in `fmu info`, refused as ports
+  double default_step = 0.0;                           // DefaultExperiment stepSize, 0 when absent
 
   [[nodiscard]] const Variable* find(const std::string& name) const noexcept;
 };
@@ -115,6 +125,24 @@ struct ModelDescription {
 // Parses the text of a modelDescription.xml; FmuError naming `where` (the
 // file) and the offending element on anything malformed.
 ModelDescription parse_model_description(const std::string& xml, const std::string& where);
+
+// The most elements an array variable may have (an FMU is hostile input).
+constexpr std::uint64_t kMaxArrayElements = std::uint64_t{1} << 20;
+
+// The number of elements of `v` (1 for a scalar): the product of its
+// dimensions, a dimension given by a value reference taking the value in
+// `values` (value reference, value: structural parameters set by the
+// caller) or else the referenced variable's declared start. FmuError
+// naming the variable when a size is missing, zero or above
+// kMaxArrayElements.
+std::uint64_t element_count(const ModelDescription& md, const Variable& v,
+                            const std::vector<std::pair<std::uint32_t, std::uint64_t>>& values = {});
+// "[3]", "[n=3]", "[2][n=3]" (the sizes as element_count resolves them), or
+// empty for a scalar; "[?]" for a size that does not resolve.
+std::string dimensions_text(const ModelDescription& md, const Variable& v,
+                            const std::vector<std::pair<std::uint32_t, std::uint64_t>>& values = {});
+// The whitespace-separated items of a start attribute ("1 2 3").
+std::vector<std::string> start_items(const std::string& start);
 
 const char* causality_name(Causality c) noexcept;
 const char* variability_name(Variability v) noexcept;

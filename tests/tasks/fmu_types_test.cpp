@@ -213,7 +213,7 @@ TEST(FmuTypes, A64BitStartValueBeyond2To53IsRefusedNamingTheVariable) {
 TEST(FmuTypes, AnInt64OutputBeyond2To53BecomesTheNearestDoubleAndIsCounted) {
   fmu::FmuOptions o;
   o.interface = fmu::FmuInterface::kCoSimulation;
-  o.start = {{"offset", 9007199254740990.0}};  // 2^53 - 2
+  o.start = {{"offset", {9007199254740990.0}}};  // 2^53 - 2
   fmu::FmuInstance f(fmu("count3"), o);
   const std::uint32_t big = f.description().find("big")->value_reference;
   std::uint64_t scratch = 0;

@@ -35,5 +35,22 @@ TEST(FmuInfo, ListsThePortsWithTheirTypes) {
   EXPECT_NE(info("msd3").find("  input ports       F (Float64)\n"), std::string::npos);
 }
 
+// FMI 3.0 arrays are ports as wide as their elements: the dimensions
+// (a structural parameter by name, with its declared start) and the width.
+TEST(FmuInfo, ShowsTheWidthOfArrayPorts) {
+  const std::string vec = info("vec3");
+  EXPECT_NE(vec.find("  input ports       u (Float64[n=3]) width 3, i (Int32[2]) width 2\n"), std::string::npos) << vec;
+  EXPECT_NE(vec.find("  output ports      y (Float64[n=3]) width 3, x (Float64[n=3]) width 3, s (Float64), j "
+                     "(Int32[2]) width 2\n"),
+            std::string::npos)
+      << vec;
+  EXPECT_NE(vec.find("  continuous states 3 (x[n=3])\n"), std::string::npos) << vec;
+  EXPECT_NE(vec.find("    u        3  input                continuous   Float64[n=3]  -         0  input\n"),
+            std::string::npos)
+      << vec;
+  EXPECT_NE(vec.find("      max output derivative order   1\n"), std::string::npos) << vec;
+  EXPECT_EQ(vec.find("not supported"), std::string::npos) << vec;
+}
+
 }  // namespace
 }  // namespace rtcosim::tools

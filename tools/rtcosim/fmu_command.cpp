@@ -14,9 +14,10 @@ constexpr const char* kUsage = R"(usage: rtcosim fmu info FILE
 Prints what an FMU (FMI 2.0 or 3.0) declares and whether this platform can
 run it: version, GUID or instantiation token, interfaces and capabilities,
 the platform binaries it carries, every variable (causality, variability,
-type, unit, start), which are ports (every numeric scalar input and output:
-Real/Float, Integer/Int/UInt, Boolean, Enumeration, carried as doubles) and
-their types, the continuous states and event indicators.
+type, unit, start), which are ports (every numeric input and output:
+Real/Float, Integer/Int/UInt, Boolean, Enumeration, carried as doubles; an
+FMI 3.0 array is a port as wide as its elements) and their types and
+widths, the continuous states and event indicators.
 )";
 
 const char* yes(bool b) { return b ? "yes" : "no"; }
@@ -55,8 +56,17 @@ std::string format_fmu_info(const std::string& path, const tasks::fmu::FmuInfo& 
   };
   iface("model exchange    ", md.model_exchange, info.me_binary_problem, false);
   iface("co-simulation     ", md.co_simulation, info.cs_binary_problem, true);
-  out << "  continuous states " << md.states.size();
-  for (std::size_t i = 0; i < md.states.size(); ++i) out << (i ? ", " : " (") << md.variables[md.states[i]].name;
+  // Arrays count their elements (as declared).
+  std::uint64_t states = 0;
+  for (const std::size_t st : md.states) {
+    try {
+      states += element_count(md, md.variables[st]);
+    } catch (const FmuError&) {
+    }
+  }
+  out << "  continuous states " << states;
+  for (std::size_t i = 0; i < md.states.size(); ++i)
+    out << (i ? ", " : " (") << md.variables[md.states[i]].name << dimensions_text(md, md.variables[md.states[i]]);
   out << (md.states.empty() ? "" : ")") << '\n';
   out << "  event indicators  " << md.event_indicators << '\n';
   if (md.default_step > 0.0) out << "  default step      " << md.default_step << " s\n";
@@ -69,11 +79,20 @@ std::string format_fmu_info(const std::string& path, const tasks::fmu::FmuInfo& 
                    {"unit", Align::kLeft},
                    {"start"},
                    {"port", Align::kLeft}});
-  // Ports: the numeric scalar inputs and outputs, carried as doubles.
+  // Ports: the numeric inputs and outputs, carried as doubles; an array is
+  // a port as wide as its elements (the sizes as declared: a structural
+  // parameter's start value).
   std::string inputs, outputs;
   for (const auto& v : md.variables) {
-    if (!is_port_type(v.type) || v.array) continue;
-    const std::string item = v.name + " (" + v.type_name + ")";
+    if (!is_port_type(v.type)) continue;
+    std::string item = v.name + " (" + v.type_name + dimensions_text(md, v) + ")";
+    if (v.array) {
+      try {
+        item += " width " + std::to_string(element_count(md, v));
+      } catch (const FmuError& e) {
+        item += " width unknown: " + std::string(e.what());
+      }
+    }
     if (v.causality == Causality::kInput) inputs += (inputs.empty() ? "" : ", ") + item;
     if (v.causality == Causality::kOutput) outputs += (outputs.empty() ? "" : ", ") + item;
   }
@@ -81,14 +100,14 @@ std::string format_fmu_info(const std::string& path, const tasks::fmu::FmuInfo& 
   out << "  output ports      " << (outputs.empty() ? "none" : outputs) << '\n';
   for (const auto& v : md.variables) {
     std::string port = "-";
-    if (is_port_type(v.type) && !v.array) {
+    if (is_port_type(v.type)) {
       if (v.causality == Causality::kInput) port = "input";
       if (v.causality == Causality::kOutput) port = "output";
     } else if (v.causality == Causality::kInput || v.causality == Causality::kOutput) {
       port = v.type == VarType::kString ? "no (String)" : "no (" + v.type_name + (v.array ? " array" : "") + ")";
     }
     table.add_row({v.name, std::to_string(v.value_reference), causality_name(v.causality),
-                   variability_name(v.variability), v.type_name + (v.array ? "[]" : ""), v.unit.empty() ? "-" : v.unit,
+                   variability_name(v.variability), v.type_name + dimensions_text(md, v), v.unit.empty() ? "-" : v.unit,
                    v.start.empty() ? "-" : v.start, port});
   }
   out << table.render("    ");
