@@ -174,6 +174,9 @@ std::vector<std::string> TaskRuntime::allocation_reports() const {
                     std::to_string(n) + " time(s) in " + std::to_string(stats_.frames.load(std::memory_order_relaxed)) +
                     " frames (through the FMU's allocateMemory callback): its frames are not real-time safe");
     }
+    if (const std::string notice = b.run_notice(); !notice.empty()) {
+      out.push_back("block '" + b.name() + "' (" + b.type() + ") of task '" + spec_.name + "': " + notice);
+    }
   }
   return out;
 }

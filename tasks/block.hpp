@@ -190,6 +190,10 @@ class Block {
   // since the run started, where they can be detected (an FMI 2.0 FMU's
   // allocateMemory); the run reports a nonzero count.
   [[nodiscard]] virtual std::uint64_t foreign_allocations() const noexcept { return 0; }
+  // What the run should tell its user about this block beyond a failure
+  // (an FMU's 64-bit outputs read inexactly as doubles); empty when
+  // nothing. Not RT: after or beside the run.
+  [[nodiscard]] virtual std::string run_notice() const { return {}; }
 
   // Non-empty when the block can only take equal steps (a co-simulated
   // FMU without canHandleVariableCommunicationStepSize): why, for the

@@ -490,6 +490,13 @@ class FmuBlock final : public Block, public TimeEventSource {
   [[nodiscard]] bool failed() const noexcept override { return fmu_->failed(); }
   [[nodiscard]] std::string failure() const override { return fmu_->failure(); }
   [[nodiscard]] std::uint64_t foreign_allocations() const noexcept override { return fmu_->allocations(); }
+  [[nodiscard]] std::string run_notice() const override {
+    const std::uint64_t n = fmu_->inexact_reads();
+    if (n == 0) return {};
+    return std::to_string(n) +
+           " value(s) of its 64-bit integer outputs lay beyond 2^53 and were read as the nearest "
+           "double (docs/fmi.md, \"Types\")";
+  }
   [[nodiscard]] std::string fixed_step_reason() const override { return fixed_reason_; }
 
   // The FMU's own state (GetFMUstate/SetFMUstate) with the partition's

@@ -231,6 +231,23 @@ TEST(FmuTypes, AnInt64OutputBeyond2To53BecomesTheNearestDoubleAndIsCounted) {
   EXPECT_FALSE(f.failed());
 }
 
+// The same through the block: the run tells its user (Block::run_notice,
+// reported with TaskRuntime::allocation_reports by `rtcosim run` and the
+// daemon's status) how many 64-bit values it read inexactly.
+TEST(FmuTypes, TheBlockSaysHowManyOutputsItReadInexactly) {
+  auto p = counter("count3", "co_simulation", IntegratorKind::kRk4, {}, {{"start.offset", 9007199254740990.0}});
+  const Block& m = p->block(p->block_count() - 1);
+  ASSERT_EQ(m.name(), "m");
+  NoInputs in;
+  EXPECT_EQ(m.run_notice(), "");
+  for (int k = 0; k < 3; ++k) p->step(k * 1.0, 1.0, in);  // big: 2^53 - 2 + 3 = 2^53 + 1 read last
+  ASSERT_FALSE(p->failed()) << p->failure();
+  EXPECT_EQ(
+      m.run_notice(),
+      "1 value(s) of its 64-bit integer outputs lay beyond 2^53 and were read as the nearest double (docs/fmi.md, "
+      "\"Types\")");
+}
+
 // resources/value.txt holds 4711: the FMU finds it through the
 // fmuResourceLocation URI (FMI 2.0, percent-encoded: here under a $TMPDIR
 // with a space and a percent sign) or the resourcePath (FMI 3.0).
