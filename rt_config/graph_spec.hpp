@@ -8,14 +8,13 @@
 
 #include "coupling/registry.hpp"
 #include "rt_config/location.hpp"
+#include "rt_config/policies.hpp"
 #include "rt_config/sync_spec.hpp"
 #include "tasks/diagram.hpp"
 #include "tasks/integrator.hpp"
 
 namespace rtcosim::config {
 
-enum class StepPolicy { kFixed, kMeasured };
-enum class OverrunPolicy { kCatchUp, kSkip, kRephase };
 enum class RealtimeMode { kRequired, kPreferred, kOff };
 
 // One frame whose execution takes `time` instead of the nominal (virtual time).

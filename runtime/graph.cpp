@@ -148,10 +148,7 @@ LinkHealth GraphLink::health() const noexcept {
 }
 
 TaskRuntime::TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Partition> partition)
-    : spec_(spec),
-      partition_(std::move(partition)),
-      policy_(spec.step == config::StepPolicy::kMeasured ? StepPolicy::Kind::kMeasured : StepPolicy::Kind::kFixed,
-              spec.period, spec.max_step) {}
+    : spec_(spec), partition_(std::move(partition)), policy_(spec.step, spec.period, spec.max_step) {}
 
 void TaskRuntime::reset_run() noexcept {
   stats_.reset();

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "rt_config/policies.hpp"
+
 namespace rtcosim::runtime {
 
 /*
@@ -27,7 +29,7 @@ namespace rtcosim::runtime {
  */
 class StepPolicy {
  public:
-  enum class Kind { kFixed, kMeasured };
+  using Kind = config::StepPolicy;
 
   StepPolicy(Kind kind, double period, double max_step) noexcept
       : kind_(kind), period_(period), max_step_(max_step > 0.0 ? max_step : 4.0 * period) {}
@@ -101,7 +103,7 @@ class StepPolicy {
  */
 class Deadlines {
  public:
-  enum class Overrun { kCatchUp, kSkip, kRephase };
+  using Overrun = config::OverrunPolicy;
 
   Deadlines(std::int64_t first_ns, std::int64_t period_ns, Overrun policy) noexcept
       : release_ns_(first_ns), period_ns_(period_ns > 0 ? period_ns : 1), policy_(policy) {}

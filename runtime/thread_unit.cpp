@@ -8,18 +8,6 @@
 
 namespace rtcosim::runtime {
 
-Deadlines::Overrun overrun_policy(const config::TaskSpec& spec) noexcept {
-  switch (spec.overrun) {
-    case config::OverrunPolicy::kSkip:
-      return Deadlines::Overrun::kSkip;
-    case config::OverrunPolicy::kRephase:
-      return Deadlines::Overrun::kRephase;
-    case config::OverrunPolicy::kCatchUp:
-      break;
-  }
-  return Deadlines::Overrun::kCatchUp;
-}
-
 std::vector<ThreadUnit> thread_units(Graph& graph) {
   std::vector<ThreadUnit> units;
   std::map<std::string, std::size_t> group_unit;
@@ -61,7 +49,7 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
       u.frames_per_cycle.push_back(std::max<std::size_t>(n, 1));
       u.plan.insert(u.plan.end(), u.frames_per_cycle.back(), m);
     }
-    u.deadlines = Deadlines(0, seconds_to_ns(cycle), overrun_policy(u.owner().spec()));
+    u.deadlines = Deadlines(0, seconds_to_ns(cycle), u.owner().spec().overrun);
     u.measured_cycle = cycle;
   }
   return units;
@@ -69,7 +57,7 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
 
 void ThreadUnit::reset(std::int64_t first_release_ns, std::int64_t end_ns) noexcept {
   const TaskRuntime& o = owner();
-  deadlines = Deadlines(first_release_ns, seconds_to_ns(o.spec().period), overrun_policy(o.spec()));
+  deadlines = Deadlines(first_release_ns, seconds_to_ns(o.spec().period), o.spec().overrun);
   deadlines.set_horizon(end_ns);
   measured_cycle = o.spec().period;
 }

@@ -32,10 +32,10 @@ namespace rtcosim::runtime {
  * allocation-free: the real-time path.
  */
 struct ThreadUnit {
-  std::vector<TaskRuntime*> members;              // fastest first, the cycle's owner last
-  std::vector<std::size_t> index;                 // each member's index in the graph
-  std::vector<std::size_t> frames_per_cycle;      // per member: period_owner / period_member
-  std::vector<std::size_t> plan;                  // the member of each frame of a cycle, in order
+  std::vector<TaskRuntime*> members;          // fastest first, the cycle's owner last
+  std::vector<std::size_t> index;             // each member's index in the graph
+  std::vector<std::size_t> frames_per_cycle;  // per member: period_owner / period_member
+  std::vector<std::size_t> plan;              // the member of each frame of a cycle, in order
   Deadlines deadlines{0, 1, Deadlines::Overrun::kCatchUp};
   double measured_cycle = 0.0;  // the owner's last step, for the fast steps of a measured group
 
@@ -68,9 +68,8 @@ struct ThreadUnit {
 
 // The threads of a graph, in the order of their first task in the file.
 std::vector<ThreadUnit> thread_units(Graph& graph);
-
-Deadlines::Overrun overrun_policy(const config::TaskSpec& spec) noexcept;
-
-inline std::int64_t seconds_to_ns(double s) noexcept { return static_cast<std::int64_t>(s * 1e9 + (s >= 0 ? 0.5 : -0.5)); }
+inline std::int64_t seconds_to_ns(double s) noexcept {
+  return static_cast<std::int64_t>(s * 1e9 + (s >= 0 ? 0.5 : -0.5));
+}
 
 }  // namespace rtcosim::runtime
