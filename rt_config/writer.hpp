@@ -7,8 +7,10 @@
 namespace rtcosim::config {
 
 // The graph as a task-graph YAML file that loads back to an equal
-// GraphSpec (durations exact to the last bit, every key explicit). For
-// `rtcosim check --normalize`, reloads and the round-trip test.
+// GraphSpec (durations exact to the last bit, every key explicit), for the
+// round-trip test. It writes neither `sync:`, `record.format`,
+// `record.units` nor `dds.security` yet, and same_graph does not compare
+// them: a graph using them does not round-trip through it.
 std::string write_graph(const GraphSpec& graph);
 
 // Field-by-field equality of two graphs, ignoring locations and the file

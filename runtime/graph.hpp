@@ -150,12 +150,13 @@ struct OutputBinding {
 
 /*
  * TaskRuntime: one task of the graph: its partition, the links it reads and
- * writes, its step policy and statistics. `frame` is the real-time path:
- * drain the input links, step, stage the output blocks; `publish` pushes
- * the staged blocks (separate, so that virtual time can publish when the
- * scripted execution ends).
+ * writes, its step policy and statistics. A frame (the executors' real-time
+ * path) is `drain` (parameter updates), `step` (drain the input links,
+ * integrate, stage the output blocks) and `publish`, which pushes the staged
+ * blocks (separate, so that virtual time can publish when the scripted
+ * execution ends).
  *
- * RT-safe: `frame`, `publish` and `stage_outputs` are noexcept and
+ * RT-safe: `drain`, `step`, `publish` and `stage_outputs` are noexcept and
  * allocation-free; everything is sized in Graph::build.
  */
 class TaskRuntime {

@@ -5,7 +5,7 @@
 #   scripts/example-outputs.sh /tmp/before build-old/bin/rtcosim
 #   scripts/example-outputs.sh /tmp/after  build/bin/rtcosim
 #   diff -r /tmp/before /tmp/after
-# A graph that spans hosts runs once per host of its file.
+# A graph that spans hosts (`hosts:`) is left out: it needs its other hosts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/example-outputs.sh OUTDIR [BIN]}
