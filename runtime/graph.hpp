@@ -151,8 +151,8 @@ struct OutputBinding {
 /*
  * TaskRuntime: one task of the graph: its partition, the links it reads and
  * writes, its step policy and statistics. A frame (the executors' real-time
- * path) is `drain` (parameter updates), `step` (drain the input links,
- * integrate, stage the output blocks) and `publish`, which pushes the staged
+ * path) is `drain` (parameter updates, then the input links), `step`
+ * (integrate, stage the output blocks) and `publish`, which pushes the staged
  * blocks (separate, so that virtual time can publish when the scripted
  * execution ends).
  *
