@@ -31,6 +31,8 @@ class LiveSync;
 
 namespace rtcosim::daemon {
 
+class ControlClient;
+
 struct Options {
   std::string config;  // the task-graph file (trusted: the admin's)
   std::string socket_path = "/run/rtcosim/control.sock";
@@ -155,6 +157,17 @@ class Daemon {
   std::vector<std::pair<std::uint64_t, std::string>> late_replies_;
   bool startup_failed_ = false;  // the start at launch failed after READY: exit 1
   void stop_graph();
+  // The steps of run(): the control socket (-1 and *why when it cannot be
+  // made), the live view, one pass's signals, the replies of work done
+  // beside the loop, the clients' requests, new clients, and the end.
+  int open_control_socket(std::string* why);
+  bool start_web(std::string* why);
+  void take_signals(int sfd);
+  void answer_finished_work(std::vector<ControlClient>& clients);
+  void serve_requests(std::vector<ControlClient>& clients);
+  void accept_clients(int lfd, std::vector<ControlClient>& clients, double* accept_again);
+  void shut_down();
+  std::uint64_t next_client_id_ = 1;
   void drain_recorder();
   void notify_status();
   std::string status_json();
