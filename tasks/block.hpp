@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -178,6 +179,13 @@ class Block {
     return false;
   }
   [[nodiscard]] bool has_events() const noexcept { return events_; }
+  // For a block with events that knows its next time event in advance (an
+  // FMU's nextEventTime): that time, +inf when none. A partition whose
+  // integrator is a one-step method (euler, rk2, rk4) ends a sub-step
+  // exactly there, calls `event` at that instant and integrates the rest of
+  // the step after it (Partition::step); with ab2 the event is handled at
+  // the end of the step that contains it. RT-safe.
+  [[nodiscard]] virtual double next_time_event() const noexcept { return std::numeric_limits<double>::infinity(); }
 
   // For a block that declared `set_can_fail` (an FMU): true once a call
   // into it failed; the partition's task then stops. `failure` (not RT)

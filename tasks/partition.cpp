@@ -12,7 +12,6 @@
 #include "base/text.hpp"
 #include "tasks/kernel.hpp"
 #include "tasks/params.hpp"
-#include "tasks/time_event_source.hpp"
 
 namespace rtcosim::tasks {
 
@@ -134,8 +133,8 @@ struct Partition::Impl {
   std::vector<std::size_t> discrete;  // slots with discrete updates
   std::vector<std::size_t> jumpers;   // slots whose output can jump (Block::jumps)
   std::vector<std::size_t> eventful;  // slots with events (Block::has_events)
-  std::vector<const TimeEventSource*> timed;  // those of them that know their next time event
-  std::vector<std::size_t> fallible;          // slots that can fail (Block::can_fail)
+  std::vector<const Block*> timed;    // their blocks, asked for their next time event
+  std::vector<std::size_t> fallible;  // slots that can fail (Block::can_fail)
   std::uint64_t events = 0;
   std::vector<std::vector<std::size_t>> downstream;  // every wire, feedthrough or not: from -> to
   std::vector<std::size_t> walk;                     // work stack of mark_jumps
@@ -450,7 +449,7 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
     if (m.slots[i].block->jumps()) m.jumpers.push_back(i);
     if (m.slots[i].block->has_events()) {
       m.eventful.push_back(i);
-      if (const auto* src = dynamic_cast<const TimeEventSource*>(m.slots[i].block.get())) m.timed.push_back(src);
+      m.timed.push_back(m.slots[i].block.get());
     }
     if (m.slots[i].block->can_fail()) m.fallible.push_back(i);
   }
@@ -811,7 +810,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     }
     return any;
   };
-  // Time events inside the step (a block's TimeEventSource): a one-step
+  // Time events inside the step (Block::next_time_event): a one-step
   // method ends a sub-step exactly on each, handles it there and integrates
   // the rest of the step after it. An event within 1e-9 h of either end is
   // handled at the step's end (or was, at the last one's). At most
@@ -822,11 +821,11 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     const double margin = 1e-9 * h;
     for (int k = 0; k < kMaxLandings; ++k) {
       double te = std::numeric_limits<double>::infinity();
-      for (const TimeEventSource* src : m.timed) te = std::min(te, src->next_time_event());
+      for (const Block* b : m.timed) te = std::min(te, b->next_time_event());
       if (!(te > from + margin && te < t + h - margin)) break;
       one_step(from, te - from);
       if (!m.fallible.empty() && failed()) return;
-      sample(te, InputPass::kOutput);
+      sample(te, InputPass::kEvent);
       (void)handle_events(te);
       if (!m.fallible.empty() && failed()) return;
       from = te;

@@ -40,6 +40,7 @@ enum class InputPass {
   kDiscrete,     // the major evaluation at the step start: sample hits, discrete updates
   kIntegration,  // the integrator's stage evaluations inside [t, t + h]
   kOutput,       // the outputs at the end of the step (or at t0, before the first step)
+  kEvent,        // the outputs at a time event inside the step: as kOutput, but not the frame's counters
 };
 
 /*

@@ -14,7 +14,6 @@
 #include "base/text.hpp"
 #include "tasks/block_registry.hpp"
 #include "tasks/fmu/fmu_instance.hpp"
-#include "tasks/time_event_source.hpp"
 
 namespace rtcosim::tasks {
 
@@ -89,7 +88,7 @@ std::string fmu_values_text(const std::vector<double>& values) {
  * RT: every per-step function calls the FMU on buffers sized here; a
  * failed call leaves the outputs as they were and `failed()` true.
  */
-class FmuBlock final : public Block, public TimeEventSource {
+class FmuBlock final : public Block {
  public:
   FmuBlock(const std::string& name, const BlockParams& params) : Block(name, "fmu") {
     const std::string file = params.text(name, "file", "");
