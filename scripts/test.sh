@@ -13,9 +13,9 @@ jobs=$(nproc)
 # The sanitizer builds keep line tables only (-g1): their reports name file
 # and line, and CI compiles and links them markedly faster than with -g.
 line_tables=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG")
-# The ASan build at -O1: on 2 CPUs it compiles in 461 s and runs the suite in
-# 124 s (785 tests), and its reports are as good (ASan needs no -O2); -O2
-# spent minutes more compiling the Eigen-heavy units for little faster tests.
+# The ASan build at -O1 (docs/testing.md: 461 s to build, 124 s for the
+# suite on 2 CPUs): ASan's reports need no -O2, which spent minutes more
+# compiling the Eigen-heavy units for little faster tests.
 asan_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG")
 case "$mode" in
   default)
