@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tasks/fmu/fmi_api.h"
+#include "tests/fmus/fmi3_common.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -52,22 +53,13 @@ EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance i) {
   b->r[VR_V] = 0.0;
   return fmi3OK;
 }
-EXPORT fmi3Status fmi3Terminate(fmi3Instance i) {
-  (void)i;
-  return fmi3OK;
-}
+FMI3_NOTHING_TO_DO(fmi3Terminate)
 EXPORT fmi3Status fmi3Reset(fmi3Instance i) {
   defaults((Ball*)i);
   return fmi3OK;
 }
-EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) {
-  (void)i;
-  return fmi3OK;
-}
-EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance i) {
-  (void)i;
-  return fmi3OK;
-}
+FMI3_NOTHING_TO_DO(fmi3EnterEventMode)
+FMI3_NOTHING_TO_DO(fmi3EnterContinuousTimeMode)
 EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean* need, fmi3Boolean* term, fmi3Boolean* nom,
                                            fmi3Boolean* values, fmi3Boolean* defined, fmi3Float64* next) {
   Ball* b = (Ball*)i;

@@ -11,7 +11,10 @@
 #include <string.h>
 
 #include "tasks/fmu/fmi_api.h"
+/* Events are handled inside fmi3DoStep: an importer that asks for event mode is not served. */
+#define FMI3_REFUSES_EVENT_MODE 1
 #include "tests/fmus/counter_model.h"
+#include "tests/fmus/fmi3_common.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -98,37 +101,7 @@ static fmi3Status bad(Model* m, const char* what) {
   return fmi3Error;
 }
 
-static fmi3Instance instantiate(fmi3String token, fmi3InstanceEnvironment env, fmi3LogMessageCallback log) {
-  if (!token || strcmp(token, "{count-3}") != 0) {
-    if (log) log(env, fmi3Error, "logStatusError", "instantiationToken does not match this binary's {count-3}");
-    return NULL;
-  }
-  Model* m = (Model*)calloc(1, sizeof(Model));
-  if (!m) return NULL;
-  m->env = env;
-  m->log = log;
-  defaults(m);
-  return m;
-}
-
-EXPORT const char* fmi3GetVersion(void) { return "3.0"; }
-EXPORT fmi3Instance fmi3InstantiateModelExchange(fmi3String name, fmi3String token, fmi3String res, fmi3Boolean vis,
-                                                 fmi3Boolean logging, fmi3InstanceEnvironment env,
-                                                 fmi3LogMessageCallback log) {
-  (void)name, (void)res, (void)vis, (void)logging;
-  return instantiate(token, env, log);
-}
-EXPORT fmi3Instance fmi3InstantiateCoSimulation(fmi3String name, fmi3String token, fmi3String res, fmi3Boolean vis,
-                                                fmi3Boolean logging, fmi3Boolean eventMode, fmi3Boolean early,
-                                                const fmi3ValueReference req[], size_t nreq,
-                                                fmi3InstanceEnvironment env, fmi3LogMessageCallback log,
-                                                fmi3IntermediateUpdateCallback upd) {
-  (void)name, (void)res, (void)vis, (void)logging, (void)early, (void)req, (void)nreq, (void)upd;
-  /* Events are handled inside fmi3DoStep: an importer that asks for event mode is not served. */
-  if (eventMode) return NULL;
-  return instantiate(token, env, log);
-}
-EXPORT void fmi3FreeInstance(fmi3Instance i) { free(i); }
+FMI3_INSTANTIATION("{count-3}")
 EXPORT fmi3Status fmi3EnterInitializationMode(fmi3Instance i, fmi3Boolean td, fmi3Float64 tol, fmi3Float64 t0,
                                               fmi3Boolean sd, fmi3Float64 stop) {
   (void)td, (void)tol, (void)sd, (void)stop;
@@ -139,22 +112,13 @@ EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance i) {
   counter_init(&((Model*)i)->c);
   return fmi3OK;
 }
-EXPORT fmi3Status fmi3Terminate(fmi3Instance i) {
-  (void)i;
-  return fmi3OK;
-}
+FMI3_NOTHING_TO_DO(fmi3Terminate)
 EXPORT fmi3Status fmi3Reset(fmi3Instance i) {
   defaults((Model*)i);
   return fmi3OK;
 }
-EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) {
-  (void)i;
-  return fmi3OK;
-}
-EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance i) {
-  (void)i;
-  return fmi3OK;
-}
+FMI3_NOTHING_TO_DO(fmi3EnterEventMode)
+FMI3_NOTHING_TO_DO(fmi3EnterContinuousTimeMode)
 EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean* need, fmi3Boolean* term, fmi3Boolean* nom,
                                            fmi3Boolean* values, fmi3Boolean* defined, fmi3Float64* next) {
   Model* m = (Model*)i;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tasks/fmu/fmi_api.h"
+#include "tests/fmus/fmi3_common.h"
 #include "tests/fmus/msd_model.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -31,35 +32,7 @@ static void derivs(const Model* m, double x, double v, double* dx, double* dv) {
   msd_derivs(&p, x, v, dx, dv);
 }
 
-static fmi3Instance instantiate(fmi3String token, fmi3InstanceEnvironment env, fmi3LogMessageCallback log) {
-  if (!token || strcmp(token, "{msd-3}") != 0) {
-    if (log) log(env, fmi3Error, "logStatusError", "instantiationToken does not match this binary's {msd-3}");
-    return NULL;
-  }
-  Model* m = (Model*)calloc(1, sizeof(Model));
-  if (!m) return NULL;
-  m->env = env;
-  m->log = log;
-  defaults(m);
-  return m;
-}
-
-EXPORT const char* fmi3GetVersion(void) { return "3.0"; }
-EXPORT fmi3Instance fmi3InstantiateModelExchange(fmi3String name, fmi3String token, fmi3String res, fmi3Boolean vis,
-                                                 fmi3Boolean logging, fmi3InstanceEnvironment env,
-                                                 fmi3LogMessageCallback log) {
-  (void)name, (void)res, (void)vis, (void)logging;
-  return instantiate(token, env, log);
-}
-EXPORT fmi3Instance fmi3InstantiateCoSimulation(fmi3String name, fmi3String token, fmi3String res, fmi3Boolean vis,
-                                                fmi3Boolean logging, fmi3Boolean eventMode, fmi3Boolean early,
-                                                const fmi3ValueReference req[], size_t nreq,
-                                                fmi3InstanceEnvironment env, fmi3LogMessageCallback log,
-                                                fmi3IntermediateUpdateCallback upd) {
-  (void)name, (void)res, (void)vis, (void)logging, (void)eventMode, (void)early, (void)req, (void)nreq, (void)upd;
-  return instantiate(token, env, log);
-}
-EXPORT void fmi3FreeInstance(fmi3Instance i) { free(i); }
+FMI3_INSTANTIATION("{msd-3}")
 EXPORT fmi3Status fmi3EnterInitializationMode(fmi3Instance i, fmi3Boolean td, fmi3Float64 tol, fmi3Float64 t0,
                                               fmi3Boolean sd, fmi3Float64 stop) {
   (void)td, (void)tol, (void)sd, (void)stop;
@@ -72,10 +45,13 @@ EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance i) {
   m->r[VR_V] = m->r[VR_V0];
   return fmi3OK;
 }
-EXPORT fmi3Status fmi3Terminate(fmi3Instance i) { (void)i; return fmi3OK; }
-EXPORT fmi3Status fmi3Reset(fmi3Instance i) { defaults((Model*)i); return fmi3OK; }
-EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) { (void)i; return fmi3OK; }
-EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance i) { (void)i; return fmi3OK; }
+FMI3_NOTHING_TO_DO(fmi3Terminate)
+EXPORT fmi3Status fmi3Reset(fmi3Instance i) {
+  defaults((Model*)i);
+  return fmi3OK;
+}
+FMI3_NOTHING_TO_DO(fmi3EnterEventMode)
+FMI3_NOTHING_TO_DO(fmi3EnterContinuousTimeMode)
 EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean* need, fmi3Boolean* term, fmi3Boolean* nom,
                                            fmi3Boolean* values, fmi3Boolean* defined, fmi3Float64* next) {
   (void)i;
@@ -96,7 +72,8 @@ EXPORT fmi3Status fmi3GetFloat64(fmi3Instance i, const fmi3ValueReference vr[], 
   }
   return fmi3OK;
 }
-EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Float64 v[], size_t nv) {
+EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Float64 v[],
+                                 size_t nv) {
   Model* m = (Model*)i;
   if (nv != n) return fmi3Error;
   for (size_t k = 0; k < n; ++k) {
@@ -105,11 +82,13 @@ EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference vr[], 
   }
   return fmi3OK;
 }
-EXPORT fmi3Status fmi3SetInt32(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Int32 v[], size_t nv) {
+EXPORT fmi3Status fmi3SetInt32(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Int32 v[],
+                               size_t nv) {
   (void)i, (void)vr, (void)v, (void)nv;
   return n ? fmi3Error : fmi3OK;
 }
-EXPORT fmi3Status fmi3SetBoolean(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Boolean v[], size_t nv) {
+EXPORT fmi3Status fmi3SetBoolean(fmi3Instance i, const fmi3ValueReference vr[], size_t n, const fmi3Boolean v[],
+                                 size_t nv) {
   (void)i, (void)vr, (void)v, (void)nv;
   return n ? fmi3Error : fmi3OK;
 }
@@ -159,7 +138,10 @@ EXPORT fmi3Status fmi3CompletedIntegratorStep(fmi3Instance i, fmi3Boolean no, fm
   *enter = *term = false;
   return fmi3OK;
 }
-EXPORT fmi3Status fmi3SetTime(fmi3Instance i, fmi3Float64 t) { ((Model*)i)->time = t; return fmi3OK; }
+EXPORT fmi3Status fmi3SetTime(fmi3Instance i, fmi3Float64 t) {
+  ((Model*)i)->time = t;
+  return fmi3OK;
+}
 EXPORT fmi3Status fmi3SetContinuousStates(fmi3Instance i, const fmi3Float64 x[], size_t n) {
   Model* m = (Model*)i;
   if (n != 2) return fmi3Error;

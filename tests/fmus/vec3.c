@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "tasks/fmu/fmi_api.h"
+#include "tests/fmus/fmi3_common.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAXN 8
@@ -90,35 +91,7 @@ static int check_values(const Model* m, const fmi3ValueReference vr[], size_t nv
   return 1;
 }
 
-static fmi3Instance instantiate(fmi3String token, fmi3InstanceEnvironment env, fmi3LogMessageCallback log) {
-  if (!token || strcmp(token, "{vec-3}") != 0) {
-    if (log) log(env, fmi3Error, "logStatusError", "instantiationToken does not match this binary's {vec-3}");
-    return NULL;
-  }
-  Model* m = (Model*)calloc(1, sizeof(Model));
-  if (!m) return NULL;
-  m->env = env;
-  m->log = log;
-  defaults(m);
-  return m;
-}
-
-EXPORT const char* fmi3GetVersion(void) { return "3.0"; }
-EXPORT fmi3Instance fmi3InstantiateModelExchange(fmi3String name, fmi3String token, fmi3String res, fmi3Boolean vis,
-                                                 fmi3Boolean logging, fmi3InstanceEnvironment env,
-                                                 fmi3LogMessageCallback log) {
-  (void)name, (void)res, (void)vis, (void)logging;
-  return instantiate(token, env, log);
-}
-EXPORT fmi3Instance fmi3InstantiateCoSimulation(fmi3String name, fmi3String token, fmi3String res, fmi3Boolean vis,
-                                                fmi3Boolean logging, fmi3Boolean eventMode, fmi3Boolean early,
-                                                const fmi3ValueReference req[], size_t nreq,
-                                                fmi3InstanceEnvironment env, fmi3LogMessageCallback log,
-                                                fmi3IntermediateUpdateCallback upd) {
-  (void)name, (void)res, (void)vis, (void)logging, (void)eventMode, (void)early, (void)req, (void)nreq, (void)upd;
-  return instantiate(token, env, log);
-}
-EXPORT void fmi3FreeInstance(fmi3Instance i) { free(i); }
+FMI3_INSTANTIATION("{vec-3}")
 EXPORT fmi3Status fmi3EnterConfigurationMode(fmi3Instance i) {
   Model* m = (Model*)i;
   if (m->initialized) {
@@ -142,22 +115,13 @@ EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance i) {
   ((Model*)i)->initialized = true;
   return fmi3OK;
 }
-EXPORT fmi3Status fmi3Terminate(fmi3Instance i) {
-  (void)i;
-  return fmi3OK;
-}
+FMI3_NOTHING_TO_DO(fmi3Terminate)
 EXPORT fmi3Status fmi3Reset(fmi3Instance i) {
   defaults((Model*)i);
   return fmi3OK;
 }
-EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) {
-  (void)i;
-  return fmi3OK;
-}
-EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance i) {
-  (void)i;
-  return fmi3OK;
-}
+FMI3_NOTHING_TO_DO(fmi3EnterEventMode)
+FMI3_NOTHING_TO_DO(fmi3EnterContinuousTimeMode)
 EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean* need, fmi3Boolean* term, fmi3Boolean* nom,
                                            fmi3Boolean* values, fmi3Boolean* defined, fmi3Float64* next) {
   (void)i;
