@@ -677,10 +677,13 @@ std::string Daemon::apply_reload(Prepared&& prepared, std::uint64_t client, bool
   if (!commit(std::move(prepared), &why)) return reply_error(why);
   const std::string ok = reply_ok("\"config\":" + base::json_string(label));
   if (was_running && !start_graph(&error, client, deferred, ok)) {
+    // The previous graph back, beside the loop too when it spans hosts.
     std::string restore_error;
-    if (load_text(previous_text, previous_file, &restore_error) && start_graph(&restore_error)) {
-      return reply_error(label + " cannot start: " + error + " — the previous graph (" + previous_file +
-                         ") was restored and runs");
+    const std::string restored = reply_error(label + " cannot start: " + error + " — the previous graph (" +
+                                             previous_file + ") was restored and runs");
+    if (load_text(previous_text, previous_file, &restore_error) &&
+        start_graph(&restore_error, client, deferred, restored)) {
+      return deferred && *deferred ? std::string() : restored;
     }
     return reply_error(label + " cannot start: " + error + "; restoring " + previous_file +
                        " failed too: " + restore_error);
