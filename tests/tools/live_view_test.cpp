@@ -849,6 +849,17 @@ TEST(LiveViewOptions, RenderSvgIsBoundedAndSaysWhyItFailed) {
   EXPECT_EQ(why, "cannot run '/nonexistent/dot': No such file or directory (Debian: apt-get install graphviz)");
   EXPECT_EQ(daemon::render_svg("false", "digraph g {}", &why), "");
   EXPECT_EQ(why, "'false' failed (exit status 1)");
+  // A program that closes its input unread and exits later, given more than
+  // a pipe holds: the write meets a closed pipe, which must not raise
+  // SIGPIPE in the caller (this test process does not ignore it, as rtcosimd
+  // does). CI once died in the case above this way, when `false` had exited
+  // before the first write.
+  const auto deaf = fs::temp_directory_path() / ("rtcosim_deaf_" + std::to_string(getpid()));
+  std::ofstream(deaf) << "#!/bin/sh\nexec 0<&-\nsleep 0.2\nexit 3\n";
+  fs::permissions(deaf, fs::perms::owner_all);
+  EXPECT_EQ(daemon::render_svg(deaf.string(), "digraph g {" + std::string(256u << 10, ' ') + "}", &why), "");
+  EXPECT_EQ(why, "'" + deaf.string() + "' failed (exit status 3)");
+  fs::remove(deaf);
   const auto hang = fs::temp_directory_path() / ("rtcosim_hang_" + std::to_string(getpid()));
   std::ofstream(hang) << "#!/bin/sh\nexec sleep 30\n";
   fs::permissions(hang, fs::perms::owner_all);

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -15,6 +16,34 @@
 extern char** environ;
 
 namespace rtcosim::daemon {
+
+namespace {
+
+// A program that exits before reading all of its input (`false`, a crash)
+// makes the write raise SIGPIPE. rtcosimd ignores SIGPIPE, but this function
+// is also called from processes that do not (the tests, a tool): block the
+// signal for this thread around the write and take back the one the write
+// raised, so EPIPE is the only outcome and the exit status tells the rest.
+ssize_t write_no_sigpipe(int fd, const char* data, std::size_t size) {
+  sigset_t pipe_only, old, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  const ssize_t n = write(fd, data, size);
+  const int saved = errno;
+  if (n < 0 && saved == EPIPE && !was_pending) {
+    const timespec now{0, 0};
+    while (sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = saved;
+  return n;
+}
+
+}  // namespace
 
 std::string render_svg(const std::string& program, const std::string& dot, std::string* why, const SvgLimits& limits) {
   if (dot.size() > limits.max_input) {
@@ -85,7 +114,7 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
     pollfd fds[2] = {{out[0], POLLIN, 0}, {to, POLLOUT, 0}};
     if (poll(fds, to >= 0 ? 2 : 1, static_cast<int>(left)) < 0 && errno != EINTR) break;
     if (to >= 0 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      const ssize_t n = write(to, dot.data() + written, dot.size() - written);
+      const ssize_t n = write_no_sigpipe(to, dot.data() + written, dot.size() - written);
       if (n > 0) written += static_cast<std::size_t>(n);
       if (n < 0 && errno != EAGAIN) written = dot.size();  // it stopped reading: its exit status tells
       if (written == dot.size()) {
