@@ -65,12 +65,14 @@ class Link {
     return drain_to([this](const DataBlock& b) noexcept { extrapolator_->push(b); });
   }
 
-  // Consumer side: hands every waiting block, oldest first, to `sink`.
+  // Consumer side: hands every waiting block, oldest first, to `sink`; at
+  // most `max_blocks` of them (a replay takes exactly what the logged frame
+  // took, docs/replay.md).
   template <typename Sink>
-  std::size_t drain_to(Sink&& sink) noexcept {
+  std::size_t drain_to(Sink&& sink, std::size_t max_blocks = SIZE_MAX) noexcept {
     std::size_t taken = 0;
     const std::size_t payload_words = staging_.payload().size();
-    while (ring_.read_available() >= kHeaderWords + payload_words) {
+    while (taken < max_blocks && ring_.read_available() >= kHeaderWords + payload_words) {
       std::array<double, kHeaderWords> header{};
       // Both pops succeed in full: the producer publishes a whole block
       // before we could see its words, and nobody else pops.
@@ -83,6 +85,22 @@ class Link {
     base::add_single_writer(consumed_, static_cast<std::uint64_t>(taken));
     return taken;
   }
+
+  // Consumer side: drains at most `max_blocks` into the extrapolator.
+  std::size_t drain(std::size_t max_blocks) noexcept {
+    return drain_to([this](const DataBlock& b) noexcept { extrapolator_->push(b); }, max_blocks);
+  }
+  // Consumer side: whole blocks waiting in the ring.
+  [[nodiscard]] std::size_t waiting_blocks() const noexcept {
+    return ring_.read_available() / (kHeaderWords + staging_.payload().size());
+  }
+  // Producer side: a block would fit now.
+  [[nodiscard]] bool has_room() const noexcept {
+    return ring_.write_available() >= kHeaderWords + staging_.payload().size();
+  }
+  // Producer side: counts a block as dropped without offering it (a replay
+  // repeats the drops of the run it reproduces).
+  void drop() noexcept { base::add_single_writer(dropped_); }
 
   [[nodiscard]] Extrapolator& extrapolator() noexcept { return *extrapolator_; }
   [[nodiscard]] const Extrapolator& extrapolator() const noexcept { return *extrapolator_; }

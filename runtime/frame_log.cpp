@@ -1,6 +1,7 @@
 #include "runtime/frame_log.hpp"
 
 #include <cstdio>
+#include <limits>
 
 namespace rtcosim::runtime {
 
@@ -24,18 +25,20 @@ void FrameLog::write_row(std::string& rows, const std::string& task, const Frame
   // a cycle's later frames) is an empty cell, never a made-up 0.
   auto optional = [](std::int64_t v) { return v < 0 ? std::string() : std::to_string(v); };
   char buf[128];
-  std::snprintf(buf, sizeof buf, ",%llu,%.9f,%.9f,%.9g,", static_cast<unsigned long long>(row.frame), row.wall,
-                row.sim, row.step);
+  std::snprintf(buf, sizeof buf, ",%llu,%.9f,%.9f,%.9g,", static_cast<unsigned long long>(row.frame), row.wall, row.sim,
+                row.step);
   rows += task;
   rows += buf;
   rows += optional(row.latency_ns) + ',' + std::to_string(row.exec_ns) + ',' + optional(row.start_lateness_ns) + '\n';
 }
 
-void FrameLog::drain(RecordFile* csv, ColumnFile* columns) {
+void FrameLog::drain(RecordFile* csv, ColumnFile* columns, std::span<const std::uint64_t> upto) {
   for (std::size_t task = 0; task < channels_.size(); ++task) {
     auto& c = *channels_[task];
+    const std::uint64_t limit = task < upto.size() ? upto[task] : std::numeric_limits<std::uint64_t>::max();
     Entry entry;
-    while (c.ring.pop(entry)) {
+    while (c.drained < limit && c.ring.pop(entry)) {
+      ++c.drained;
       const FrameRow& row = entry.row;
       if (columns) columns->frame(task, row);
       if (!csv) continue;
@@ -59,6 +62,12 @@ void FrameLog::finish(RecordFile* csv, ColumnFile* columns) {
     c->reported = dropped;
   }
   (void)csv->flush();
+}
+
+std::vector<std::uint64_t> FrameLog::rows_drained() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& c : channels_) out.push_back(c->drained);
+  return out;
 }
 
 std::vector<std::uint64_t> FrameLog::dropped_per_task() const {

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,12 @@ class FrameLog {
   void finish(RecordFile& file) { finish(&file, nullptr); }
   // Into a CSV file, a column file's frame tables (HDF5, MAT), or both;
   // either may be null.
-  void drain(RecordFile* csv, ColumnFile* columns);
+  void drain(RecordFile* csv, ColumnFile* columns) { drain(csv, columns, {}); }
+  // The same, each task's rows only up to upto[i] drained in all (empty:
+  // all): a replay writes the batches the run wrote (docs/replay.md).
+  void drain(RecordFile* csv, ColumnFile* columns, std::span<const std::uint64_t> upto);
+  // Per task: rows drained so far.
+  [[nodiscard]] std::vector<std::uint64_t> rows_drained() const;
   void finish(RecordFile* csv, ColumnFile* columns);
 
   // Per task, in the order of the names given: rows dropped by its full ring.
@@ -61,6 +67,7 @@ class FrameLog {
     boost::lockfree::spsc_queue<Entry> ring;
     std::atomic<std::uint64_t> dropped{0};
     std::uint64_t reported = 0;  // the draining thread's
+    std::uint64_t drained = 0;   // the draining thread's
   };
   std::vector<std::string> names_;
   std::vector<std::unique_ptr<Channel>> channels_;

@@ -182,16 +182,18 @@ bool TaskRuntime::post_parameter(std::size_t block, std::size_t parameter, doubl
   return parameter_inbox_.push(ParameterUpdate{block, parameter, value});
 }
 
-void TaskRuntime::drain() noexcept {
+void TaskRuntime::drain_counted(std::span<const std::uint32_t> counts) noexcept {
   ParameterUpdate u;
   while (parameter_inbox_.pop(u)) {
     (void)partition_->mutable_block(u.block).set_tunable(u.parameter, u.value);
     parameters_applied_.fetch_add(1, std::memory_order_relaxed);
   }
   const double t = partition_->time();
-  for (LinkBundle* b : inputs_.bundles()) {
+  const auto& bundles = inputs_.bundles();
+  for (std::size_t i = 0; i < bundles.size(); ++i) {
+    LinkBundle* b = bundles[i];
     b->link->extrapolator().set_clock(t);
-    const std::size_t blocks = b->link->drain();
+    const std::size_t blocks = counts.empty() ? b->link->drain() : b->link->drain(counts[i]);
     const double newest = b->link->extrapolator().newest_tag();
     if (std::isfinite(newest)) b->stats.data_age.add(t - newest);
     trace::links_drain(b->ids.data(), b->ids.size(), static_cast<std::uint32_t>(blocks), newest, t - newest);
@@ -249,11 +251,17 @@ void TaskRuntime::stage_outputs() noexcept {
   }
 }
 
-void TaskRuntime::publish() noexcept {
+void TaskRuntime::publish_dropping(std::span<const char> drop) noexcept {
   if (!staged_) return;
   staged_ = false;
-  for (OutputBinding& o : outputs_) {
-    const bool delivered = o.bundle->link->publish(o.block);
+  for (std::size_t i = 0; i < outputs_.size(); ++i) {
+    OutputBinding& o = outputs_[i];
+    bool delivered = false;
+    if (!drop.empty() && drop[i]) {
+      o.bundle->link->drop();
+    } else {
+      delivered = o.bundle->link->publish(o.block);
+    }
     trace::links_publish(o.bundle->ids.data(), o.bundle->ids.size(), o.block.sequence, o.block.tag, !delivered);
   }
 }

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -187,7 +188,11 @@ class TaskRuntime {
 
   // Drains every input link into its extrapolator, after applying the
   // parameter updates posted since the last frame.
-  void drain() noexcept;
+  void drain() noexcept { drain_counted({}); }
+  // The same, taking exactly counts[i] blocks from input bundle i
+  // (inputs().bundles() order) when counts is not empty: a replay's frame
+  // sees what the logged frame saw (docs/replay.md).
+  void drain_counted(std::span<const std::uint32_t> counts) noexcept;
   // One non-RT thread (the state synchronisation, docs/sync.md) posts new
   // values of tunable block parameters; the task's next frame applies them
   // before it steps (Block::set_tunable, noexcept, allocation-free). False
@@ -202,7 +207,12 @@ class TaskRuntime {
   // (nothing when h <= 0).
   void step(double h) noexcept;
   // Publishes the blocks staged since the last publish, if any.
-  void publish() noexcept;
+  void publish() noexcept { publish_dropping({}); }
+  // The same, counting output i's block as dropped instead where drop[i] is
+  // set (a replay repeats the run's full rings; empty: none).
+  void publish_dropping(std::span<const char> drop) noexcept;
+  // Blocks are staged: the next publish offers them.
+  [[nodiscard]] bool staged() const noexcept { return staged_; }
   // Outputs at the start, before the first step: staged and published so
   // that consumers have a first block at t = 0.
   void publish_initial() noexcept;

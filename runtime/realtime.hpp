@@ -42,7 +42,7 @@ std::vector<int> pin_housekeeping(const std::vector<int>& task_cpus);
 
 // How a thread actually runs, read back from the kernel after its set-up.
 struct ThreadPlacement {
-  std::string policy = "none";  // fifo | rr | other | virtual | none (never started)
+  std::string policy = "none";  // fifo | rr | other | virtual | replay | none (never started)
   int priority = 0;             // 0 unless fifo/rr
   int cpu = -1;                 // the one CPU it may run on; -1: several (not pinned)
   std::string problem;          // what its set-up could not do

@@ -231,12 +231,13 @@ void Recorder::drain_probes() {
 }
 
 template <class OnSample>
-void Recorder::pop_all(OnSample&& on_sample) {
+void Recorder::pop_all(std::span<const std::uint64_t> upto, OnSample&& on_sample) {
   drain_probes();
   for (std::size_t index = 0; index < channels_.size(); ++index) {
     auto& c = *channels_[index];
     auto& row = c.row;
-    while (c.ring->read_available() >= row.size()) {
+    const std::uint64_t limit = index < upto.size() ? upto[index] : std::numeric_limits<std::uint64_t>::max();
+    while (c.samples < limit && c.ring->read_available() >= row.size()) {
       (void)c.ring->pop(row.data(), row.size());
       const double time = row[0];
       const auto dropped = static_cast<std::uint64_t>(row[1]);
@@ -250,9 +251,9 @@ void Recorder::pop_all(OnSample&& on_sample) {
   }
 }
 
-void Recorder::drain(RecordFile* file) {
+void Recorder::drain(RecordFile* file, std::span<const std::uint64_t> upto) {
   char buf[64];
-  pop_all([&](std::size_t, const Channel& c, std::uint64_t missing, double time, const double* values) {
+  pop_all(upto, [&](std::size_t, const Channel& c, std::uint64_t missing, double time, const double* values) {
     if (!file) return;
     if (!file->failed()) {
       if (missing > 0) write_drop_marker(*file, c, missing);
@@ -271,8 +272,8 @@ void Recorder::drain(RecordFile* file) {
   if (file) (void)file->flush();
 }
 
-void Recorder::drain(ColumnFile& file) {
-  pop_all([&](std::size_t index, const Channel& c, std::uint64_t missing, double time, const double* values) {
+void Recorder::drain(ColumnFile& file, std::span<const std::uint64_t> upto) {
+  pop_all(upto, [&](std::size_t index, const Channel& c, std::uint64_t missing, double time, const double* values) {
     if (missing > 0) file.dropped(index, c.last_time, missing);
     file.sample(index, time, values);
   });

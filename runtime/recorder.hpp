@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -62,13 +63,18 @@ class Recorder {
 
   // Any one non-RT thread: moves what the rings hold into the series (as
   // far as `keep` says) and, with a file, into CSV rows written as one batch.
-  void drain(RecordFile* file = nullptr);
+  void drain(RecordFile* file = nullptr) { drain(file, {}); }
+  // The same, each task's samples only up to upto[i] drained in all (its
+  // channel's index, counts() order; empty: all): a replay writes its
+  // recording in the batches the run wrote (docs/replay.md).
+  void drain(RecordFile* file, std::span<const std::uint64_t> upto);
+  void drain(ColumnFile& file, std::span<const std::uint64_t> upto);
   // After the tasks stopped: drains, then marks the samples dropped after
   // each task's last one.
   void finish(RecordFile* file);
   // The same into a column file (HDF5, MAT): samples, and gaps where a ring
   // dropped some.
-  void drain(ColumnFile& file);
+  void drain(ColumnFile& file) { drain(file, {}); }
   void finish(ColumnFile& file);
   // The recorded tasks and their signals in the order `drain` hands them to
   // a column file, with the attributes a column file stores.
@@ -156,7 +162,7 @@ class Recorder {
   // Pops every whole sample, keeps it in the series and calls
   // on_sample(channel index, channel, samples missing before it, time, values).
   template <class OnSample>
-  void pop_all(OnSample&& on_sample);
+  void pop_all(std::span<const std::uint64_t> upto, OnSample&& on_sample);
   static void write_drop_marker(RecordFile& file, const Channel& c, std::uint64_t n);
 
   std::size_t keep_ = 0;

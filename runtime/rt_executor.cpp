@@ -1,9 +1,9 @@
 #include "runtime/rt_executor.hpp"
 
-#include <time.h>
-
 #include <cerrno>
 #include <stdexcept>
+
+#include <time.h>
 
 #include "runtime/unit_loop.hpp"
 
@@ -24,7 +24,11 @@ void MonotonicClock::sleep_until(std::int64_t deadline_ns) noexcept {
 }
 
 RealtimeExecutor::RealtimeExecutor(Graph& graph, Recorder* recorder, RealtimeReport report, FrameLog* frame_log)
-    : graph_(graph), recorder_(recorder), frame_log_(frame_log), report_(std::move(report)), units_(thread_units(graph)) {}
+    : graph_(graph),
+      recorder_(recorder),
+      frame_log_(frame_log),
+      report_(std::move(report)),
+      units_(thread_units(graph)) {}
 
 RealtimeExecutor::~RealtimeExecutor() {
   stop();
@@ -92,8 +96,9 @@ void RealtimeExecutor::thread_main(std::size_t index) noexcept {
     for (TaskRuntime* m : unit.members) m->set_placement(placement);
     if (!problem.empty()) {
       std::lock_guard lock(errors_mutex_);
-      errors_.push_back((unit.members.size() > 1 ? "rate group '" + spec.rate_group + "'" : "task '" + spec.name + "'") +
-                        ": " + problem);
+      errors_.push_back(
+          (unit.members.size() > 1 ? "rate group '" + spec.rate_group + "'" : "task '" + spec.name + "'") + ": " +
+          problem);
     }
   } catch (...) {
     // Set-up only: a failed message must not stop the task.
@@ -103,7 +108,12 @@ void RealtimeExecutor::thread_main(std::size_t index) noexcept {
   for (int go = go_.load(); go == kWait; go = go_.load()) go_.wait(go);
   if (go_.load() == kRun) {
     MonotonicClock clock;
-    run_unit(unit, clock, epoch_ns_, end_ns_, running_, UnitSinks{recorder_, frame_log_});
+    if (replay_log_ != nullptr) {
+      LoggedClock<MonotonicClock> logged{clock, *replay_log_, index, epoch_ns_};
+      run_unit(unit, logged, epoch_ns_, end_ns_, running_, UnitSinks{recorder_, frame_log_});
+    } else {
+      run_unit(unit, clock, epoch_ns_, end_ns_, running_, UnitSinks{recorder_, frame_log_});
+    }
   }
   active_.fetch_sub(1, std::memory_order_release);
 }

@@ -11,6 +11,7 @@
 #include "runtime/graph.hpp"
 #include "runtime/realtime.hpp"
 #include "runtime/recorder.hpp"
+#include "runtime/replay_log.hpp"
 #include "runtime/thread_unit.hpp"
 
 namespace rtcosim::runtime {
@@ -43,6 +44,9 @@ class RealtimeExecutor {
   // one graph start on the same instant (io/dds_bridge.hpp).
   void start(double duration, double start_delay = 0.05, std::int64_t epoch_ns = 0);
   void stop() noexcept { running_.store(false, std::memory_order_relaxed); }
+  // Before start: every frame's readings, drains and drops go to `log`
+  // (not owned; nullptr: none), for `rtcosim replay` (docs/replay.md).
+  void set_replay_log(ReplayLog* log) noexcept { replay_log_ = log; }
   void join();
   [[nodiscard]] bool finished() const noexcept { return active_.load(std::memory_order_acquire) == 0; }
   // Seconds since the epoch (negative before it).
@@ -57,6 +61,7 @@ class RealtimeExecutor {
   Graph& graph_;
   Recorder* recorder_;
   FrameLog* frame_log_;
+  ReplayLog* replay_log_ = nullptr;
   RealtimeReport report_;
   std::vector<ThreadUnit> units_;
   std::vector<std::thread> threads_;
@@ -65,7 +70,7 @@ class RealtimeExecutor {
   std::atomic<int> set_up_{0};  // threads done with their set-up
   std::atomic<int> go_{kWait};
   std::int64_t epoch_ns_ = 0;
-  std::int64_t end_ns_ = 0;  // 0: no end
+  std::int64_t end_ns_ = 0;          // 0: no end
   mutable std::mutex errors_mutex_;  // set-up phase only, never in a frame
   std::vector<std::string> errors_;
 };

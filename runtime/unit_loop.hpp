@@ -62,12 +62,22 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
     trace::frame_start(t.id(), k, first_latency);
     const std::int64_t latency = first_latency, lateness = first_lateness;
     first_latency = first_lateness = -1;
-    t.drain();
+    // A clock may take over a frame's drain and publish: the replay log's
+    // (runtime/replay_log.hpp) notes what they did, a replay's repeats it.
+    if constexpr (requires { clock.drain(t, member); }) {
+      clock.drain(t, member);
+    } else {
+      t.drain();
+    }
     clock.before_integration(t, k);
     const double wall = wall_of(clock.now());
     const double h = u.step_of(member, wall);
     t.step(h);
-    t.publish();
+    if constexpr (requires { clock.publish(t, member); }) {
+      clock.publish(t, member);
+    } else {
+      t.publish();
+    }
     if (sinks.recorder) sinks.recorder->sample(t);
     const std::int64_t end = clock.now();
     u.frame_done(member, start, end, wall);

@@ -29,6 +29,7 @@ coupling (extrapolation) method.
 commands:
   check     validate a task-graph file; print its tasks and links, or Graphviz DOT
   run       run a task graph (--virtual: on a fake clock with scripted execution times)
+  replay    a logged real-time run again, bit for bit, or a changed graph against its timing
   preflight check the real-time set-up of this PC for a graph's CPUs
   ctl       talk to a running rtcosimd (status, stop, start, reload, record, trace)
   trace     'trace report DIR': latency, execution time and deadline misses from an LTTng trace
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
   if (verb == "eval") return rtcosim::tools::run_eval_command(args);
   if (verb == "check") return rtcosim::tools::run_check_command(args);
   if (verb == "run") return rtcosim::tools::run_run_command(args);
+  if (verb == "replay") return rtcosim::tools::run_replay_command(args);
   if (verb == "ctl") return rtcosim::tools::run_ctl_command(args);
   if (verb == "sync") return rtcosim::tools::run_sync_command(args);
   if (verb == "fmu") return rtcosim::tools::run_fmu_command(args);

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/duration.hpp"
+#include "base/sha256.hpp"
 #include "coupling/plugin_loader.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/column_file.hpp"
@@ -17,6 +18,8 @@
 #include "runtime/realtime.hpp"
 #include "runtime/record_file.hpp"
 #include "runtime/recorder.hpp"
+#include "runtime/replay_executor.hpp"
+#include "runtime/replay_log.hpp"
 #include "runtime/rt_executor.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/virtual_executor.hpp"
@@ -38,7 +41,8 @@ namespace {
 
 constexpr const char* kHelp =
     R"(usage: rtcosim run [--virtual] [--duration 10s] [--record out.csv|.h5|.mat] [--compare-reference]
-                   [--plot out.svg] [--json summary.json] [--frames frames.csv] [--host NAME] FILE
+                   [--plot out.svg] [--json summary.json] [--frames frames.csv] [--host NAME]
+                   [--replay-log run.rpl] FILE
 
 Runs a task graph. Each task is a thread pinned to its CPU at its
 SCHED_FIFO priority (when permitted: see the file's `realtime:`), all on one
@@ -78,9 +82,43 @@ options:
                           sustains); every scaled period must stay at 1us or more
   --plugin-dir DIR        where the file's 'plugins:' ids may be loaded from; repeatable (docs/plugins.md)
   --max-file-size MIB     refuse task-graph files larger than this (default 4)
+  --replay-log FILE       real time: log every frame's clock readings and the blocks each input took,
+                          for 'rtcosim replay' (docs/replay.md; about 40 bytes per frame)
   --host NAME             run only the tasks of host NAME of the file's 'hosts:'; links to tasks on
                           other hosts travel over DDS, and every host starts on one common epoch
                           once all of them are there (docs/dds.md)
+  -h, --help              this text
+)";
+
+constexpr const char* kReplayHelp =
+    R"(usage: rtcosim replay [--what-if] [--record out.csv|.h5|.mat] [--frames frames.csv] [--json summary.json]
+                      [--compare-reference] [--plot out.svg] LOG GRAPH
+
+Runs GRAPH again through the frames of a real-time run that
+'rtcosim run --replay-log LOG' logged: every thread's wake-ups, frame
+starts, integration points and ends as they happened, and every input's
+blocks as each frame drained them. The steps, outputs, statistics
+(overruns, missed periods, lag, link health) and recordings are the run's,
+bit for bit, and the summary is the one the run printed.
+
+GRAPH must be the graph that ran (the log holds its SHA-256). With
+--what-if it may differ where the timing still applies: coupling methods
+and their parameters, integrators, block parameters; the same tasks, rate
+groups and links. The run's graph is then replayed too, from the path the
+log names, and every recorded signal's difference to the run is printed
+(with --compare-reference also to the merged reference; --plot draws run,
+what-if and reference). docs/replay.md: the log, its cost, the rules.
+
+options:
+  --what-if               replay a changed graph against the run's timing and compare
+  --record FILE           write the replay's recorded signals (.csv, .h5, .mat)
+  --frames FILE.csv       one row per frame, as 'rtcosim run --frames' writes it
+  --json FILE.json        write the summary as JSON
+  --compare-reference     RMS and max error of every recorded signal against the reference
+  --reference-step D      step of the RK4 reference (default 0.5ms)
+  --plot FILE.svg         draw the recorded signals (with --what-if: run, what-if, reference)
+  --plugin-dir DIR        where the file's 'plugins:' ids may be loaded from; repeatable
+  --max-file-size MIB     refuse task-graph files larger than this (default 4)
   -h, --help              this text
 )";
 
@@ -116,6 +154,7 @@ struct Outputs {
   std::unique_ptr<runtime::ColumnFile> columns;
   std::unique_ptr<runtime::FrameLog> frame_log;
   std::unique_ptr<runtime::RecordFile> frames_csv;
+  runtime::ReplayLog* replay_log = nullptr;
 
   void drain() {
     if (columns) {
@@ -124,6 +163,21 @@ struct Outputs {
       recorder.drain(csv.get());
     }
     if (frame_log) frame_log->drain(frames_csv.get(), columns.get());
+    if (replay_log) {
+      // Where this batch ends, so that a replay writes the same batches.
+      std::vector<std::uint64_t> recorded;
+      for (const auto& c : recorder.counts()) recorded.push_back(c.samples);
+      replay_log->drain(recorded, frame_log ? frame_log->rows_drained() : std::vector<std::uint64_t>{});
+    }
+  }
+  // A replay: the run's batches, each task up to the counts it had drained.
+  void drain(const runtime::ReplayRecord::Batch& batch) {
+    if (columns) {
+      recorder.drain(*columns, batch.recorded);
+    } else {
+      recorder.drain(csv.get(), batch.recorded);
+    }
+    if (frame_log) frame_log->drain(frames_csv.get(), columns.get(), batch.frame_rows);
   }
   void finish() {
     if (columns) {
@@ -166,7 +220,8 @@ std::string thread_placements(runtime::Graph& graph) {
   return out + "\n";
 }
 
-void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool* fifo, LiveSync* live) {
+void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool* fifo, LiveSync* live,
+                  runtime::ReplayLog* replay_log) {
   auto report = runtime::prepare_process(graph.spec().realtime, highest_priority(graph));
   for (const auto& w : report.warnings) std::cerr << "warning: " << w << '\n';
   for (const auto& e : report.errors) std::cerr << "error: " << e << '\n';
@@ -201,6 +256,7 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
   }
 #endif
   runtime::RealtimeExecutor executor(graph, &outputs.recorder, report, outputs.frame_log.get());
+  executor.set_replay_log(replay_log);
   g_running.store(&executor);
   struct sigaction action {};
   action.sa_handler = stop_on_signal;
@@ -263,15 +319,47 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
 
 }  // namespace
 
-int run_run_command(const std::vector<std::string>& raw_args) {
-  return run_verb("run", [&]() -> int {
-    CliArgs args("run",
-                 {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale",
-                  "plugin-dir", "max-file-size", "host", "sync-csv"},
-                 {"virtual", "compare-reference", "help"}, {"plugin-dir"});
-    const auto parsed = args.parse_for_file(raw_args, kHelp);
-    if (!parsed) return 0;
-    const std::string file = *parsed;
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The body of `rtcosim run` and of `rtcosim replay` (docs/replay.md): the
+// same outputs, summaries and exit codes; only the executor differs.
+int run_graph(const std::string& verb, const std::vector<std::string>& raw_args) {
+  const bool replaying = verb == "replay";
+  return run_verb(verb, [&]() -> int {
+    CliArgs args =
+        replaying
+            ? CliArgs("replay", {"record", "plot", "reference-step", "json", "frames", "plugin-dir", "max-file-size"},
+                      {"compare-reference", "what-if", "help"}, {"plugin-dir"})
+            : CliArgs("run",
+                      {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale",
+                       "plugin-dir", "max-file-size", "host", "sync-csv", "replay-log"},
+                      {"virtual", "compare-reference", "help"}, {"plugin-dir"});
+    std::string file, log_path;
+    if (replaying) {
+      args.parse(raw_args);
+      if (args.flag("help")) {
+        std::cout << kReplayHelp;
+        return 0;
+      }
+      if (args.positionals().size() != 2) {
+        throw UsageError("expected a replay log and a task-graph file: rtcosim replay LOG GRAPH");
+      }
+      log_path = args.positionals()[0];
+      file = args.positionals()[1];
+    } else {
+      const auto parsed = args.parse_for_file(raw_args, kHelp);
+      if (!parsed) return 0;
+      file = *parsed;
+    }
+    std::optional<runtime::ReplayRecord> record;
+    if (replaying) record = runtime::ReplayRecord::load(log_path);
     config::LoadOptions load_options;
     load_options.plugins = {args.values("plugin-dir"), true};
     load_options.max_file_bytes = args.max_file_bytes(load_options.max_file_bytes);
@@ -298,7 +386,14 @@ int run_run_command(const std::vector<std::string>& raw_args) {
         }
       }
     }
-    const double duration = args.positive_duration("duration", spec.duration);
+    const double duration = replaying ? record->duration() : args.positive_duration("duration", spec.duration);
+    const std::string graph_sha = base::sha256_hex(file_bytes(file));
+    if (replaying && graph_sha != record->header.graph_sha256 && !args.flag("what-if")) {
+      throw UsageError(file + " is not the graph that " + log_path + " logged (" + record->header.graph_file +
+                       ", SHA-256 " + record->header.graph_sha256.substr(0, 12) + "…; this file " +
+                       graph_sha.substr(0, 12) +
+                       "…) — give --what-if to replay a changed graph against the run's timing");
+    }
     const bool virtual_time = args.flag("virtual");
     if (virtual_time && !(duration > 0.0))
       throw UsageError(file + " runs until stopped; a virtual run needs --duration");
@@ -349,6 +444,14 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     graph->set_host(host);
     runtime::Recorder::Options keep;
     keep.keep = keep_series ? runtime::Recorder::kKeepAll : 0;
+    // A replay drains its recording after the threads are done, in the
+    // run's batches: the rings hold every sample of the log (a thread's
+    // words bound its frames).
+    std::size_t replay_rows = 0;
+    if (replaying) {
+      for (const auto& w : record->words) replay_rows = std::max(replay_rows, w.size() + 16);
+      keep.samples_per_task = std::max(keep.samples_per_task, replay_rows);
+    }
     runtime::Recorder recorder(*graph, keep);
     // docs/sync.md, "Live": the synchronisation beside the running graph.
     std::unique_ptr<LiveSync> live;
@@ -376,7 +479,9 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     if (frames_path || columns) {
       std::vector<std::string> names;
       for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
-      outputs.frame_log = std::make_unique<runtime::FrameLog>(names);
+      outputs.frame_log = replaying
+                              ? std::make_unique<runtime::FrameLog>(names, std::max<std::size_t>(replay_rows, 1u << 15))
+                              : std::make_unique<runtime::FrameLog>(names);
     }
     if (columns) {
       outputs.columns = runtime::ColumnFile::create(*format, record_path,
@@ -395,16 +500,45 @@ int run_run_command(const std::vector<std::string>& raw_args) {
                                      std::to_string(std::count_if(graph->tasks().begin(), graph->tasks().end(),
                                                                   [](const auto& t) { return t->local(); })) +
                                      ", " + std::to_string(graph->remote_links().size()) + " remote link(s))")
-              << ", " << graph->links().size() << " link(s), " << (virtual_time ? "virtual time" : "real time") << ", "
-              << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
+              << ", " << graph->links().size() << " link(s), "
+              << (replaying      ? "replay"
+                  : virtual_time ? "virtual time"
+                                 : "real time")
+              << ", " << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
     for (const auto& w : graph->link_warnings()) std::cerr << "warning: " << w << '\n';
     if (frames_path) {
       outputs.frames_csv = runtime::RecordFile::create(*frames_path, &why);
       if (!outputs.frames_csv) throw std::runtime_error(why);
       runtime::FrameLog::write_header(*outputs.frames_csv);
     }
+    std::unique_ptr<runtime::ReplayLog> replay_log;
+    if (const auto path = args.output_path("replay-log")) {
+      if (virtual_time) {
+        throw UsageError(
+            "--replay-log logs a real-time run; a virtual run is reproduced by running it again — "
+            "drop one of them");
+      }
+      if (!host.empty()) throw UsageError("--replay-log: a run across hosts cannot be logged for replay yet");
+      if (const std::string refusal = runtime::replay_log_refusal(*graph); !refusal.empty()) {
+        throw UsageError("--replay-log: " + file + " cannot be replayed exactly: " + refusal + " (docs/replay.md)");
+      }
+      replay_log = std::make_unique<runtime::ReplayLog>(
+          *graph, *path,
+          runtime::ReplayLog::Header{file, graph_sha, duration > 0.0 ? runtime::seconds_to_ns(duration) : 0,
+                                     "real time"});
+      if (!replay_log->open(&why)) throw std::runtime_error(why);
+      outputs.replay_log = replay_log.get();
+    }
     bool fifo = false;
-    if (virtual_time) {
+    if (replaying) {
+      runtime::ReplayExecutor executor(*graph, *record);
+      std::cout << "replaying " << log_path << ": " << record->header.mode << " run of " << record->header.graph_file
+                << (graph_sha == record->header.graph_sha256 ? std::string() : " (what-if: " + file + ")") << '\n';
+      if (!executor.run(&recorder, outputs.frame_log.get(), &why)) {
+        throw std::runtime_error("the replay of " + log_path + " stopped: " + why);
+      }
+      for (const auto& batch : record->batches) outputs.drain(batch);
+    } else if (virtual_time) {
       runtime::VirtualExecutor executor(*graph);
       std::unordered_map<const runtime::TaskRuntime*, std::size_t> task_index;
       for (std::size_t i = 0; i < graph->tasks().size(); ++i) task_index[graph->tasks()[i].get()] = i;
@@ -443,7 +577,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
                   << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000
                   << " ms)\n";
       }
-      run_realtime(*graph, outputs, duration, &fifo, live.get());
+      run_realtime(*graph, outputs, duration, &fifo, live.get(), replay_log.get());
       if (trace) {
         graph->trace_link_health();
         const std::uint64_t discarded = trace->stop();
@@ -470,7 +604,7 @@ int run_run_command(const std::vector<std::string>& raw_args) {
       reference->run(duration, spec.record.signals);
       errors = reference_errors(*graph, recorder, *reference);
     }
-    const std::string mode = virtual_time ? "virtual" : fifo ? "fifo" : "other";
+    const std::string mode = replaying ? "replay" : virtual_time ? "virtual" : fifo ? "fifo" : "other";
     RecordingState recording{&recorder, outputs.signals(), outputs.frame_log.get(), {}};
     if (outputs.columns && outputs.columns->flush()) {
       // The summary goes into the file too, with the counts of a file that
@@ -482,6 +616,19 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     for (runtime::RecordTarget* f :
          {outputs.signals(), static_cast<runtime::RecordTarget*>(outputs.frames_csv.get())}) {
       if (f && !f->commit()) recording.error += (recording.error.empty() ? "" : "; ") + f->error();
+    }
+    if (replay_log) {
+      std::uint64_t frames = 0;
+      for (const auto& t : graph->tasks()) frames += t->stats().frames.load();
+      if (replay_log->finish(&why)) {
+        char line[200];
+        std::snprintf(line, sizeof line, "replay log written to %s: %llu bytes, %.1f bytes per frame\n",
+                      replay_log->path().c_str(), static_cast<unsigned long long>(replay_log->bytes()),
+                      frames > 0 ? static_cast<double>(replay_log->bytes()) / static_cast<double>(frames) : 0.0);
+        std::cout << line;
+      } else {
+        recording.error += (recording.error.empty() ? "" : "; ") + why;
+      }
     }
     std::cout << run_summary(*graph) << recording_summary(*graph, recording);
     if (spec.sync.enabled) {
@@ -514,25 +661,33 @@ int run_run_command(const std::vector<std::string>& raw_args) {
     if (outputs.frames_csv && !outputs.frames_csv->failed()) std::cout << "frames written to " << *frames_path << '\n';
     if (const auto plot_path = args.value("plot")) {
       write_plot(recorder, reference.get(),
-                 (spec.name.empty() ? file : spec.name) + (virtual_time ? " — virtual time" : " — real time"),
+                 (spec.name.empty() ? file : spec.name) + (replaying      ? " — replay"
+                                                           : virtual_time ? " — virtual time"
+                                                                          : " — real time"),
                  *plot_path, sync_run ? &*sync_run : nullptr);
       std::cout << "plot written to " << *plot_path << '\n';
     }
     for (const auto& t : graph->tasks()) {
-      for (const auto& line : t->allocation_reports()) std::cerr << "rtcosim run: warning: " << line << '\n';
+      for (const auto& line : t->allocation_reports()) std::cerr << "rtcosim " << verb << ": warning: " << line << '\n';
     }
     bool task_failed = false;
     for (const auto& t : graph->tasks()) {
       if (!t->failed()) continue;
-      std::cerr << "rtcosim run: " << t->failure() << '\n';
+      std::cerr << "rtcosim " << verb << ": " << t->failure() << '\n';
       task_failed = true;
     }
     if (!recording.error.empty()) {
-      std::cerr << "rtcosim run: " << recording.error << '\n';
+      std::cerr << "rtcosim " << verb << ": " << recording.error << '\n';
       return 1;
     }
     return task_failed ? 1 : 0;
   });
 }
+
+}  // namespace
+
+int run_run_command(const std::vector<std::string>& raw_args) { return run_graph("run", raw_args); }
+
+int run_replay_command(const std::vector<std::string>& raw_args) { return run_graph("replay", raw_args); }
 
 }  // namespace rtcosim::tools

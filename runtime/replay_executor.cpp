@@ -1,0 +1,250 @@
+#include "runtime/replay_executor.hpp"
+
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+#include "runtime/unit_loop.hpp"
+
+namespace rtcosim::runtime {
+
+namespace {
+
+// What the replaying threads share: the first failure (then every thread
+// stops) and a progress count that tells a wait for a block that will come
+// from one that never will.
+struct Shared {
+  std::atomic<bool> abort{false};
+  std::atomic<std::uint64_t> progress{0};
+  std::mutex mutex;
+  std::string error;
+  void fail(const std::string& why) {
+    std::lock_guard lock(mutex);
+    if (error.empty()) error = why;
+    abort.store(true);
+  }
+};
+
+// A thread's clock in a replay: the logged readings, in order.
+class ReplayClock {
+ public:
+  ReplayClock(const std::vector<std::uint64_t>& words, std::atomic<bool>& running, Shared& shared, std::string name)
+      : words_(words), running_(running), shared_(shared), name_(std::move(name)) {}
+
+  std::int64_t now() noexcept {
+    if (shared_.abort.load(std::memory_order_relaxed)) return stop();
+    if (pos_ >= words_.size()) {
+      fail("the loop reads the clock after the log's last word");
+      return stop();
+    }
+    const std::uint64_t w = words_[pos_];
+    if (replay_word::kind(w) != replay_word::kTime) {
+      fail("the loop reads the clock where the log has a " + kind_name(w));
+      return stop();
+    }
+    ++pos_;
+    shared_.progress.fetch_add(1, std::memory_order_relaxed);
+    last_ = replay_word::time_of(w);
+    // The run's loop stopped after its last reading (its end, or a stop):
+    // so does this one, at the same check.
+    if (pos_ == words_.size()) running_.store(false, std::memory_order_relaxed);
+    return last_;
+  }
+  void sleep_until(std::int64_t) noexcept {}
+  void before_integration(const TaskRuntime&, std::uint64_t) noexcept {}
+
+  void drain(TaskRuntime& t, std::size_t member) noexcept {
+    const auto& bundles = t.inputs().bundles();
+    counts_.assign(bundles.size(), 0);
+    while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kDrain) {
+      const std::uint64_t w = words_[pos_++];
+      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= bundles.size()) {
+        fail("task '" + t.spec().name + "' has no input bundle " + std::to_string(replay_word::index_of(w)) +
+             " where the log drains one");
+        return;
+      }
+      counts_[replay_word::index_of(w)] = replay_word::count_of(w);
+    }
+    for (std::size_t i = 0; i < bundles.size(); ++i) {
+      const coupling::Link& link = *bundles[i]->link;
+      if (!wait([&] { return link.waiting_blocks() >= counts_[i]; },
+                [&] {
+                  return "task '" + t.spec().name + "' waits for " + std::to_string(counts_[i]) +
+                         " block(s) of its input from '" + bundles[i]->members.front()->producer +
+                         "' that the replay never publishes";
+                }))
+        return;
+    }
+    t.drain_counted(counts_);
+  }
+
+  void publish(TaskRuntime& t, std::size_t member) noexcept {
+    auto& outputs = t.outputs();
+    drops_.assign(outputs.size(), 0);
+    while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kDrop) {
+      const std::uint64_t w = words_[pos_++];
+      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= outputs.size()) {
+        fail("task '" + t.spec().name + "' has no output bundle " + std::to_string(replay_word::index_of(w)) +
+             " where the log drops one");
+        return;
+      }
+      drops_[replay_word::index_of(w)] = 1;
+    }
+    if (!t.staged()) return;
+    // The run's ring had room for every block it did not drop; here the
+    // consumer's replay may still be behind: wait for it to make the room.
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (drops_[i]) continue;
+      const coupling::Link& link = *outputs[i].bundle->link;
+      if (!wait([&] { return link.has_room(); },
+                [&] {
+                  return "task '" + t.spec().name + "' finds the ring to '" +
+                         outputs[i].bundle->members.front()->consumer + "' full where the run's had room";
+                }))
+        return;
+    }
+    t.publish_dropping(drops_);
+  }
+
+  // Words left unread: the log holds more than this graph's loop took.
+  [[nodiscard]] std::size_t left() const noexcept { return words_.size() - pos_; }
+  [[nodiscard]] std::int64_t last() const noexcept { return last_; }
+
+ private:
+  std::int64_t stop() noexcept {
+    running_.store(false, std::memory_order_relaxed);
+    return last_;
+  }
+  static std::string kind_name(std::uint64_t w) {
+    switch (replay_word::kind(w)) {
+      case replay_word::kDrain:
+        return "drain";
+      case replay_word::kDrop:
+        return "drop";
+      default:
+        return "word of kind " + std::to_string(static_cast<unsigned>(replay_word::kind(w)));
+    }
+  }
+  void fail(const std::string& what) noexcept {
+    try {
+      shared_.fail("thread of '" + name_ + "', word " + std::to_string(pos_) + " of " + std::to_string(words_.size()) +
+                   ": " + what);
+    } catch (...) {
+      shared_.abort.store(true);
+    }
+  }
+  // Waits until `ready`; false when the replay is aborted or nothing moves
+  // in any thread for 5 s (then `stuck` says why).
+  template <class Ready, class Stuck>
+  bool wait(Ready&& ready, Stuck&& stuck) noexcept {
+    using Clock = std::chrono::steady_clock;
+    std::uint64_t seen = shared_.progress.load(std::memory_order_relaxed);
+    auto since = Clock::now();
+    for (unsigned spins = 0; !ready(); ++spins) {
+      if (shared_.abort.load(std::memory_order_relaxed)) return false;
+      if (spins < 64) {
+        std::this_thread::yield();
+        continue;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      const std::uint64_t p = shared_.progress.load(std::memory_order_relaxed);
+      if (p != seen) {
+        seen = p;
+        since = Clock::now();
+      } else if (Clock::now() - since > std::chrono::seconds(5)) {
+        try {
+          fail(stuck());
+        } catch (...) {
+          shared_.abort.store(true);
+        }
+        return false;
+      }
+    }
+    return true;
+  }
+
+  const std::vector<std::uint64_t>& words_;
+  std::size_t pos_ = 0;
+  std::int64_t last_ = 0;
+  std::atomic<bool>& running_;
+  Shared& shared_;
+  std::string name_;
+  std::vector<std::uint32_t> counts_;
+  std::vector<char> drops_;
+};
+
+}  // namespace
+
+ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
+    : graph_(graph), record_(record), units_(thread_units(graph)) {
+  auto names = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  if (units_.size() != record_.unit_tasks.size()) {
+    throw std::runtime_error("the log's run had " + std::to_string(record_.unit_tasks.size()) + " thread(s), " +
+                             "this graph has " + std::to_string(units_.size()) +
+                             ": replay needs the same tasks and rate groups");
+  }
+  for (std::size_t i = 0; i < units_.size(); ++i) {
+    std::vector<std::string> here;
+    for (const TaskRuntime* m : units_[i].members) here.push_back(m->spec().name);
+    if (here != record_.unit_tasks[i]) {
+      throw std::runtime_error("thread " + std::to_string(i + 1) + " ran [" + names(record_.unit_tasks[i]) +
+                               "] in the log, this graph has [" + names(here) +
+                               "]: replay needs the same tasks and rate groups");
+    }
+  }
+}
+
+double ReplayRecord::duration() const noexcept {
+  if (header.end_ns > 0) return static_cast<double>(header.end_ns) * 1e-9;
+  std::int64_t last = 0;
+  for (const auto& w : words) {
+    for (auto it = w.rbegin(); it != w.rend(); ++it) {
+      if (replay_word::kind(*it) == replay_word::kTime) {
+        last = std::max(last, replay_word::time_of(*it));
+        break;
+      }
+    }
+  }
+  return static_cast<double>(last) * 1e-9;
+}
+
+bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* why) {
+  graph_.reset();
+  Shared shared;
+  const std::int64_t end_ns = record_.header.end_ns;
+  std::vector<std::unique_ptr<std::atomic<bool>>> running;
+  std::vector<std::unique_ptr<ReplayClock>> clocks;
+  for (std::size_t i = 0; i < units_.size(); ++i) {
+    units_[i].reset(0, end_ns);
+    for (TaskRuntime* m : units_[i].members) m->set_placement(ThreadPlacement{"replay", 0, -1, {}});
+    running.push_back(std::make_unique<std::atomic<bool>>(!record_.words[i].empty()));
+    clocks.push_back(
+        std::make_unique<ReplayClock>(record_.words[i], *running.back(), shared, units_[i].owner().spec().name));
+  }
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < units_.size(); ++i) {
+    threads.emplace_back([&, i] {
+      run_unit(units_[i], *clocks[i], 0, end_ns, *running[i], UnitSinks{recorder, frame_log});
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (shared.abort.load()) {
+    *why = shared.error;
+    return false;
+  }
+  for (std::size_t i = 0; i < units_.size(); ++i) {
+    if (clocks[i]->left() != 0) {
+      *why = "thread of '" + units_[i].owner().spec().name + "': the log holds " + std::to_string(clocks[i]->left()) +
+             " word(s) more than this graph's loop took";
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace rtcosim::runtime

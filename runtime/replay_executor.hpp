@@ -1,0 +1,46 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/frame_log.hpp"
+#include "runtime/graph.hpp"
+#include "runtime/recorder.hpp"
+#include "runtime/replay_log.hpp"
+#include "runtime/thread_unit.hpp"
+
+namespace rtcosim::runtime {
+
+/*
+ * ReplayExecutor: runs a Graph through the frames a replay log holds
+ * (docs/replay.md). Each thread of the graph runs the real-time loop
+ * (run_unit) on a clock that reads the logged times back, sleeps not at
+ * all, and makes every frame drain exactly the blocks the logged frame
+ * drained (waiting, when it gets there first, for the producer's replay to
+ * publish them) and drop exactly the blocks the run dropped. The outputs,
+ * steps, statistics and recordings are then the run's, bit for bit.
+ *
+ * Not real-time: its threads run unpinned at normal priority and wait by
+ * yielding; a log that does not fit the graph (a frame waits for a block no
+ * frame will publish, or the loop asks for a reading where the log has
+ * another word) stops every thread and is reported by `run`.
+ */
+class ReplayExecutor {
+ public:
+  // Throws std::runtime_error when the log's threads and tasks are not the
+  // graph's (names the first difference).
+  ReplayExecutor(Graph& graph, const ReplayRecord& record);
+
+  // Resets the graph and replays every thread to the end of its log.
+  // Returns false (and `why`) when the log did not fit the graph.
+  bool run(Recorder* recorder, FrameLog* frame_log, std::string* why);
+
+ private:
+  Graph& graph_;
+  const ReplayRecord& record_;
+  std::vector<ThreadUnit> units_;
+};
+
+}  // namespace rtcosim::runtime

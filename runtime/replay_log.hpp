@@ -1,0 +1,205 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <boost/lockfree/spsc_queue.hpp>
+
+#include "runtime/graph.hpp"
+#include "runtime/thread_unit.hpp"
+
+namespace rtcosim::runtime {
+
+/*
+ * The replay log's words (docs/replay.md, "The log"): everything a run's
+ * frame loops (run_unit) took from outside, per thread in the order they
+ * took it, one 64-bit word each:
+ *
+ *   time   every clock reading, ns since the epoch (biased by 2^59)
+ *   drain  a frame took `count` blocks from input bundle `index` of
+ *          member `member` (absent: none)
+ *   drop   member's output bundle `index` found its ring full
+ *
+ * A frame is "time(start) drain* time(integration point) drop* time(end)";
+ * a cycle adds the readings before it (the loop's top, after the sleep).
+ * Replaying the readings through the same loop gives the same wake-ups,
+ * steps, overruns and statistics; replaying the drains gives every frame
+ * the blocks it saw.
+ */
+namespace replay_word {
+enum Kind : std::uint64_t { kTime = 1, kDrain = 2, kDrop = 3 };
+inline constexpr std::int64_t kTimeBias = std::int64_t{1} << 59;
+inline constexpr std::uint64_t kMemberLimit = 1u << 12, kIndexLimit = 1u << 16;
+
+[[nodiscard]] constexpr Kind kind(std::uint64_t w) noexcept { return static_cast<Kind>(w >> 60); }
+[[nodiscard]] constexpr std::uint64_t time(std::int64_t ns) noexcept {
+  return (std::uint64_t{kTime} << 60) | (static_cast<std::uint64_t>(ns + kTimeBias) & ((std::uint64_t{1} << 60) - 1));
+}
+[[nodiscard]] constexpr std::int64_t time_of(std::uint64_t w) noexcept {
+  return static_cast<std::int64_t>(w & ((std::uint64_t{1} << 60) - 1)) - kTimeBias;
+}
+[[nodiscard]] constexpr std::uint64_t drain(std::size_t member, std::size_t index, std::uint32_t count) noexcept {
+  return (std::uint64_t{kDrain} << 60) | (static_cast<std::uint64_t>(member) << 48) |
+         (static_cast<std::uint64_t>(index) << 32) | count;
+}
+[[nodiscard]] constexpr std::uint64_t drop(std::size_t member, std::size_t index) noexcept {
+  return (std::uint64_t{kDrop} << 60) | (static_cast<std::uint64_t>(member) << 48) |
+         (static_cast<std::uint64_t>(index) << 32);
+}
+[[nodiscard]] constexpr std::size_t member_of(std::uint64_t w) noexcept { return (w >> 48) & 0xfff; }
+[[nodiscard]] constexpr std::size_t index_of(std::uint64_t w) noexcept { return (w >> 32) & 0xffff; }
+[[nodiscard]] constexpr std::uint32_t count_of(std::uint64_t w) noexcept { return static_cast<std::uint32_t>(w); }
+}  // namespace replay_word
+
+/*
+ * ReplayLog: the writer of a replay log. Each thread of the run puts its
+ * words into its own lock-free ring (wait-free, allocation-free: the
+ * real-time path); one non-real-time thread, the run's drainer, moves them
+ * to the file and marks where it drained the recording (so that a replay
+ * writes its recording in the same batches, byte for byte). A full ring
+ * drops words and counts them: the log then says it is incomplete and a
+ * replay refuses it. The file is written under a temporary name and takes
+ * its place in `finish`.
+ */
+class ReplayLog {
+ public:
+  // What the header holds: the graph file's bytes (their SHA-256 names the
+  // graph), the run's end (ns after the epoch; 0: until stopped) and the
+  // mode it ran in ("fifo", "other", "virtual").
+  struct Header {
+    std::string graph_file;
+    std::string graph_sha256;
+    std::int64_t end_ns = 0;
+    std::string mode;
+  };
+  // Set-up: one ring per thread of the graph (thread_units order), sized
+  // for about a second of its frames (at least 2^16 words).
+  ReplayLog(Graph& graph, const std::string& path, Header header);
+  ~ReplayLog();
+  ReplayLog(const ReplayLog&) = delete;
+  ReplayLog& operator=(const ReplayLog&) = delete;
+
+  // False (and `why`) when the file cannot be created.
+  [[nodiscard]] bool open(std::string* why);
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+
+  // A thread of the run.
+  void put(std::size_t unit, std::uint64_t word) noexcept {
+    Channel& c = *channels_[unit];
+    if (!c.ring.push(word)) c.dropped.fetch_add(1, std::memory_order_relaxed);
+  }
+
+  // The drainer: moves the rings' words to the file; then, with counts, a
+  // batch mark: per recorded task the samples the recording holds so far,
+  // per task the frame rows (docs/replay.md).
+  void drain(std::span<const std::uint64_t> recorded = {}, std::span<const std::uint64_t> frame_rows = {});
+  // After the threads stopped: drains, writes the trailer and puts the file
+  // in place. False (and `why`) when writing failed or words were dropped.
+  bool finish(std::string* why);
+
+  [[nodiscard]] std::uint64_t words() const noexcept { return words_; }
+  [[nodiscard]] std::uint64_t bytes() const noexcept { return bytes_; }
+  [[nodiscard]] std::uint64_t dropped() const noexcept;
+
+ private:
+  struct Channel {
+    explicit Channel(std::size_t n) : ring(n) {}
+    boost::lockfree::spsc_queue<std::uint64_t> ring;
+    std::atomic<std::uint64_t> dropped{0};
+  };
+  void write_raw(const void* data, std::size_t n);
+  void write_u32(std::uint32_t v) { write_raw(&v, 4); }
+  void write_u64(std::uint64_t v) { write_raw(&v, 8); }
+  void write_text(const std::string& s);
+
+  std::string path_, temp_;
+  Header header_;
+  std::vector<std::vector<std::string>> unit_tasks_;
+  std::vector<std::unique_ptr<Channel>> channels_;
+  std::vector<std::uint64_t> scratch_;
+  std::ofstream out_;
+  bool failed_ = false;
+  std::uint64_t words_ = 0, bytes_ = 0;
+};
+
+// A task with more input or output bundles than this cannot be logged
+// (replay_log_refusal says so before the run).
+inline constexpr std::size_t kReplayMaxBundles = 256;
+
+/*
+ * LoggedClock: a clock that passes every reading, drain and publish of one
+ * thread's frames to a ReplayLog as it does them. run_unit with it is the
+ * real-time loop plus one ring push per word.
+ */
+template <class Inner>
+struct LoggedClock {
+  Inner& inner;
+  ReplayLog& log;
+  std::size_t unit;
+  std::int64_t epoch_ns;
+
+  std::int64_t now() noexcept {
+    const std::int64_t t = inner.now();
+    log.put(unit, replay_word::time(t - epoch_ns));
+    return t;
+  }
+  void sleep_until(std::int64_t deadline_ns) noexcept { inner.sleep_until(deadline_ns); }
+  void before_integration(const TaskRuntime& t, std::uint64_t k) noexcept { inner.before_integration(t, k); }
+  void drain(TaskRuntime& t, std::size_t member) noexcept {
+    const auto& bundles = t.inputs().bundles();
+    // The counters before and after: what this frame took per bundle.
+    std::uint64_t before[kMaxBundlesOnStack];
+    const std::size_t n = bundles.size() < kMaxBundlesOnStack ? bundles.size() : kMaxBundlesOnStack;
+    for (std::size_t i = 0; i < n; ++i) before[i] = bundles[i]->link->consumed();
+    t.drain();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t took = bundles[i]->link->consumed() - before[i];
+      if (took > 0) log.put(unit, replay_word::drain(member, i, static_cast<std::uint32_t>(took)));
+    }
+  }
+  void publish(TaskRuntime& t, std::size_t member) noexcept {
+    auto& outputs = t.outputs();
+    std::uint64_t before[kMaxBundlesOnStack];
+    const std::size_t n = outputs.size() < kMaxBundlesOnStack ? outputs.size() : kMaxBundlesOnStack;
+    for (std::size_t i = 0; i < n; ++i) before[i] = outputs[i].bundle->link->dropped();
+    t.publish();
+    for (std::size_t i = 0; i < n; ++i) {
+      if (outputs[i].bundle->link->dropped() != before[i]) log.put(unit, replay_word::drop(member, i));
+    }
+  }
+  static constexpr std::size_t kMaxBundlesOnStack = kReplayMaxBundles;
+};
+
+// Why a graph's run cannot be logged for replay, or empty: remote links and
+// live plant sources bring data the log does not hold, a live
+// synchronisation posts parameters on a wall-clock schedule, a task with
+// more than 256 input or output bundles overflows the logger's counters.
+std::string replay_log_refusal(Graph& graph);
+
+/*
+ * ReplayRecord: a replay log read back, checked for completeness (the
+ * trailer, no dropped words). Set-up code: throws std::runtime_error
+ * naming the file and what is wrong.
+ */
+struct ReplayRecord {
+  ReplayLog::Header header;
+  std::vector<std::vector<std::string>> unit_tasks;  // per thread, its tasks' names
+  std::vector<std::vector<std::uint64_t>> words;     // per thread
+  // The drainer's batch marks, in order: cumulative counts.
+  struct Batch {
+    std::vector<std::uint64_t> recorded, frame_rows;
+  };
+  std::vector<Batch> batches;
+
+  static ReplayRecord load(const std::string& path);
+  // Seconds after the epoch the run covered: its end, or the last reading
+  // of a run that was stopped.
+  [[nodiscard]] double duration() const noexcept;
+};
+
+}  // namespace rtcosim::runtime
