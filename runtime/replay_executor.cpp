@@ -1,5 +1,6 @@
 #include "runtime/replay_executor.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <mutex>
 #include <stdexcept>
@@ -26,11 +27,14 @@ struct Shared {
   }
 };
 
+using BundleMap = ReplayExecutor::BundleMap;
+
 // A thread's clock in a replay: the logged readings, in order.
 class ReplayClock {
  public:
-  ReplayClock(const std::vector<std::uint64_t>& words, std::atomic<bool>& running, Shared& shared, std::string name)
-      : words_(words), running_(running), shared_(shared), name_(std::move(name)) {}
+  ReplayClock(const std::vector<std::uint64_t>& words, std::vector<BundleMap> maps, std::atomic<bool>& running,
+              Shared& shared, std::string name)
+      : words_(words), maps_(std::move(maps)), running_(running), shared_(shared), name_(std::move(name)) {}
 
   std::int64_t now() noexcept {
     if (shared_.abort.load(std::memory_order_relaxed)) return stop();
@@ -56,16 +60,19 @@ class ReplayClock {
 
   void drain(TaskRuntime& t, std::size_t member) noexcept {
     const auto& bundles = t.inputs().bundles();
-    counts_.assign(bundles.size(), 0);
+    const BundleMap& map = maps_[member];
+    logged_.assign(kReplayMaxBundles, 0);
     while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kDrain) {
       const std::uint64_t w = words_[pos_++];
-      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= bundles.size()) {
-        fail("task '" + t.spec().name + "' has no input bundle " + std::to_string(replay_word::index_of(w)) +
-             " where the log drains one");
+      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= kReplayMaxBundles) {
+        fail("task '" + t.spec().name + "' meets a drain of another task or bundle " +
+             std::to_string(replay_word::index_of(w)) + " in the log");
         return;
       }
-      counts_[replay_word::index_of(w)] = replay_word::count_of(w);
+      logged_[replay_word::index_of(w)] = replay_word::count_of(w);
     }
+    counts_.assign(bundles.size(), 0);
+    for (std::size_t i = 0; i < bundles.size(); ++i) counts_[i] = logged_[map.inputs[i]];
     for (std::size_t i = 0; i < bundles.size(); ++i) {
       const coupling::Link& link = *bundles[i]->link;
       if (!wait([&] { return link.waiting_blocks() >= counts_[i]; },
@@ -81,16 +88,19 @@ class ReplayClock {
 
   void publish(TaskRuntime& t, std::size_t member) noexcept {
     auto& outputs = t.outputs();
-    drops_.assign(outputs.size(), 0);
+    const BundleMap& map = maps_[member];
+    logged_.assign(kReplayMaxBundles, 0);
     while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kDrop) {
       const std::uint64_t w = words_[pos_++];
-      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= outputs.size()) {
-        fail("task '" + t.spec().name + "' has no output bundle " + std::to_string(replay_word::index_of(w)) +
-             " where the log drops one");
+      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= kReplayMaxBundles) {
+        fail("task '" + t.spec().name + "' meets a drop of another task or bundle " +
+             std::to_string(replay_word::index_of(w)) + " in the log");
         return;
       }
-      drops_[replay_word::index_of(w)] = 1;
+      logged_[replay_word::index_of(w)] = 1;
     }
+    drops_.assign(outputs.size(), 0);
+    for (std::size_t i = 0; i < outputs.size(); ++i) drops_[i] = static_cast<char>(logged_[map.outputs[i]]);
     if (!t.staged()) return;
     // The run's ring had room for every block it did not drop; here the
     // consumer's replay may still be behind: wait for it to make the room.
@@ -165,12 +175,13 @@ class ReplayClock {
   }
 
   const std::vector<std::uint64_t>& words_;
+  std::vector<BundleMap> maps_;
   std::size_t pos_ = 0;
   std::int64_t last_ = 0;
   std::atomic<bool>& running_;
   Shared& shared_;
   std::string name_;
-  std::vector<std::uint32_t> counts_;
+  std::vector<std::uint32_t> counts_, logged_;
   std::vector<char> drops_;
 };
 
@@ -195,6 +206,36 @@ ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
       throw std::runtime_error("thread " + std::to_string(i + 1) + " ran [" + names(record_.unit_tasks[i]) +
                                "] in the log, this graph has [" + names(here) +
                                "]: replay needs the same tasks and rate groups");
+    }
+  }
+  // Each bundle here takes the counts of the logged bundle between the same
+  // two tasks (docs/replay.md, "What-if").
+  auto index_of = [](const std::vector<std::string>& logged, const std::string& task) {
+    return static_cast<std::size_t>(std::find(logged.begin(), logged.end(), task) - logged.begin());
+  };
+  maps_.resize(units_.size());
+  for (std::size_t i = 0; i < units_.size(); ++i) {
+    for (std::size_t m = 0; m < units_[i].members.size(); ++m) {
+      TaskRuntime& t = *units_[i].members[m];
+      const ReplayMemberLinks& logged = record_.unit_links[i][m];
+      BundleMap map;
+      for (const LinkBundle* b : t.inputs().bundles()) {
+        const std::string& from = b->members.front()->producer;
+        map.inputs.push_back(index_of(logged.inputs_from, from));
+        if (map.inputs.back() == logged.inputs_from.size()) {
+          throw std::runtime_error("task '" + t.spec().name + "' reads from task '" + from +
+                                   "' here but not in the logged run: replay needs the same links between tasks");
+        }
+      }
+      for (const OutputBinding& o : t.outputs_view()) {
+        const std::string& to = o.bundle->members.front()->consumer;
+        map.outputs.push_back(index_of(logged.outputs_to, to));
+        if (map.outputs.back() == logged.outputs_to.size()) {
+          throw std::runtime_error("task '" + t.spec().name + "' writes to task '" + to +
+                                   "' here but not in the logged run: replay needs the same links between tasks");
+        }
+      }
+      maps_[i].push_back(std::move(map));
     }
   }
 }
@@ -223,8 +264,8 @@ bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* w
     units_[i].reset(0, end_ns);
     for (TaskRuntime* m : units_[i].members) m->set_placement(ThreadPlacement{"replay", 0, -1, {}});
     running.push_back(std::make_unique<std::atomic<bool>>(!record_.words[i].empty()));
-    clocks.push_back(
-        std::make_unique<ReplayClock>(record_.words[i], *running.back(), shared, units_[i].owner().spec().name));
+    clocks.push_back(std::make_unique<ReplayClock>(record_.words[i], maps_[i], *running.back(), shared,
+                                                   units_[i].owner().spec().name));
   }
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < units_.size(); ++i) {

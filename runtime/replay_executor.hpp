@@ -37,10 +37,17 @@ class ReplayExecutor {
   // Returns false (and `why`) when the log did not fit the graph.
   bool run(Recorder* recorder, FrameLog* frame_log, std::string* why);
 
+  // Per task: for each of its input (output) bundles, the index the log
+  // gave the bundle from (to) the same task.
+  struct BundleMap {
+    std::vector<std::size_t> inputs, outputs;
+  };
+
  private:
   Graph& graph_;
   const ReplayRecord& record_;
   std::vector<ThreadUnit> units_;
+  std::vector<std::vector<BundleMap>> maps_;  // per thread, per task
 };
 
 }  // namespace rtcosim::runtime

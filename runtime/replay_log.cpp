@@ -30,6 +30,8 @@ ReplayLog::ReplayLog(Graph& graph, const std::string& path, Header header)
           u.frames_per_cycle[m] * (3 + u.members[m]->inputs().bundles().size() + u.members[m]->outputs_view().size());
     }
     unit_tasks_.push_back(std::move(names));
+    unit_links_.emplace_back();
+    for (const TaskRuntime* m : u.members) unit_links_.back().push_back(replay_member_links(*m));
     // About a second of the thread's words: the drainer comes every 50 ms.
     const double cycles_per_second = 1.0 / std::max(u.owner().spec().period, 1e-6);
     const double words = std::min(cycles_per_second * static_cast<double>(words_per_cycle), double(1u << 24));
@@ -69,9 +71,16 @@ bool ReplayLog::open(std::string* why) {
   write_text(header_.mode);
   write_u64(static_cast<std::uint64_t>(header_.end_ns));
   write_u32(static_cast<std::uint32_t>(unit_tasks_.size()));
-  for (const auto& names : unit_tasks_) {
-    write_u32(static_cast<std::uint32_t>(names.size()));
-    for (const auto& n : names) write_text(n);
+  for (std::size_t u = 0; u < unit_tasks_.size(); ++u) {
+    write_u32(static_cast<std::uint32_t>(unit_tasks_[u].size()));
+    for (std::size_t m = 0; m < unit_tasks_[u].size(); ++m) {
+      write_text(unit_tasks_[u][m]);
+      const ReplayMemberLinks& l = unit_links_[u][m];
+      write_u32(static_cast<std::uint32_t>(l.inputs_from.size()));
+      for (const auto& n : l.inputs_from) write_text(n);
+      write_u32(static_cast<std::uint32_t>(l.outputs_to.size()));
+      for (const auto& n : l.outputs_to) write_text(n);
+    }
   }
   out_.flush();
   if (failed_ || !out_) {
@@ -138,6 +147,14 @@ bool ReplayLog::finish(std::string* why) {
     return false;
   }
   return true;
+}
+
+ReplayMemberLinks replay_member_links(const TaskRuntime& task) {
+  ReplayMemberLinks l;
+  for (const LinkBundle* b : const_cast<TaskRuntime&>(task).inputs().bundles())
+    l.inputs_from.push_back(b->members.front()->producer);
+  for (const OutputBinding& o : task.outputs_view()) l.outputs_to.push_back(o.bundle->members.front()->consumer);
+  return l;
 }
 
 std::string replay_log_refusal(Graph& graph) {
@@ -216,10 +233,20 @@ ReplayRecord ReplayRecord::load(const std::string& path) {
   if (units > kMaxUnits) r.bad(std::to_string(units) + " threads");
   rec.unit_tasks.resize(units);
   rec.words.resize(units);
-  for (auto& names : rec.unit_tasks) {
+  rec.unit_links.resize(units);
+  for (std::uint32_t u = 0; u < units; ++u) {
     const std::uint32_t n = r.u32("a thread's tasks");
     if (n == 0 || n > replay_word::kMemberLimit) r.bad("a thread of " + std::to_string(n) + " tasks");
-    for (std::uint32_t i = 0; i < n; ++i) names.push_back(r.text("a task's name"));
+    for (std::uint32_t i = 0; i < n; ++i) {
+      rec.unit_tasks[u].push_back(r.text("a task's name"));
+      ReplayMemberLinks l;
+      for (auto* names : {&l.inputs_from, &l.outputs_to}) {
+        const std::uint32_t k = r.u32("a task's links");
+        if (k > kReplayMaxBundles) r.bad("a task of " + std::to_string(k) + " bundles");
+        for (std::uint32_t j = 0; j < k; ++j) names->push_back(r.text("a link's task"));
+      }
+      rec.unit_links[u].push_back(std::move(l));
+    }
   }
   for (;;) {
     std::uint32_t tag = 0;

@@ -56,6 +56,16 @@ inline constexpr std::uint64_t kMemberLimit = 1u << 12, kIndexLimit = 1u << 16;
 [[nodiscard]] constexpr std::uint32_t count_of(std::uint64_t w) noexcept { return static_cast<std::uint32_t>(w); }
 }  // namespace replay_word
 
+// Per task of a thread: the producer task of each input bundle and the
+// consumer task of each output bundle, in the order the log's drain and
+// drop words index them. A what-if replay, whose changed methods may bundle
+// the wires differently, finds its bundles' counts by these names: every
+// bundle between two tasks takes the same blocks at a drain.
+struct ReplayMemberLinks {
+  std::vector<std::string> inputs_from, outputs_to;
+};
+ReplayMemberLinks replay_member_links(const TaskRuntime& task);
+
 /*
  * ReplayLog: the writer of a replay log. Each thread of the run puts its
  * words into its own lock-free ring (wait-free, allocation-free: the
@@ -120,6 +130,7 @@ class ReplayLog {
   std::string path_, temp_;
   Header header_;
   std::vector<std::vector<std::string>> unit_tasks_;
+  std::vector<std::vector<ReplayMemberLinks>> unit_links_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<std::uint64_t> scratch_;
   std::ofstream out_;
@@ -188,8 +199,9 @@ std::string replay_log_refusal(Graph& graph);
  */
 struct ReplayRecord {
   ReplayLog::Header header;
-  std::vector<std::vector<std::string>> unit_tasks;  // per thread, its tasks' names
-  std::vector<std::vector<std::uint64_t>> words;     // per thread
+  std::vector<std::vector<std::string>> unit_tasks;        // per thread, its tasks' names
+  std::vector<std::vector<ReplayMemberLinks>> unit_links;  // per thread, per task
+  std::vector<std::vector<std::uint64_t>> words;           // per thread
   // The drainer's batch marks, in order: cumulative counts.
   struct Batch {
     std::vector<std::uint64_t> recorded, frame_rows;

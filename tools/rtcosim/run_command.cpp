@@ -122,8 +122,41 @@ options:
   -h, --help              this text
 )";
 
+// The recorded series of a what-if replay's logged run (docs/replay.md).
+using Baseline = std::vector<runtime::Recorder::Series>;
+
+const runtime::Recorder::Series* baseline_of(const Baseline* baseline, const runtime::Recorder::Series& s) {
+  if (!baseline) return nullptr;
+  for (const auto& b : *baseline) {
+    if (b.signal == s.signal) return &b;
+  }
+  return nullptr;
+}
+
+// Per recorded signal: the what-if's difference to the logged run, sample
+// by sample (both sample the same frames: the timing is the run's).
+std::vector<ReferenceError> differences(const runtime::Recorder& recorder, const Baseline& baseline) {
+  std::vector<ReferenceError> out;
+  for (const auto& s : recorder.series()) {
+    const auto* b = baseline_of(&baseline, s);
+    if (!b) continue;
+    ReferenceError e{s.signal, 0.0, 0.0, 0};
+    double sum = 0.0;
+    for (std::size_t i = 0; i < s.value.size() && i < b->value.size(); ++i) {
+      if (s.time[i] != b->time[i]) break;
+      const double d = std::abs(s.value[i] - b->value[i]);
+      sum += d * d;
+      e.max = std::max(e.max, d);
+      ++e.samples;
+    }
+    e.rms = e.samples > 0 ? std::sqrt(sum / static_cast<double>(e.samples)) : 0.0;
+    out.push_back(e);
+  }
+  return out;
+}
+
 void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver* reference, const std::string& title,
-                const std::string& path, const SyncRun* sync) {
+                const std::string& path, const SyncRun* sync, const Baseline* baseline = nullptr) {
   plot::Figure figure;
   figure.title = title;
   figure.x_label = "simulation time (s)";
@@ -137,7 +170,11 @@ void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver*
       for (double t : reference->times()) values.push_back(reference->value(s.probe, t, s.element));
       panel.series.push_back({"reference (RK4)", reference->times(), values, "#1f77b4", 2.0, false, false});
     }
-    panel.series.push_back({s.signal + " (" + s.task + ")", s.time, s.value, kColors[color++ % 6], 1.2, false, false});
+    if (const auto* b = baseline_of(baseline, s)) {
+      panel.series.push_back({"the logged run", b->time, b->value, "#7f7f7f", 2.0, false, false});
+    }
+    panel.series.push_back({s.signal + " (" + s.task + (baseline ? ", what-if)" : ")"), s.time, s.value,
+                            kColors[color++ % 6], 1.2, false, false});
     figure.panels.push_back(std::move(panel));
   }
   if (sync) add_sync_panels(figure, *sync);
@@ -409,7 +446,8 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     if (spec.sync.enabled && !(duration > 0.0)) {
       throw UsageError(file + " runs until stopped; its 'sync:' comparison needs a finite run: give --duration");
     }
-    const bool keep_series = args.value("plot") || args.flag("compare-reference") || spec.sync.enabled;
+    const bool what_if = replaying && args.flag("what-if");
+    const bool keep_series = args.value("plot") || args.flag("compare-reference") || spec.sync.enabled || what_if;
     if (keep_series && !(duration > 0.0)) {
       throw UsageError(file + " runs until stopped; --plot and --compare-reference need a finite run: give --duration");
     }
@@ -456,7 +494,9 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     // docs/sync.md, "Live": the synchronisation beside the running graph.
     std::unique_ptr<LiveSync> live;
     if (spec.sync.optimise.enabled) live = std::make_unique<LiveSync>(spec, blocks, *graph, recorder, duration);
-    const std::string record_path = args.value("record").value_or(spec.record.file);
+    // A replay writes a recording only where --record says: the file's
+    // `record.file` holds the logged run's own.
+    const std::string record_path = args.value("record").value_or(replaying ? std::string() : spec.record.file);
     // The format: --record's extension, or the file's `format:` where it
     // fits (mat5 for a .mat file); docs/recording.md.
     std::string declared = spec.record.format;
@@ -528,6 +568,28 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
                                      "real time"});
       if (!replay_log->open(&why)) throw std::runtime_error(why);
       outputs.replay_log = replay_log.get();
+    }
+    // A what-if replays the logged graph first, for its series.
+    std::optional<Baseline> baseline;
+    if (what_if) {
+      const std::string& original = record->header.graph_file;
+      if (base::sha256_hex(file_bytes(original)) != record->header.graph_sha256) {
+        throw std::runtime_error("--what-if compares with the logged run, whose graph " + original +
+                                 " is no longer there as it ran (SHA-256 " + record->header.graph_sha256.substr(0, 12) +
+                                 "…): put it back to compare");
+      }
+      auto original_spec = load_graph_or_report(original, load_options);
+      if (!original_spec) return 1;
+      auto original_graph = runtime::Graph::build(*original_spec, blocks, methods);
+      runtime::Recorder::Options all = keep;
+      all.keep = runtime::Recorder::kKeepAll;
+      runtime::Recorder original_recorder(*original_graph, all);
+      runtime::ReplayExecutor original_executor(*original_graph, *record);
+      if (!original_executor.run(&original_recorder, nullptr, &why)) {
+        throw std::runtime_error("the replay of the logged graph " + original + " stopped: " + why);
+      }
+      original_recorder.drain();
+      baseline = original_recorder.series();
     }
     bool fifo = false;
     if (replaying) {
@@ -641,6 +703,11 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       write_sync_csv(*sync_run, *path);
       std::cout << "synchronisation series written to " << *path << '\n';
     }
+    if (baseline) {
+      std::cout << "what-if against the logged run (the same frames; " << file << " vs " << record->header.graph_file
+                << "):\n";
+      std::cout << render_table(reference_error_columns(), differences(recorder, *baseline));
+    }
     if (reference) {
       std::cout << "error against the reference (merged diagram, RK4 at "
                 << base::format_duration(args.positive_duration("reference-step", 0.0005)) << "):\n";
@@ -664,7 +731,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
                  (spec.name.empty() ? file : spec.name) + (replaying      ? " — replay"
                                                            : virtual_time ? " — virtual time"
                                                                           : " — real time"),
-                 *plot_path, sync_run ? &*sync_run : nullptr);
+                 *plot_path, sync_run ? &*sync_run : nullptr, baseline ? &*baseline : nullptr);
       std::cout << "plot written to " << *plot_path << '\n';
     }
     for (const auto& t : graph->tasks()) {
