@@ -728,7 +728,8 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     if (outputs.frames_csv && !outputs.frames_csv->failed()) std::cout << "frames written to " << *frames_path << '\n';
     if (const auto plot_path = args.value("plot")) {
       write_plot(recorder, reference.get(),
-                 (spec.name.empty() ? file : spec.name) + (replaying      ? " — replay"
+                 (spec.name.empty() ? file : spec.name) + (what_if        ? " — what-if on a logged run's timing"
+                                                           : replaying    ? " — replay"
                                                            : virtual_time ? " — virtual time"
                                                                           : " — real time"),
                  *plot_path, sync_run ? &*sync_run : nullptr, baseline ? &*baseline : nullptr);
