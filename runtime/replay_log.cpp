@@ -202,13 +202,23 @@ struct Reader {
   }
   std::string text(const char* what) {
     const std::uint32_t n = u32(what);
-    if (n > kMaxText) bad(std::string(what) + " of " + std::to_string(n) + " bytes");
+    if (n > kMaxText || n > left()) bad(std::string(what) + " of " + std::to_string(n) + " bytes");
     std::string s(n, '\0');
     if (!raw(s.data(), n)) bad(std::string("ends inside ") + what);
     return s;
   }
+  // Bytes left in the file: a count is checked against it before anything
+  // is allocated for it, so a damaged or hostile header cannot ask for more
+  // memory than the file could fill.
+  std::uint64_t left() {
+    const auto here = in.tellg();
+    in.seekg(0, std::ios::end);
+    const auto end = in.tellg();
+    in.seekg(here);
+    return here < 0 || end < here ? 0 : static_cast<std::uint64_t>(end - here);
+  }
   void words(std::vector<std::uint64_t>& out, std::uint64_t n, const char* what) {
-    if (n > kMaxChunk) bad(std::string(what) + " of " + std::to_string(n) + " words");
+    if (n > kMaxChunk || n * 8 > left()) bad(std::string(what) + " of " + std::to_string(n) + " words");
     const std::size_t at = out.size();
     out.resize(at + n);
     if (!raw(out.data() + at, n * 8)) bad(std::string("ends inside ") + what);
