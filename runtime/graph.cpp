@@ -182,7 +182,7 @@ bool TaskRuntime::post_parameter(std::size_t block, std::size_t parameter, doubl
   return parameter_inbox_.push(ParameterUpdate{block, parameter, value});
 }
 
-void TaskRuntime::drain_counted(std::span<const std::uint32_t> counts) noexcept {
+void TaskRuntime::drain_counted(std::span<const std::uint32_t> counts, ReplayGate* gate) noexcept {
   ParameterUpdate u;
   while (parameter_inbox_.pop(u)) {
     (void)partition_->mutable_block(u.block).set_tunable(u.parameter, u.value);
@@ -193,7 +193,17 @@ void TaskRuntime::drain_counted(std::span<const std::uint32_t> counts) noexcept 
   for (std::size_t i = 0; i < bundles.size(); ++i) {
     LinkBundle* b = bundles[i];
     b->link->extrapolator().set_clock(t);
-    const std::size_t blocks = counts.empty() ? b->link->drain() : b->link->drain(counts[i]);
+    std::size_t blocks = 0;
+    if (counts.empty()) {
+      blocks = b->link->drain();
+    } else {
+      while (blocks < counts[i]) {
+        if (gate != nullptr && !gate->block_waiting(*b->link)) break;
+        const std::size_t got = b->link->drain(counts[i] - blocks);
+        if (got == 0 && gate == nullptr) break;
+        blocks += got;
+      }
+    }
     const double newest = b->link->extrapolator().newest_tag();
     if (std::isfinite(newest)) b->stats.data_age.add(t - newest);
     trace::links_drain(b->ids.data(), b->ids.size(), static_cast<std::uint32_t>(blocks), newest, t - newest);
@@ -251,7 +261,7 @@ void TaskRuntime::stage_outputs() noexcept {
   }
 }
 
-void TaskRuntime::publish_dropping(std::span<const char> drop) noexcept {
+void TaskRuntime::publish_dropping(std::span<const char> drop, ReplayGate* gate) noexcept {
   if (!staged_) return;
   staged_ = false;
   for (std::size_t i = 0; i < outputs_.size(); ++i) {
@@ -259,7 +269,7 @@ void TaskRuntime::publish_dropping(std::span<const char> drop) noexcept {
     bool delivered = false;
     if (!drop.empty() && drop[i]) {
       o.bundle->link->drop();
-    } else {
+    } else if (gate == nullptr || gate->room(*o.bundle->link)) {
       delivered = o.bundle->link->publish(o.block);
     }
     trace::links_publish(o.bundle->ids.data(), o.bundle->ids.size(), o.block.sequence, o.block.tag, !delivered);

@@ -189,10 +189,22 @@ class TaskRuntime {
   // Drains every input link into its extrapolator, after applying the
   // parameter updates posted since the last frame.
   void drain() noexcept { drain_counted({}); }
+  // What a replay's frame waits for (runtime/replay_executor.cpp): a block
+  // in a ring it drains, room in a ring it publishes to. Each returns false
+  // when the replay gives up.
+  struct ReplayGate {
+    virtual bool block_waiting(const coupling::Link& link) noexcept = 0;
+    virtual bool room(const coupling::Link& link) noexcept = 0;
+
+   protected:
+    ~ReplayGate() = default;
+  };
   // The same, taking exactly counts[i] blocks from input bundle i
   // (inputs().bundles() order) when counts is not empty: a replay's frame
-  // sees what the logged frame saw (docs/replay.md).
-  void drain_counted(std::span<const std::uint32_t> counts) noexcept;
+  // sees what the logged frame saw (docs/replay.md). With a gate, a bundle's
+  // blocks are taken as they arrive, as a drain that overlapped the
+  // producer's publishes took them; without, at most what is waiting.
+  void drain_counted(std::span<const std::uint32_t> counts, ReplayGate* gate = nullptr) noexcept;
   // One non-RT thread (the state synchronisation, docs/sync.md) posts new
   // values of tunable block parameters; the task's next frame applies them
   // before it steps (Block::set_tunable, noexcept, allocation-free). False
@@ -209,8 +221,10 @@ class TaskRuntime {
   // Publishes the blocks staged since the last publish, if any.
   void publish() noexcept { publish_dropping({}); }
   // The same, counting output i's block as dropped instead where drop[i] is
-  // set (a replay repeats the run's full rings; empty: none).
-  void publish_dropping(std::span<const char> drop) noexcept;
+  // set (a replay repeats the run's full rings; empty: none); with a gate,
+  // each block waits for room before it is offered, one output after the
+  // other as the run published them.
+  void publish_dropping(std::span<const char> drop, ReplayGate* gate = nullptr) noexcept;
   // Blocks are staged: the next publish offers them.
   [[nodiscard]] bool staged() const noexcept { return staged_; }
   // Outputs at the start, before the first step: staged and published so

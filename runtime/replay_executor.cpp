@@ -34,7 +34,9 @@ class ReplayClock {
  public:
   ReplayClock(const std::vector<std::uint64_t>& words, std::vector<BundleMap> maps, std::atomic<bool>& running,
               Shared& shared, std::string name)
-      : words_(words), maps_(std::move(maps)), running_(running), shared_(shared), name_(std::move(name)) {}
+      : words_(words), maps_(std::move(maps)), running_(running), shared_(shared), name_(std::move(name)) {
+    gate_.clock = this;
+  }
 
   std::int64_t now() noexcept {
     if (shared_.abort.load(std::memory_order_relaxed)) return stop();
@@ -60,11 +62,15 @@ class ReplayClock {
 
   void drain(TaskRuntime& t, std::size_t member) noexcept {
     const auto& bundles = t.inputs().bundles();
+    if (member >= maps_.size()) {
+      fail("task '" + t.spec().name + "' is not in this thread's log");
+      return;
+    }
     const BundleMap& map = maps_[member];
-    logged_.assign(kReplayMaxBundles, 0);
+    logged_.assign(map.logged_inputs, 0);
     while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kDrain) {
       const std::uint64_t w = words_[pos_++];
-      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= kReplayMaxBundles) {
+      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= map.logged_inputs) {
         fail("task '" + t.spec().name + "' meets a drain of another task or bundle " +
              std::to_string(replay_word::index_of(w)) + " in the log");
         return;
@@ -73,26 +79,17 @@ class ReplayClock {
     }
     counts_.assign(bundles.size(), 0);
     for (std::size_t i = 0; i < bundles.size(); ++i) counts_[i] = logged_[map.inputs[i]];
-    for (std::size_t i = 0; i < bundles.size(); ++i) {
-      const coupling::Link& link = *bundles[i]->link;
-      if (!wait([&] { return link.waiting_blocks() >= counts_[i]; },
-                [&] {
-                  return "task '" + t.spec().name + "' waits for " + std::to_string(counts_[i]) +
-                         " block(s) of its input from '" + bundles[i]->members.front()->producer +
-                         "' that the replay never publishes";
-                }))
-        return;
-    }
-    t.drain_counted(counts_);
+    task_ = &t;
+    t.drain_counted(counts_, &gate_);
   }
 
   void publish(TaskRuntime& t, std::size_t member) noexcept {
     auto& outputs = t.outputs();
     const BundleMap& map = maps_[member];
-    logged_.assign(kReplayMaxBundles, 0);
+    logged_.assign(map.logged_outputs, 0);
     while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kDrop) {
       const std::uint64_t w = words_[pos_++];
-      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= kReplayMaxBundles) {
+      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= map.logged_outputs) {
         fail("task '" + t.spec().name + "' meets a drop of another task or bundle " +
              std::to_string(replay_word::index_of(w)) + " in the log");
         return;
@@ -101,20 +98,8 @@ class ReplayClock {
     }
     drops_.assign(outputs.size(), 0);
     for (std::size_t i = 0; i < outputs.size(); ++i) drops_[i] = static_cast<char>(logged_[map.outputs[i]]);
-    if (!t.staged()) return;
-    // The run's ring had room for every block it did not drop; here the
-    // consumer's replay may still be behind: wait for it to make the room.
-    for (std::size_t i = 0; i < outputs.size(); ++i) {
-      if (drops_[i]) continue;
-      const coupling::Link& link = *outputs[i].bundle->link;
-      if (!wait([&] { return link.has_room(); },
-                [&] {
-                  return "task '" + t.spec().name + "' finds the ring to '" +
-                         outputs[i].bundle->members.front()->consumer + "' full where the run's had room";
-                }))
-        return;
-    }
-    t.publish_dropping(drops_);
+    task_ = &t;
+    t.publish_dropping(drops_, &gate_);
   }
 
   // Words left unread: the log holds more than this graph's loop took.
@@ -174,8 +159,38 @@ class ReplayClock {
     return true;
   }
 
+  // A frame drains a bundle's blocks as they arrive (a real drain that
+  // overlapped the producer's publishes took the ones published meanwhile)
+  // and offers each output's block once its ring has room (the consumer's
+  // replay may be behind the run's).
+  struct Gate final : TaskRuntime::ReplayGate {
+    ReplayClock* clock = nullptr;
+    bool block_waiting(const coupling::Link& link) noexcept override {
+      return clock->wait([&] { return link.waiting_blocks() > 0; },
+                         [&] { return clock->stuck(link, "waits for a block of its input from '", "producer"); });
+    }
+    bool room(const coupling::Link& link) noexcept override {
+      return clock->wait([&] { return link.has_room(); },
+                         [&] { return clock->stuck(link, "finds the ring to '", "consumer"); });
+    }
+  };
+  // What a frame waited for in vain, naming the link by its other task.
+  std::string stuck(const coupling::Link& link, const char* what, const char* end) const {
+    std::string other = "?";
+    for (const LinkBundle* b : task_->inputs().bundles()) {
+      if (b->link.get() == &link) other = b->members.front()->producer;
+    }
+    for (const OutputBinding& o : task_->outputs_view()) {
+      if (o.bundle->link.get() == &link) other = o.bundle->members.front()->consumer;
+    }
+    return "task '" + task_->spec().name + "' " + what + other +
+           (std::string(end) == "producer" ? "' that the replay never publishes" : "' full where the run's had room");
+  }
+
   const std::vector<std::uint64_t>& words_;
   std::vector<BundleMap> maps_;
+  Gate gate_;
+  TaskRuntime* task_ = nullptr;
   std::size_t pos_ = 0;
   std::int64_t last_ = 0;
   std::atomic<bool>& running_;
@@ -219,6 +234,8 @@ ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
       TaskRuntime& t = *units_[i].members[m];
       const ReplayMemberLinks& logged = record_.unit_links[i][m];
       BundleMap map;
+      map.logged_inputs = logged.inputs_from.size();
+      map.logged_outputs = logged.outputs_to.size();
       for (const LinkBundle* b : t.inputs().bundles()) {
         const std::string& from = b->members.front()->producer;
         map.inputs.push_back(index_of(logged.inputs_from, from));

@@ -41,6 +41,7 @@ class ReplayExecutor {
   // gave the bundle from (to) the same task.
   struct BundleMap {
     std::vector<std::size_t> inputs, outputs;
+    std::size_t logged_inputs = 0, logged_outputs = 0;  // the logged task's bundles
   };
 
  private:

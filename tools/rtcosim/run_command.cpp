@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <csignal>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -559,13 +560,20 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
             "drop one of them");
       }
       if (!host.empty()) throw UsageError("--replay-log: a run across hosts cannot be logged for replay yet");
+      if (args.value("period-scale")) {
+        throw UsageError(
+            "--replay-log with --period-scale: a replay runs the file's periods — write the scaled "
+            "periods into a copy of " +
+            file + " and run that");
+      }
       if (const std::string refusal = runtime::replay_log_refusal(*graph); !refusal.empty()) {
         throw UsageError("--replay-log: " + file + " cannot be replayed exactly: " + refusal + " (docs/replay.md)");
       }
       replay_log = std::make_unique<runtime::ReplayLog>(
           *graph, *path,
-          runtime::ReplayLog::Header{file, graph_sha, duration > 0.0 ? runtime::seconds_to_ns(duration) : 0,
-                                     "real time"});
+          // The absolute path: --what-if finds the logged graph from any directory.
+          runtime::ReplayLog::Header{std::filesystem::absolute(file).lexically_normal().string(), graph_sha,
+                                     duration > 0.0 ? runtime::seconds_to_ns(duration) : 0, "real time"});
       if (!replay_log->open(&why)) throw std::runtime_error(why);
       outputs.replay_log = replay_log.get();
     }

@@ -1,0 +1,180 @@
+// `rtcosim run --replay-log` and `rtcosim replay` through the binary: a real
+// run (SCHED_FIFO as root) logged and replayed gives its recording and frame
+// table back byte for byte, its statistics too, overruns and dropped blocks
+// included; the usage errors exit 2 and say what to do.
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/support/scratch.hpp"
+
+namespace rtcosim::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kExamples = RTCOSIM_EXAMPLES_DIR;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The rtcosim binary of this build: beside this test's executable (every
+// executable of the build goes to build/bin).
+fs::path rtcosim_binary() { return fs::read_symlink("/proc/self/exe").parent_path() / "rtcosim"; }
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+// Runs `rtcosim ARGS` in `dir`; kills it (and fails) after `limit`.
+Result rtcosim(const std::vector<std::string>& args, const fs::path& dir,
+               std::chrono::seconds limit = std::chrono::seconds(30)) {
+  const fs::path binary = rtcosim_binary();
+  EXPECT_TRUE(fs::exists(binary)) << binary << " is not built (ninja rtcosim)";
+  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
+  std::vector<std::string> argv_text{binary.string()};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(126);
+    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(126);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  Result r;
+  EXPECT_GT(pid, 0);
+  if (pid <= 0) return r;
+  int status = 0;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      ADD_FAILURE() << "rtcosim " << args.front() << " did not end within " << limit.count() << " s";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+std::string said(const Result& r) {
+  return "exit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "stderr:\n" + r.err;
+}
+
+// The tasks and links of a --json summary, without the thread placement (a
+// replay's threads are its own: unpinned, normal priority).
+std::string statistics(const std::string& json) {
+  static const std::regex placement(R"("cpu":-?[0-9]+,"policy":"[^"]*","priority":[0-9]+,)");
+  const std::string stats = json.substr(0, json.find(",\"signals\""));
+  return std::regex_replace(stats, placement, "");
+}
+
+// A run of `graph` for 1 s with a replay log, then its replay: recording,
+// frame table and statistics the same. Returns the run's --json summary.
+std::string run_and_replay(const fs::path& dir, const fs::path& graph) {
+  const Result run = rtcosim({"run", "--duration", "1s", "--record", "run.csv", "--frames", "run_frames.csv", "--json",
+                              "run.json", "--replay-log", "run.rpl", graph.string()},
+                             dir);
+  EXPECT_EQ(run.code, 0) << said(run);
+  EXPECT_NE(run.out.find("replay log written to run.rpl"), std::string::npos) << said(run);
+  const Result replay = rtcosim({"replay", "run.rpl", graph.string(), "--record", "replay.csv", "--frames",
+                                 "replay_frames.csv", "--json", "replay.json"},
+                                dir);
+  EXPECT_EQ(replay.code, 0) << said(replay);
+  const std::string csv = slurp(dir / "run.csv"), frames = slurp(dir / "run_frames.csv");
+  EXPECT_GT(csv.size(), 1000u);
+  EXPECT_GT(frames.size(), 1000u);
+  EXPECT_TRUE(slurp(dir / "replay.csv") == csv) << "the recordings differ (" << dir << ")";
+  EXPECT_TRUE(slurp(dir / "replay_frames.csv") == frames) << "the frame tables differ (" << dir << ")";
+  const std::string json = slurp(dir / "run.json");
+  EXPECT_EQ(statistics(slurp(dir / "replay.json")), statistics(json));
+  return json;
+}
+
+TEST(ReplayCommand, RealTimeRunsAreReplayedByteForByte) {
+  if (geteuid() != 0) GTEST_SKIP() << "SCHED_FIFO needs root";
+  {
+    const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay_cli_flight");
+    const std::string json = run_and_replay(dir, fs::path(kExamples) / "flight_control.yaml");
+    fs::remove_all(dir);
+    if (json.find("\"policy\":\"fifo\"") == std::string::npos) GTEST_SKIP() << "SCHED_FIFO is not permitted here";
+  }
+  // four_task with its plant every 20 us instead of 1 ms: the plant's
+  // frames overrun in real time (thousands a second: its wake-ups alone
+  // take about that long), its catch-up frames run back to back. A copy of
+  // the file, not --period-scale: a replay takes its periods from the graph
+  // file. (Not all four periods that short: then the rings of 3 and 4
+  // blocks overflow, and a drain can take blocks published while it drains,
+  // which the replay does not reproduce yet.)
+  const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay_cli_four");
+  std::string text = slurp(fs::path(kExamples) / "four_task.yaml");
+  const auto at = text.find("period: 1ms,");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 12, "period: 20us,");
+  const fs::path graph = dir / "four_task_fast.yaml";
+  std::ofstream(graph) << text;
+  const std::string json = run_and_replay(dir, graph);
+  std::smatch plant;
+  ASSERT_TRUE(std::regex_search(json, plant, std::regex(R"("name":"plant",.*?"overruns":([0-9]+))"))) << json;
+  EXPECT_GT(std::stoull(plant[1].str()), 100u) << json;
+  fs::remove_all(dir);
+}
+
+TEST(ReplayCommand, UsageErrorsExit2AndSayWhatToDo) {
+  const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay_cli_usage");
+  const std::string flight_control = kExamples + "/flight_control.yaml";
+  // --help.
+  const Result help = rtcosim({"replay", "--help"}, dir);
+  EXPECT_EQ(help.code, 0) << said(help);
+  EXPECT_NE(help.out.find("usage: rtcosim replay"), std::string::npos) << said(help);
+  // --replay-log logs real time only.
+  const Result virtual_run =
+      rtcosim({"run", "--virtual", "--duration", "0.1s", "--replay-log", "v.rpl", flight_control}, dir);
+  EXPECT_EQ(virtual_run.code, 2) << said(virtual_run);
+  EXPECT_NE(virtual_run.err.find("--replay-log logs a real-time run"), std::string::npos) << said(virtual_run);
+  EXPECT_FALSE(fs::exists(dir / "v.rpl"));
+  // A log of flight_control (a short real-time run; without root at normal
+  // priority, which logs as well), replayed with another graph file.
+  const Result run = rtcosim({"run", "--duration", "0.2s", "--replay-log", "fc.rpl", flight_control}, dir);
+  ASSERT_EQ(run.code, 0) << said(run);
+  const fs::path changed = dir / "flight_control_changed.yaml";
+  std::string text = slurp(flight_control);
+  text.replace(text.find("gain: 6.0"), 9, "gain: 5.0");
+  std::ofstream(changed) << text;
+  const Result other = rtcosim({"replay", "fc.rpl", changed.string()}, dir);
+  EXPECT_EQ(other.code, 2) << said(other);
+  EXPECT_NE(other.err.find("is not the graph that fc.rpl logged"), std::string::npos) << said(other);
+  EXPECT_NE(other.err.find("--what-if"), std::string::npos) << said(other);
+  // The wrong number of operands.
+  const Result one = rtcosim({"replay", "fc.rpl"}, dir);
+  EXPECT_EQ(one.code, 2) << said(one);
+  EXPECT_NE(one.err.find("rtcosim replay LOG GRAPH"), std::string::npos) << said(one);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace rtcosim::tools
