@@ -70,6 +70,12 @@ std::vector<std::uint64_t> FrameLog::rows_drained() const {
   return out;
 }
 
+std::vector<std::uint64_t> FrameLog::rows_reachable() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& c : channels_) out.push_back(c->drained + c->ring.read_available());
+  return out;
+}
+
 std::vector<std::uint64_t> FrameLog::dropped_per_task() const {
   std::vector<std::uint64_t> out;
   for (const auto& c : channels_) out.push_back(c->dropped.load(std::memory_order_relaxed));

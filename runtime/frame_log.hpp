@@ -31,6 +31,8 @@ class FrameLog {
       c.dropped.fetch_add(1, std::memory_order_relaxed);
     }
   }
+  // The task's thread: its next row would fit (a replay waits for this).
+  [[nodiscard]] bool has_room(std::size_t task) const noexcept { return channels_[task]->ring.write_available() > 0; }
   static void write_header(RecordFile& file) {
     file.rows() += "task,frame,wall_s,sim_s,step_s,latency_ns,exec_ns,start_lateness_ns\n";
   }
@@ -47,8 +49,9 @@ class FrameLog {
   // The same, each task's rows only up to upto[i] drained in all (empty:
   // all): a replay writes the batches the run wrote (docs/replay.md).
   void drain(RecordFile* csv, ColumnFile* columns, std::span<const std::uint64_t> upto);
-  // Per task: rows drained so far.
+  // Per task: rows drained so far; and those plus the rows waiting.
   [[nodiscard]] std::vector<std::uint64_t> rows_drained() const;
+  [[nodiscard]] std::vector<std::uint64_t> rows_reachable() const;
   void finish(RecordFile* csv, ColumnFile* columns);
 
   // Per task, in the order of the names given: rows dropped by its full ring.

@@ -123,6 +123,19 @@ std::size_t Recorder::retained_samples() const noexcept {
   return n;
 }
 
+bool Recorder::has_room(const TaskRuntime& task) const noexcept {
+  for (const auto& c : channels_) {
+    if (c->task == &task && c->ring->write_available() < c->width + kHeader) return false;
+  }
+  return true;
+}
+
+std::vector<std::uint64_t> Recorder::reachable() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& c : channels_) out.push_back(c->samples + c->ring->read_available() / c->row.size());
+  return out;
+}
+
 void Recorder::sample(const TaskRuntime& task) noexcept {
   for (auto& slot : probe_slots_) {
     // Acquire: the ring is the same, but the choice was made after the

@@ -60,6 +60,12 @@ class Recorder {
 
   // Task thread: records the task's signals at its current time.
   void sample(const TaskRuntime& task) noexcept;
+  // Task thread: its next sample would fit (a replay waits for this instead
+  // of dropping, docs/replay.md).
+  [[nodiscard]] bool has_room(const TaskRuntime& task) const noexcept;
+  // The draining thread: per task (counts() order), samples drained so far
+  // plus those waiting in its ring.
+  [[nodiscard]] std::vector<std::uint64_t> reachable() const;
 
   // Any one non-RT thread: moves what the rings hold into the series (as
   // far as `keep` says) and, with a file, into CSV rows written as one batch.

@@ -33,8 +33,13 @@ using BundleMap = ReplayExecutor::BundleMap;
 class ReplayClock {
  public:
   ReplayClock(const std::vector<std::uint64_t>& words, std::vector<BundleMap> maps, std::atomic<bool>& running,
-              Shared& shared, std::string name)
-      : words_(words), maps_(std::move(maps)), running_(running), shared_(shared), name_(std::move(name)) {
+              Shared& shared, std::string name, UnitSinks sinks)
+      : words_(words),
+        maps_(std::move(maps)),
+        running_(running),
+        shared_(shared),
+        name_(std::move(name)),
+        sinks_(sinks) {
     gate_.clock = this;
   }
 
@@ -100,6 +105,17 @@ class ReplayClock {
     for (std::size_t i = 0; i < outputs.size(); ++i) drops_[i] = static_cast<char>(logged_[map.outputs[i]]);
     task_ = &t;
     t.publish_dropping(drops_, &gate_);
+    // The frame records next: where the run's ring had room (it dropped
+    // nothing, or the log's batches say otherwise), the replay's waits for
+    // the drainer to make it.
+    if (sinks_.recorder) {
+      (void)wait([&] { return sinks_.recorder->has_room(t); },
+                 [&] { return "task '" + t.spec().name + "' finds its recording ring full"; });
+    }
+    if (sinks_.frame_log) {
+      (void)wait([&] { return sinks_.frame_log->has_room(t.id()); },
+                 [&] { return "task '" + t.spec().name + "' finds its frame-table ring full"; });
+    }
   }
 
   // Words left unread: the log holds more than this graph's loop took.
@@ -196,6 +212,7 @@ class ReplayClock {
   std::atomic<bool>& running_;
   Shared& shared_;
   std::string name_;
+  UnitSinks sinks_;
   std::vector<std::uint32_t> counts_, logged_;
   std::vector<char> drops_;
 };
@@ -223,10 +240,19 @@ ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
                                "]: replay needs the same tasks and rate groups");
     }
   }
-  // Each bundle here takes the counts of the logged bundle between the same
-  // two tasks (docs/replay.md, "What-if").
-  auto index_of = [](const std::vector<std::string>& logged, const std::string& task) {
-    return static_cast<std::size_t>(std::find(logged.begin(), logged.end(), task) - logged.begin());
+  // Each bundle here takes the counts of the logged bundle that carried its
+  // first wire: the same bundle when the graph is the one that ran; with
+  // --what-if, a bundle split or regrouped by other methods takes the
+  // counts of the one its first wire travelled in (docs/replay.md).
+  auto logged_of = [](const std::vector<ReplayBundle>& logged, const LinkBundle& b, bool input) {
+    const std::string& task = input ? b.members.front()->producer : b.members.front()->consumer;
+    const std::string& source = b.members.front()->source;
+    for (std::size_t k = 0; k < logged.size(); ++k) {
+      if (logged[k].task == task &&
+          std::find(logged[k].sources.begin(), logged[k].sources.end(), source) != logged[k].sources.end())
+        return k;
+    }
+    return logged.size();
   };
   maps_.resize(units_.size());
   for (std::size_t i = 0; i < units_.size(); ++i) {
@@ -234,22 +260,22 @@ ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
       TaskRuntime& t = *units_[i].members[m];
       const ReplayMemberLinks& logged = record_.unit_links[i][m];
       BundleMap map;
-      map.logged_inputs = logged.inputs_from.size();
-      map.logged_outputs = logged.outputs_to.size();
+      map.logged_inputs = logged.inputs.size();
+      map.logged_outputs = logged.outputs.size();
       for (const LinkBundle* b : t.inputs().bundles()) {
-        const std::string& from = b->members.front()->producer;
-        map.inputs.push_back(index_of(logged.inputs_from, from));
-        if (map.inputs.back() == logged.inputs_from.size()) {
-          throw std::runtime_error("task '" + t.spec().name + "' reads from task '" + from +
-                                   "' here but not in the logged run: replay needs the same links between tasks");
+        map.inputs.push_back(logged_of(logged.inputs, *b, true));
+        if (map.inputs.back() == logged.inputs.size()) {
+          throw std::runtime_error("task '" + t.spec().name + "' reads " + b->members.front()->source + " from task '" +
+                                   b->members.front()->producer +
+                                   "' here but not in the logged run: replay needs the same wires between tasks");
         }
       }
       for (const OutputBinding& o : t.outputs_view()) {
-        const std::string& to = o.bundle->members.front()->consumer;
-        map.outputs.push_back(index_of(logged.outputs_to, to));
-        if (map.outputs.back() == logged.outputs_to.size()) {
-          throw std::runtime_error("task '" + t.spec().name + "' writes to task '" + to +
-                                   "' here but not in the logged run: replay needs the same links between tasks");
+        map.outputs.push_back(logged_of(logged.outputs, *o.bundle, false));
+        if (map.outputs.back() == logged.outputs.size()) {
+          throw std::runtime_error("task '" + t.spec().name + "' writes " + o.bundle->members.front()->source +
+                                   " to task '" + o.bundle->members.front()->consumer +
+                                   "' here but not in the logged run: replay needs the same wires between tasks");
         }
       }
       maps_[i].push_back(std::move(map));
@@ -271,7 +297,8 @@ double ReplayRecord::duration() const noexcept {
   return static_cast<double>(last) * 1e-9;
 }
 
-bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* why) {
+bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* why,
+                         const std::function<void()>& drain) {
   graph_.reset();
   Shared shared;
   const std::int64_t end_ns = record_.header.end_ns;
@@ -282,13 +309,21 @@ bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* w
     for (TaskRuntime* m : units_[i].members) m->set_placement(ThreadPlacement{"replay", 0, -1, {}});
     running.push_back(std::make_unique<std::atomic<bool>>(!record_.words[i].empty()));
     clocks.push_back(std::make_unique<ReplayClock>(record_.words[i], maps_[i], *running.back(), shared,
-                                                   units_[i].owner().spec().name));
+                                                   units_[i].owner().spec().name, UnitSinks{recorder, frame_log}));
   }
   std::vector<std::thread> threads;
+  std::atomic<std::size_t> finished{0};
   for (std::size_t i = 0; i < units_.size(); ++i) {
     threads.emplace_back([&, i] {
       run_unit(units_[i], *clocks[i], 0, end_ns, *running[i], UnitSinks{recorder, frame_log});
+      finished.fetch_add(1);
     });
+  }
+  for (;;) {
+    const bool all = finished.load() == units_.size();
+    if (drain) drain();
+    if (all || shared.abort.load()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   for (auto& t : threads) t.join();
   if (shared.abort.load()) {

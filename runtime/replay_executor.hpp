@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,11 @@ class ReplayExecutor {
   ReplayExecutor(Graph& graph, const ReplayRecord& record);
 
   // Resets the graph and replays every thread to the end of its log.
-  // Returns false (and `why`) when the log did not fit the graph.
-  bool run(Recorder* recorder, FrameLog* frame_log, std::string* why);
+  // Returns false (and `why`) when the log did not fit the graph. A frame
+  // whose recorder or frame-log ring is full waits (a replay drops nothing
+  // the run did not); `drain`, called on this thread every millisecond while
+  // the threads run, empties them (the run's batches, docs/replay.md).
+  bool run(Recorder* recorder, FrameLog* frame_log, std::string* why, const std::function<void()>& drain = {});
 
   // Per task: for each of its input (output) bundles, the index the log
   // gave the bundle from (to) the same task.

@@ -76,10 +76,14 @@ bool ReplayLog::open(std::string* why) {
     for (std::size_t m = 0; m < unit_tasks_[u].size(); ++m) {
       write_text(unit_tasks_[u][m]);
       const ReplayMemberLinks& l = unit_links_[u][m];
-      write_u32(static_cast<std::uint32_t>(l.inputs_from.size()));
-      for (const auto& n : l.inputs_from) write_text(n);
-      write_u32(static_cast<std::uint32_t>(l.outputs_to.size()));
-      for (const auto& n : l.outputs_to) write_text(n);
+      for (const auto* bundles : {&l.inputs, &l.outputs}) {
+        write_u32(static_cast<std::uint32_t>(bundles->size()));
+        for (const ReplayBundle& b : *bundles) {
+          write_text(b.task);
+          write_u32(static_cast<std::uint32_t>(b.sources.size()));
+          for (const auto& source : b.sources) write_text(source);
+        }
+      }
     }
   }
   out_.flush();
@@ -150,16 +154,20 @@ bool ReplayLog::finish(std::string* why) {
 }
 
 ReplayMemberLinks replay_member_links(const TaskRuntime& task) {
+  auto bundle = [](const LinkBundle& b, bool input) {
+    ReplayBundle r{input ? b.members.front()->producer : b.members.front()->consumer, {}};
+    for (const GraphLink* w : b.members) r.sources.push_back(w->source);
+    return r;
+  };
   ReplayMemberLinks l;
-  for (const LinkBundle* b : const_cast<TaskRuntime&>(task).inputs().bundles())
-    l.inputs_from.push_back(b->members.front()->producer);
-  for (const OutputBinding& o : task.outputs_view()) l.outputs_to.push_back(o.bundle->members.front()->consumer);
+  for (const LinkBundle* b : const_cast<TaskRuntime&>(task).inputs().bundles()) l.inputs.push_back(bundle(*b, true));
+  for (const OutputBinding& o : task.outputs_view()) l.outputs.push_back(bundle(*o.bundle, false));
   return l;
 }
 
 std::string replay_log_refusal(Graph& graph) {
-  for (const auto& l : graph.links()) {
-    if (l->remote) return "link from " + l->source + " to task '" + l->consumer + "' crosses hosts (DDS)";
+  if (const auto remote = graph.remote_links(); !remote.empty()) {
+    return "link from " + remote.front()->source + " to task '" + remote.front()->consumer + "' crosses hosts (DDS)";
   }
   for (const auto& b : graph.spec().diagram.blocks) {
     if (b.type != "plant") continue;
@@ -170,6 +178,11 @@ std::string replay_log_refusal(Graph& graph) {
     }
   }
   if (graph.spec().sync.optimise.enabled) return "the live synchronisation (sync.optimise) posts parameters as it goes";
+  for (const auto& u : thread_units(graph)) {
+    if (u.members.size() > replay_word::kMemberLimit) {
+      return "rate group '" + u.owner().spec().rate_group + "' has more than 4096 tasks";
+    }
+  }
   for (const auto& t : graph.tasks()) {
     if (t->inputs().bundles().size() > kReplayMaxBundles || t->outputs_view().size() > kReplayMaxBundles) {
       return "task '" + t->spec().name + "' has more than 256 input or output bundles";
@@ -240,7 +253,7 @@ ReplayRecord ReplayRecord::load(const std::string& path) {
   rec.header.mode = r.text("the mode");
   rec.header.end_ns = static_cast<std::int64_t>(r.u64("the end"));
   const std::uint32_t units = r.u32("the thread count");
-  if (units > kMaxUnits) r.bad(std::to_string(units) + " threads");
+  if (units > kMaxUnits || units > r.left() / 4) r.bad(std::to_string(units) + " threads");
   rec.unit_tasks.resize(units);
   rec.words.resize(units);
   rec.unit_links.resize(units);
@@ -250,10 +263,17 @@ ReplayRecord ReplayRecord::load(const std::string& path) {
     for (std::uint32_t i = 0; i < n; ++i) {
       rec.unit_tasks[u].push_back(r.text("a task's name"));
       ReplayMemberLinks l;
-      for (auto* names : {&l.inputs_from, &l.outputs_to}) {
+      for (auto* bundles : {&l.inputs, &l.outputs}) {
         const std::uint32_t k = r.u32("a task's links");
         if (k > kReplayMaxBundles) r.bad("a task of " + std::to_string(k) + " bundles");
-        for (std::uint32_t j = 0; j < k; ++j) names->push_back(r.text("a link's task"));
+        for (std::uint32_t j = 0; j < k; ++j) {
+          ReplayBundle b;
+          b.task = r.text("a link's task");
+          const std::uint32_t wires = r.u32("a link's wires");
+          if (wires == 0 || wires > r.left() / 4) r.bad("a link of " + std::to_string(wires) + " wires");
+          for (std::uint32_t w = 0; w < wires; ++w) b.sources.push_back(r.text("a wire's source"));
+          bundles->push_back(std::move(b));
+        }
       }
       rec.unit_links[u].push_back(std::move(l));
     }
@@ -274,15 +294,30 @@ ReplayRecord ReplayRecord::load(const std::string& path) {
       const std::uint32_t n = r.u32("the trailer");
       if (n != units) r.bad("a trailer for " + std::to_string(n) + " threads");
       std::uint64_t lost = 0;
-      for (std::uint32_t i = 0; i < n; ++i) lost += r.u64("the trailer");
+      for (std::uint32_t i = 0; i < n; ++i) lost = std::max(lost, r.u64("the trailer"));
       if (lost > 0) {
-        throw std::runtime_error(path + ": the run lost " + std::to_string(lost) +
-                                 " word(s) of its log (full rings); it cannot be replayed exactly");
+        throw std::runtime_error(path + ": the run lost words of its log (full rings; " + std::to_string(lost) +
+                                 " in one thread); it cannot be replayed exactly");
       }
       break;
     } else {
       r.bad("a record of type " + std::to_string(tag));
     }
+  }
+  // The end must lie where the readings are: a damaged one would make a
+  // replay's reference solution run for ages.
+  std::int64_t last = 0;
+  for (const auto& w : rec.words) {
+    for (auto it = w.rbegin(); it != w.rend(); ++it) {
+      if (replay_word::kind(*it) == replay_word::kTime) {
+        last = std::max(last, replay_word::time_of(*it));
+        break;
+      }
+    }
+  }
+  if (rec.header.end_ns < 0 || (rec.header.end_ns > 0 && rec.header.end_ns > last + 60'000'000'000)) {
+    r.bad("an end at " + std::to_string(rec.header.end_ns) + " ns, the last reading at " + std::to_string(last) +
+          " ns");
   }
   return rec;
 }

@@ -56,13 +56,17 @@ inline constexpr std::uint64_t kMemberLimit = 1u << 12, kIndexLimit = 1u << 16;
 [[nodiscard]] constexpr std::uint32_t count_of(std::uint64_t w) noexcept { return static_cast<std::uint32_t>(w); }
 }  // namespace replay_word
 
-// Per task of a thread: the producer task of each input bundle and the
-// consumer task of each output bundle, in the order the log's drain and
-// drop words index them. A what-if replay, whose changed methods may bundle
-// the wires differently, finds its bundles' counts by these names: every
-// bundle between two tasks takes the same blocks at a drain.
+// Per task of a thread, its input and output bundles in the order the log's
+// drain and drop words index them: the task at the other end and the wires'
+// sources ("block.port"). A what-if replay, whose changed methods may bundle
+// the wires differently, finds each of its bundles' counts in the logged
+// bundle that carried its first wire.
+struct ReplayBundle {
+  std::string task;
+  std::vector<std::string> sources;
+};
 struct ReplayMemberLinks {
-  std::vector<std::string> inputs_from, outputs_to;
+  std::vector<ReplayBundle> inputs, outputs;
 };
 ReplayMemberLinks replay_member_links(const TaskRuntime& task);
 
@@ -78,9 +82,9 @@ ReplayMemberLinks replay_member_links(const TaskRuntime& task);
  */
 class ReplayLog {
  public:
-  // What the header holds: the graph file's bytes (their SHA-256 names the
-  // graph), the run's end (ns after the epoch; 0: until stopped) and the
-  // mode it ran in ("fifo", "other", "virtual").
+  // What the header holds: the graph file (its absolute path, and the
+  // SHA-256 of its bytes), the run's end (ns after the epoch; 0: until
+  // stopped) and what kind of run it was ("real time").
   struct Header {
     std::string graph_file;
     std::string graph_sha256;

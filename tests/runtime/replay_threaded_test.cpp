@@ -536,7 +536,8 @@ TEST(ReplayMismatch, AGraphWithOtherThreadsOrTasksIsRefusedByName) {
   auto rewired = edited_example("flight_control.yaml", {{"{from: actuator.y, to: airframe_pitch_rate.u}",
                                                          "{from: controller_gain.y, to: airframe_pitch_rate.u}"}});
   const std::string links = thrown_by([&] { ReplayExecutor executor(*rewired, record); });
-  EXPECT_NE(links.find("task 'controller' writes to task 'airframe' here but not in the logged run"), std::string::npos)
+  EXPECT_NE(links.find("task 'controller' writes controller_gain.y to task 'airframe' here but not in the logged run"),
+            std::string::npos)
       << links;
   // The same tasks with another controller gain: a what-if, accepted.
   auto what_if = edited_example("flight_control.yaml", {{"gain: 6.0", "gain: 5.0"}});
@@ -615,6 +616,43 @@ TEST(ReplayMismatch, ADrainOfBlocksNeverPublishedStopsTheReplay) {
   });
   EXPECT_NE(why.find("that the replay never publishes"), std::string::npos) << why;
   EXPECT_NE(why.find("waits for"), std::string::npos) << why;
+  fs::remove_all(dir);
+}
+
+// Each bundle takes its own logged counts, not those of another bundle
+// between the same two tasks: in real time a drain can fall between two of
+// the producer's publishes. two_task_sine carries three bundles from slow to
+// fast (hermite, polynomial, zoh); one block of the second, moved to a later
+// drain in the log, changes the replay.
+TEST(ReplayRoundTrip, EachBundleBetweenTwoTasksKeepsItsOwnCounts) {
+  const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
+  const fs::path log_path = dir / "sine.rpl";
+  {
+    auto graph = build_graph(load_example("two_task_sine.yaml"));
+    (void)run_logged(*graph, dir, log_path, Script{.duration = 0.5});
+  }
+  const ReplayRecord record = ReplayRecord::load(log_path.string());
+  auto replayed_csv = [&](const ReplayRecord& r, const std::string& stem) {
+    auto graph = build_graph(load_example("two_task_sine.yaml"));
+    return slurp(replay(*graph, r, dir, stem)->csv_path);
+  };
+  ReplayRecord edited = record;
+  bool moved = false;
+  for (auto& words : edited.words) {
+    std::size_t from = words.size();
+    for (std::size_t i = 0; i < words.size() && !moved; ++i) {
+      if (replay_word::kind(words[i]) != replay_word::kDrain || replay_word::index_of(words[i]) != 1) continue;
+      if (from == words.size() && replay_word::count_of(words[i]) == 1 && i > words.size() / 4) {
+        from = i;
+      } else if (from != words.size()) {
+        words[i] = replay_word::drain(replay_word::member_of(words[i]), 1, replay_word::count_of(words[i]) + 1);
+        words.erase(words.begin() + static_cast<std::ptrdiff_t>(from));
+        moved = true;
+      }
+    }
+  }
+  ASSERT_TRUE(moved);
+  EXPECT_NE(replayed_csv(edited, "edited"), replayed_csv(record, "unedited"));
   fs::remove_all(dir);
 }
 

@@ -112,6 +112,7 @@ what-if and reference). docs/replay.md: the log, its cost, the rules.
 
 options:
   --what-if               replay a changed graph against the run's timing and compare
+  --logged-graph FILE     with --what-if: the graph that ran, when not at the path the log names
   --record FILE           write the replay's recorded signals (.csv, .h5, .mat)
   --frames FILE.csv       one row per frame, as 'rtcosim run --frames' writes it
   --json FILE.json        write the summary as JSON
@@ -371,14 +372,15 @@ std::string file_bytes(const std::string& path) {
 int run_graph(const std::string& verb, const std::vector<std::string>& raw_args) {
   const bool replaying = verb == "replay";
   return run_verb(verb, [&]() -> int {
-    CliArgs args =
-        replaying
-            ? CliArgs("replay", {"record", "plot", "reference-step", "json", "frames", "plugin-dir", "max-file-size"},
-                      {"compare-reference", "what-if", "help"}, {"plugin-dir"})
-            : CliArgs("run",
-                      {"duration", "record", "plot", "reference-step", "json", "frames", "trace", "period-scale",
-                       "plugin-dir", "max-file-size", "host", "sync-csv", "replay-log"},
-                      {"virtual", "compare-reference", "help"}, {"plugin-dir"});
+    CliArgs args = replaying
+                       ? CliArgs("replay",
+                                 {"record", "plot", "reference-step", "json", "frames", "plugin-dir", "max-file-size",
+                                  "logged-graph"},
+                                 {"compare-reference", "what-if", "help"}, {"plugin-dir"})
+                       : CliArgs("run",
+                                 {"duration", "record", "plot", "reference-step", "json", "frames", "trace",
+                                  "period-scale", "plugin-dir", "max-file-size", "host", "sync-csv", "replay-log"},
+                                 {"virtual", "compare-reference", "help"}, {"plugin-dir"});
     std::string file, log_path;
     if (replaying) {
       args.parse(raw_args);
@@ -483,14 +485,6 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     graph->set_host(host);
     runtime::Recorder::Options keep;
     keep.keep = keep_series ? runtime::Recorder::kKeepAll : 0;
-    // A replay drains its recording after the threads are done, in the
-    // run's batches: the rings hold every sample of the log (a thread's
-    // words bound its frames).
-    std::size_t replay_rows = 0;
-    if (replaying) {
-      for (const auto& w : record->words) replay_rows = std::max(replay_rows, w.size() + 16);
-      keep.samples_per_task = std::max(keep.samples_per_task, replay_rows);
-    }
     runtime::Recorder recorder(*graph, keep);
     // docs/sync.md, "Live": the synchronisation beside the running graph.
     std::unique_ptr<LiveSync> live;
@@ -520,9 +514,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     if (frames_path || columns) {
       std::vector<std::string> names;
       for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
-      outputs.frame_log = replaying
-                              ? std::make_unique<runtime::FrameLog>(names, std::max<std::size_t>(replay_rows, 1u << 15))
-                              : std::make_unique<runtime::FrameLog>(names);
+      outputs.frame_log = std::make_unique<runtime::FrameLog>(names);
     }
     if (columns) {
       outputs.columns = runtime::ColumnFile::create(*format, record_path,
@@ -577,23 +569,48 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       if (!replay_log->open(&why)) throw std::runtime_error(why);
       outputs.replay_log = replay_log.get();
     }
-    // A what-if replays the logged graph first, for its series.
+    if (replaying) {
+      // Data that arrive on their own schedule are not in a log.
+      if (const std::string refusal = runtime::replay_log_refusal(*graph); !refusal.empty()) {
+        throw UsageError(file + " cannot be replayed: " + refusal + " (docs/replay.md)");
+      }
+    }
+    // A what-if replays the logged graph first, for its series: the file the
+    // log names (or --logged-graph), as it ran.
     std::optional<Baseline> baseline;
     if (what_if) {
-      const std::string& original = record->header.graph_file;
-      if (base::sha256_hex(file_bytes(original)) != record->header.graph_sha256) {
-        throw std::runtime_error("--what-if compares with the logged run, whose graph " + original +
-                                 " is no longer there as it ran (SHA-256 " + record->header.graph_sha256.substr(0, 12) +
-                                 "…): put it back to compare");
+      const std::string original = args.value("logged-graph").value_or(record->header.graph_file);
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(original, ec) ||
+          std::filesystem::file_size(original, ec) > load_options.max_file_bytes) {
+        throw UsageError("--what-if compares with the logged run, whose graph '" + original +
+                         "' is not a task-graph file here — give it with --logged-graph FILE");
       }
+      if (base::sha256_hex(file_bytes(original)) != record->header.graph_sha256) {
+        throw UsageError("--what-if compares with the logged run, whose graph " + original +
+                         " is no longer as it ran (SHA-256 " + record->header.graph_sha256.substr(0, 12) +
+                         "…) — put it back or give it with --logged-graph FILE");
+      }
+      std::cout << "the logged run's graph: " << original << '\n';
       auto original_spec = load_graph_or_report(original, load_options);
       if (!original_spec) return 1;
-      auto original_graph = runtime::Graph::build(*original_spec, blocks, methods);
+      // The frames' readings belong to the logged periods and overrun
+      // policies: another period would read them in other roles.
+      for (const auto& t : spec.tasks) {
+        const auto* o = original_spec->find_task(t.name);
+        if (o && (o->period != t.period || o->overrun != t.overrun || o->rate_group != t.rate_group)) {
+          throw UsageError("--what-if: task '" + t.name + "' has another period, overrun policy or rate group than " +
+                           "in the logged run; a replay takes each frame's times from the log, which belong to the " +
+                           "logged ones (docs/replay.md, \"What-if\")");
+        }
+      }
+      const auto original_methods = config::plugin_registry(*original_spec, load_options.plugins.directories);
+      auto original_graph = runtime::Graph::build(*original_spec, blocks, original_methods);
       runtime::Recorder::Options all = keep;
       all.keep = runtime::Recorder::kKeepAll;
       runtime::Recorder original_recorder(*original_graph, all);
       runtime::ReplayExecutor original_executor(*original_graph, *record);
-      if (!original_executor.run(&original_recorder, nullptr, &why)) {
+      if (!original_executor.run(&original_recorder, nullptr, &why, [&] { original_recorder.drain(); })) {
         throw std::runtime_error("the replay of the logged graph " + original + " stopped: " + why);
       }
       original_recorder.drain();
@@ -604,10 +621,33 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       runtime::ReplayExecutor executor(*graph, *record);
       std::cout << "replaying " << log_path << ": " << record->header.mode << " run of " << record->header.graph_file
                 << (graph_sha == record->header.graph_sha256 ? std::string() : " (what-if: " + file + ")") << '\n';
-      if (!executor.run(&recorder, outputs.frame_log.get(), &why)) {
+      // The run's batches, each once every task's rings hold all of it (a
+      // batch drained in two goes would interleave the tasks' rows
+      // otherwise), so that the rings stay the run's size however long the
+      // log.
+      std::size_t next = 0;
+      auto ready = [&](const runtime::ReplayRecord::Batch& b) {
+        const auto samples = recorder.reachable();
+        for (std::size_t i = 0; i < b.recorded.size() && i < samples.size(); ++i) {
+          if (samples[i] < b.recorded[i]) return false;
+        }
+        if (outputs.frame_log) {
+          const auto rows = outputs.frame_log->rows_reachable();
+          for (std::size_t i = 0; i < b.frame_rows.size() && i < rows.size(); ++i) {
+            if (rows[i] < b.frame_rows[i]) return false;
+          }
+        }
+        return true;
+      };
+      auto drain_batches = [&] {
+        for (; next < record->batches.size() && ready(record->batches[next]); ++next) {
+          outputs.drain(record->batches[next]);
+        }
+      };
+      if (!executor.run(&recorder, outputs.frame_log.get(), &why, drain_batches)) {
         throw std::runtime_error("the replay of " + log_path + " stopped: " + why);
       }
-      for (const auto& batch : record->batches) outputs.drain(batch);
+      for (; next < record->batches.size(); ++next) outputs.drain(record->batches[next]);
     } else if (virtual_time) {
       runtime::VirtualExecutor executor(*graph);
       std::unordered_map<const runtime::TaskRuntime*, std::size_t> task_index;
