@@ -189,6 +189,13 @@ TEST(ReplayCommand, WhatIfComparesWithTheLoggedRun) {
   ASSERT_TRUE(std::regex_search(rest, row, std::regex(R"(airframe_pitch.y +(\S+) +(\S+) +([0-9]+))"))) << said(zoh);
   EXPECT_GT(std::stod(row[1].str()), 0.0) << said(zoh);
   EXPECT_NE(slurp(dir / "w.svg").find("the logged run"), std::string::npos);
+  // Another period would read the logged frames' readings in other roles.
+  std::string slower = slurp(flight_control);
+  slower.replace(slower.find("period: 10ms"), 12, "period: 20ms");
+  std::ofstream(dir / "fc_slow.yaml") << slower;
+  const Result period = rtcosim({"replay", "fc.rpl", (dir / "fc_slow.yaml").string(), "--what-if"}, dir);
+  EXPECT_EQ(period.code, 2) << said(period);
+  EXPECT_NE(period.err.find("task 'controller' has another period"), std::string::npos) << said(period);
   fs::remove_all(dir);
 }
 
