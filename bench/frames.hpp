@@ -9,6 +9,28 @@
 
 namespace rtcosim::bench {
 
+// A producer and a consumer task at 1 ms exchanging 4 links x 16 signals
+// (predictor): runtime_bench's and replay_bench's graph.
+inline constexpr const char* kLinks4x16 = R"(
+tasks:
+  - {name: producer, period: 1ms, integrator: euler}
+  - {name: consumer, period: 1ms, integrator: euler}
+blocks:
+  - {name: s1, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
+  - {name: s2, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
+  - {name: s3, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
+  - {name: s4, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
+  - {name: g1, type: gain, task: consumer, params: {gain: 2, width: 16}}
+  - {name: g2, type: gain, task: consumer, params: {gain: 2, width: 16}}
+  - {name: g3, type: gain, task: consumer, params: {gain: 2, width: 16}}
+  - {name: g4, type: gain, task: consumer, params: {gain: 2, width: 16}}
+wires:
+  - {from: s1.y, to: g1.u, coupling: {method: predictor}}
+  - {from: s2.y, to: g2.u, coupling: {method: predictor}}
+  - {from: s3.y, to: g3.u, coupling: {method: predictor}}
+  - {from: s4.y, to: g4.u, coupling: {method: predictor}}
+)";
+
 // A graph from YAML text, built with the built-in blocks and methods and
 // reset, as the executors start it. `compiled` false: every partition block
 // by block and a link per wire, as before the frame program

@@ -40,27 +40,6 @@ namespace {
 
 using namespace rtcosim;
 
-// runtime_bench's graph: one producer, one consumer, 4 links x 16 signals.
-constexpr const char* kLinks4x16Yaml = R"(
-tasks:
-  - {name: producer, period: 1ms, integrator: euler}
-  - {name: consumer, period: 1ms, integrator: euler}
-blocks:
-  - {name: s1, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
-  - {name: s2, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
-  - {name: s3, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
-  - {name: s4, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
-  - {name: g1, type: gain, task: consumer, params: {gain: 2, width: 16}}
-  - {name: g2, type: gain, task: consumer, params: {gain: 2, width: 16}}
-  - {name: g3, type: gain, task: consumer, params: {gain: 2, width: 16}}
-  - {name: g4, type: gain, task: consumer, params: {gain: 2, width: 16}}
-wires:
-  - {from: s1.y, to: g1.u, coupling: {method: predictor}}
-  - {from: s2.y, to: g2.u, coupling: {method: predictor}}
-  - {from: s3.y, to: g3.u, coupling: {method: predictor}}
-  - {from: s4.y, to: g4.u, coupling: {method: predictor}}
-)";
-
 // The example beside this source, so that the bench follows the example as
 // it changes rather than a copy of it.
 std::optional<std::string> example_text(const char* name) {
@@ -132,7 +111,7 @@ enum class GraphId { kFlightControl, kLinks4x16 };
 
 template <bool kLogged>
 void run_frames(benchmark::State& state, GraphId id) {
-  std::string text = kLinks4x16Yaml;
+  std::string text = bench::kLinks4x16;
   if (id == GraphId::kFlightControl) {
     const auto example = example_text("flight_control.yaml");
     if (!example) {

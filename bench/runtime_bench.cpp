@@ -12,27 +12,7 @@ namespace {
 
 using namespace rtcosim;
 
-constexpr const char* kGraph = R"(
-tasks:
-  - {name: producer, period: 1ms, integrator: euler}
-  - {name: consumer, period: 1ms, integrator: euler}
-blocks:
-  - {name: s1, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
-  - {name: s2, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
-  - {name: s3, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
-  - {name: s4, type: constant, task: producer, params: {value: [1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}}
-  - {name: g1, type: gain, task: consumer, params: {gain: 2, width: 16}}
-  - {name: g2, type: gain, task: consumer, params: {gain: 2, width: 16}}
-  - {name: g3, type: gain, task: consumer, params: {gain: 2, width: 16}}
-  - {name: g4, type: gain, task: consumer, params: {gain: 2, width: 16}}
-wires:
-  - {from: s1.y, to: g1.u, coupling: {method: predictor}}
-  - {from: s2.y, to: g2.u, coupling: {method: predictor}}
-  - {from: s3.y, to: g3.u, coupling: {method: predictor}}
-  - {from: s4.y, to: g4.u, coupling: {method: predictor}}
-)";
-
-std::unique_ptr<runtime::Graph> make_graph() { return bench::make_graph(kGraph); }
+std::unique_ptr<runtime::Graph> make_graph() { return bench::make_graph(bench::kLinks4x16); }
 
 class Frozen final : public tasks::InputSource {
  public:
