@@ -38,7 +38,8 @@ while IFS=$'\t' read -r name message; do
     text=$(awk -F ' [|] ' '{ print $2 }' <<<"$rule")
     when=$(awk -F ' [|] ' '{ print $3 }' <<<"$rule")
     [[ "$when" == non-root && $(id -u) -eq 0 ]] && continue
-    [[ "$when" == no-lttng ]] && grep -q '^LTTNG_UST_FOUND:INTERNAL=1' "$build/CMakeCache.txt" 2>/dev/null && continue
+    [[ "$when" == no-lttng ]] && grep -q '^LTTNG_UST_FOUND:INTERNAL=1' "$build/CMakeCache.txt" 2>/dev/null &&
+      ! grep -q '^RTCOSIM_LTTNG:BOOL=OFF' "$build/CMakeCache.txt" 2>/dev/null && continue
     [[ "$when" == tsan ]] && ! grep -q '^RTCOSIM_SANITIZE:STRING=thread$' "$build/CMakeCache.txt" 2>/dev/null && continue
     if [[ "$name" =~ ^($pattern)$ && "$message" == *"$text"* ]]; then
       reason=$(awk -F ' [|] ' '{ print $4 }' <<<"$rule")
