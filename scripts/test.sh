@@ -43,12 +43,17 @@ case "$mode" in
       ctest --test-dir build-asan --output-on-failure --parallel "$jobs" -E '^TwoHosts\..*$'
     scripts/check-skips.sh build-asan
     ;;
-  tsan)
+  tsan | tsan-build | tsan-run)
+    # tsan-build and tsan-run are the two halves of tsan (.ci/run puts the
+    # fuzzer's build beside the second, whose suites mostly wait).
     # At -O3, the Release level: the library and the tools are also compiled
     # here with the optimiser that finds the most warnings (-Werror).
-    cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_SANITIZE=thread \
-      -DRTCOSIM_ONLY_THREADED_TESTS=ON -DRTCOSIM_BUILD_BENCH=OFF "${tsan_flags[@]}" >/dev/null
-    cmake --build build-tsan --parallel "$jobs"
+    if [[ "$mode" != tsan-run ]]; then
+      cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_SANITIZE=thread \
+        -DRTCOSIM_ONLY_THREADED_TESTS=ON -DRTCOSIM_BUILD_BENCH=OFF "${tsan_flags[@]}" >/dev/null
+      cmake --build build-tsan --parallel "$jobs"
+    fi
+    [[ "$mode" == tsan-build ]] && exit 0
     # Reports go to files so that those of the processes the tests start
     # (rtcosimd under the daemon tests, whose stderr the tests keep to
     # themselves) are seen too; any report fails the run.
@@ -67,7 +72,7 @@ case "$mode" in
     exit "$status"
     ;;
   *)
-    echo "usage: scripts/test.sh [default|asan|tsan]" >&2
+    echo "usage: scripts/test.sh [default|asan|tsan|tsan-build|tsan-run]" >&2
     exit 2
     ;;
 esac
