@@ -485,6 +485,29 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     graph->set_host(host);
     runtime::Recorder::Options keep;
     keep.keep = keep_series ? runtime::Recorder::kKeepAll : 0;
+    // A replay writes the run's batches, each once its rings hold all of it;
+    // the run's drainer may have taken more than a ring holds in one go
+    // (it pops while the tasks push). Rings of twice the largest batch, at
+    // least the run's, let a batch fill while the tasks run on.
+    std::size_t frame_rows = 1u << 15;
+    if (replaying) {
+      std::size_t samples = 0, rows = 0;
+      for (std::size_t b = 0; b < record->batches.size(); ++b) {
+        const auto& now = record->batches[b];
+        for (std::size_t i = 0; i < now.recorded.size(); ++i) {
+          const std::uint64_t before =
+              b > 0 && i < record->batches[b - 1].recorded.size() ? record->batches[b - 1].recorded[i] : 0;
+          samples = std::max<std::size_t>(samples, now.recorded[i] - std::min(before, now.recorded[i]));
+        }
+        for (std::size_t i = 0; i < now.frame_rows.size(); ++i) {
+          const std::uint64_t before =
+              b > 0 && i < record->batches[b - 1].frame_rows.size() ? record->batches[b - 1].frame_rows[i] : 0;
+          rows = std::max<std::size_t>(rows, now.frame_rows[i] - std::min(before, now.frame_rows[i]));
+        }
+      }
+      keep.samples_per_task = std::max(keep.samples_per_task, 2 * samples + 1024);
+      frame_rows = std::max(frame_rows, 2 * rows + 1024);
+    }
     runtime::Recorder recorder(*graph, keep);
     // docs/sync.md, "Live": the synchronisation beside the running graph.
     std::unique_ptr<LiveSync> live;
@@ -514,7 +537,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     if (frames_path || columns) {
       std::vector<std::string> names;
       for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
-      outputs.frame_log = std::make_unique<runtime::FrameLog>(names);
+      outputs.frame_log = std::make_unique<runtime::FrameLog>(names, frame_rows);
     }
     if (columns) {
       outputs.columns = runtime::ColumnFile::create(*format, record_path,
