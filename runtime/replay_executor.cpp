@@ -67,21 +67,8 @@ class ReplayClock {
 
   void drain(TaskRuntime& t, std::size_t member) noexcept {
     const auto& bundles = t.inputs().bundles();
-    if (member >= maps_.size()) {
-      fail("task '" + t.spec().name + "' is not in this thread's log");
-      return;
-    }
     const BundleMap& map = maps_[member];
-    logged_.assign(map.logged_inputs, 0);
-    while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kDrain) {
-      const std::uint64_t w = words_[pos_++];
-      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= map.logged_inputs) {
-        fail("task '" + t.spec().name + "' meets a drain of another task or bundle " +
-             std::to_string(replay_word::index_of(w)) + " in the log");
-        return;
-      }
-      logged_[replay_word::index_of(w)] = replay_word::count_of(w);
-    }
+    if (!take(replay_word::kDrain, member, map.logged_inputs, t)) return;
     counts_.assign(bundles.size(), 0);
     for (std::size_t i = 0; i < bundles.size(); ++i) counts_[i] = logged_[map.inputs[i]];
     task_ = &t;
@@ -91,16 +78,7 @@ class ReplayClock {
   void publish(TaskRuntime& t, std::size_t member) noexcept {
     auto& outputs = t.outputs();
     const BundleMap& map = maps_[member];
-    logged_.assign(map.logged_outputs, 0);
-    while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kDrop) {
-      const std::uint64_t w = words_[pos_++];
-      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= map.logged_outputs) {
-        fail("task '" + t.spec().name + "' meets a drop of another task or bundle " +
-             std::to_string(replay_word::index_of(w)) + " in the log");
-        return;
-      }
-      logged_[replay_word::index_of(w)] = 1;
-    }
+    if (!take(replay_word::kDrop, member, map.logged_outputs, t)) return;
     drops_.assign(outputs.size(), 0);
     for (std::size_t i = 0; i < outputs.size(); ++i) drops_[i] = static_cast<char>(logged_[map.outputs[i]]);
     task_ = &t;
@@ -116,6 +94,23 @@ class ReplayClock {
       (void)wait([&] { return sinks_.frame_log->has_room(t.id()); },
                  [&] { return "task '" + t.spec().name + "' finds its frame-table ring full"; });
     }
+  }
+
+  // The words of `kind` that follow, all of this frame's member: per logged
+  // bundle, its count (drain) or 1 (drop) in logged_. False (and the replay
+  // stops) at one of another member or of a bundle the logged task lacked.
+  bool take(replay_word::Kind kind, std::size_t member, std::size_t bundles, const TaskRuntime& t) noexcept {
+    logged_.assign(bundles, 0);
+    while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == kind) {
+      const std::uint64_t w = words_[pos_++];
+      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= bundles) {
+        fail("task '" + t.spec().name + "' meets a " + (kind == replay_word::kDrain ? "drain" : "drop") +
+             " of another task or bundle " + std::to_string(replay_word::index_of(w)) + " in the log");
+        return false;
+      }
+      logged_[replay_word::index_of(w)] = kind == replay_word::kDrain ? replay_word::count_of(w) : 1;
+    }
+    return true;
   }
 
   // Words left unread: the log holds more than this graph's loop took.
