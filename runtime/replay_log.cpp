@@ -6,14 +6,20 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace rtcosim::runtime {
 
 namespace {
 
 constexpr char kMagic[8] = {'R', 'T', 'C', 'R', 'P', 'L', '0', '1'};
-enum Record : std::uint32_t { kWords = 1, kBatch = 2, kTrailer = 3 };
+// kNext names the file the log goes on in (a rotation), before the trailer;
+// kSegment, after a continued file's header, its place in the chain.
+enum Record : std::uint32_t { kWords = 1, kBatch = 2, kTrailer = 3, kNext = 4, kSegment = 5 };
 // Bounds a hostile or damaged file cannot exceed before we allocate.
 constexpr std::uint64_t kMaxText = 1u << 20, kMaxUnits = 1u << 20, kMaxChunk = 1u << 26;
 
@@ -40,17 +46,16 @@ ReplayLog::ReplayLog(Graph& graph, const std::string& path, Header header)
 }
 
 ReplayLog::~ReplayLog() {
-  if (out_.is_open()) {
-    out_.close();
+  if (out_ != nullptr) {
+    std::fclose(out_);
     std::error_code ec;
-    std::filesystem::remove(temp_, ec);
+    if (!in_place_) std::filesystem::remove(temp_, ec);
   }
 }
 
 void ReplayLog::write_raw(const void* data, std::size_t n) {
-  if (failed_) return;
-  out_.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-  if (!out_) failed_ = true;
+  if (failed_ || out_ == nullptr) return;
+  if (n > 0 && std::fwrite(data, 1, n, out_) != n) failed_ = true;
   bytes_ += n;
 }
 
@@ -60,11 +65,29 @@ void ReplayLog::write_text(const std::string& s) {
 }
 
 bool ReplayLog::open(std::string* why) {
-  out_.open(temp_, std::ios::binary | std::ios::trunc);
-  if (!out_) {
+  const int fd = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
     *why = "cannot create the replay log '" + temp_ + "': " + std::strerror(errno);
     return false;
   }
+  return attach(fd, path_, false, why);
+}
+
+bool ReplayLog::adopt(int fd, std::string path, std::string* why) { return attach(fd, std::move(path), true, why); }
+
+bool ReplayLog::attach(int fd, std::string path, bool in_place, std::string* why) {
+  out_ = ::fdopen(fd, "wb");
+  if (out_ == nullptr) {
+    *why = "cannot write the replay log '" + path + "': " + std::strerror(errno);
+    ::close(fd);
+    return false;
+  }
+  path_ = std::move(path);
+  in_place_ = in_place;
+  return write_header(why);
+}
+
+bool ReplayLog::write_header(std::string* why) {
   write_raw(kMagic, sizeof kMagic);
   write_text(header_.graph_file);
   write_text(header_.graph_sha256);
@@ -86,16 +109,21 @@ bool ReplayLog::open(std::string* why) {
       }
     }
   }
-  out_.flush();
-  if (failed_ || !out_) {
-    *why = "cannot write the replay log '" + temp_ + "'";
+  if (segment_ > 0) {
+    // A continued file says which one it is: a replay refuses a chain with
+    // a file missing or out of order.
+    write_u32(kSegment);
+    write_u32(segment_);
+  }
+  if (failed_ || std::fflush(out_) != 0) {
+    *why = "cannot write the replay log '" + (in_place_ ? path_ : temp_) + "'";
     return false;
   }
   return true;
 }
 
 void ReplayLog::drain(std::span<const std::uint64_t> recorded, std::span<const std::uint64_t> frame_rows) {
-  if (!out_.is_open()) return;
+  if (out_ == nullptr) return;
   for (std::size_t u = 0; u < channels_.size(); ++u) {
     auto& ring = channels_[u]->ring;
     const std::size_t n = ring.read_available();
@@ -115,8 +143,7 @@ void ReplayLog::drain(std::span<const std::uint64_t> recorded, std::span<const s
     write_u32(static_cast<std::uint32_t>(frame_rows.size()));
     write_raw(frame_rows.data(), frame_rows.size() * sizeof(std::uint64_t));
   }
-  out_.flush();
-  if (!out_) failed_ = true;
+  if (std::fflush(out_) != 0) failed_ = true;
 }
 
 std::uint64_t ReplayLog::dropped() const noexcept {
@@ -125,26 +152,52 @@ std::uint64_t ReplayLog::dropped() const noexcept {
   return n;
 }
 
-bool ReplayLog::finish(std::string* why) {
-  if (!out_.is_open()) {
-    *why = "the replay log '" + path_ + "' was never opened";
-    return false;
-  }
-  drain();
+bool ReplayLog::close_file(std::string* why) {
   write_u32(kTrailer);
   write_u32(static_cast<std::uint32_t>(channels_.size()));
   for (const auto& c : channels_) write_u64(c->dropped.load(std::memory_order_relaxed));
-  out_.close();
-  if (failed_ || out_.fail()) {
-    *why = "writing the replay log '" + temp_ + "' failed (disk full?); what was written stays there";
+  const bool closed = std::fclose(out_) == 0;
+  out_ = nullptr;
+  const std::string& written = in_place_ ? path_ : temp_;
+  if (failed_ || !closed) {
+    *why = "writing the replay log '" + written + "' failed (disk full?); what was written stays there";
     return false;
   }
-  std::error_code ec;
-  std::filesystem::rename(temp_, path_, ec);
-  if (ec) {
-    *why = "cannot put the replay log in place as '" + path_ + "': " + ec.message() + " (it is '" + temp_ + "')";
+  if (!in_place_) {
+    std::error_code ec;
+    std::filesystem::rename(temp_, path_, ec);
+    if (ec) {
+      *why = "cannot put the replay log in place as '" + path_ + "': " + ec.message() + " (it is '" + temp_ + "')";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ReplayLog::rotate(int fd, std::string path, std::string* why) {
+  if (out_ == nullptr) {
+    ::close(fd);
+    *why = "the replay log '" + path_ + "' is not open";
     return false;
   }
+  drain();
+  write_u32(kNext);
+  write_text(std::filesystem::path(path).filename().string());
+  if (!close_file(why)) {
+    ::close(fd);
+    return false;
+  }
+  ++segment_;
+  return adopt(fd, std::move(path), why);
+}
+
+bool ReplayLog::finish(std::string* why) {
+  if (out_ == nullptr) {
+    *why = "the replay log '" + path_ + "' is not open";
+    return false;
+  }
+  drain();
+  if (!close_file(why)) return false;
   if (dropped() > 0) {
     *why = "the replay log '" + path_ + "' lost " + std::to_string(dropped()) +
            " word(s) (its rings were full: the drainer fell behind); it cannot be replayed";
@@ -240,28 +293,34 @@ struct Reader {
 
 }  // namespace
 
-ReplayRecord ReplayRecord::load(const std::string& path) {
-  Reader r{std::ifstream(path, std::ios::binary), path};
-  if (!r.in) throw std::runtime_error("cannot open the replay log '" + path + "': " + std::strerror(errno));
+namespace {
+
+// One file's header: the graph, the threads and their bundles.
+struct FileHeader {
+  ReplayLog::Header header;
+  std::vector<std::vector<std::string>> unit_tasks;
+  std::vector<std::vector<ReplayMemberLinks>> unit_links;
+};
+
+FileHeader read_header(Reader& r) {
   char magic[sizeof kMagic];
   if (!r.raw(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof kMagic) != 0) {
-    throw std::runtime_error(path + ": not a replay log (written by `rtcosim run --replay-log`)");
+    throw std::runtime_error(r.path + ": not a replay log (written by `rtcosim run --replay-log`)");
   }
-  ReplayRecord rec;
-  rec.header.graph_file = r.text("the graph's name");
-  rec.header.graph_sha256 = r.text("the graph's SHA-256");
-  rec.header.mode = r.text("the mode");
-  rec.header.end_ns = static_cast<std::int64_t>(r.u64("the end"));
+  FileHeader h;
+  h.header.graph_file = r.text("the graph's name");
+  h.header.graph_sha256 = r.text("the graph's SHA-256");
+  h.header.mode = r.text("the mode");
+  h.header.end_ns = static_cast<std::int64_t>(r.u64("the end"));
   const std::uint32_t units = r.u32("the thread count");
   if (units > kMaxUnits || units > r.left() / 4) r.bad(std::to_string(units) + " threads");
-  rec.unit_tasks.resize(units);
-  rec.words.resize(units);
-  rec.unit_links.resize(units);
+  h.unit_tasks.resize(units);
+  h.unit_links.resize(units);
   for (std::uint32_t u = 0; u < units; ++u) {
     const std::uint32_t n = r.u32("a thread's tasks");
     if (n == 0 || n > replay_word::kMemberLimit) r.bad("a thread of " + std::to_string(n) + " tasks");
     for (std::uint32_t i = 0; i < n; ++i) {
-      rec.unit_tasks[u].push_back(r.text("a task's name"));
+      h.unit_tasks[u].push_back(r.text("a task's name"));
       ReplayMemberLinks l;
       for (auto* bundles : {&l.inputs, &l.outputs}) {
         const std::uint32_t k = r.u32("a task's links");
@@ -275,34 +334,101 @@ ReplayRecord ReplayRecord::load(const std::string& path) {
           bundles->push_back(std::move(b));
         }
       }
-      rec.unit_links[u].push_back(std::move(l));
+      h.unit_links[u].push_back(std::move(l));
     }
   }
-  for (;;) {
-    std::uint32_t tag = 0;
-    if (!r.raw(&tag, 4)) r.bad("no trailer: the run did not end cleanly");
-    if (tag == kWords) {
-      const std::uint32_t unit = r.u32("a chunk"), n = r.u32("a chunk");
-      if (unit >= units) r.bad("a chunk of thread " + std::to_string(unit));
-      r.words(rec.words[unit], n, "a chunk");
-    } else if (tag == kBatch) {
-      Batch b;
-      r.words(b.recorded, r.u32("a batch"), "a batch");
-      r.words(b.frame_rows, r.u32("a batch"), "a batch");
-      rec.batches.push_back(std::move(b));
-    } else if (tag == kTrailer) {
-      const std::uint32_t n = r.u32("the trailer");
-      if (n != units) r.bad("a trailer for " + std::to_string(n) + " threads");
-      std::uint64_t lost = 0;
-      for (std::uint32_t i = 0; i < n; ++i) lost = std::max(lost, r.u64("the trailer"));
-      if (lost > 0) {
-        throw std::runtime_error(path + ": the run lost words of its log (full rings; " + std::to_string(lost) +
-                                 " in one thread); it cannot be replayed exactly");
-      }
-      break;
-    } else {
-      r.bad("a record of type " + std::to_string(tag));
+  return h;
+}
+
+bool same_links(const std::vector<std::vector<ReplayMemberLinks>>& a,
+                const std::vector<std::vector<ReplayMemberLinks>>& b) {
+  auto same = [](const std::vector<ReplayBundle>& x, const std::vector<ReplayBundle>& y) {
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (x[i].task != y[i].task || x[i].sources != y[i].sources) return false;
     }
+    return true;
+  };
+  if (a.size() != b.size()) return false;
+  for (std::size_t u = 0; u < a.size(); ++u) {
+    if (a[u].size() != b[u].size()) return false;
+    for (std::size_t m = 0; m < a[u].size(); ++m) {
+      if (!same(a[u][m].inputs, b[u][m].inputs) || !same(a[u][m].outputs, b[u][m].outputs)) return false;
+    }
+  }
+  return true;
+}
+
+// A rotated log is at most this many files (a chain naming itself again
+// would otherwise be read for ever).
+constexpr std::uint32_t kMaxFiles = 1u << 20;
+
+}  // namespace
+
+ReplayRecord ReplayRecord::load(const std::string& first) {
+  ReplayRecord rec;
+  std::string path = first;
+  for (std::uint32_t segment = 0;; ++segment) {
+    Reader r{std::ifstream(path, std::ios::binary), path};
+    if (!r.in) {
+      throw std::runtime_error("cannot open the replay log '" + path + "': " + std::strerror(errno) +
+                               (segment > 0 ? " (" + rec.files.back() + " goes on in it)" : std::string()));
+    }
+    FileHeader h = read_header(r);
+    if (segment == 0) {
+      rec.header = h.header;
+      rec.unit_tasks = std::move(h.unit_tasks);
+      rec.unit_links = std::move(h.unit_links);
+      rec.words.resize(rec.unit_tasks.size());
+    } else if (h.header.graph_sha256 != rec.header.graph_sha256 || h.header.mode != rec.header.mode ||
+               h.unit_tasks != rec.unit_tasks || !same_links(h.unit_links, rec.unit_links)) {
+      r.bad("it does not continue " + rec.files.back() + ": another graph or other threads");
+    }
+    const std::string previous = segment > 0 ? rec.files.back() : std::string();
+    rec.files.push_back(path);
+    const std::size_t units = rec.unit_tasks.size();
+    std::string next;
+    for (bool first_record = true;; first_record = false) {
+      std::uint32_t tag = 0;
+      if (!r.raw(&tag, 4)) r.bad("no trailer: the run did not end cleanly");
+      if (segment > 0 && first_record && tag != kSegment) r.bad("a continued file without its place in the chain");
+      if (tag == kWords) {
+        const std::uint32_t unit = r.u32("a chunk"), n = r.u32("a chunk");
+        if (unit >= units) r.bad("a chunk of thread " + std::to_string(unit));
+        r.words(rec.words[unit], n, "a chunk");
+      } else if (tag == kBatch) {
+        Batch b;
+        r.words(b.recorded, r.u32("a batch"), "a batch");
+        r.words(b.frame_rows, r.u32("a batch"), "a batch");
+        rec.batches.push_back(std::move(b));
+      } else if (tag == kSegment && first_record) {
+        if (const std::uint32_t n = r.u32("the file's place"); n != segment) {
+          r.bad("file " + std::to_string(n + 1) + " of its log where file " + std::to_string(segment + 1) +
+                " belongs (after " + previous + ")");
+        }
+      } else if (tag == kNext && next.empty()) {
+        next = r.text("the next file's name");
+        // A name in the same directory, nothing else: a log names no path.
+        if (next.empty() || next == "." || next == ".." || next.find('/') != std::string::npos) {
+          r.bad("the next file '" + next + "' is not a file name");
+        }
+      } else if (tag == kTrailer) {
+        const std::uint32_t n = r.u32("the trailer");
+        if (n != units) r.bad("a trailer for " + std::to_string(n) + " threads");
+        std::uint64_t lost = 0;
+        for (std::uint32_t i = 0; i < n; ++i) lost = std::max(lost, r.u64("the trailer"));
+        if (lost > 0) {
+          throw std::runtime_error(path + ": the run lost words of its log (full rings; " + std::to_string(lost) +
+                                   " in one thread); it cannot be replayed exactly");
+        }
+        break;
+      } else {
+        r.bad("a record of type " + std::to_string(tag));
+      }
+    }
+    if (next.empty()) break;
+    if (segment + 1 >= kMaxFiles) r.bad("more than " + std::to_string(kMaxFiles) + " files");
+    path = (std::filesystem::path(path).parent_path() / next).string();
   }
   // The end must lie where the readings are: a damaged one would make a
   // replay's reference solution run for ages.
@@ -316,8 +442,8 @@ ReplayRecord ReplayRecord::load(const std::string& path) {
     }
   }
   if (rec.header.end_ns < 0 || (rec.header.end_ns > 0 && rec.header.end_ns > last + 60'000'000'000)) {
-    r.bad("an end at " + std::to_string(rec.header.end_ns) + " ns, the last reading at " + std::to_string(last) +
-          " ns");
+    throw std::runtime_error(first + ": not a complete replay log (an end at " + std::to_string(rec.header.end_ns) +
+                             " ns, the last reading at " + std::to_string(last) + " ns)");
   }
   return rec;
 }

@@ -2,7 +2,7 @@
 
 #include <atomic>
 #include <cstdint>
-#include <fstream>
+#include <cstdio>
 #include <memory>
 #include <span>
 #include <string>
@@ -77,8 +77,12 @@ ReplayMemberLinks replay_member_links(const TaskRuntime& task);
  * to the file and marks where it drained the recording (so that a replay
  * writes its recording in the same batches, byte for byte). A full ring
  * drops words and counts them: the log then says it is incomplete and a
- * replay refuses it. The file is written under a temporary name and takes
- * its place in `finish`.
+ * replay refuses it. `open` writes under a temporary name that takes the
+ * file's place in `finish`; `adopt` writes in place into a descriptor the
+ * caller opened (the daemon, confined to its recording directory), where
+ * a file without its trailer tells that the run did not end cleanly.
+ * `rotate` continues the log in another file (the daemon's rotation): each
+ * file ends by naming the next, and a replay reads them in order.
  */
 class ReplayLog {
  public:
@@ -100,6 +104,12 @@ class ReplayLog {
 
   // False (and `why`) when the file cannot be created.
   [[nodiscard]] bool open(std::string* why);
+  // Writes into `fd` (owned from now on) in place; `path` names it.
+  [[nodiscard]] bool adopt(int fd, std::string path, std::string* why);
+  // The drainer: ends the current file, naming the next one, and goes on in
+  // `fd` (a file in the same directory; owned from now on). False (and
+  // `why`) when a write failed; the log is then closed.
+  [[nodiscard]] bool rotate(int fd, std::string path, std::string* why);
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
 
   // A thread of the run.
@@ -130,6 +140,9 @@ class ReplayLog {
   void write_u32(std::uint32_t v) { write_raw(&v, 4); }
   void write_u64(std::uint64_t v) { write_raw(&v, 8); }
   void write_text(const std::string& s);
+  bool attach(int fd, std::string path, bool in_place, std::string* why);
+  bool write_header(std::string* why);
+  bool close_file(std::string* why);
 
   std::string path_, temp_;
   Header header_;
@@ -137,7 +150,9 @@ class ReplayLog {
   std::vector<std::vector<ReplayMemberLinks>> unit_links_;
   std::vector<std::unique_ptr<Channel>> channels_;
   std::vector<std::uint64_t> scratch_;
-  std::ofstream out_;
+  std::FILE* out_ = nullptr;
+  bool in_place_ = false;
+  std::uint32_t segment_ = 0;
   bool failed_ = false;
   std::uint64_t words_ = 0, bytes_ = 0;
 };
@@ -203,6 +218,7 @@ std::string replay_log_refusal(Graph& graph);
  */
 struct ReplayRecord {
   ReplayLog::Header header;
+  std::vector<std::string> files;                          // the log's files, in order (rotated: more than one)
   std::vector<std::vector<std::string>> unit_tasks;        // per thread, its tasks' names
   std::vector<std::vector<ReplayMemberLinks>> unit_links;  // per thread, per task
   std::vector<std::vector<std::uint64_t>> words;           // per thread
@@ -212,6 +228,8 @@ struct ReplayRecord {
   };
   std::vector<Batch> batches;
 
+  // `path` and the files it continues in (each named by the one before, in
+  // the same directory).
   static ReplayRecord load(const std::string& path);
   // Seconds after the epoch the run covered: its end, or the last reading
   // of a run that was stopped.

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include "runtime/frame_log.hpp"
@@ -266,7 +267,13 @@ struct Script {
   std::int64_t epoch_ns = 5'000'000'000;  // the fake clocks start 1 ms before it
   std::size_t delayed_unit = 0;
   std::uint64_t delayed_wake = 0;  // 0: no late wake-up
+  std::uint64_t rotate_every = 0;  // drains per log file, as the daemon rotates (0: one file)
 };
+
+// The name rtcosimd gives a rotated file: run.rpl, run.1.rpl, run.2.rpl, ...
+fs::path rotated(const fs::path& first, std::uint64_t n) {
+  return first.parent_path() / (first.stem().string() + "." + std::to_string(n) + first.extension().string());
+}
 
 // Runs every thread of the graph on its scripted clock through LoggedClock,
 // as RealtimeExecutor does with a replay log, and writes the log to
@@ -282,7 +289,16 @@ std::unique_ptr<Sinks> run_logged(Graph& graph, const fs::path& dir, const fs::p
   std::string why;
   EXPECT_TRUE(log.open(&why)) << why;
   const std::int64_t start_ns = s.epoch_ns - 1'000'000;
-  Lockstep steps(units.size(), start_ns, 50'000'000, [&] { sinks->drain(log); });
+  std::uint64_t drains = 0, files = 1;
+  Lockstep steps(units.size(), start_ns, 50'000'000, [&] {
+    sinks->drain(log);
+    if (s.rotate_every > 0 && ++drains % s.rotate_every == 0) {
+      const fs::path next = rotated(log_path, files++);
+      const int fd = ::open(next.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      std::string rotate_why;
+      EXPECT_TRUE(log.rotate(fd, next.string(), &rotate_why)) << rotate_why;
+    }
+  });
   const std::atomic<bool> running{true};
   std::vector<std::thread> threads;
   for (std::size_t i = 0; i < units.size(); ++i) {
@@ -737,6 +753,57 @@ TEST(ReplayMismatch, WordsOutOfPlaceStopTheReplayWithAReason) {
 
 // ---------------------------------------------------------------------------
 // Graphs that cannot be logged.
+
+// The daemon's rotation: the log goes on in run.1.rpl, run.2.rpl, ...
+// (the threads' words cut wherever a drain found them); read from its first
+// file the chain is the one run, bit for bit. A chain with a file missing,
+// out of place, or from another run is refused naming the file.
+TEST(ReplayRoundTrip, ARotatedLogIsReplayedAcrossItsFiles) {
+  const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
+  const fs::path log_path = dir / "run.rpl";
+  auto run_graph = build_graph(load_example("flight_control.yaml"));
+  auto run = run_logged(*run_graph, dir, log_path, Script{.delayed_unit = 1, .delayed_wake = 41, .rotate_every = 4});
+  // 20 drains of 50 ms in the 1 s run: a file every 4.
+  ASSERT_TRUE(fs::exists(rotated(log_path, 4)));
+  ASSERT_FALSE(fs::exists(rotated(log_path, 6)));
+  const ReplayRecord record = ReplayRecord::load(log_path.string());
+  ASSERT_GE(record.files.size(), 5u);
+  EXPECT_EQ(record.files[2], rotated(log_path, 2).string());
+  auto replay_graph = build_graph(load_example("flight_control.yaml"));
+  auto replayed = replay(*replay_graph, record, dir, "replay");
+  expect_same(*run_graph, *run, *replay_graph, *replayed);
+
+  // Out of place: file 3 where file 2 belongs.
+  const std::string second = slurp(rotated(log_path, 2)), third = slurp(rotated(log_path, 3));
+  spit(rotated(log_path, 2), third);
+  std::string why = thrown_by([&] { (void)ReplayRecord::load(log_path.string()); });
+  EXPECT_NE(why.find(rotated(log_path, 2).string() +
+                     ": not a complete replay log (file 4 of its log where file 3 "
+                     "belongs (after " +
+                     rotated(log_path, 1).string() + "))"),
+            std::string::npos)
+      << why;
+  // Missing.
+  fs::remove(rotated(log_path, 2));
+  why = thrown_by([&] { (void)ReplayRecord::load(log_path.string()); });
+  EXPECT_NE(why.find("cannot open the replay log '" + rotated(log_path, 2).string() + "'"), std::string::npos) << why;
+  EXPECT_NE(why.find("(" + rotated(log_path, 1).string() + " goes on in it)"), std::string::npos) << why;
+  // Another run's file: the four_task graph's second file.
+  const fs::path other = dir / "other" / "run.rpl";
+  fs::create_directories(other.parent_path());
+  auto four = build_graph(load_example("four_task.yaml"));
+  (void)run_logged(*four, other.parent_path(), other, Script{.duration = 0.5, .rotate_every = 4});
+  fs::copy_file(rotated(other, 1), rotated(log_path, 2));
+  why = thrown_by([&] { (void)ReplayRecord::load(log_path.string()); });
+  EXPECT_NE(why.find(rotated(log_path, 2).string() + ": not a complete replay log (it does not continue " +
+                     rotated(log_path, 1).string()),
+            std::string::npos)
+      << why;
+  // Put back, it loads again.
+  spit(rotated(log_path, 2), second);
+  EXPECT_EQ(ReplayRecord::load(log_path.string()).files.size(), record.files.size());
+  fs::remove_all(dir);
+}
 
 TEST(ReplayRefusal, LiveSourcesAndLiveSynchronisationAreNamed) {
   auto flight_control = build_graph(load_example("flight_control.yaml"));

@@ -43,6 +43,14 @@ wires:
 record: {signals: [follow.y, wave.y], file: unused.csv}
 )";
 
+// A file's bytes ("" when it cannot be read).
+inline std::string slurp_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
 // The frame count of a task in a status reply (0 when it is not there).
 inline std::uint64_t frames_of(const std::string& status, const std::string& task) {
   const auto at = status.find("\"name\":\"" + task + "\"");

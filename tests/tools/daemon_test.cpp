@@ -405,6 +405,71 @@ std::uint64_t number_after(const std::string& text, const std::string& key) {
   return at == std::string::npos ? ~std::uint64_t{0} : std::stoull(text.substr(at + key.size() + 3));
 }
 
+// `record start` with replay_log logs the next run from its start to its
+// stop, rotated with the recording; `rtcosim replay` of the first file
+// writes the rotated recording's rows again, byte for byte, and the same
+// summary (docs/replay.md, "The daemon").
+TEST_F(Daemon, AReplayLogRotatesWithTheRecordingAndReplaysItByteForByte) {
+  const std::string graph = write_graph("graph.yaml", "1e9");
+  start(graph);
+  ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
+  // A replay starts where every run starts: not in the middle of one.
+  const std::string running =
+      request(ctl_request_line({"record", "start", "early.csv"}, {{"replay-log", "early.rpl"}}));
+  EXPECT_NE(running.find("the graph is running — a replay log holds a run from its start"), std::string::npos)
+      << running;
+  EXPECT_FALSE(fs::exists(recordings_ / "early.rpl"));
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}"), "{\"ok\":true}");
+  EXPECT_EQ(
+      request(ctl_request_line({"record", "start", "run.csv"}, {{"max-file-size", "8kB"}, {"replay-log", "run.rpl"}})),
+      "{\"ok\":true,\"file\":\"" + (recordings_ / "run.csv").string() + "\",\"replay_log\":\"" +
+          (recordings_ / "run.rpl").string() + "\"}");
+  // A second one while the first is armed is refused.
+  EXPECT_NE(request(ctl_request_line({"record", "start", "again.csv"}, {{"replay-log", "again.rpl"}}))
+                .find("the run is already logged to " + (recordings_ / "run.rpl").string()),
+            std::string::npos);
+  EXPECT_EQ(request("{\"cmd\":\"start\"}"), "{\"ok\":true}");
+  std::this_thread::sleep_for(2600ms);
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"replay_log\":\"" + (recordings_ / "run.rpl").string() + "\""),
+            std::string::npos);
+  EXPECT_EQ(request("{\"cmd\":\"stop\"}"), "{\"ok\":true}");
+  EXPECT_EQ(request("{\"cmd\":\"record\",\"action\":\"stop\"}"), "{\"ok\":true}");
+  EXPECT_NE(request("{\"cmd\":\"status\"}").find("\"replay_log\":null,\"replay_log_error\":null"), std::string::npos);
+  // The rotated recording as one file: the first header, every file's rows.
+  std::string rows;
+  int files = 0;
+  for (int k = 0; k < 10; ++k) {
+    const fs::path csv = recordings_ / (k == 0 ? std::string("run.csv") : "run." + std::to_string(k) + ".csv");
+    const fs::path log = recordings_ / (k == 0 ? std::string("run.rpl") : "run." + std::to_string(k) + ".rpl");
+    EXPECT_EQ(fs::exists(csv), fs::exists(log)) << k;
+    if (!fs::exists(csv)) continue;
+    ++files;
+    std::ifstream in(csv);
+    std::string line;
+    std::getline(in, line);
+    if (k == 0) rows += line + "\n";
+    while (std::getline(in, line)) rows += line + "\n";
+  }
+  EXPECT_GE(files, 2);
+  const fs::path out = dir_ / "replay.csv";
+  const std::string command = std::string(RTCOSIM_CLI_PATH) + " replay " + (recordings_ / "run.rpl").string() + " " +
+                              graph + " --record " + out.string() + " > " + (dir_ / "replay.txt").string() + " 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << slurp_file(dir_ / "replay.txt");
+  const std::string replay_rows = slurp_file(out);
+  const auto differ = std::mismatch(rows.begin(), rows.end(), replay_rows.begin(), replay_rows.end());
+  EXPECT_TRUE(replay_rows == rows) << "the replay's recording (" << replay_rows.size() << " bytes) differs from the "
+                                   << "rotated files' rows (" << rows.size() << " bytes) at byte "
+                                   << (differ.first - rows.begin()) << ": "
+                                   << std::string(differ.first, std::min(differ.first + 80, rows.end()));
+  EXPECT_GT(std::count(rows.begin(), rows.end(), '\n'), 1000);  // 2 ms frames for 2.6 s
+  const std::string replayed = slurp_file(dir_ / "replay.txt");
+  EXPECT_NE(replayed.find("and the " + std::to_string(files - 1) + " file(s) it goes on in: real time (rtcosimd)"),
+            std::string::npos)
+      << replayed;
+  kill(pid_, SIGTERM);
+  EXPECT_EQ(wait_exit(), 0);
+}
+
 // The daemon runs a graph's state synchronisation beside it (docs/sync.md,
 // "Live") and its status reports the optimiser's running totals; a stop and
 // a start begin it again.

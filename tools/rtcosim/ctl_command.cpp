@@ -35,6 +35,9 @@ commands:
                           on disk (e.g. 64MB; k/kB, M/MB, G/GB; at least 4 kB for
                           csv, 1 MB for hdf5/mat; at most one cut a second)
       --rotate-every D    ... or once a file has run for D (e.g. 1h; 1 s or more)
+      --replay-log L      also log the next run, from its start to its stop, into L
+                          for 'rtcosim replay' (the graph must be stopped; rotated
+                          with the recording as L.1.EXT, ...; docs/replay.md)
       --overwrite         replace an existing FILE
   record stop
   trace start DIR         record an LTTng trace into the new directory DIR there
@@ -132,14 +135,14 @@ std::string ctl_request_line(const std::vector<std::string>& p, const std::map<s
 
 int run_ctl_command(const std::vector<std::string>& raw_args) {
   try {
-    CliArgs args("ctl", {"socket", "format", "max-file-size", "rotate-every"}, {"help", "overwrite"});
+    CliArgs args("ctl", {"socket", "format", "max-file-size", "rotate-every", "replay-log"}, {"help", "overwrite"});
     args.parse(raw_args);
     if (args.flag("help")) {
       std::cout << kHelp;
       return 0;
     }
     std::map<std::string, std::string> options;
-    for (const char* name : {"format", "max-file-size", "rotate-every"}) {
+    for (const char* name : {"format", "max-file-size", "rotate-every", "replay-log"}) {
       if (const auto v = args.value(name)) options[name] = *v;
     }
     if (args.flag("overwrite")) options["overwrite"] = "";

@@ -642,7 +642,11 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     bool fifo = false;
     if (replaying) {
       runtime::ReplayExecutor executor(*graph, *record);
-      std::cout << "replaying " << log_path << ": " << record->header.mode << " run of " << record->header.graph_file
+      std::cout << "replaying " << log_path
+                << (record->files.size() > 1
+                        ? " and the " + std::to_string(record->files.size() - 1) + " file(s) it goes on in"
+                        : std::string())
+                << ": " << record->header.mode << " run of " << record->header.graph_file
                 << (graph_sha == record->header.graph_sha256 ? std::string() : " (what-if: " + file + ")") << '\n';
       // The run's batches, each once every task's rings hold all of it (a
       // batch drained in two goes would interleave the tasks' rows

@@ -29,6 +29,7 @@
 #include "base/fd_ostream.hpp"
 #include "base/json.hpp"
 #include "base/safe_path.hpp"
+#include "base/sha256.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/realtime.hpp"
 #include "tools/rtcosim/recording_summary.hpp"
@@ -325,7 +326,14 @@ bool Daemon::launch(std::int64_t epoch_ns, std::string* error) {
     // live view's (the previous run's samples were drained at its stop).
     if (recorder_) recorder_->clear_kept();
     feed_.reset();
+    if (replay_log_) {
+      // This run is the logged one; its batches count from here.
+      executor_->set_replay_log(replay_log_.get());
+      replay_base_.clear();
+      for (const auto& c : recorder_->counts()) replay_base_.push_back(c.samples);
+    }
     executor_->start(0.0, 0.05, epoch_ns);  // until stopped
+    replay_log_running_ = replay_log_ != nullptr;
 #ifdef RTCOSIM_HAVE_DDS
     if (bridge_) bridge_->start(report_.fifo);
 #endif
@@ -393,6 +401,7 @@ void Daemon::stop_graph() {
   bridge_.reset();
   running_ = false;
   drain_recorder();
+  if (replay_log_running_) finish_replay_log();
 }
 
 void Daemon::drain_recorder() {
@@ -402,6 +411,7 @@ void Daemon::drain_recorder() {
   } else {
     recorder_->drain(record_file_.get());
   }
+  drain_replay_log();
   if (recording() && recording()->failed()) {
     // A write error ends the recording; status and `record stop` report it.
     record_error_ = recording()->error();
@@ -438,6 +448,9 @@ std::string Daemon::status_json() {
          ",\"starting\":" + std::string(pending_start_ ? "true" : "false") +
          ",\"recording\":" + (this->recording() ? base::json_string(record_path_) : std::string("null")) +
          ",\"recording_error\":" + (record_error_.empty() ? std::string("null") : base::json_string(record_error_)) +
+         ",\"replay_log\":" + (replay_log_ ? base::json_string(replay_log_path_) : std::string("null")) +
+         ",\"replay_log_error\":" +
+         (replay_log_error_.empty() ? std::string("null") : base::json_string(replay_log_error_)) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + host_json() +
          ",\"sync\":" + (live_sync_ ? live_sync_->status_json() : std::string("null")) + ",\"status\":" + summary;
 }
@@ -583,7 +596,7 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
     const std::string action = get("action");
     if (action == "start") {
       return record_start(get("file"), get("format"), get("overwrite") == "true", get("max_file_size"),
-                          get("rotate_every"));
+                          get("rotate_every"), get("replay_log"));
     }
     if (action == "stop") {
       if (const std::string error = end_recording(); !error.empty()) record_error_ = error;
@@ -778,9 +791,24 @@ std::string rotated_name(const std::string& name, std::uint64_t n) {
 }  // namespace
 
 std::string Daemon::record_start(const std::string& file, const std::string& format_name, bool overwrite,
-                                 const std::string& max_file_size, const std::string& rotate_every) {
+                                 const std::string& max_file_size, const std::string& rotate_every,
+                                 const std::string& replay_log) {
   Rotation rotation;
   std::string why;
+  if (!replay_log.empty()) {
+    // A replay starts from the state every run starts from: the log holds
+    // a run from its first frame (docs/replay.md, "The daemon").
+    if (running_ || pending_start_) {
+      return reply_error(
+          "record: replay_log: the graph is running — a replay log holds a run from its start: send stop, then "
+          "record start with replay_log, then start");
+    }
+    if (replay_log_) return reply_error("record: replay_log: the run is already logged to " + replay_log_path_);
+    if (!graph_) return reply_error("record: replay_log: no graph is loaded");
+    if (const std::string refusal = runtime::replay_log_refusal(*graph_); !refusal.empty()) {
+      return reply_error("record: replay_log: " + config_file_ + " cannot be replayed exactly: " + refusal);
+    }
+  }
   if (!max_file_size.empty() && (rotation.max_bytes = parse_size(max_file_size, &why)) == 0) {
     return reply_error("record: " + why);
   }
@@ -802,12 +830,86 @@ std::string Daemon::record_start(const std::string& file, const std::string& for
   }
   rotation.name = file;
   rotation.format = format_name;
-  const std::string reply = open_recording(file, format_name, overwrite, false);
+  std::string reply = open_recording(file, format_name, overwrite, false);
   if (recording()) {
     rotation.started = now_s();
     rotation_ = rotation;
+    if (!replay_log.empty()) {
+      if (const std::string error = arm_replay_log(replay_log, overwrite); !error.empty()) {
+        (void)end_recording();
+        return reply_error("record: replay_log: " + error);
+      }
+      reply.insert(reply.size() - 1, ",\"replay_log\":" + base::json_string(replay_log_path_));
+    }
   }
   return reply;
+}
+
+std::string Daemon::arm_replay_log(const std::string& name, bool overwrite) {
+  std::string why;
+  const int fd =
+      base::open_beneath(options_.recording_dir, name, O_WRONLY | O_CREAT | (overwrite ? O_TRUNC : O_EXCL), 0640, &why);
+  if (fd < 0) return why;
+  const std::string path = std::filesystem::path(name).is_absolute() ? name : options_.recording_dir + "/" + name;
+  const std::string graph_file = std::filesystem::path(config_file_).is_absolute() || config_file_.empty()
+                                     ? config_file_
+                                     : std::filesystem::absolute(config_file_).lexically_normal().string();
+  auto log = std::make_unique<runtime::ReplayLog>(
+      *graph_, path, runtime::ReplayLog::Header{graph_file, base::sha256_hex(config_text_), 0, "real time (rtcosimd)"});
+  if (!log->adopt(fd, path, &why)) return why;
+  replay_log_ = std::move(log);
+  replay_log_name_ = name;
+  replay_log_path_ = path;
+  replay_log_next_ = 1;
+  replay_log_running_ = false;
+  replay_log_error_.clear();
+  return {};
+}
+
+void Daemon::drain_replay_log() {
+  if (!replay_log_ || !replay_log_running_) return;
+  // Per recorded task, its samples of this run so far: where this batch of
+  // the recording ends, so that a replay writes the same batches.
+  std::vector<std::uint64_t> recorded;
+  const auto counts = recorder_->counts();
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    recorded.push_back(counts[i].samples - (i < replay_base_.size() ? replay_base_[i] : 0));
+  }
+  replay_log_->drain(recorded);
+}
+
+void Daemon::finish_replay_log() {
+  if (!replay_log_) return;
+  drain_replay_log();
+  std::string why;
+  const bool started = replay_log_running_;
+  if (!replay_log_->finish(&why)) {
+    replay_log_error_ = why;
+    std::cerr << "rtcosimd: " << why << '\n';
+  } else if (started) {
+    std::cerr << "rtcosimd: replay log written to " << replay_log_path_
+              << (replay_log_next_ > 1 ? " and the " + std::to_string(replay_log_next_ - 1) + " file(s) it goes on in"
+                                       : std::string())
+              << " (" << replay_log_->bytes() << " bytes)\n";
+  }
+  replay_log_.reset();
+  replay_log_running_ = false;
+}
+
+void Daemon::rotate_replay_log() {
+  if (!replay_log_) return;
+  std::string why;
+  const std::string next = rotated_name(replay_log_name_, replay_log_next_++);
+  const int fd = base::open_beneath(options_.recording_dir, next, O_WRONLY | O_CREAT | O_EXCL, 0640, &why);
+  const std::string path = std::filesystem::path(next).is_absolute() ? next : options_.recording_dir + "/" + next;
+  if (fd < 0 || !replay_log_->rotate(fd, path, &why)) {
+    // The files so far stay a log that ends here, incomplete: the run's
+    // threads go on, unlogged.
+    replay_log_error_ = "rotating the replay log to '" + next + "' failed: " + why;
+    std::cerr << "rtcosimd: " << replay_log_error_ << '\n';
+    replay_log_.reset();
+    replay_log_running_ = false;
+  }
 }
 
 void Daemon::rotate_if_due() {
@@ -831,6 +933,7 @@ void Daemon::rotate_if_due() {
     std::cerr << "rtcosimd: " << record_error_ << '\n';
     return;
   }
+  rotate_replay_log();
   rotation.started = now_s();
   rotation_ = rotation;
 }

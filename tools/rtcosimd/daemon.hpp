@@ -15,6 +15,7 @@
 #include "runtime/graph.hpp"
 #include "runtime/record_file.hpp"
 #include "runtime/recorder.hpp"
+#include "runtime/replay_log.hpp"
 #include "runtime/rt_executor.hpp"
 #include "tasks/block_registry.hpp"
 #include "tools/rtcosimd/live_feed.hpp"
@@ -123,7 +124,8 @@ class Daemon {
   std::string reload(const std::string& file);
   [[nodiscard]] config::LoadOptions load_options() const;
   std::string record_start(const std::string& file, const std::string& format, bool overwrite,
-                           const std::string& max_file_size = {}, const std::string& rotate_every = {});
+                           const std::string& max_file_size = {}, const std::string& rotate_every = {},
+                           const std::string& replay_log = {});
   // Rotation of the recording (docs/daemon.md): a new file once the current
   // one holds max_bytes (0: no limit) or runs for every_s (0: no limit).
   struct Rotation {
@@ -203,6 +205,20 @@ class Daemon {
   std::string end_recording();
   std::string record_path_;
   std::string record_error_;  // why the last recording ended early
+  // The replay log (docs/replay.md, "The daemon"): armed by `record start`
+  // with replay_log while the graph is stopped, written from the next start
+  // to that run's stop by this loop's drains, rotated with the recording.
+  std::unique_ptr<runtime::ReplayLog> replay_log_;
+  std::string replay_log_name_;             // as the client gave it: the rotated files' names
+  std::string replay_log_path_;             // its first file: what `rtcosim replay` reads
+  std::uint64_t replay_log_next_ = 1;       // suffix of its next rotated file
+  bool replay_log_running_ = false;         // its run started
+  std::vector<std::uint64_t> replay_base_;  // the recorder's counts when its run started
+  std::string replay_log_error_;            // why the last replay log is incomplete
+  std::string arm_replay_log(const std::string& name, bool overwrite);
+  void drain_replay_log();
+  void finish_replay_log();
+  void rotate_replay_log();
   std::uint64_t reloads_recorded_ = 0;
   struct TraceState;
   std::unique_ptr<TraceState> trace_;
