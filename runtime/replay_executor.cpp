@@ -1,6 +1,7 @@
 #include "runtime/replay_executor.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <mutex>
 #include <stdexcept>
@@ -113,6 +114,30 @@ class ReplayClock {
     return true;
   }
 
+  // A take of live source `index` (logged index) by block `block`: the next
+  // row it took in the run, or false at the end of that take.
+  bool row(std::size_t index, const std::string& block, tasks::plant::LiveRow& row, std::size_t signals) noexcept {
+    if (shared_.abort.load(std::memory_order_relaxed)) return false;
+    if (pos_ < words_.size() && replay_word::index_of(words_[pos_]) == index) {
+      const std::uint64_t w = words_[pos_];
+      if (replay_word::kind(w) == replay_word::kTaken) {
+        ++pos_;
+        return false;
+      }
+      if (replay_word::kind(w) == replay_word::kRow && replay_word::count_of(w) == signals + 1 &&
+          words_.size() - pos_ > signals + 1) {
+        row.time = std::bit_cast<double>(words_[pos_ + 1]);
+        for (std::size_t s = 0; s < signals; ++s) row.values[s] = std::bit_cast<double>(words_[pos_ + 2 + s]);
+        pos_ += signals + 2;
+        shared_.progress.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+    }
+    fail("block '" + block + "' takes rows from its live source where the log has " +
+         (pos_ < words_.size() ? "a " + kind_name(words_[pos_]) : std::string("no word left")));
+    return false;
+  }
+
   // Words left unread: the log holds more than this graph's loop took.
   [[nodiscard]] std::size_t left() const noexcept { return words_.size() - pos_; }
   [[nodiscard]] std::int64_t last() const noexcept { return last_; }
@@ -128,6 +153,12 @@ class ReplayClock {
         return "drain";
       case replay_word::kDrop:
         return "drop";
+      case replay_word::kTime:
+        return "clock reading";
+      case replay_word::kRow:
+        return "row of live source " + std::to_string(replay_word::index_of(w));
+      case replay_word::kTaken:
+        return "take's end of live source " + std::to_string(replay_word::index_of(w));
       default:
         return "word of kind " + std::to_string(static_cast<unsigned>(replay_word::kind(w)));
     }
@@ -212,6 +243,24 @@ class ReplayClock {
   std::vector<char> drops_;
 };
 
+// The replaying side of a live source's tap: a take gets the logged rows.
+class ReplayTap final : public tasks::plant::LiveTap {
+ public:
+  ReplayTap(ReplayClock& clock, std::size_t index, std::string block)
+      : clock_(clock), index_(index), block_(std::move(block)) {}
+  void row(const tasks::plant::LiveRow&, std::size_t) noexcept override {}
+  void end() noexcept override {}
+  [[nodiscard]] bool replayed() const noexcept override { return true; }
+  bool next(tasks::plant::LiveRow& row, std::size_t signals) noexcept override {
+    return clock_.row(index_, block_, row, signals);
+  }
+
+ private:
+  ReplayClock& clock_;
+  std::size_t index_;
+  std::string block_;
+};
+
 }  // namespace
 
 ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
@@ -276,6 +325,29 @@ ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
       maps_[i].push_back(std::move(map));
     }
   }
+  // Each live plant source takes the rows the logged one of its block took.
+  sources_ = replay_sources(graph_);
+  for (const ReplaySource& here : sources_) {
+    const auto logged = std::find_if(record_.sources.begin(), record_.sources.end(),
+                                     [&](const ReplaySource& s) { return s.block == here.block; });
+    if (logged == record_.sources.end()) {
+      throw std::runtime_error("block '" + here.block +
+                               "' is a live plant source here but not in the logged run: replay has no rows for it");
+    }
+    if (logged->unit != here.unit || logged->signals != here.signals) {
+      throw std::runtime_error("live plant source '" + here.block + "' has " + std::to_string(here.signals) +
+                               " signal(s) here, " + std::to_string(logged->signals) +
+                               " in the logged run (or runs on another thread): replay needs the same rows");
+    }
+    source_index_.push_back(static_cast<std::size_t>(logged - record_.sources.begin()));
+  }
+  for (const ReplaySource& logged : record_.sources) {
+    if (std::none_of(sources_.begin(), sources_.end(),
+                     [&](const ReplaySource& s) { return s.block == logged.block; })) {
+      throw std::runtime_error("the logged run took rows from live plant source '" + logged.block +
+                               "', which this graph does not have");
+    }
+  }
 }
 
 double ReplayRecord::duration() const noexcept {
@@ -294,17 +366,26 @@ double ReplayRecord::duration() const noexcept {
 
 bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* why,
                          const std::function<void()>& drain) {
-  graph_.reset();
   Shared shared;
   const std::int64_t end_ns = record_.header.end_ns;
   std::vector<std::unique_ptr<std::atomic<bool>>> running;
   std::vector<std::unique_ptr<ReplayClock>> clocks;
   for (std::size_t i = 0; i < units_.size(); ++i) {
-    units_[i].reset(0, end_ns);
-    for (TaskRuntime* m : units_[i].members) m->set_placement(ThreadPlacement{"replay", 0, -1, {}});
     running.push_back(std::make_unique<std::atomic<bool>>(!record_.words[i].empty()));
     clocks.push_back(std::make_unique<ReplayClock>(record_.words[i], maps_[i], *running.back(), shared,
                                                    units_[i].owner().spec().name, UnitSinks{recorder, frame_log}));
+  }
+  // The taps first: the run's resets (before its threads started) took
+  // rows too, logged as the threads' first words.
+  std::vector<std::unique_ptr<ReplayTap>> taps;
+  for (std::size_t k = 0; k < sources_.size(); ++k) {
+    taps.push_back(std::make_unique<ReplayTap>(*clocks[sources_[k].unit], source_index_[k], sources_[k].block));
+    sources_[k].source->set_tap(taps.back().get());
+  }
+  graph_.reset();
+  for (std::size_t i = 0; i < units_.size(); ++i) {
+    units_[i].reset(0, end_ns);
+    for (TaskRuntime* m : units_[i].members) m->set_placement(ThreadPlacement{"replay", 0, -1, {}});
   }
   std::vector<std::thread> threads;
   std::atomic<std::size_t> finished{0};
@@ -321,6 +402,7 @@ bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* w
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   for (auto& t : threads) t.join();
+  for (const ReplaySource& src : sources_) src.source->set_tap(nullptr);
   if (shared.abort.load()) {
     *why = shared.error;
     return false;

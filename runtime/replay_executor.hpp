@@ -20,7 +20,8 @@ namespace rtcosim::runtime {
  * (run_unit) on a clock that reads the logged times back, sleeps not at
  * all, and makes every frame drain exactly the blocks the logged frame
  * drained (waiting, when it gets there first, for the producer's replay to
- * publish them) and drop exactly the blocks the run dropped. The outputs,
+ * publish them) and drop exactly the blocks the run dropped; each live
+ * plant source's takes get the rows the run's took. The outputs,
  * steps, statistics and recordings are then the run's, bit for bit.
  *
  * Not real-time: its threads run unpinned at normal priority and wait by
@@ -53,6 +54,8 @@ class ReplayExecutor {
   const ReplayRecord& record_;
   std::vector<ThreadUnit> units_;
   std::vector<std::vector<BundleMap>> maps_;  // per thread, per task
+  std::vector<ReplaySource> sources_;         // this graph's live plant sources
+  std::vector<std::size_t> source_index_;     // each one's index in the log
 };
 
 }  // namespace rtcosim::runtime

@@ -1,6 +1,7 @@
 #include "runtime/replay_log.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -19,14 +20,57 @@ namespace {
 constexpr char kMagic[8] = {'R', 'T', 'C', 'R', 'P', 'L', '0', '1'};
 // kNext names the file the log goes on in (a rotation), before the trailer;
 // kSegment, after a continued file's header, its place in the chain.
-enum Record : std::uint32_t { kWords = 1, kBatch = 2, kTrailer = 3, kNext = 4, kSegment = 5 };
+// kSources, after the header (and kSegment), the live plant sources.
+enum Record : std::uint32_t { kWords = 1, kBatch = 2, kTrailer = 3, kNext = 4, kSegment = 5, kSources = 6 };
 // Bounds a hostile or damaged file cannot exceed before we allocate.
 constexpr std::uint64_t kMaxText = 1u << 20, kMaxUnits = 1u << 20, kMaxChunk = 1u << 26;
 
 }  // namespace
 
+// The logging side of a live source's tap: each row a frame took, and the
+// end of each take, as words of the consuming thread.
+class ReplayLog::Tap final : public tasks::plant::LiveTap {
+ public:
+  Tap(ReplayLog& log, std::size_t unit, std::size_t index) : log_(log), unit_(unit), index_(index) {}
+  void row(const tasks::plant::LiveRow& row, std::size_t signals) noexcept override {
+    log_.put(unit_, replay_word::row(index_, static_cast<std::uint32_t>(signals + 1)));
+    log_.put(unit_, std::bit_cast<std::uint64_t>(row.time));
+    for (std::size_t s = 0; s < signals; ++s) log_.put(unit_, std::bit_cast<std::uint64_t>(row.values[s]));
+  }
+  void end() noexcept override { log_.put(unit_, replay_word::taken(index_)); }
+  [[nodiscard]] bool replayed() const noexcept override { return false; }
+  bool next(tasks::plant::LiveRow&, std::size_t) noexcept override { return false; }
+
+ private:
+  ReplayLog& log_;
+  std::size_t unit_, index_;
+};
+
+std::vector<ReplaySource> replay_sources(Graph& graph) {
+  std::vector<ReplaySource> out;
+  const auto units = thread_units(graph);
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    for (TaskRuntime* m : units[u].members) {
+      auto& partition = m->partition();
+      for (std::size_t i = 0; i < partition.block_count(); ++i) {
+        if (auto* source = partition.block(i).live_source()) {
+          out.push_back(ReplaySource{u, partition.block(i).name(), source->signals(), source});
+        }
+      }
+    }
+  }
+  return out;
+}
+
 ReplayLog::ReplayLog(Graph& graph, const std::string& path, Header header)
-    : path_(path), temp_(path + ".partial"), header_(std::move(header)) {
+    : path_(path), temp_(path + ".partial"), header_(std::move(header)), sources_(replay_sources(graph)) {
+  std::vector<std::size_t> source_words(thread_units(graph).size(), 0);
+  for (const ReplaySource& src : sources_) {
+    // About a second of rows at up to 20 000 a second, and a take word
+    // for each of the frame's evaluations.
+    source_words[src.unit] += 20'000 * (src.signals + 2);
+  }
+  std::size_t unit_index = 0;
   for (const auto& u : thread_units(graph)) {
     std::vector<std::string> names;
     std::size_t words_per_cycle = 4;
@@ -40,12 +84,21 @@ ReplayLog::ReplayLog(Graph& graph, const std::string& path, Header header)
     for (const TaskRuntime* m : u.members) unit_links_.back().push_back(replay_member_links(*m));
     // About a second of the thread's words: the drainer comes every 50 ms.
     const double cycles_per_second = 1.0 / std::max(u.owner().spec().period, 1e-6);
-    const double words = std::min(cycles_per_second * static_cast<double>(words_per_cycle), double(1u << 24));
+    if (source_words[unit_index] > 0) words_per_cycle += 16;
+    const double words = std::min(
+        cycles_per_second * static_cast<double>(words_per_cycle) + static_cast<double>(source_words[unit_index]),
+        double(1u << 24));
+    ++unit_index;
     channels_.push_back(std::make_unique<Channel>(std::max<std::size_t>(1u << 16, static_cast<std::size_t>(words))));
+  }
+  for (std::size_t i = 0; i < sources_.size(); ++i) {
+    taps_.push_back(std::make_unique<Tap>(*this, sources_[i].unit, i));
+    sources_[i].source->set_tap(taps_.back().get());
   }
 }
 
 ReplayLog::~ReplayLog() {
+  for (const ReplaySource& src : sources_) src.source->set_tap(nullptr);
   if (out_ != nullptr) {
     std::fclose(out_);
     std::error_code ec;
@@ -114,6 +167,15 @@ bool ReplayLog::write_header(std::string* why) {
     // a file missing or out of order.
     write_u32(kSegment);
     write_u32(segment_);
+  }
+  if (!sources_.empty()) {
+    write_u32(kSources);
+    write_u32(static_cast<std::uint32_t>(sources_.size()));
+    for (const ReplaySource& src : sources_) {
+      write_u32(static_cast<std::uint32_t>(src.unit));
+      write_text(src.block);
+      write_u32(static_cast<std::uint32_t>(src.signals));
+    }
   }
   if (failed_ || std::fflush(out_) != 0) {
     *why = "cannot write the replay log '" + (in_place_ ? path_ : temp_) + "'";
@@ -222,14 +284,7 @@ std::string replay_log_refusal(Graph& graph) {
   if (const auto remote = graph.remote_links(); !remote.empty()) {
     return "link from " + remote.front()->source + " to task '" + remote.front()->consumer + "' crosses hosts (DDS)";
   }
-  for (const auto& b : graph.spec().diagram.blocks) {
-    if (b.type != "plant") continue;
-    const bool udp = b.params.text(b.name, "source", "csv") == "udp";
-    if (udp || b.params.flag(b.name, "follow", false)) {
-      return "block '" + b.name + "' is a live plant source (" + (udp ? "UDP" : "a followed CSV file") +
-             "): its rows arrive on their own schedule";
-    }
-  }
+  if (replay_sources(graph).size() > replay_word::kIndexLimit) return "more than 65536 live plant sources";
   if (graph.spec().sync.optimise.enabled) return "the live synchronisation (sync.optimise) posts parameters as it goes";
   for (const auto& u : thread_units(graph)) {
     if (u.members.size() > replay_word::kMemberLimit) {
@@ -388,6 +443,7 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
     rec.files.push_back(path);
     const std::size_t units = rec.unit_tasks.size();
     std::string next;
+    bool sources_read = false;
     for (bool first_record = true;; first_record = false) {
       std::uint32_t tag = 0;
       if (!r.raw(&tag, 4)) r.bad("no trailer: the run did not end cleanly");
@@ -405,6 +461,30 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
         if (const std::uint32_t n = r.u32("the file's place"); n != segment) {
           r.bad("file " + std::to_string(n + 1) + " of its log where file " + std::to_string(segment + 1) +
                 " belongs (after " + previous + ")");
+        }
+      } else if (tag == kSources && !sources_read) {
+        sources_read = true;
+        std::vector<ReplaySource> sources;
+        const std::uint32_t n = r.u32("the live sources");
+        if (n > replay_word::kIndexLimit || n > r.left() / 12) r.bad(std::to_string(n) + " live sources");
+        for (std::uint32_t i = 0; i < n; ++i) {
+          ReplaySource src;
+          src.unit = r.u32("a live source");
+          src.block = r.text("a live source's block");
+          src.signals = r.u32("a live source");
+          if (src.unit >= units || src.signals == 0 || src.signals > tasks::plant::kMaxLiveSignals) {
+            r.bad("live source '" + src.block + "' of thread " + std::to_string(src.unit) + " with " +
+                  std::to_string(src.signals) + " signals");
+          }
+          sources.push_back(std::move(src));
+        }
+        if (segment == 0) {
+          rec.sources = std::move(sources);
+        } else if (sources.size() != rec.sources.size() ||
+                   !std::equal(sources.begin(), sources.end(), rec.sources.begin(), [](const auto& a, const auto& b) {
+                     return a.unit == b.unit && a.block == b.block && a.signals == b.signals;
+                   })) {
+          r.bad("it does not continue " + previous + ": other live sources");
         }
       } else if (tag == kNext && next.empty()) {
         next = r.text("the next file's name");
@@ -426,6 +506,8 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
         r.bad("a record of type " + std::to_string(tag));
       }
     }
+    if (segment > 0 && !sources_read && !rec.sources.empty())
+      r.bad("it does not continue " + previous + ": no live sources");
     if (next.empty()) break;
     if (segment + 1 >= kMaxFiles) r.bad("more than " + std::to_string(kMaxFiles) + " files");
     path = (std::filesystem::path(path).parent_path() / next).string();

@@ -12,6 +12,7 @@
 
 #include "runtime/graph.hpp"
 #include "runtime/thread_unit.hpp"
+#include "tasks/plant/live_feed.hpp"
 
 namespace rtcosim::runtime {
 
@@ -24,6 +25,8 @@ namespace rtcosim::runtime {
  *   drain  a frame took `count` blocks from input bundle `index` of
  *          member `member` (absent: none)
  *   drop   member's output bundle `index` found its ring full
+ *   row    a row a frame took from live plant source `index`, then its
+ *          time and values as raw words; `taken` ends each take
  *
  * A frame is "time(start) drain* time(integration point) drop* time(end)";
  * a cycle adds the readings before it (the loop's top, after the sleep).
@@ -32,7 +35,7 @@ namespace rtcosim::runtime {
  * the blocks it saw.
  */
 namespace replay_word {
-enum Kind : std::uint64_t { kTime = 1, kDrain = 2, kDrop = 3 };
+enum Kind : std::uint64_t { kTime = 1, kDrain = 2, kDrop = 3, kRow = 4, kTaken = 5 };
 inline constexpr std::int64_t kTimeBias = std::int64_t{1} << 59;
 inline constexpr std::uint64_t kMemberLimit = 1u << 12, kIndexLimit = 1u << 16;
 
@@ -50,6 +53,14 @@ inline constexpr std::uint64_t kMemberLimit = 1u << 12, kIndexLimit = 1u << 16;
 [[nodiscard]] constexpr std::uint64_t drop(std::size_t member, std::size_t index) noexcept {
   return (std::uint64_t{kDrop} << 60) | (static_cast<std::uint64_t>(member) << 48) |
          (static_cast<std::uint64_t>(index) << 32);
+}
+// A row a frame took from live source `source`, followed by `words` raw
+// words (its time and its values, the doubles' bits); `taken` ends a take.
+[[nodiscard]] constexpr std::uint64_t row(std::size_t source, std::uint32_t words) noexcept {
+  return (std::uint64_t{kRow} << 60) | (static_cast<std::uint64_t>(source) << 32) | words;
+}
+[[nodiscard]] constexpr std::uint64_t taken(std::size_t source) noexcept {
+  return (std::uint64_t{kTaken} << 60) | (static_cast<std::uint64_t>(source) << 32);
 }
 [[nodiscard]] constexpr std::size_t member_of(std::uint64_t w) noexcept { return (w >> 48) & 0xfff; }
 [[nodiscard]] constexpr std::size_t index_of(std::uint64_t w) noexcept { return (w >> 32) & 0xffff; }
@@ -69,6 +80,17 @@ struct ReplayMemberLinks {
   std::vector<ReplayBundle> inputs, outputs;
 };
 ReplayMemberLinks replay_member_links(const TaskRuntime& task);
+
+// A live plant source of a graph as a replay log names it: the thread
+// (thread_units order) whose frames take its rows, the block, its signals;
+// `source` is the graph's (null in a log read back).
+struct ReplaySource {
+  std::size_t unit = 0;
+  std::string block;
+  std::size_t signals = 0;
+  tasks::plant::LiveSource* source = nullptr;
+};
+std::vector<ReplaySource> replay_sources(Graph& graph);
 
 /*
  * ReplayLog: the writer of a replay log. Each thread of the run puts its
@@ -149,6 +171,10 @@ class ReplayLog {
   std::vector<std::vector<std::string>> unit_tasks_;
   std::vector<std::vector<ReplayMemberLinks>> unit_links_;
   std::vector<std::unique_ptr<Channel>> channels_;
+  // The live plant sources, each tapped while this log exists.
+  class Tap;
+  std::vector<ReplaySource> sources_;
+  std::vector<std::unique_ptr<Tap>> taps_;
   std::vector<std::uint64_t> scratch_;
   std::FILE* out_ = nullptr;
   bool in_place_ = false;
@@ -205,8 +231,8 @@ struct LoggedClock {
   static constexpr std::size_t kMaxBundlesOnStack = kReplayMaxBundles;
 };
 
-// Why a graph's run cannot be logged for replay, or empty: remote links and
-// live plant sources bring data the log does not hold, a live
+// Why a graph's run cannot be logged for replay, or empty: remote links
+// bring data the log does not hold, a live
 // synchronisation posts parameters on a wall-clock schedule, a task with
 // more than 256 input or output bundles overflows the logger's counters.
 std::string replay_log_refusal(Graph& graph);
@@ -221,6 +247,7 @@ struct ReplayRecord {
   std::vector<std::string> files;                          // the log's files, in order (rotated: more than one)
   std::vector<std::vector<std::string>> unit_tasks;        // per thread, its tasks' names
   std::vector<std::vector<ReplayMemberLinks>> unit_links;  // per thread, per task
+  std::vector<ReplaySource> sources;                       // the live plant sources (no `source`)
   std::vector<std::vector<std::uint64_t>> words;           // per thread
   // The drainer's batch marks, in order: cumulative counts.
   struct Batch {

@@ -9,6 +9,10 @@
 
 namespace rtcosim::tasks {
 
+namespace plant {
+class LiveSource;
+}
+
 class KernelFamily;
 
 // A named input or output port carrying `width` signals.
@@ -207,6 +211,11 @@ class Block {
   // FMU without canHandleVariableCommunicationStepSize): why, for the
   // configuration check of a task with `step: measured`.
   [[nodiscard]] virtual std::string fixed_step_reason() const { return {}; }
+
+  // The live source whose rows this block's frames take (a `plant` with
+  // `source: udp` or `follow: true`), or null: a replay log taps it
+  // (docs/replay.md).
+  [[nodiscard]] virtual plant::LiveSource* live_source() const noexcept { return nullptr; }
 
   // The kernel family that evaluates runs of blocks of this type in one
   // loop (tasks/kernel.hpp, docs/frame-program.md); null: the partition

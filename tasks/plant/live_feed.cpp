@@ -32,9 +32,28 @@ std::map<std::string, std::weak_ptr<LiveSource>>& registry() {
   return r;
 }
 
+std::atomic<bool> g_offline{false};
+
+// A replay's source: no thread, no socket, no file; its frames take the
+// logged rows through the tap.
+class Offline final : public LiveSource {
+ public:
+  Offline(const std::string& key, std::size_t signals) : LiveSource(key, signals, 2) {}
+
+ private:
+  void receive() override {}
+};
+
 template <typename Make>
-std::shared_ptr<LiveSource> acquire(const std::string& key, Make make) {
+std::shared_ptr<LiveSource> acquire(const std::string& key, Make make, std::size_t signals) {
   std::lock_guard lock(registry_mutex());
+  if (g_offline.load()) {
+    const std::string offline = "replay:" + key;
+    if (auto made = registry()[offline].lock()) return made;
+    auto made = std::make_shared<Offline>(key, signals);
+    registry()[offline] = made;
+    return made;
+  }
   if (auto running = registry()[key].lock()) return running;
   std::shared_ptr<LiveSource> made = make();
   registry()[key] = made;
@@ -367,22 +386,30 @@ std::vector<std::string> follow_header(const FollowOptions& o) {
 
 std::shared_ptr<LiveSource> acquire_follow(const FollowOptions& o) {
   const auto signals = follow_header(o);
-  return acquire("csv:" + o.path, [&] {
-    std::string why;
-    std::size_t column = 0;
-    std::string header = "t";
-    for (const auto& s : signals) header += "," + s;
-    return std::make_shared<CsvFollower>(o, CsvHeader::parse(header, o.events, why, column));
-  });
+  return acquire(
+      "csv:" + o.path,
+      [&] {
+        std::string why;
+        std::size_t column = 0;
+        std::string header = "t";
+        for (const auto& s : signals) header += "," + s;
+        return std::make_shared<CsvFollower>(o, CsvHeader::parse(header, o.events, why, column));
+      },
+      signals.size());
 }
 
 std::shared_ptr<LiveSource> acquire_udp(const UdpOptions& o) {
-  return acquire("udp:" + o.address + ":" + std::to_string(o.port), [&] { return std::make_shared<UdpReceiver>(o); });
+  return acquire(
+      "udp:" + o.address + ":" + std::to_string(o.port), [&] { return std::make_shared<UdpReceiver>(o); },
+      o.signals.size());
 }
 
 std::shared_ptr<LiveSource> acquire_udp_out(const UdpOutOptions& o) {
-  return acquire("udp_out:" + o.address + ":" + std::to_string(o.port), [&] { return std::make_shared<UdpSender>(o); });
+  return acquire(
+      "udp_out:" + o.address + ":" + std::to_string(o.port), [&] { return std::make_shared<UdpSender>(o); }, o.signals);
 }
+
+void replay_offline() noexcept { g_offline.store(true); }
 
 std::vector<LiveStatus> live_status() {
   std::vector<LiveStatus> out;
@@ -402,39 +429,49 @@ LiveHistory::LiveHistory(std::size_t signals, std::size_t rows)
     : signals_(signals), capacity_(std::max<std::size_t>(rows, 2)), times_(capacity_), values_(capacity_ * signals) {}
 
 void LiveHistory::take(LiveSource& source, double now, double max_lead) noexcept {
-  while (source.pop(scratch_)) {
-    if (size_ > 0 && !(scratch_.time > time(size_ - 1))) {
-      source.count_out_of_order();
-      continue;
-    }
-    if (scratch_.time - now > max_lead) {
-      source.count_too_far_ahead();
-      continue;
-    }
-    if (size_ > 0) {
-      const double dt = scratch_.time - time(size_ - 1);
-      const double* newest = values_.data() + slot(size_ - 1) * signals_;
-      bool finite = true;
-      for (std::size_t s = 0; s < signals_; ++s)
-        finite = finite && std::isfinite((scratch_.values[s] - newest[s]) / dt);
-      if (!finite) {
-        source.count_overflowing();
-        continue;
-      }
-    }
-    if (scratch_.time < now) source.count_late();
-    source.count_age(now - scratch_.time);
-    if (size_ == capacity_) {
-      head_ = (head_ + 1) % capacity_;  // the oldest row makes room
-      --size_;
-    }
-    const std::size_t at = slot(size_);
-    times_[at] = scratch_.time;
-    std::copy(scratch_.values.begin(), scratch_.values.begin() + static_cast<std::ptrdiff_t>(signals_),
-              values_.begin() + static_cast<std::ptrdiff_t>(at * signals_));
-    ++size_;
-    ++taken_;
+  LiveTap* tap = source.tap();
+  if (tap != nullptr && tap->replayed()) {
+    while (tap->next(scratch_, signals_)) add(source, now, max_lead);
+    return;
   }
+  while (source.pop(scratch_)) {
+    if (tap != nullptr) tap->row(scratch_, signals_);
+    add(source, now, max_lead);
+  }
+  if (tap != nullptr) tap->end();
+}
+
+void LiveHistory::add(LiveSource& source, double now, double max_lead) noexcept {
+  if (size_ > 0 && !(scratch_.time > time(size_ - 1))) {
+    source.count_out_of_order();
+    return;
+  }
+  if (scratch_.time - now > max_lead) {
+    source.count_too_far_ahead();
+    return;
+  }
+  if (size_ > 0) {
+    const double dt = scratch_.time - time(size_ - 1);
+    const double* newest = values_.data() + slot(size_ - 1) * signals_;
+    bool finite = true;
+    for (std::size_t s = 0; s < signals_; ++s) finite = finite && std::isfinite((scratch_.values[s] - newest[s]) / dt);
+    if (!finite) {
+      source.count_overflowing();
+      return;
+    }
+  }
+  if (scratch_.time < now) source.count_late();
+  source.count_age(now - scratch_.time);
+  if (size_ == capacity_) {
+    head_ = (head_ + 1) % capacity_;  // the oldest row makes room
+    --size_;
+  }
+  const std::size_t at = slot(size_);
+  times_[at] = scratch_.time;
+  std::copy(scratch_.values.begin(), scratch_.values.begin() + static_cast<std::ptrdiff_t>(signals_),
+            values_.begin() + static_cast<std::ptrdiff_t>(at * signals_));
+  ++size_;
+  ++taken_;
 }
 
 void LiveHistory::clear() noexcept {

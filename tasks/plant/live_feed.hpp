@@ -47,6 +47,24 @@ struct LiveStatus {
 };
 
 /*
+ * LiveTap: what the frames take from one live source, for a replay log
+ * (runtime/replay_log.hpp, docs/replay.md). Logging, each row a frame
+ * popped goes to `row` and each take ends with `end`; replaying, `replayed`
+ * is true and `next` hands a take the logged rows instead of the ring's
+ * (false at the end of that take). Set on a source before its consumer's
+ * thread starts and cleared after it stopped. RT: every call noexcept and
+ * allocation-free.
+ */
+class LiveTap {
+ public:
+  virtual ~LiveTap() = default;
+  virtual void row(const LiveRow& row, std::size_t signals) noexcept = 0;
+  virtual void end() noexcept = 0;
+  [[nodiscard]] virtual bool replayed() const noexcept = 0;
+  virtual bool next(LiveRow& row, std::size_t signals) noexcept = 0;
+};
+
+/*
  * LiveSource: a non-real-time receiver thread (a CSV file's tail, a UDP
  * socket) and the lock-free single-producer/single-consumer ring through
  * which it hands validated rows to the frames of one `plant` block. The
@@ -66,6 +84,9 @@ class LiveSource {
   [[nodiscard]] std::size_t signals() const noexcept { return signals_; }
   // RT: the next row, if any.
   bool pop(LiveRow& row) noexcept { return ring_.pop(row); }
+  // Set-up, while no frame takes rows: the replay log's tap, or null.
+  void set_tap(LiveTap* tap) noexcept { tap_ = tap; }
+  [[nodiscard]] LiveTap* tap() const noexcept { return tap_; }
   // RT: counted by the consuming frame.
   void count_late() noexcept { late_.fetch_add(1, std::memory_order_relaxed); }
   void count_out_of_order() noexcept { out_of_order_.fetch_add(1, std::memory_order_relaxed); }
@@ -104,6 +125,7 @@ class LiveSource {
   std::string last_bad_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
+  LiveTap* tap_ = nullptr;
 };
 
 // A datagram whose sequence number is further than this after the one
@@ -145,6 +167,11 @@ std::shared_ptr<LiveSource> acquire_udp(const UdpOptions& options);
 // An outgoing source: rows offered by the frames are sent as datagrams.
 std::shared_ptr<LiveSource> acquire_udp_out(const UdpOutOptions& options);
 
+// A replay (docs/replay.md): from now on the acquire functions of this
+// process return sources without a thread, socket or file, whose rows come
+// from the replay log's taps (and whose sender sends nothing).
+void replay_offline() noexcept;
+
 // Every live source of the process, for `rtcosim run`'s summary and the daemon's status.
 std::vector<LiveStatus> live_status();
 
@@ -156,7 +183,8 @@ std::vector<LiveStatus> live_status();
 class LiveHistory {
  public:
   LiveHistory(std::size_t signals, std::size_t rows);
-  // Moves every row the ring holds into the history; `now` is the file time
+  // Moves every row the ring holds (with a replaying tap: the logged ones)
+  // into the history; `now` is the file time
   // of the frame taking them (a row older than it arrived late). Dropped
   // and counted instead: a row not after the newest (out of order), one
   // tagged more than `max_lead` after `now` (one row tagged 1e300 would
@@ -176,6 +204,8 @@ class LiveHistory {
  private:
   [[nodiscard]] std::size_t slot(std::size_t i) const noexcept { return (head_ + i) % capacity_; }
   [[nodiscard]] double time(std::size_t i) const noexcept { return times_[slot(i)]; }
+  // One row taken: checked, counted, kept.
+  void add(LiveSource& source, double now, double max_lead) noexcept;
   // The last logical index with time <= t, or size_ when none is.
   [[nodiscard]] std::size_t find(double t) const noexcept;
 

@@ -208,6 +208,7 @@ class PlantLive final : public Block {
   [[nodiscard]] double branch(const BlockContext& c) const noexcept override {
     return history_->count_at(file_time(c.t));
   }
+  [[nodiscard]] plant::LiveSource* live_source() const noexcept override { return source_.get(); }
   // A new run (Partition::reset, before the frames) starts with an empty
   // history: the last run's rows are not this one's.
   void initialize(std::span<double>, std::span<double>) const noexcept override { history_->clear(); }

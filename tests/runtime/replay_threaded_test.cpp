@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
@@ -28,6 +29,8 @@
 #include "runtime/replay_log.hpp"
 #include "runtime/unit_loop.hpp"
 #include "runtime/virtual_executor.hpp"
+#include "tasks/plant/live_feed.hpp"
+#include "tasks/plant/plant_datagram.hpp"
 #include "tests/support/graphs.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/support/udp_port.hpp"
@@ -39,6 +42,7 @@ namespace fs = std::filesystem;
 using rtcosim::testing::build_graph;
 using rtcosim::testing::checked;
 using rtcosim::testing::load_example;
+using namespace std::chrono_literals;
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -266,8 +270,9 @@ struct Script {
   double duration = 1.0;
   std::int64_t epoch_ns = 5'000'000'000;  // the fake clocks start 1 ms before it
   std::size_t delayed_unit = 0;
-  std::uint64_t delayed_wake = 0;  // 0: no late wake-up
-  std::uint64_t rotate_every = 0;  // drains per log file, as the daemon rotates (0: one file)
+  std::uint64_t delayed_wake = 0;                    // 0: no late wake-up
+  std::uint64_t rotate_every = 0;                    // drains per log file, as the daemon rotates (0: one file)
+  std::function<void(std::uint64_t)> at_drain = {};  // called at each drain (its number), the threads held
 };
 
 // The name rtcosimd gives a rotated file: run.rpl, run.1.rpl, run.2.rpl, ...
@@ -279,18 +284,21 @@ fs::path rotated(const fs::path& first, std::uint64_t n) {
 // as RealtimeExecutor does with a replay log, and writes the log to
 // `log_path`.
 std::unique_ptr<Sinks> run_logged(Graph& graph, const fs::path& dir, const fs::path& log_path, const Script& s) {
+  // The log first, as `rtcosim run` makes it before the executor starts:
+  // the resets' takes of a live source are the run's first words.
+  ReplayLog log(graph, log_path.string(),
+                ReplayLog::Header{"fake.yaml", "not-a-sha", seconds_to_ns(s.duration), "fake clock"});
+  std::string why;
+  EXPECT_TRUE(log.open(&why)) << why;
   graph.reset();
   auto units = thread_units(graph);
   const std::int64_t end_ns = s.epoch_ns + seconds_to_ns(s.duration);
   for (auto& u : units) u.reset(s.epoch_ns, end_ns);
   auto sinks = std::make_unique<Sinks>(graph, dir, "run");
-  ReplayLog log(graph, log_path.string(),
-                ReplayLog::Header{"fake.yaml", "not-a-sha", seconds_to_ns(s.duration), "fake clock"});
-  std::string why;
-  EXPECT_TRUE(log.open(&why)) << why;
   const std::int64_t start_ns = s.epoch_ns - 1'000'000;
   std::uint64_t drains = 0, files = 1;
   Lockstep steps(units.size(), start_ns, 50'000'000, [&] {
+    if (s.at_drain) s.at_drain(drains + 1);
     sinks->drain(log);
     if (s.rotate_every > 0 && ++drains % s.rotate_every == 0) {
       const fs::path next = rotated(log_path, files++);
@@ -805,22 +813,91 @@ TEST(ReplayRoundTrip, ARotatedLogIsReplayedAcrossItsFiles) {
   fs::remove_all(dir);
 }
 
-TEST(ReplayRefusal, LiveSourcesAndLiveSynchronisationAreNamed) {
+// A live UDP plant source: datagrams arrive (here between two drains of the
+// lockstep, each delivered to the source's ring before the frames go on),
+// the frames take them, the log holds each row a take popped; the replay's
+// takes get exactly those rows, and the run is reproduced bit for bit.
+TEST(ReplayRoundTrip, TheRowsALiveUdpSourceTookAreReplayedBitForBit) {
+  const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
+  const fs::path log_path = dir / "run.rpl";
+  const int port = rtcosim::testing::free_udp_port();
+  auto run_graph = edited_example("live/plant_receiver.yaml", {{"port: 47015", "port: " + std::to_string(port)}});
+  const std::string key = "udp:127.0.0.1:" + std::to_string(port);
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<std::uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::uint64_t sequence = 0;
+  auto good = [&] {
+    for (const auto& st : tasks::plant::live_status()) {
+      if (st.key == key) return st.good;
+    }
+    return std::uint64_t{0};
+  };
+  // Every 50 ms drain: five rows 10 ms apart for the next 50 ms, one of
+  // them out of order every fourth drain (a frame drops it: counted, and
+  // the same in the replay).
+  auto send = [&](std::uint64_t drain) {
+    const std::uint64_t before = good();
+    std::uint64_t sent = 0;
+    for (int j = 0; j < 5; ++j) {
+      const double t = static_cast<double>(drain) * 0.05 + (drain % 4 == 0 && j == 0 ? -0.2 : 0.01 * j);
+      const double values[2] = {std::sin(7.0 * t), std::cos(3.0 * t)};
+      unsigned char bytes[tasks::plant::kMaxDatagram];
+      const std::size_t n = tasks::plant::encode_datagram(++sequence, t, values, bytes);
+      sent += ::sendto(fd, bytes, n, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) == static_cast<ssize_t>(n);
+    }
+    for (int wait = 0; wait < 2000 && good() < before + sent; ++wait) std::this_thread::sleep_for(1ms);
+    EXPECT_EQ(good(), before + sent) << "drain " << drain;
+  };
+  auto run = run_logged(*run_graph, dir, log_path, Script{.duration = 1.0, .at_drain = send});
+  ::close(fd);
+  const ReplayRecord record = ReplayRecord::load(log_path.string());
+  ASSERT_EQ(record.sources.size(), 1u);
+  EXPECT_EQ(record.sources[0].block, "plant");
+  EXPECT_EQ(record.sources[0].signals, 2u);
+  std::size_t rows = 0, takes = 0;
+  for (const auto& w : record.words) {
+    for (const std::uint64_t x : w) {
+      rows += replay_word::kind(x) == replay_word::kRow && replay_word::count_of(x) == 3;
+      takes += replay_word::kind(x) == replay_word::kTaken;
+    }
+  }
+  EXPECT_GE(rows, 90u);    // 5 rows per drain, 19 or 20 drains
+  EXPECT_GT(takes, 200u);  // every output evaluation of the 5 ms frames takes
+  // The plant's rows reached the model: measured.y is not 0 throughout.
+  const auto& series = run->recorder.series();
+  const auto measured =
+      std::find_if(series.begin(), series.end(), [](const auto& x) { return x.signal == "measured.y"; });
+  ASSERT_NE(measured, series.end());
+  EXPECT_GT(std::count_if(measured->value.begin(), measured->value.end(), [](double v) { return v != 0.0; }), 500);
+
+  // Replayed on a graph of its own: its source is the same one (the port's),
+  // fed by no one now; the rows come from the log.
+  auto replay_graph = edited_example("live/plant_receiver.yaml", {{"port: 47015", "port: " + std::to_string(port)}});
+  auto replayed = replay(*replay_graph, record, dir, "replay");
+  expect_same(*run_graph, *run, *replay_graph, *replayed);
+  fs::remove_all(dir);
+}
+
+TEST(ReplayRefusal, LiveSynchronisationIsNamedAndLiveSourcesAreTapped) {
   auto flight_control = build_graph(load_example("flight_control.yaml"));
   EXPECT_EQ(replay_log_refusal(*flight_control), "");
   // A plant replaying a finished CSV file is data the graph holds.
   auto csv_plant = build_graph(load_example("plant_replay.yaml"));
   EXPECT_EQ(replay_log_refusal(*csv_plant), "");
-  // UDP datagrams (on a free port: building the graph binds it).
+  // UDP datagrams (on a free port: building the graph binds it) and a CSV
+  // file still being written: the log holds the rows their frames took.
   const int port = rtcosim::testing::free_udp_port();
   auto udp = edited_example("live/plant_receiver.yaml", {{"port: 47015", "port: " + std::to_string(port)}});
-  const std::string udp_why = replay_log_refusal(*udp);
-  EXPECT_NE(udp_why.find("block 'plant' is a live plant source (UDP)"), std::string::npos) << udp_why;
-  // A CSV file still being written.
+  EXPECT_EQ(replay_log_refusal(*udp), "");
+  ASSERT_EQ(replay_sources(*udp).size(), 1u);
+  EXPECT_EQ(replay_sources(*udp)[0].block, "plant");
   auto followed = edited_example("plant_replay.yaml", {{"events: u}", "events: u, follow: true}"}});
-  const std::string follow_why = replay_log_refusal(*followed);
-  EXPECT_NE(follow_why.find("block 'plant' is a live plant source (a followed CSV file)"), std::string::npos)
-      << follow_why;
+  EXPECT_EQ(replay_log_refusal(*followed), "");
+  EXPECT_EQ(replay_sources(*followed).size(), 1u);
+  EXPECT_EQ(replay_sources(*csv_plant).size(), 0u);
   // The live synchronisation posts parameters on the wall clock.
   auto sync = build_graph(load_example("motor_sync.yaml"));
   const std::string sync_why = replay_log_refusal(*sync);

@@ -24,6 +24,7 @@
 #include "runtime/rt_executor.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/virtual_executor.hpp"
+#include "tasks/plant/live_feed.hpp"
 #ifdef RTCOSIM_HAVE_DDS
 #include "io/dds_bridge.hpp"
 #endif
@@ -399,7 +400,17 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       file = *parsed;
     }
     std::optional<runtime::ReplayRecord> record;
-    if (replaying) record = runtime::ReplayRecord::load(log_path);
+    if (replaying) {
+      record = runtime::ReplayRecord::load(log_path);
+      // Live plant sources take the logged rows: no socket, no thread, no
+      // followed file in a replay.
+      tasks::plant::replay_offline();
+      if (!record->sources.empty() && args.flag("compare-reference")) {
+        throw UsageError("--compare-reference: the logged run took rows from live plant source '" +
+                         record->sources.front().block +
+                         "'; a monolithic reference has no rows of its own to take (docs/replay.md)");
+      }
+    }
     config::LoadOptions load_options;
     load_options.plugins = {args.values("plugin-dir"), true};
     load_options.max_file_bytes = args.max_file_bytes(load_options.max_file_bytes);
