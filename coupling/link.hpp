@@ -29,6 +29,18 @@ struct LinkTiming {
 [[nodiscard]] std::size_t ring_capacity_blocks(const LinkTiming& timing);
 
 /*
+ * BlockTap: sees every block a link's consumer drains, as it drains it (a
+ * replay log records the blocks of a link whose producer is on another
+ * host, docs/replay.md). Set before the consumer starts, cleared after it
+ * stopped. RT: noexcept, allocation-free.
+ */
+class BlockTap {
+ public:
+  virtual ~BlockTap() = default;
+  virtual void block(const DataBlock& block) noexcept = 0;
+};
+
+/*
  * Link: one producer task, one consumer task, carrying DataBlocks of a fixed
  * signal count over a boost::lockfree::spsc_queue, into the consumer's
  * extrapolator.
@@ -58,6 +70,9 @@ class Link {
   // Set-up: `word` (not owned; nullptr: none) is notified after every
   // published block. Set it before the producer's first publish.
   void set_wake(base::WakeWord* word) noexcept { wake_ = word; }
+  // Set-up, while the consumer does not drain: the tap that sees every
+  // drained block (nullptr: none).
+  void set_tap(BlockTap* tap) noexcept { tap_ = tap; }
 
   // Consumer side: hands every waiting block, oldest first, to the
   // extrapolator. Returns how many.
@@ -79,6 +94,7 @@ class Link {
       (void)ring_.pop(header.data(), kHeaderWords);
       (void)ring_.pop(staging_.payload().data(), payload_words);
       decode_header(header, staging_);
+      if (tap_ != nullptr) tap_->block(staging_);
       sink(static_cast<const DataBlock&>(staging_));
       ++taken;
     }
@@ -127,6 +143,7 @@ class Link {
   DataBlock staging_;  // consumer-owned
   std::unique_ptr<Extrapolator> extrapolator_;
   base::WakeWord* wake_ = nullptr;
+  BlockTap* tap_ = nullptr;
   // Producer and consumer counters on separate cache lines: each is written
   // by one thread every frame, and sharing a line would make them ping-pong.
   alignas(64) std::atomic<std::uint64_t> published_{0};

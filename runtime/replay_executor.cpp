@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -69,17 +70,41 @@ class ReplayClock {
   void drain(TaskRuntime& t, std::size_t member) noexcept {
     const auto& bundles = t.inputs().bundles();
     const BundleMap& map = maps_[member];
+    // The blocks this frame drained from producers on other hosts: each is
+    // published into its link when the drain asks for a block there.
+    remote_.clear();
+    while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kBlock) {
+      const std::uint64_t w = words_[pos_];
+      if (replay_word::member_of(w) != member || replay_word::index_of(w) >= map.logged_inputs ||
+          words_.size() - pos_ - 1 < replay_word::count_of(w)) {
+        fail("task '" + t.spec().name + "' meets a block of another task, bundle or length in the log");
+        return;
+      }
+      remote_.push_back(pos_);
+      pos_ += 1 + replay_word::count_of(w);
+    }
+    remote_used_.assign(remote_.size(), 0);
+    member_ = member;
     if (!take(replay_word::kDrain, member, map.logged_inputs, t)) return;
     counts_.assign(bundles.size(), 0);
     for (std::size_t i = 0; i < bundles.size(); ++i) counts_[i] = logged_[map.inputs[i]];
     task_ = &t;
     t.drain_counted(counts_, &gate_);
+    if (std::count(remote_used_.begin(), remote_used_.end(), 1) != static_cast<std::ptrdiff_t>(remote_.size())) {
+      fail("task '" + t.spec().name + "' drained fewer blocks from another host than the log holds");
+    }
   }
 
   void publish(TaskRuntime& t, std::size_t member) noexcept {
     auto& outputs = t.outputs();
     const BundleMap& map = maps_[member];
     if (!take(replay_word::kDrop, member, map.logged_outputs, t)) return;
+    // A link to another host: the run's sending thread emptied its ring;
+    // here nobody sends, and the ring is emptied before each publish.
+    for (const OutputBinding& o : outputs) {
+      if (!o.bundle->members.front()->consumer_local)
+        o.bundle->link->drain_to([](const coupling::DataBlock&) noexcept {});
+    }
     drops_.assign(outputs.size(), 0);
     for (std::size_t i = 0; i < outputs.size(); ++i) drops_[i] = static_cast<char>(logged_[map.outputs[i]]);
     task_ = &t;
@@ -208,6 +233,7 @@ class ReplayClock {
   struct Gate final : TaskRuntime::ReplayGate {
     ReplayClock* clock = nullptr;
     bool block_waiting(const coupling::Link& link) noexcept override {
+      if (const int remote = clock->publish_remote(link); remote >= 0) return remote > 0;
       return clock->wait([&] { return link.waiting_blocks() > 0; },
                          [&] { return clock->stuck(link, "waits for a block of its input from '", "producer"); });
     }
@@ -216,6 +242,37 @@ class ReplayClock {
                          [&] { return clock->stuck(link, "finds the ring to '", "consumer"); });
     }
   };
+  // A drain asks for a block of `link`: -1 when its producer is local (the
+  // producer's replay publishes it); else publishes the frame's next logged
+  // block of that link (1), or fails (0) when the log holds no more.
+  int publish_remote(const coupling::Link& link) noexcept {
+    const auto& bundles = task_->inputs().bundles();
+    std::size_t i = 0;
+    while (i < bundles.size() && bundles[i]->link.get() != &link) ++i;
+    if (i == bundles.size() || bundles[i]->members.front()->producer_local) return -1;
+    if (link.waiting_blocks() > 0) return 1;
+    const std::size_t logged = maps_[member_].inputs[i];
+    for (std::size_t e = 0; e < remote_.size(); ++e) {
+      const std::size_t at = remote_[e];
+      if (remote_used_[e] || replay_word::index_of(words_[at]) != logged) continue;
+      coupling::Link& l = *bundles[i]->link;
+      coupling::DataBlock& b = staged_[&l];
+      if (b.signal_count() != l.signal_count()) b = coupling::DataBlock(l.signal_count());
+      const auto payload = b.payload();
+      if (replay_word::count_of(words_[at]) != 4 + payload.size()) break;
+      b.tag = std::bit_cast<double>(words_[at + 1]);
+      b.producer_step = std::bit_cast<double>(words_[at + 2]);
+      b.sequence = words_[at + 3];
+      b.discontinuity = words_[at + 4] != 0;
+      for (std::size_t k = 0; k < payload.size(); ++k) payload[k] = std::bit_cast<double>(words_[at + 5 + k]);
+      remote_used_[e] = 1;
+      return l.publish(b) ? 1 : 0;
+    }
+    fail("task '" + task_->spec().name + "' drains a block from '" + bundles[i]->members.front()->producer +
+         "' on another host that the log does not hold");
+    return 0;
+  }
+
   // What a frame waited for in vain, naming the link by its other task.
   std::string stuck(const coupling::Link& link, const char* what, const char* end) const {
     std::string other = "?";
@@ -240,6 +297,10 @@ class ReplayClock {
   std::string name_;
   UnitSinks sinks_;
   std::vector<std::uint32_t> counts_, logged_;
+  std::vector<std::size_t> remote_;  // this frame's logged blocks from other hosts: their word positions
+  std::vector<char> remote_used_;
+  std::size_t member_ = 0;
+  std::map<const coupling::Link*, coupling::DataBlock> staged_;
   std::vector<char> drops_;
 };
 

@@ -21,7 +21,8 @@ constexpr char kMagic[8] = {'R', 'T', 'C', 'R', 'P', 'L', '0', '1'};
 // kNext names the file the log goes on in (a rotation), before the trailer;
 // kSegment, after a continued file's header, its place in the chain.
 // kSources, after the header (and kSegment), the live plant sources.
-enum Record : std::uint32_t { kWords = 1, kBatch = 2, kTrailer = 3, kNext = 4, kSegment = 5, kSources = 6 };
+// kHost: the host of a run across hosts (after the header).
+enum Record : std::uint32_t { kWords = 1, kBatch = 2, kTrailer = 3, kNext = 4, kSegment = 5, kSources = 6, kHost = 7 };
 // Bounds a hostile or damaged file cannot exceed before we allocate.
 constexpr std::uint64_t kMaxText = 1u << 20, kMaxUnits = 1u << 20, kMaxChunk = 1u << 26;
 
@@ -45,6 +46,31 @@ class ReplayLog::Tap final : public tasks::plant::LiveTap {
   ReplayLog& log_;
   std::size_t unit_, index_;
 };
+
+// The logging side of a remote input: each block the consumer drained, in
+// the consuming thread's words.
+class ReplayLog::LinkTap final : public coupling::BlockTap {
+ public:
+  LinkTap(ReplayLog& log, std::size_t unit, std::size_t member, std::size_t index)
+      : log_(log), unit_(unit), member_(member), index_(index) {}
+  void block(const coupling::DataBlock& b) noexcept override {
+    const auto payload = b.payload();
+    log_.put(unit_, replay_word::block(member_, index_, static_cast<std::uint32_t>(4 + payload.size())));
+    log_.put(unit_, std::bit_cast<std::uint64_t>(b.tag));
+    log_.put(unit_, std::bit_cast<std::uint64_t>(b.producer_step));
+    log_.put(unit_, b.sequence);
+    log_.put(unit_, b.discontinuity ? 1 : 0);
+    for (const double v : payload) log_.put(unit_, std::bit_cast<std::uint64_t>(v));
+  }
+
+ private:
+  ReplayLog& log_;
+  std::size_t unit_, member_, index_;
+};
+
+void ReplayLog::tap_links() noexcept {
+  for (std::size_t i = 0; i < tapped_links_.size(); ++i) tapped_links_[i]->set_tap(link_taps_[i].get());
+}
 
 std::vector<ReplaySource> replay_sources(Graph& graph) {
   std::vector<ReplaySource> out;
@@ -78,6 +104,15 @@ ReplayLog::ReplayLog(Graph& graph, const std::string& path, Header header)
       names.push_back(u.members[m]->spec().name);
       words_per_cycle +=
           u.frames_per_cycle[m] * (3 + u.members[m]->inputs().bundles().size() + u.members[m]->outputs_view().size());
+      // A second of blocks from each producer on another host.
+      for (const LinkBundle* b : u.members[m]->inputs().bundles()) {
+        const GraphLink& w = *b->members.front();
+        if (w.producer_local) continue;
+        const TaskRuntime* producer = graph.find_task(w.producer);
+        const double per_second = 1.0 / std::max(producer ? producer->spec().period : 1e-3, 1e-6);
+        source_words[unit_index] +=
+            static_cast<std::size_t>(std::min(per_second, 1e6)) * (5 + 3 * b->link->signal_count());
+      }
     }
     unit_tasks_.push_back(std::move(names));
     unit_links_.emplace_back();
@@ -95,10 +130,22 @@ ReplayLog::ReplayLog(Graph& graph, const std::string& path, Header header)
     taps_.push_back(std::make_unique<Tap>(*this, sources_[i].unit, i));
     sources_[i].source->set_tap(taps_.back().get());
   }
+  const auto units = thread_units(graph);
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    for (std::size_t m = 0; m < units[u].members.size(); ++m) {
+      const auto& bundles = units[u].members[m]->inputs().bundles();
+      for (std::size_t i = 0; i < bundles.size(); ++i) {
+        if (bundles[i]->members.front()->producer_local) continue;
+        link_taps_.push_back(std::make_unique<LinkTap>(*this, u, m, i));
+        tapped_links_.push_back(bundles[i]->link.get());
+      }
+    }
+  }
 }
 
 ReplayLog::~ReplayLog() {
   for (const ReplaySource& src : sources_) src.source->set_tap(nullptr);
+  for (coupling::Link* l : tapped_links_) l->set_tap(nullptr);
   if (out_ != nullptr) {
     std::fclose(out_);
     std::error_code ec;
@@ -167,6 +214,10 @@ bool ReplayLog::write_header(std::string* why) {
     // a file missing or out of order.
     write_u32(kSegment);
     write_u32(segment_);
+  }
+  if (!header_.host.empty()) {
+    write_u32(kHost);
+    write_text(header_.host);
   }
   if (!sources_.empty()) {
     write_u32(kSources);
@@ -281,9 +332,6 @@ ReplayMemberLinks replay_member_links(const TaskRuntime& task) {
 }
 
 std::string replay_log_refusal(Graph& graph) {
-  if (const auto remote = graph.remote_links(); !remote.empty()) {
-    return "link from " + remote.front()->source + " to task '" + remote.front()->consumer + "' crosses hosts (DDS)";
-  }
   if (replay_sources(graph).size() > replay_word::kIndexLimit) return "more than 65536 live plant sources";
   if (graph.spec().sync.optimise.enabled) return "the live synchronisation (sync.optimise) posts parameters as it goes";
   for (const auto& u : thread_units(graph)) {
@@ -443,7 +491,7 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
     rec.files.push_back(path);
     const std::size_t units = rec.unit_tasks.size();
     std::string next;
-    bool sources_read = false;
+    bool sources_read = false, host_read = false;
     for (bool first_record = true;; first_record = false) {
       std::uint32_t tag = 0;
       if (!r.raw(&tag, 4)) r.bad("no trailer: the run did not end cleanly");
@@ -485,6 +533,14 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
                      return a.unit == b.unit && a.block == b.block && a.signals == b.signals;
                    })) {
           r.bad("it does not continue " + previous + ": other live sources");
+        }
+      } else if (tag == kHost && !host_read) {
+        host_read = true;
+        const std::string host = r.text("the host");
+        if (segment == 0) {
+          rec.header.host = host;
+        } else if (host != rec.header.host) {
+          r.bad("it does not continue " + previous + ": host '" + host + "'");
         }
       } else if (tag == kNext && next.empty()) {
         next = r.text("the next file's name");

@@ -27,6 +27,8 @@ namespace rtcosim::runtime {
  *   drop   member's output bundle `index` found its ring full
  *   row    a row a frame took from live plant source `index`, then its
  *          time and values as raw words; `taken` ends each take
+ *   block  a block member's input bundle `index` drained from another
+ *          host (a remote link), then the block as raw words
  *
  * A frame is "time(start) drain* time(integration point) drop* time(end)";
  * a cycle adds the readings before it (the loop's top, after the sleep).
@@ -35,7 +37,7 @@ namespace rtcosim::runtime {
  * the blocks it saw.
  */
 namespace replay_word {
-enum Kind : std::uint64_t { kTime = 1, kDrain = 2, kDrop = 3, kRow = 4, kTaken = 5 };
+enum Kind : std::uint64_t { kTime = 1, kDrain = 2, kDrop = 3, kRow = 4, kTaken = 5, kBlock = 6 };
 inline constexpr std::int64_t kTimeBias = std::int64_t{1} << 59;
 inline constexpr std::uint64_t kMemberLimit = 1u << 12, kIndexLimit = 1u << 16;
 
@@ -61,6 +63,13 @@ inline constexpr std::uint64_t kMemberLimit = 1u << 12, kIndexLimit = 1u << 16;
 }
 [[nodiscard]] constexpr std::uint64_t taken(std::size_t source) noexcept {
   return (std::uint64_t{kTaken} << 60) | (static_cast<std::uint64_t>(source) << 32);
+}
+// A block member's input bundle `index` drained from a producer on another
+// host, followed by `words` raw words: tag, producer step, sequence,
+// discontinuity, payload (the doubles' bits).
+[[nodiscard]] constexpr std::uint64_t block(std::size_t member, std::size_t index, std::uint32_t words) noexcept {
+  return (std::uint64_t{kBlock} << 60) | (static_cast<std::uint64_t>(member) << 48) |
+         (static_cast<std::uint64_t>(index) << 32) | words;
 }
 [[nodiscard]] constexpr std::size_t member_of(std::uint64_t w) noexcept { return (w >> 48) & 0xfff; }
 [[nodiscard]] constexpr std::size_t index_of(std::uint64_t w) noexcept { return (w >> 32) & 0xffff; }
@@ -116,6 +125,7 @@ class ReplayLog {
     std::string graph_sha256;
     std::int64_t end_ns = 0;
     std::string mode;
+    std::string host;  // the host this process ran (--host; "" for the whole graph)
   };
   // Set-up: one ring per thread of the graph (thread_units order), sized
   // for about a second of its frames (at least 2^16 words).
@@ -126,6 +136,11 @@ class ReplayLog {
 
   // False (and `why`) when the file cannot be created.
   [[nodiscard]] bool open(std::string* why);
+  // Set-up, after the graph's reset and before the threads start: taps the
+  // links from other hosts (their blocks go into the log as drained). A
+  // live source is tapped from the log's construction on: its rows come
+  // from outside even at the reset.
+  void tap_links() noexcept;
   // Writes into `fd` (owned from now on) in place; `path` names it.
   [[nodiscard]] bool adopt(int fd, std::string path, std::string* why);
   // The drainer: ends the current file, naming the next one, and goes on in
@@ -175,6 +190,10 @@ class ReplayLog {
   class Tap;
   std::vector<ReplaySource> sources_;
   std::vector<std::unique_ptr<Tap>> taps_;
+  // The links from other hosts, each tapped while this log exists.
+  class LinkTap;
+  std::vector<std::unique_ptr<LinkTap>> link_taps_;
+  std::vector<coupling::Link*> tapped_links_;
   std::vector<std::uint64_t> scratch_;
   std::FILE* out_ = nullptr;
   bool in_place_ = false;
@@ -231,8 +250,7 @@ struct LoggedClock {
   static constexpr std::size_t kMaxBundlesOnStack = kReplayMaxBundles;
 };
 
-// Why a graph's run cannot be logged for replay, or empty: remote links
-// bring data the log does not hold, a live
+// Why a graph's run cannot be logged for replay, or empty: a live
 // synchronisation posts parameters on a wall-clock schedule, a task with
 // more than 256 input or output bundles overflows the logger's counters.
 std::string replay_log_refusal(Graph& graph);

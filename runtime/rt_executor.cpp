@@ -49,6 +49,10 @@ std::vector<std::string> RealtimeExecutor::thread_errors() const {
 
 void RealtimeExecutor::start(double duration, double start_delay, std::int64_t epoch_ns) {
   graph_.reset();
+  // The reset's drains took what this process published initially (a task
+  // of another host included), which a replay computes again: the log's
+  // blocks from other hosts start with the first frame.
+  if (replay_log_ != nullptr) replay_log_->tap_links();
   graph_.trace_names();
   {
     std::lock_guard lock(errors_mutex_);

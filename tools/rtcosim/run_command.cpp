@@ -471,7 +471,8 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       throw UsageError("--trace records real-time frames and cannot be combined with --virtual — drop one of them");
     }
 
-    const std::string host = args.value("host").value_or("");
+    // A replay runs the host the logged process ran.
+    const std::string host = replaying ? record->header.host : args.value("host").value_or("");
     if (!host.empty()) {
       if (virtual_time)
         throw UsageError(
@@ -483,8 +484,10 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
                          (known.empty() ? " declares no 'hosts:'" : " has no such host — expected one of: " + known));
       }
 #ifndef RTCOSIM_HAVE_DDS
-      throw std::runtime_error(
-          "this rtcosim was built without Cyclone DDS (install cyclonedds-dev and rebuild); --host needs it");
+      if (!replaying) {
+        throw std::runtime_error(
+            "this rtcosim was built without Cyclone DDS (install cyclonedds-dev and rebuild); --host needs it");
+      }
 #endif
     } else if (!spec.hosts.empty()) {
       std::cout << "note: " << file << " spans " << spec.hosts.size()
@@ -585,7 +588,6 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
             "--replay-log logs a real-time run; a virtual run is reproduced by running it again — "
             "drop one of them");
       }
-      if (!host.empty()) throw UsageError("--replay-log: a run across hosts cannot be logged for replay yet");
       if (args.value("period-scale")) {
         throw UsageError(
             "--replay-log with --period-scale: a replay runs the file's periods — write the scaled "
@@ -599,7 +601,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
           *graph, *path,
           // The absolute path: --what-if finds the logged graph from any directory.
           runtime::ReplayLog::Header{std::filesystem::absolute(file).lexically_normal().string(), graph_sha,
-                                     duration > 0.0 ? runtime::seconds_to_ns(duration) : 0, "real time"});
+                                     duration > 0.0 ? runtime::seconds_to_ns(duration) : 0, "real time", host});
       if (!replay_log->open(&why)) throw std::runtime_error(why);
       outputs.replay_log = replay_log.get();
     }
@@ -640,6 +642,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       }
       const auto original_methods = config::plugin_registry(*original_spec, load_options.plugins.directories);
       auto original_graph = runtime::Graph::build(*original_spec, blocks, original_methods);
+      original_graph->set_host(host);
       runtime::Recorder::Options all = keep;
       all.keep = runtime::Recorder::kKeepAll;
       runtime::Recorder original_recorder(*original_graph, all);
