@@ -25,12 +25,17 @@ namespace rtcosim::runtime {
 class FrameLog {
  public:
   FrameLog(const std::vector<std::string>& task_names, std::size_t rows_per_task = 1u << 15);
-  void add(std::size_t task, const FrameRow& row) noexcept {
+  // False when the full ring dropped the row (counted).
+  bool add(std::size_t task, const FrameRow& row) noexcept {
     Channel& c = *channels_[task];
     if (!c.ring.push(Entry{row, c.dropped.load(std::memory_order_relaxed)})) {
       c.dropped.fetch_add(1, std::memory_order_relaxed);
+      return false;
     }
+    return true;
   }
+  // Counts one row as dropped without adding it (a replay repeats the run's).
+  void drop(std::size_t task) noexcept { channels_[task]->dropped.fetch_add(1, std::memory_order_relaxed); }
   // The task's thread: its next row would fit (a replay waits for this).
   [[nodiscard]] bool has_room(std::size_t task) const noexcept { return channels_[task]->ring.write_available() > 0; }
   static void write_header(RecordFile& file) {

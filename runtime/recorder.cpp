@@ -136,7 +136,13 @@ std::vector<std::uint64_t> Recorder::reachable() const {
   return out;
 }
 
-void Recorder::sample(const TaskRuntime& task) noexcept {
+void Recorder::drop(const TaskRuntime& task) noexcept {
+  for (auto& c : channels_) {
+    if (c->task == &task) c->dropped.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+bool Recorder::sample(const TaskRuntime& task) noexcept {
   for (auto& slot : probe_slots_) {
     // Acquire: the ring is the same, but the choice was made after the
     // drain discarded the previous one's samples.
@@ -163,7 +169,7 @@ void Recorder::sample(const TaskRuntime& task) noexcept {
     const std::uint64_t dropped = c->dropped.load(std::memory_order_relaxed);
     if (c->ring->write_available() < c->width + kHeader) {
       c->dropped.fetch_add(1, std::memory_order_relaxed);
-      return;
+      return false;
     }
     std::size_t k = 0;
     c->scratch[k++] = task.partition().time();
@@ -173,8 +179,9 @@ void Recorder::sample(const TaskRuntime& task) noexcept {
       for (double v : task.partition().output(ref)) c->scratch[k++] = v;
     }
     (void)c->ring->push(c->scratch.data(), k);
-    return;
+    return true;
   }
+  return true;
 }
 
 void Recorder::write_header(RecordFile& file) const { file.rows() += "time_s,task,signal,value\n"; }

@@ -58,8 +58,12 @@ class Recorder {
   [[nodiscard]] bool empty() const noexcept { return channels_.empty(); }
   [[nodiscard]] std::size_t signal_count() const noexcept;
 
-  // Task thread: records the task's signals at its current time.
-  void sample(const TaskRuntime& task) noexcept;
+  // Task thread: records the task's signals at its current time; false
+  // when its full ring dropped the sample (counted).
+  bool sample(const TaskRuntime& task) noexcept;
+  // Task thread: counts one of the task's samples as dropped without
+  // recording it (a replay repeats the run's drops, docs/replay.md).
+  void drop(const TaskRuntime& task) noexcept;
   // Task thread: its next sample would fit (a replay waits for this instead
   // of dropping, docs/replay.md).
   [[nodiscard]] bool has_room(const TaskRuntime& task) const noexcept;

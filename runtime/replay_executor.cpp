@@ -35,13 +35,8 @@ using BundleMap = ReplayExecutor::BundleMap;
 class ReplayClock {
  public:
   ReplayClock(const std::vector<std::uint64_t>& words, std::vector<BundleMap> maps, std::atomic<bool>& running,
-              Shared& shared, std::string name, UnitSinks sinks)
-      : words_(words),
-        maps_(std::move(maps)),
-        running_(running),
-        shared_(shared),
-        name_(std::move(name)),
-        sinks_(sinks) {
+              Shared& shared, std::string name)
+      : words_(words), maps_(std::move(maps)), running_(running), shared_(shared), name_(std::move(name)) {
     gate_.clock = this;
   }
 
@@ -109,17 +104,36 @@ class ReplayClock {
     for (std::size_t i = 0; i < outputs.size(); ++i) drops_[i] = static_cast<char>(logged_[map.outputs[i]]);
     task_ = &t;
     t.publish_dropping(drops_, &gate_);
-    // The frame records next: where the run's ring had room (it dropped
-    // nothing, or the log's batches say otherwise), the replay's waits for
-    // the drainer to make it.
-    if (sinks_.recorder) {
-      (void)wait([&] { return sinks_.recorder->has_room(t); },
-                 [&] { return "task '" + t.spec().name + "' finds its recording ring full"; });
+  }
+
+  // The frame records: a sample the run's full ring dropped is dropped
+  // again (counted, so the #dropped rows are the run's); one it recorded
+  // waits, where the replay's ring is full, for the drainer to make room.
+  void sample(const TaskRuntime& t, std::size_t member, Recorder& recorder) noexcept {
+    if (lost(member, replay_word::kLostSample)) {
+      recorder.drop(t);
+      return;
     }
-    if (sinks_.frame_log) {
-      (void)wait([&] { return sinks_.frame_log->has_room(t.id()); },
-                 [&] { return "task '" + t.spec().name + "' finds its frame-table ring full"; });
+    (void)wait([&] { return recorder.has_room(t); },
+               [&] { return "task '" + t.spec().name + "' finds its recording ring full"; });
+    (void)recorder.sample(t);
+  }
+  void add_row(std::size_t member, FrameLog& frames, std::size_t task, const FrameRow& row) noexcept {
+    if (lost(member, replay_word::kLostFrameRow)) {
+      frames.drop(task);
+      return;
     }
+    (void)wait([&] { return frames.has_room(task); },
+               [&] { return "task '" + task_->spec().name + "' finds its frame-table ring full"; });
+    (void)frames.add(task, row);
+  }
+  bool lost(std::size_t member, std::size_t sink) noexcept {
+    if (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kLost &&
+        replay_word::member_of(words_[pos_]) == member && replay_word::index_of(words_[pos_]) == sink) {
+      ++pos_;
+      return true;
+    }
+    return false;
   }
 
   // The words of `kind` that follow, all of this frame's member: per logged
@@ -184,6 +198,10 @@ class ReplayClock {
         return "row of live source " + std::to_string(replay_word::index_of(w));
       case replay_word::kTaken:
         return "take's end of live source " + std::to_string(replay_word::index_of(w));
+      case replay_word::kBlock:
+        return "block from another host";
+      case replay_word::kLost:
+        return replay_word::index_of(w) == replay_word::kLostSample ? "lost sample" : "lost frame-table row";
       default:
         return "word of kind " + std::to_string(static_cast<unsigned>(replay_word::kind(w)));
     }
@@ -295,7 +313,6 @@ class ReplayClock {
   std::atomic<bool>& running_;
   Shared& shared_;
   std::string name_;
-  UnitSinks sinks_;
   std::vector<std::uint32_t> counts_, logged_;
   std::vector<std::size_t> remote_;  // this frame's logged blocks from other hosts: their word positions
   std::vector<char> remote_used_;
@@ -434,7 +451,7 @@ bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* w
   for (std::size_t i = 0; i < units_.size(); ++i) {
     running.push_back(std::make_unique<std::atomic<bool>>(!record_.words[i].empty()));
     clocks.push_back(std::make_unique<ReplayClock>(record_.words[i], maps_[i], *running.back(), shared,
-                                                   units_[i].owner().spec().name, UnitSinks{recorder, frame_log}));
+                                                   units_[i].owner().spec().name));
   }
   // The taps first: the run's resets (before its threads started) took
   // rows too, logged as the threads' first words.

@@ -10,7 +10,9 @@
 
 #include <boost/lockfree/spsc_queue.hpp>
 
+#include "runtime/frame_log.hpp"
 #include "runtime/graph.hpp"
+#include "runtime/recorder.hpp"
 #include "runtime/thread_unit.hpp"
 #include "tasks/plant/live_feed.hpp"
 
@@ -29,6 +31,8 @@ namespace rtcosim::runtime {
  *          time and values as raw words; `taken` ends each take
  *   block  a block member's input bundle `index` drained from another
  *          host (a remote link), then the block as raw words
+ *   lost   member's recorder sample (index 0) or frame-table row (1) was
+ *          dropped by its full ring
  *
  * A frame is "time(start) drain* time(integration point) drop* time(end)";
  * a cycle adds the readings before it (the loop's top, after the sleep).
@@ -37,7 +41,9 @@ namespace rtcosim::runtime {
  * the blocks it saw.
  */
 namespace replay_word {
-enum Kind : std::uint64_t { kTime = 1, kDrain = 2, kDrop = 3, kRow = 4, kTaken = 5, kBlock = 6 };
+enum Kind : std::uint64_t { kTime = 1, kDrain = 2, kDrop = 3, kRow = 4, kTaken = 5, kBlock = 6, kLost = 7 };
+// What a `lost` word's index names: the sink whose full ring lost the frame's entry.
+inline constexpr std::size_t kLostSample = 0, kLostFrameRow = 1;
 inline constexpr std::int64_t kTimeBias = std::int64_t{1} << 59;
 inline constexpr std::uint64_t kMemberLimit = 1u << 12, kIndexLimit = 1u << 16;
 
@@ -70,6 +76,10 @@ inline constexpr std::uint64_t kMemberLimit = 1u << 12, kIndexLimit = 1u << 16;
 [[nodiscard]] constexpr std::uint64_t block(std::size_t member, std::size_t index, std::uint32_t words) noexcept {
   return (std::uint64_t{kBlock} << 60) | (static_cast<std::uint64_t>(member) << 48) |
          (static_cast<std::uint64_t>(index) << 32) | words;
+}
+[[nodiscard]] constexpr std::uint64_t lost(std::size_t member, std::size_t sink) noexcept {
+  return (std::uint64_t{kLost} << 60) | (static_cast<std::uint64_t>(member) << 48) |
+         (static_cast<std::uint64_t>(sink) << 32);
 }
 [[nodiscard]] constexpr std::size_t member_of(std::uint64_t w) noexcept { return (w >> 48) & 0xfff; }
 [[nodiscard]] constexpr std::size_t index_of(std::uint64_t w) noexcept { return (w >> 32) & 0xffff; }
@@ -246,6 +256,12 @@ struct LoggedClock {
     for (std::size_t i = 0; i < n; ++i) {
       if (outputs[i].bundle->link->dropped() != before[i]) log.put(unit, replay_word::drop(member, i));
     }
+  }
+  void sample(const TaskRuntime& t, std::size_t member, Recorder& recorder) noexcept {
+    if (!recorder.sample(t)) log.put(unit, replay_word::lost(member, replay_word::kLostSample));
+  }
+  void add_row(std::size_t member, FrameLog& frames, std::size_t task, const FrameRow& row) noexcept {
+    if (!frames.add(task, row)) log.put(unit, replay_word::lost(member, replay_word::kLostFrameRow));
   }
   static constexpr std::size_t kMaxBundlesOnStack = kReplayMaxBundles;
 };

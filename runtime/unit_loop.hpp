@@ -78,11 +78,23 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
     } else {
       t.publish();
     }
-    if (sinks.recorder) sinks.recorder->sample(t);
+    // ... and the recording's drops.
+    if (sinks.recorder) {
+      if constexpr (requires { clock.sample(t, member, *sinks.recorder); }) {
+        clock.sample(t, member, *sinks.recorder);
+      } else {
+        (void)sinks.recorder->sample(t);
+      }
+    }
     const std::int64_t end = clock.now();
     u.frame_done(member, start, end, wall);
     if (sinks.frame_log) {
-      sinks.frame_log->add(u.index[member], FrameRow{k, wall, t.partition().time(), h, latency, end - start, lateness});
+      const FrameRow row{k, wall, t.partition().time(), h, latency, end - start, lateness};
+      if constexpr (requires { clock.add_row(member, *sinks.frame_log, u.index[member], row); }) {
+        clock.add_row(member, *sinks.frame_log, u.index[member], row);
+      } else {
+        (void)sinks.frame_log->add(u.index[member], row);
+      }
     }
     trace::frame_end(t.id(), k, end - start, h, t.partition().time());
   };

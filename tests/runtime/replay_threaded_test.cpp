@@ -233,9 +233,9 @@ struct Sinks {
   fs::path csv_path, frames_path;
   std::unique_ptr<RecordFile> csv, frames_csv;
 
-  Sinks(Graph& graph, const fs::path& dir, const std::string& stem)
-      : recorder(graph, Recorder::Options{.samples_per_task = 1u << 16, .keep = Recorder::kKeepAll}),
-        frames(task_names(graph), 1u << 16),
+  Sinks(Graph& graph, const fs::path& dir, const std::string& stem, std::size_t ring = 1u << 16)
+      : recorder(graph, Recorder::Options{.samples_per_task = ring, .keep = Recorder::kKeepAll}),
+        frames(task_names(graph), ring),
         csv_path(dir / (stem + ".csv")),
         frames_path(dir / (stem + "_frames.csv")) {
     std::string why;
@@ -273,6 +273,7 @@ struct Script {
   std::size_t delayed_unit = 0;
   std::uint64_t delayed_wake = 0;                    // 0: no late wake-up
   std::uint64_t rotate_every = 0;                    // drains per log file, as the daemon rotates (0: one file)
+  std::size_t sink_ring = 1u << 16;                  // the run's recording and frame-table rings (a small one drops)
   std::function<void(std::uint64_t)> at_drain = {};  // called at each drain (its number), the threads held
 };
 
@@ -296,7 +297,7 @@ std::unique_ptr<Sinks> run_logged(Graph& graph, const fs::path& dir, const fs::p
   auto units = thread_units(graph);
   const std::int64_t end_ns = s.epoch_ns + seconds_to_ns(s.duration);
   for (auto& u : units) u.reset(s.epoch_ns, end_ns);
-  auto sinks = std::make_unique<Sinks>(graph, dir, "run");
+  auto sinks = std::make_unique<Sinks>(graph, dir, "run", s.sink_ring);
   const std::int64_t start_ns = s.epoch_ns - 1'000'000;
   std::uint64_t drains = 0, files = 1;
   Lockstep steps(units.size(), start_ns, 50'000'000, [&] {
@@ -411,8 +412,9 @@ void expect_same(Graph& run_graph, const Sinks& run, Graph& replay_graph, const 
     EXPECT_EQ(bits(sb[i].time), bits(sa[i].time)) << sa[i].signal;
     EXPECT_EQ(bits(sb[i].value), bits(sa[i].value)) << sa[i].signal;
   }
-  EXPECT_EQ(replayed.recorder.dropped(), 0u);
-  EXPECT_EQ(replayed.frames.dropped(), 0u);
+  // The run's drops, no more: a replay's own rings wait for room.
+  EXPECT_EQ(replayed.recorder.dropped(), run.recorder.dropped());
+  EXPECT_EQ(replayed.frames.dropped(), run.frames.dropped());
   // The files byte for byte, batch markers and all.
   const std::string csv = slurp(run.csv_path), frames = slurp(run.frames_path);
   EXPECT_GT(frames.size(), 1000u);
@@ -813,6 +815,34 @@ TEST(ReplayRoundTrip, ARotatedLogIsReplayedAcrossItsFiles) {
   // Put back, it loads again.
   spit(rotated(log_path, 2), second);
   EXPECT_EQ(ReplayRecord::load(log_path.string()).files.size(), record.files.size());
+  fs::remove_all(dir);
+}
+
+// The run's recording and frame-table rings overflow (8 entries, drained
+// every 50 ms): each lost sample and row is a word of the log, and the
+// replay, whose rings are large, drops exactly those (the #dropped rows of
+// both CSV files are the run's).
+TEST(ReplayRoundTrip, SamplesAndRowsTheRunsFullRingsDroppedAreDroppedAgain) {
+  const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
+  const fs::path log_path = dir / "run.rpl";
+  auto run_graph = build_graph(load_example("flight_control.yaml"));
+  auto run = run_logged(*run_graph, dir, log_path, Script{.sink_ring = 8});
+  EXPECT_GT(run->recorder.dropped(), 20u);
+  EXPECT_GT(run->frames.dropped(), 20u);
+  const ReplayRecord record = ReplayRecord::load(log_path.string());
+  std::uint64_t samples = 0, rows = 0;
+  for (const auto& w : record.words) {
+    for (const std::uint64_t x : w) {
+      if (replay_word::kind(x) != replay_word::kLost) continue;
+      (replay_word::index_of(x) == replay_word::kLostSample ? samples : rows) += 1;
+    }
+  }
+  EXPECT_EQ(samples, run->recorder.dropped());
+  EXPECT_EQ(rows, run->frames.dropped());
+  ASSERT_NE(slurp(run->csv_path).find("#dropped"), std::string::npos);
+  auto replay_graph = build_graph(load_example("flight_control.yaml"));
+  auto replayed = replay(*replay_graph, record, dir, "replay");
+  expect_same(*run_graph, *run, *replay_graph, *replayed);
   fs::remove_all(dir);
 }
 

@@ -120,15 +120,6 @@ std::pair<std::string, std::string> table_row(const std::string& out, const std:
   return {rms, max};
 }
 
-// `text` cut where the run's file `run` has its first "#dropped" row (all of
-// it when there is none).
-std::string up_to_first_drop(const std::string& text, const std::string& run) {
-  const std::size_t marker = run.find("#dropped");
-  if (marker == std::string::npos) return text;
-  const std::size_t line = run.rfind('\n', marker);
-  return text.substr(0, line == std::string::npos ? 0 : line + 1);
-}
-
 // A run of `graph` for 1 s with a replay log, then its replay: recording,
 // frame table and statistics the same. Returns the run's --json summary.
 std::string run_and_replay(const fs::path& dir, const fs::path& graph) {
@@ -144,15 +135,11 @@ std::string run_and_replay(const fs::path& dir, const fs::path& graph) {
   const std::string csv = slurp(dir / "run.csv"), frames = slurp(dir / "run_frames.csv");
   EXPECT_GT(csv.size(), 1000u);
   EXPECT_GT(frames.size(), 1000u);
-  // A run whose recording or frame-table ring overflowed (its writer
-  // stalled: a loaded machine, a sanitizer build) marks the rows it lost;
-  // the log does not hold those drops and the replay records every row
-  // (docs/replay.md, "Not supported"), so the files agree up to the first
-  // marker.
-  EXPECT_TRUE(up_to_first_drop(slurp(dir / "replay.csv"), csv) == up_to_first_drop(csv, csv))
-      << "the recordings differ (" << dir << ")";
-  EXPECT_TRUE(up_to_first_drop(slurp(dir / "replay_frames.csv"), frames) == up_to_first_drop(frames, frames))
-      << "the frame tables differ (" << dir << ")";
+  // Whole files, the #dropped rows of a run whose recording or frame-table
+  // ring overflowed (its writer stalled: a loaded machine, a sanitizer
+  // build) included: the log holds those drops.
+  EXPECT_TRUE(slurp(dir / "replay.csv") == csv) << "the recordings differ (" << dir << ")";
+  EXPECT_TRUE(slurp(dir / "replay_frames.csv") == frames) << "the frame tables differ (" << dir << ")";
   const std::string json = slurp(dir / "run.json");
   EXPECT_EQ(statistics(slurp(dir / "replay.json")), statistics(json));
   return json;
