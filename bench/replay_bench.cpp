@@ -129,7 +129,7 @@ void run_frames(benchmark::State& state, GraphId id) {
   const std::string path = "/tmp/rtcosim_replay_bench_" + std::to_string(getpid()) + ".rpl";
   std::optional<runtime::ReplayLog> replay;
   if constexpr (kLogged) {
-    replay.emplace(*graph, path, runtime::ReplayLog::Header{text, "", 0, "other", ""});
+    replay.emplace(*graph, path, runtime::ReplayLog::Header{text, "", 0, "other", "", {}});
     std::string why;
     if (!replay->open(&why)) {
       state.SkipWithError(why.c_str());

@@ -8,10 +8,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 
 #include <fcntl.h>
 #include <unistd.h>
+
+#include "base/sha256.hpp"
 
 namespace rtcosim::runtime {
 
@@ -22,7 +25,17 @@ constexpr char kMagic[8] = {'R', 'T', 'C', 'R', 'P', 'L', '0', '1'};
 // kSegment, after a continued file's header, its place in the chain.
 // kSources, after the header (and kSegment), the live plant sources.
 // kHost: the host of a run across hosts (after the header).
-enum Record : std::uint32_t { kWords = 1, kBatch = 2, kTrailer = 3, kNext = 4, kSegment = 5, kSources = 6, kHost = 7 };
+// kFiles: the data files' SHA-256 (after the header).
+enum Record : std::uint32_t {
+  kWords = 1,
+  kBatch = 2,
+  kTrailer = 3,
+  kNext = 4,
+  kSegment = 5,
+  kSources = 6,
+  kHost = 7,
+  kFiles = 8
+};
 // Bounds a hostile or damaged file cannot exceed before we allocate.
 constexpr std::uint64_t kMaxText = 1u << 20, kMaxUnits = 1u << 20, kMaxChunk = 1u << 26;
 
@@ -70,6 +83,27 @@ class ReplayLog::LinkTap final : public coupling::BlockTap {
 
 void ReplayLog::tap_links() noexcept {
   for (std::size_t i = 0; i < tapped_links_.size(); ++i) tapped_links_[i]->set_tap(link_taps_[i].get());
+}
+
+std::vector<std::pair<std::string, std::string>> replay_data_files(const tasks::DiagramSpec& diagram,
+                                                                   const tasks::BlockRegistry& blocks) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& b : diagram.blocks) {
+    const tasks::BlockTypeInfo* info = blocks.find(b.type);
+    if (info == nullptr || b.params.flag(b.name, "follow", false)) continue;
+    for (const auto& doc : info->params) {
+      if (doc.type != "path" || !b.params.has(doc.name)) continue;
+      const auto* path = std::get_if<std::string>(&b.params.all().at(doc.name));
+      std::error_code ec;
+      if (path == nullptr || path->empty() || !std::filesystem::is_regular_file(*path, ec)) continue;
+      std::ifstream in(*path, std::ios::binary);
+      std::ostringstream bytes;
+      bytes << in.rdbuf();
+      out.emplace_back(b.name + "." + doc.name,
+                       in ? base::sha256_hex(bytes.str()) : "unreadable: " + std::string(std::strerror(errno)));
+    }
+  }
+  return out;
 }
 
 std::vector<ReplaySource> replay_sources(Graph& graph) {
@@ -218,6 +252,14 @@ bool ReplayLog::write_header(std::string* why) {
   if (!header_.host.empty()) {
     write_u32(kHost);
     write_text(header_.host);
+  }
+  if (!header_.files.empty()) {
+    write_u32(kFiles);
+    write_u32(static_cast<std::uint32_t>(header_.files.size()));
+    for (const auto& [name, sha] : header_.files) {
+      write_text(name);
+      write_text(sha);
+    }
   }
   if (!sources_.empty()) {
     write_u32(kSources);
@@ -491,7 +533,7 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
     rec.files.push_back(path);
     const std::size_t units = rec.unit_tasks.size();
     std::string next;
-    bool sources_read = false, host_read = false;
+    bool sources_read = false, host_read = false, files_read = false;
     for (bool first_record = true;; first_record = false) {
       std::uint32_t tag = 0;
       if (!r.raw(&tag, 4)) r.bad("no trailer: the run did not end cleanly");
@@ -541,6 +583,20 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
           rec.header.host = host;
         } else if (host != rec.header.host) {
           r.bad("it does not continue " + previous + ": host '" + host + "'");
+        }
+      } else if (tag == kFiles && !files_read) {
+        files_read = true;
+        const std::uint32_t n = r.u32("the data files");
+        if (n > r.left() / 8) r.bad(std::to_string(n) + " data files");
+        std::vector<std::pair<std::string, std::string>> files;
+        for (std::uint32_t i = 0; i < n; ++i) {
+          std::string name = r.text("a data file's name");
+          files.emplace_back(std::move(name), r.text("a data file's SHA-256"));
+        }
+        if (segment == 0) {
+          rec.header.files = std::move(files);
+        } else if (files != rec.header.files) {
+          r.bad("it does not continue " + previous + ": other data files");
         }
       } else if (tag == kNext && next.empty()) {
         next = r.text("the next file's name");

@@ -14,6 +14,8 @@
 #include "runtime/graph.hpp"
 #include "runtime/recorder.hpp"
 #include "runtime/thread_unit.hpp"
+#include "tasks/block_registry.hpp"
+#include "tasks/diagram.hpp"
 #include "tasks/plant/live_feed.hpp"
 
 namespace rtcosim::runtime {
@@ -136,6 +138,9 @@ class ReplayLog {
     std::int64_t end_ns = 0;
     std::string mode;
     std::string host;  // the host this process ran (--host; "" for the whole graph)
+    // The graph's data files (a plant's CSV table, an FMU): "block.param"
+    // and the SHA-256 of the file's bytes (replay_data_files).
+    std::vector<std::pair<std::string, std::string>> files;
   };
   // Set-up: one ring per thread of the graph (thread_units order), sized
   // for about a second of its frames (at least 2^16 words).
@@ -211,6 +216,13 @@ class ReplayLog {
   bool failed_ = false;
   std::uint64_t words_ = 0, bytes_ = 0;
 };
+
+// Per data file of the graph (a block parameter documented as a path that
+// names a regular file; a followed CSV file, whose rows the log holds, is
+// left out): "block.param" and the SHA-256 of its bytes. Set-up; reads the
+// files whole (a file that cannot be read gets "unreadable: <why>").
+std::vector<std::pair<std::string, std::string>> replay_data_files(const tasks::DiagramSpec& diagram,
+                                                                   const tasks::BlockRegistry& blocks);
 
 // A task with more input or output bundles than this cannot be logged
 // (replay_log_refusal says so before the run).

@@ -289,7 +289,7 @@ std::unique_ptr<Sinks> run_logged(Graph& graph, const fs::path& dir, const fs::p
   // The log first, as `rtcosim run` makes it before the executor starts:
   // the resets' takes of a live source are the run's first words.
   ReplayLog log(graph, log_path.string(),
-                ReplayLog::Header{"fake.yaml", "not-a-sha", seconds_to_ns(s.duration), "fake clock", graph.host()});
+                ReplayLog::Header{"fake.yaml", "not-a-sha", seconds_to_ns(s.duration), "fake clock", graph.host(), {}});
   std::string why;
   EXPECT_TRUE(log.open(&why)) << why;
   graph.reset();

@@ -247,6 +247,24 @@ TEST(ReplayCommand, UsageErrorsExit2AndSayWhatToDo) {
   EXPECT_EQ(other.code, 2) << said(other);
   EXPECT_NE(other.err.find("is not the graph that fc.rpl logged"), std::string::npos) << said(other);
   EXPECT_NE(other.err.find("--what-if"), std::string::npos) << said(other);
+  // A data file changed after the run: the plant's table. The graph is the
+  // same file, its SHA-256 the same: the log's hash of the table refuses it,
+  // --what-if replays with it and says so.
+  fs::create_directories(dir / "data");
+  fs::copy_file(kExamples + "/plant_replay.yaml", dir / "plant_replay.yaml");
+  fs::copy_file(kExamples + "/data/second_order_step.csv", dir / "data/second_order_step.csv");
+  const std::string plant = (dir / "plant_replay.yaml").string();
+  const Result plant_run = rtcosim({"run", "--duration", "0.2s", "--replay-log", "plant.rpl", plant}, dir);
+  ASSERT_EQ(plant_run.code, 0) << said(plant_run);
+  EXPECT_EQ(rtcosim({"replay", "plant.rpl", plant}, dir).code, 0);
+  std::ofstream(dir / "data/second_order_step.csv", std::ios::app) << "\n";
+  const Result table = rtcosim({"replay", "plant.rpl", plant}, dir);
+  EXPECT_EQ(table.code, 2) << said(table);
+  EXPECT_NE(table.err.find("the data file of plant.file is not the one the run read"), std::string::npos)
+      << said(table);
+  const Result table_what_if = rtcosim({"replay", "plant.rpl", plant, "--what-if"}, dir);
+  EXPECT_EQ(table_what_if.code, 0) << said(table_what_if);
+  EXPECT_NE(table_what_if.out.find("note: the data file of plant.file"), std::string::npos) << said(table_what_if);
   // The wrong number of operands.
   const Result one = rtcosim({"replay", "fc.rpl"}, dir);
   EXPECT_EQ(one.code, 2) << said(one);

@@ -601,11 +601,24 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
           *graph, *path,
           // The absolute path: --what-if finds the logged graph from any directory.
           runtime::ReplayLog::Header{std::filesystem::absolute(file).lexically_normal().string(), graph_sha,
-                                     duration > 0.0 ? runtime::seconds_to_ns(duration) : 0, "real time", host});
+                                     duration > 0.0 ? runtime::seconds_to_ns(duration) : 0, "real time", host,
+                                     runtime::replay_data_files(spec.diagram, blocks)});
       if (!replay_log->open(&why)) throw std::runtime_error(why);
       outputs.replay_log = replay_log.get();
     }
     if (replaying) {
+      // The data files the run read (a plant's table, an FMU): another one
+      // makes another run.
+      const auto files = runtime::replay_data_files(spec.diagram, blocks);
+      for (const auto& [name, sha] : record->header.files) {
+        const auto now = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.first == name; });
+        if (now != files.end() && now->second == sha) continue;
+        const std::string what = "the data file of " + name + " is not the one the run read (SHA-256 " +
+                                 sha.substr(0, 12) + "…, now " +
+                                 (now == files.end() ? std::string("none") : now->second.substr(0, 12) + "…") + ")";
+        if (!what_if) throw UsageError(what + ": the replay would diverge — restore it, or give --what-if");
+        std::cout << "note: " << what << "; --what-if replays with it\n";
+      }
       // Data that arrive on their own schedule are not in a log.
       if (const std::string refusal = runtime::replay_log_refusal(*graph); !refusal.empty()) {
         throw UsageError(file + " cannot be replayed: " + refusal + " (docs/replay.md)");

@@ -854,10 +854,10 @@ std::string Daemon::arm_replay_log(const std::string& name, bool overwrite) {
   const std::string graph_file = std::filesystem::path(config_file_).is_absolute() || config_file_.empty()
                                      ? config_file_
                                      : std::filesystem::absolute(config_file_).lexically_normal().string();
-  auto log =
-      std::make_unique<runtime::ReplayLog>(*graph_, path,
-                                           runtime::ReplayLog::Header{graph_file, base::sha256_hex(config_text_), 0,
-                                                                      "real time (rtcosimd)", graph_->host()});
+  auto log = std::make_unique<runtime::ReplayLog>(
+      *graph_, path,
+      runtime::ReplayLog::Header{graph_file, base::sha256_hex(config_text_), 0, "real time (rtcosimd)", graph_->host(),
+                                 runtime::replay_data_files(graph_->spec().diagram, blocks_)});
   if (!log->adopt(fd, path, &why)) return why;
   replay_log_ = std::move(log);
   replay_log_name_ = name;
