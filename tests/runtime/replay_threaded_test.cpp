@@ -818,6 +818,44 @@ TEST(ReplayRoundTrip, ARotatedLogIsReplayedAcrossItsFiles) {
   fs::remove_all(dir);
 }
 
+// The log's size, exactly: a thread of one task without links logs its
+// first reading, then per cycle the reading after its sleep, three per
+// frame (start, integration point, end) and the one after its frames —
+// 1 + 5 × 100 words for 100 cycles of 10 ms in 1 s. `rtcosim run` prints
+// the log's bytes over the run's frames (docs/replay.md, "Cost"): the words
+// plus 12 bytes per chunk, the batch marks, the header and the trailer.
+TEST(ReplayLogSize, OneTaskWithoutLinksLogsFiveWordsPerCycle) {
+  const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
+  const fs::path log_path = dir / "run.rpl";
+  auto graph = build_graph(checked(config::load_graph_text(R"(
+name: solo
+tasks:
+  - {name: solo, period: 10ms, integrator: rk4}
+blocks:
+  - {name: wave, type: sine, task: solo, params: {frequency: 1}}
+record: {signals: [wave.y], file: solo.csv}
+)",
+                                                           (dir / "solo.yaml").string())));
+  auto run = run_logged(*graph, dir, log_path, Script{.duration = 1.0});
+  EXPECT_EQ(graph->find_task("solo")->stats().frames.load(), 100u);
+  const ReplayRecord record = ReplayRecord::load(log_path.string());
+  ASSERT_EQ(record.words.size(), 1u);
+  EXPECT_EQ(record.words[0].size(), 501u);
+  // The header: magic 8, three texts (4 + 9, 4 + 9, 4 + 10), end 8, thread
+  // count 4; the thread: task count 4, name 4 + 4, two bundle counts 4 + 4.
+  const std::uint64_t header = 8 + 13 + 13 + 14 + 8 + 4 + 4 + 8 + 8;
+  // Per drain: a chunk (tag, thread, count: 12) when the thread logged
+  // anything since, and a batch mark (tag 4, count 4 + 8 per recorded task,
+  // count 4 + 8 per frame-table task); the trailer 4 + 4 + 8.
+  const std::uint64_t drains = record.batches.size();
+  EXPECT_EQ(drains, 19u);  // every 50 ms of the lockstep's time before the end
+  const std::uint64_t chunks = (fs::file_size(log_path) - header - 8 * 501 - drains * 28 - 16) / 12;
+  EXPECT_EQ(fs::file_size(log_path), header + 8 * 501 + chunks * 12 + drains * 28 + 16);
+  EXPECT_GE(chunks, drains - 1);
+  EXPECT_LE(chunks, drains + 1);
+  fs::remove_all(dir);
+}
+
 // The run's recording and frame-table rings overflow (8 entries, drained
 // every 50 ms): each lost sample and row is a word of the log, and the
 // replay, whose rings are large, drops exactly those (the #dropped rows of
