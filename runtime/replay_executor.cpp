@@ -35,8 +35,14 @@ using BundleMap = ReplayExecutor::BundleMap;
 class ReplayClock {
  public:
   ReplayClock(const std::vector<std::uint64_t>& words, std::vector<BundleMap> maps, std::atomic<bool>& running,
-              Shared& shared, std::string name)
-      : words_(words), maps_(std::move(maps)), running_(running), shared_(shared), name_(std::move(name)) {
+              Shared& shared, std::string name, const ThreadUnit& unit, ReplayExecutor::Timings* timings)
+      : words_(words),
+        maps_(std::move(maps)),
+        running_(running),
+        shared_(shared),
+        name_(std::move(name)),
+        unit_(unit),
+        timings_(timings) {
     gate_.clock = this;
   }
 
@@ -59,7 +65,7 @@ class ReplayClock {
     if (pos_ == words_.size()) running_.store(false, std::memory_order_relaxed);
     return last_;
   }
-  void sleep_until(std::int64_t) noexcept {}
+  void sleep_until(std::int64_t) noexcept { slept_ = true; }
   void before_integration(const TaskRuntime&, std::uint64_t) noexcept {}
 
   void drain(TaskRuntime& t, std::size_t member) noexcept {
@@ -80,6 +86,7 @@ class ReplayClock {
     }
     remote_used_.assign(remote_.size(), 0);
     member_ = member;
+    if (timings_ != nullptr) note_start(t);
     if (!take(replay_word::kDrain, member, map.logged_inputs, t)) return;
     counts_.assign(bundles.size(), 0);
     for (std::size_t i = 0; i < bundles.size(); ++i) counts_[i] = logged_[map.inputs[i]];
@@ -104,6 +111,21 @@ class ReplayClock {
     for (std::size_t i = 0; i < outputs.size(); ++i) drops_[i] = static_cast<char>(logged_[map.outputs[i]]);
     task_ = &t;
     t.publish_dropping(drops_, &gate_);
+    // The integration point was the last reading.
+    if (timings_ != nullptr) timings_->frames[t.spec().name].push_back({frame_start_, last_ - frame_start_});
+  }
+
+  // A frame started at the last reading; the first of a cycle whose thread
+  // slept notes how late it woke.
+  void note_start(const TaskRuntime& t) {
+    frame_start_ = last_;
+    if (cycle_pos_ == 0 && slept_) {
+      const std::int64_t release = unit_.deadlines.release();
+      timings_->cycles[unit_.owner().spec().name].push_back({release, last_ - release});
+    }
+    if (cycle_pos_ == 0) slept_ = false;
+    (void)t;
+    cycle_pos_ = (cycle_pos_ + 1) % unit_.plan.size();
   }
 
   // The frame records: a sample the run's full ring dropped is dropped
@@ -316,6 +338,11 @@ class ReplayClock {
   std::vector<std::uint32_t> counts_, logged_;
   std::vector<std::size_t> remote_;  // this frame's logged blocks from other hosts: their word positions
   std::vector<char> remote_used_;
+  const ThreadUnit& unit_;
+  ReplayExecutor::Timings* timings_;
+  std::int64_t frame_start_ = 0;
+  std::size_t cycle_pos_ = 0;
+  bool slept_ = false;
   std::size_t member_ = 0;
   std::map<const coupling::Link*, coupling::DataBlock> staged_;
   std::vector<char> drops_;
@@ -446,12 +473,14 @@ bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* w
                          const std::function<void()>& drain) {
   Shared shared;
   const std::int64_t end_ns = record_.header.end_ns;
+  std::vector<Timings> thread_timings(units_.size());
   std::vector<std::unique_ptr<std::atomic<bool>>> running;
   std::vector<std::unique_ptr<ReplayClock>> clocks;
   for (std::size_t i = 0; i < units_.size(); ++i) {
     running.push_back(std::make_unique<std::atomic<bool>>(!record_.words[i].empty()));
     clocks.push_back(std::make_unique<ReplayClock>(record_.words[i], maps_[i], *running.back(), shared,
-                                                   units_[i].owner().spec().name));
+                                                   units_[i].owner().spec().name, units_[i],
+                                                   keep_timings_ ? &thread_timings[i] : nullptr));
   }
   // The taps first: the run's resets (before its threads started) took
   // rows too, logged as the threads' first words.
@@ -481,6 +510,11 @@ bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* w
   }
   for (auto& t : threads) t.join();
   for (const ReplaySource& src : sources_) src.source->set_tap(nullptr);
+  timings_ = {};
+  for (auto& tt : thread_timings) {
+    timings_.frames.merge(tt.frames);
+    timings_.cycles.merge(tt.cycles);
+  }
   if (shared.abort.load()) {
     *why = shared.error;
     return false;
@@ -493,6 +527,28 @@ bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* w
     }
   }
   return true;
+}
+
+VirtualExecutor::Timing ReplayExecutor::logged_timing() const {
+  auto timings = std::make_shared<const Timings>(timings_);
+  // The entry of the latest logged start (release) at or before `at`; the
+  // first one before any.
+  auto latest = [](const auto& list, std::int64_t at) {
+    auto it = std::upper_bound(list.begin(), list.end(), at, [](std::int64_t t, const auto& e) { return t < e.at_ns; });
+    return it == list.begin() ? list.begin() : std::prev(it);
+  };
+  VirtualExecutor::Timing t;
+  t.execution = [timings, latest](const TaskRuntime& task, std::uint64_t, std::int64_t start_ns) -> std::int64_t {
+    const auto f = timings->frames.find(task.spec().name);
+    if (f == timings->frames.end() || f->second.empty()) return 0;
+    return latest(f->second, start_ns)->ns;
+  };
+  t.wake_delay = [timings, latest](const TaskRuntime& owner, std::int64_t release_ns) -> std::int64_t {
+    const auto c = timings->cycles.find(owner.spec().name);
+    if (c == timings->cycles.end() || c->second.empty()) return 0;
+    return latest(c->second, release_ns)->ns;
+  };
+  return t;
 }
 
 }  // namespace rtcosim::runtime

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "runtime/recorder.hpp"
 #include "runtime/replay_log.hpp"
 #include "runtime/thread_unit.hpp"
+#include "runtime/virtual_executor.hpp"
 
 namespace rtcosim::runtime {
 
@@ -42,6 +44,25 @@ class ReplayExecutor {
   // the threads run, empties them (the run's batches, docs/replay.md).
   bool run(Recorder* recorder, FrameLog* frame_log, std::string* why, const std::function<void()>& drain = {});
 
+  // The logged timing, kept by the next `run` when asked for: per task its
+  // frames (start, and integration point - start), per thread (its owner
+  // task) the cycles it slept before (release, and wake-up - release); in
+  // time order. 16 bytes a frame.
+  struct Span {
+    std::int64_t at_ns = 0, ns = 0;
+  };
+  struct Timings {
+    std::map<std::string, std::vector<Span>> frames, cycles;
+  };
+  void keep_timings(bool keep) noexcept { keep_timings_ = keep; }
+  [[nodiscard]] const Timings& timings() const noexcept { return timings_; }
+  // The kept timing mapped onto a virtual run (docs/replay.md, "What-if"):
+  // a frame that starts at t works as long as the task's logged frame that
+  // started last at or before t worked until its integration point; a
+  // thread released at r after a sleep wakes as late as its logged cycle
+  // released last at or before r woke.
+  [[nodiscard]] VirtualExecutor::Timing logged_timing() const;
+
   // Per task: for each of its input (output) bundles, the index the log
   // gave the bundle from (to) the same task.
   struct BundleMap {
@@ -56,6 +77,8 @@ class ReplayExecutor {
   std::vector<std::vector<BundleMap>> maps_;  // per thread, per task
   std::vector<ReplaySource> sources_;         // this graph's live plant sources
   std::vector<std::size_t> source_index_;     // each one's index in the log
+  bool keep_timings_ = false;
+  Timings timings_;
 };
 
 }  // namespace rtcosim::runtime

@@ -66,6 +66,7 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
     Unit& u = units[i];
     u.unit = &thread_units_of_graph[i];
     u.unit->reset(0, seconds_to_ns(duration));
+    if (timing_.wake_delay) u.start_ns = std::max<std::int64_t>(0, timing_.wake_delay(u.unit->owner(), 0));
     const int cpu = u.unit->owner().spec().cpu;
     if (cpu < 0) {
       u.cpu = processors++;
@@ -93,7 +94,8 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
     TaskRuntime& t = *tu.members[tu.plan[u.pos]];
     u.frame = t.stats().frames.load(std::memory_order_relaxed);
     u.frame_start_ns = now;
-    u.remaining_ns = seconds_to_ns(execution_time(t.spec(), u.frame));
+    u.remaining_ns = timing_.execution ? std::max<std::int64_t>(0, timing_.execution(t, u.frame, now))
+                                       : seconds_to_ns(execution_time(t.spec(), u.frame));
     u.frame_started = true;
     t.drain();
   };
@@ -119,6 +121,9 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
     u.active = false;
     u.start_ns = tu.deadlines.start_at(now);
     u.slept = tu.deadlines.release() > now;
+    if (u.slept && timing_.wake_delay) {
+      u.start_ns += std::max<std::int64_t>(0, timing_.wake_delay(tu.owner(), tu.deadlines.release()));
+    }
   };
   // Event queues, so that an instant costs O(log n) in the number of
   // threads rather than a scan of all of them (10^5 tasks stalled the scan).

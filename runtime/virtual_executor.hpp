@@ -12,11 +12,11 @@ namespace rtcosim::runtime {
 // One executed frame, as virtual time saw it.
 struct FrameRecord {
   std::string task;
-  std::uint64_t frame = 0;  // the task's own frame index, from 0
-  double start = 0.0;       // wall seconds since the epoch
-  double end = 0.0;         // = the integration point
-  double step = 0.0;        // h of this frame
-  double sim_time = 0.0;    // the partition's time after the step
+  std::uint64_t frame = 0;              // the task's own frame index, from 0
+  double start = 0.0;                   // wall seconds since the epoch
+  double end = 0.0;                     // = the integration point
+  double step = 0.0;                    // h of this frame
+  double sim_time = 0.0;                // the partition's time after the step
   std::int64_t latency_ns = -1;         // first frame of a cycle whose thread slept: first execution - release
   std::int64_t start_lateness_ns = -1;  // first frame of a cycle: first execution - release
 };
@@ -55,6 +55,17 @@ class VirtualExecutor {
   // Resets the graph and runs frames that start before `duration`.
   void run(double duration, const Observer& observer = {});
 
+  // Timing other than the file's script (a replay's what-if with another
+  // period, docs/replay.md): `execution` gives frame `frame` of a task that
+  // starts at `start_ns` its execution time (ns); `wake_delay` gives a
+  // thread (its owner task) that slept until `release_ns` how much later it
+  // wakes (ns). Either may be empty: the file's script, no delay.
+  struct Timing {
+    std::function<std::int64_t(const TaskRuntime& task, std::uint64_t frame, std::int64_t start_ns)> execution;
+    std::function<std::int64_t(const TaskRuntime& owner, std::int64_t release_ns)> wake_delay;
+  };
+  void set_timing(Timing timing) { timing_ = std::move(timing); }
+
   // Every frame of the last run; throws std::logic_error unless the executor
   // was made with keep_frames (an empty list would pass for "no frames").
   [[nodiscard]] const std::vector<FrameRecord>& frames() const;
@@ -62,6 +73,7 @@ class VirtualExecutor {
  private:
   Graph& graph_;
   bool keep_frames_;
+  Timing timing_;
   std::vector<FrameRecord> frames_;
 };
 

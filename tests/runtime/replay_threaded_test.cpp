@@ -856,6 +856,75 @@ record: {signals: [wave.y], file: solo.csv}
   fs::remove_all(dir);
 }
 
+// A what-if with another period runs in virtual time on the logged timing
+// mapped by time: a frame starting at t works as long as the task's logged
+// frame that started last at or before t did until its integration point;
+// a thread released at r wakes as late as its logged cycle released last at
+// or before r. One task, 10 ms, every wake-up 20 us late and the 41st
+// 6 ms more: replayed at 10 ms every frame's work and latency are the
+// logged ones; at 5 ms frame j takes logged frame j / 2's.
+TEST(ReplayWhatIf, AnotherPeriodRunsOnTheLoggedTimingMappedByTime) {
+  const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
+  const fs::path log_path = dir / "run.rpl";
+  auto solo = [&](const std::string& period) {
+    return build_graph(checked(config::load_graph_text(R"(
+name: solo
+tasks:
+  - {name: solo, period: )" + period + R"(, integrator: rk4}
+blocks:
+  - {name: wave, type: sine, task: solo, params: {frequency: 1}}
+record: {signals: [wave.y], file: solo.csv}
+)",
+                                                       (dir / "solo.yaml").string())));
+  };
+  auto run_graph = solo("10ms");
+  (void)run_logged(*run_graph, dir, log_path, Script{.duration = 1.0, .delayed_unit = 0, .delayed_wake = 41});
+  const ReplayRecord record = ReplayRecord::load(log_path.string());
+  auto logged_graph = solo("10ms");
+  ReplayExecutor logged(*logged_graph, record);
+  logged.keep_timings(true);
+  std::string why;
+  ASSERT_TRUE(logged.run(nullptr, nullptr, &why)) << why;
+  const TaskRuntime& task = *logged_graph->find_task("solo");
+  const auto& frames = logged.timings().frames.at("solo");
+  const auto& cycles = logged.timings().cycles.at("solo");
+  ASSERT_EQ(frames.size(), 100u);
+  ASSERT_EQ(cycles.size(), 100u);
+  for (std::size_t k = 0; k < 100; ++k) {
+    const std::int64_t late = kWakeNs + (k == 40 ? kDelayNs : 0);
+    EXPECT_EQ(cycles[k].at_ns, static_cast<std::int64_t>(k) * 10'000'000) << k;
+    EXPECT_EQ(cycles[k].ns, late) << k;
+    EXPECT_EQ(frames[k].at_ns, static_cast<std::int64_t>(k) * 10'000'000 + late) << k;
+    EXPECT_EQ(frames[k].ns, work_ns(task, k)) << k;
+  }
+  // The same period: the logged work and wake-ups, frame by frame.
+  auto same = solo("10ms");
+  VirtualExecutor again(*same, true);
+  again.set_timing(logged.logged_timing());
+  again.run(1.0);
+  ASSERT_EQ(again.frames().size(), 100u);
+  for (std::size_t k = 0; k < 100; ++k) {
+    const FrameRecord& f = again.frames()[k];
+    EXPECT_EQ(f.latency_ns, cycles[k].ns) << k;
+    EXPECT_EQ(std::llround((f.end - f.start) * 1e9), work_ns(task, k)) << k;
+  }
+  // Half the period: frame j starts 20 us after 5 ms j, after logged frame
+  // j / 2 started; the cycle released at 400 ms wakes 6 ms late.
+  auto fast = solo("5ms");
+  VirtualExecutor faster(*fast, true);
+  faster.set_timing(logged.logged_timing());
+  faster.run(1.0);
+  ASSERT_GT(faster.frames().size(), 81u);
+  for (std::size_t j = 0; j < 80; ++j) {
+    const FrameRecord& f = faster.frames()[j];
+    EXPECT_EQ(f.latency_ns, kWakeNs) << j;
+    EXPECT_EQ(std::llround(f.start * 1e9), static_cast<std::int64_t>(j) * 5'000'000 + kWakeNs) << j;
+    EXPECT_EQ(std::llround((f.end - f.start) * 1e9), work_ns(task, j / 2)) << j;
+  }
+  EXPECT_EQ(faster.frames()[80].latency_ns, kWakeNs + kDelayNs);
+  fs::remove_all(dir);
+}
+
 // The run's recording and frame-table rings overflow (8 entries, drained
 // every 50 ms): each lost sample and row is a word of the log, and the
 // replay, whose rings are large, drops exactly those (the #dropped rows of

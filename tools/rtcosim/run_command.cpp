@@ -145,9 +145,15 @@ std::vector<ReferenceError> differences(const runtime::Recorder& recorder, const
     if (!b) continue;
     ReferenceError e{s.signal, 0.0, 0.0, 0};
     double sum = 0.0;
-    for (std::size_t i = 0; i < s.value.size() && i < b->value.size(); ++i) {
-      if (s.time[i] != b->time[i]) break;
-      const double d = std::abs(s.value[i] - b->value[i]);
+    // At the instants both recorded: every sample when the frames are the
+    // logged ones; with another period, those the periods share.
+    std::size_t j = 0;
+    for (std::size_t i = 0; i < s.value.size(); ++i) {
+      const double tolerance = 1e-9 * std::max(1.0, std::abs(s.time[i]));
+      while (j < b->time.size() && b->time[j] < s.time[i] - tolerance) ++j;
+      if (j == b->time.size()) break;
+      if (std::abs(b->time[j] - s.time[i]) > tolerance) continue;
+      const double d = std::abs(s.value[i] - b->value[j]);
       sum += d * d;
       e.max = std::max(e.max, d);
       ++e.samples;
@@ -366,6 +372,28 @@ std::string file_bytes(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// A virtual run: every frame sampled into the recording and the frame
+// table, drained every 4096 frames (16 with a live synchronisation, which
+// is polled then).
+void run_virtual(runtime::VirtualExecutor& executor, runtime::Graph& graph, runtime::Recorder& recorder,
+                 Outputs& outputs, double duration, LiveSync* live) {
+  std::unordered_map<const runtime::TaskRuntime*, std::size_t> task_index;
+  for (std::size_t i = 0; i < graph.tasks().size(); ++i) task_index[graph.tasks()[i].get()] = i;
+  std::size_t frames = 0;
+  executor.run(duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord& f) {
+    (void)recorder.sample(task);
+    if (outputs.frame_log) {
+      (void)outputs.frame_log->add(task_index[&task],
+                                   runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
+                                                     std::llround((f.end - f.start) * 1e9), f.start_lateness_ns});
+    }
+    if (++frames % (live ? 16 : 4096) == 0) {
+      outputs.drain();
+      if (live) live->poll();
+    }
+  });
 }
 
 // The body of `rtcosim run` and of `rtcosim replay` (docs/replay.md): the
@@ -627,6 +655,8 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     // A what-if replays the logged graph first, for its series: the file the
     // log names (or --logged-graph), as it ran.
     std::optional<Baseline> baseline;
+    std::string period_changed;  // the first task whose period the what-if changes
+    std::optional<runtime::VirtualExecutor::Timing> mapped_timing;
     if (what_if) {
       const std::string original = args.value("logged-graph").value_or(record->header.graph_file);
       std::error_code ec;
@@ -643,15 +673,25 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       std::cout << "the logged run's graph: " << original << '\n';
       auto original_spec = load_graph_or_report(original, load_options);
       if (!original_spec) return 1;
-      // The frames' readings belong to the logged periods and overrun
-      // policies: another period would read them in other roles.
+      // The frames' readings belong to the logged overrun policies and rate
+      // groups: others would read them in other roles. Another period runs
+      // in virtual time on the log's timing mapped onto it.
       for (const auto& t : spec.tasks) {
         const auto* o = original_spec->find_task(t.name);
-        if (o && (o->period != t.period || o->overrun != t.overrun || o->rate_group != t.rate_group)) {
-          throw UsageError("--what-if: task '" + t.name + "' has another period, overrun policy or rate group than " +
+        if (o && (o->overrun != t.overrun || o->rate_group != t.rate_group)) {
+          throw UsageError("--what-if: task '" + t.name + "' has another overrun policy or rate group than " +
                            "in the logged run; a replay takes each frame's times from the log, which belong to the " +
                            "logged ones (docs/replay.md, \"What-if\")");
         }
+        if (o && o->period != t.period) {
+          if (period_changed.empty()) period_changed = t.name;
+        }
+      }
+      if (!period_changed.empty() && (!record->sources.empty() || !record->header.host.empty())) {
+        throw UsageError(
+            "--what-if: task '" + period_changed + "' has another period, and the logged run took data from outside (" +
+            (record->sources.empty() ? "another host" : "live plant source '" + record->sources.front().block + "'") +
+            ") that arrived for the logged frames only; keep the periods (docs/replay.md, \"What-if\")");
       }
       const auto original_methods = config::plugin_registry(*original_spec, load_options.plugins.directories);
       auto original_graph = runtime::Graph::build(*original_spec, blocks, original_methods);
@@ -660,14 +700,26 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       all.keep = runtime::Recorder::kKeepAll;
       runtime::Recorder original_recorder(*original_graph, all);
       runtime::ReplayExecutor original_executor(*original_graph, *record);
+      original_executor.keep_timings(!period_changed.empty());
       if (!original_executor.run(&original_recorder, nullptr, &why, [&] { original_recorder.drain(); })) {
         throw std::runtime_error("the replay of the logged graph " + original + " stopped: " + why);
       }
       original_recorder.drain();
       baseline = original_recorder.series();
+      if (!period_changed.empty()) mapped_timing = original_executor.logged_timing();
     }
     bool fifo = false;
-    if (replaying) {
+    if (mapped_timing) {
+      // Another period: the frames are not the logged ones, so the graph
+      // runs in virtual time with the logged execution times and wake-ups
+      // mapped onto its own (docs/replay.md, "What-if").
+      std::cout << "what-if: task '" << period_changed << "' has another period; " << file
+                << " runs in virtual time, each frame working as long as its task's logged frame that started last "
+                   "before it, each wake-up as late as its thread's logged one\n";
+      runtime::VirtualExecutor executor(*graph);
+      executor.set_timing(*mapped_timing);
+      run_virtual(executor, *graph, recorder, outputs, duration, nullptr);
+    } else if (replaying) {
       runtime::ReplayExecutor executor(*graph, *record);
       std::cout << "replaying " << log_path
                 << (record->files.size() > 1
@@ -704,21 +756,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       for (; next < record->batches.size(); ++next) outputs.drain(record->batches[next]);
     } else if (virtual_time) {
       runtime::VirtualExecutor executor(*graph);
-      std::unordered_map<const runtime::TaskRuntime*, std::size_t> task_index;
-      for (std::size_t i = 0; i < graph->tasks().size(); ++i) task_index[graph->tasks()[i].get()] = i;
-      std::size_t frames = 0;
-      executor.run(duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord& f) {
-        recorder.sample(task);
-        if (outputs.frame_log) {
-          outputs.frame_log->add(task_index[&task],
-                                 runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
-                                                   std::llround((f.end - f.start) * 1e9), f.start_lateness_ns});
-        }
-        if (++frames % (live ? 16 : 4096) == 0) {
-          outputs.drain();
-          if (live) live->poll();
-        }
-      });
+      run_virtual(executor, *graph, recorder, outputs, duration, live.get());
     } else {
       std::unique_ptr<TraceSession> trace;
       const auto trace_dir = args.value("trace");
@@ -806,8 +844,9 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       std::cout << "synchronisation series written to " << *path << '\n';
     }
     if (baseline) {
-      std::cout << "what-if against the logged run (the same frames; " << file << " vs " << record->header.graph_file
-                << "):\n";
+      std::cout << "what-if against the logged run ("
+                << (mapped_timing ? "at the instants both recorded" : "the same frames") << "; " << file << " vs "
+                << record->header.graph_file << "):\n";
       std::cout << render_table(reference_error_columns(), differences(recorder, *baseline));
     }
     if (reference) {
