@@ -466,6 +466,14 @@ TEST_F(Daemon, AReplayLogRotatesWithTheRecordingAndReplaysItByteForByte) {
   EXPECT_NE(replayed.find("and the " + std::to_string(files - 1) + " file(s) it goes on in: real time (rtcosimd)"),
             std::string::npos)
       << replayed;
+  // Armed again, then a reload: the armed log was for the graph that goes.
+  EXPECT_EQ(request(ctl_request_line({"record", "start", "second.csv"}, {{"replay-log", "second.rpl"}}))
+                .rfind("{\"ok\":true", 0),
+            0u);
+  EXPECT_EQ(request("{\"cmd\":\"reload\"}").rfind("{\"ok\":true", 0), 0u);
+  EXPECT_NE(request("{\"cmd\":\"status\"}")
+                .find("\"replay_log\":null,\"replay_log_error\":\"the reload came before the logged run started"),
+            std::string::npos);
   kill(pid_, SIGTERM);
   EXPECT_EQ(wait_exit(), 0);
 }

@@ -216,6 +216,13 @@ bool Daemon::commit(Prepared&& p, std::string* errors) {
     graph_svg_ = std::move(p.svg);
     if (options_.web.port != 0) feed_.set_layout(!graph_svg_.empty(), p.layout_why);
     stop_graph();
+    if (replay_log_) {
+      // Armed for a run of the graph that goes now: it taps that graph's
+      // sources and links, and the next run would be another graph's.
+      finish_replay_log();
+      replay_log_error_ = "the reload came before the logged run started: the replay log holds no run";
+      std::cerr << "rtcosimd: " << replay_log_error_ << '\n';
+    }
     if (record_columns_) {
       // A column file holds one graph's tasks and signals: the reload ends
       // it, complete (docs/daemon.md).
