@@ -71,6 +71,39 @@ class DaemonHardening : public Daemon {
   }
 };
 
+// rtcosimd's arguments go through the CLI's parser: what is wrong is named,
+// with what would be right, and the exit code is 2 before anything starts.
+TEST(DaemonArguments, BadArgumentsExit2NamingWhatWasWrong) {
+  auto run = [](const std::string& args) {
+    const std::string command = std::string(RTCOSIMD_PATH) + " " + args + " 2>&1";
+    FILE* p = ::popen(command.c_str(), "r");
+    std::string out;
+    char buffer[512];
+    while (p != nullptr && std::fgets(buffer, sizeof buffer, p) != nullptr) out += buffer;
+    const int status = p != nullptr ? ::pclose(p) : -1;
+    return std::make_pair(WIFEXITED(status) ? WEXITSTATUS(status) : -1, out);
+  };
+  for (const auto& [args, said] : std::vector<std::pair<std::string, std::string>>{
+           {"--confg g.yaml", "unknown option '--confg' for 'rtcosimd' (did you mean '--config'?)"},
+           {"", "--config FILE is required"},
+           {"--config g.yaml stray", "unexpected argument 'stray'"},
+           {"--config g.yaml --listen 8080", "--listen '8080' — expected ADDRESS:PORT"},
+           {"--config g.yaml --max-clients 0", "--max-clients '0' — expected a whole number from 1 to 100000"},
+           {"--config g.yaml --web-max-clients 2.5", "--web-max-clients '2.5' — expected a whole number"},
+           {"--config g.yaml --web-push-rate 0", "--web-push-rate '0' — expected a rate from 0.1 to 100"},
+           {"--config g.yaml --web-token-lifetime 1e6", "--web-token-lifetime '1e6' — expected seconds"},
+           {"--config g.yaml --socket", "option --socket needs a value"},
+           {"--config a.yaml --config b.yaml", "option --config given twice"}}) {
+    const auto [code, out] = run(args);
+    EXPECT_EQ(code, 2) << args << ": " << out;
+    EXPECT_NE(out.find("rtcosimd: " + said), std::string::npos) << args << ": " << out;
+    EXPECT_NE(out.find("see 'rtcosimd --help'"), std::string::npos) << args << ": " << out;
+  }
+  const auto [code, out] = run("-h");
+  EXPECT_EQ(code, 0);
+  EXPECT_EQ(out.rfind("usage: rtcosimd --config FILE", 0), 0u) << out;
+}
+
 TEST_F(DaemonHardening, AClientThatClosesWithRepliesPendingDoesNotKillIt) {
   start_ready();
   const int fd = connect_client();

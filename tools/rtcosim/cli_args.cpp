@@ -1,11 +1,10 @@
 #include "tools/rtcosim/cli_args.hpp"
 
+#include <charconv>
+#include <filesystem>
 #include <iostream>
 
 #include <unistd.h>
-
-#include <charconv>
-#include <filesystem>
 
 #include "base/duration.hpp"
 #include "base/text.hpp"
@@ -14,7 +13,10 @@ namespace rtcosim::tools {
 
 CliArgs::CliArgs(std::string verb, std::set<std::string> valued, std::set<std::string> flags,
                  std::set<std::string> repeatable)
-    : verb_(std::move(verb)), valued_(std::move(valued)), flags_(std::move(flags)), repeatable_(std::move(repeatable)) {}
+    : verb_(std::move(verb)),
+      valued_(std::move(valued)),
+      flags_(std::move(flags)),
+      repeatable_(std::move(repeatable)) {}
 
 std::optional<std::string> CliArgs::parse_for_file(const std::vector<std::string>& args, const char* help) {
   parse(args);
@@ -58,7 +60,9 @@ void CliArgs::parse(const std::vector<std::string>& args) {
     } else {
       std::vector<std::string> known(valued_.begin(), valued_.end());
       known.insert(known.end(), flags_.begin(), flags_.end());
-      std::string message = "unknown option '--" + name + "' for 'rtcosim " + verb_ + "'";
+      // The daemon parses its own arguments here too ("rtcosimd").
+      const std::string program = verb_ == "rtcosimd" ? verb_ : "rtcosim " + verb_;
+      std::string message = "unknown option '--" + name + "' for '" + program + "'";
       if (const auto guess = base::closest_match(name, known); !guess.empty()) {
         message += " (did you mean '--" + guess + "'?)";
       }

@@ -1316,7 +1316,16 @@ int Daemon::run() {
     // that u reaches the tasks a few macro steps after its data.
     const bool more =
         std::any_of(clients.begin(), clients.end(), [](const ControlClient& c) { return c.has_request(); });
-    poll(fds.data(), fds.size(), more ? 0 : live_sync_ && running_ ? 5 : 100);
+    if (poll(fds.data(), fds.size(), more ? 0 : live_sync_ && running_ ? 5 : 100) < 0) {
+      // EINTR is a signal the signalfd reports next round; anything else
+      // (ENOMEM) leaves revents unset: nothing is served this round, and
+      // the loop waits instead of spinning.
+      if (errno != EINTR) {
+        std::cerr << "rtcosimd: poll: " << std::strerror(errno) << '\n';
+        ::usleep(100'000);
+      }
+      for (auto& p : fds) p.revents = 0;
+    }
 
     if (fds[0].revents & POLLIN) take_signals(sfd);
     // Only the clients that were polled; new ones join after this round.

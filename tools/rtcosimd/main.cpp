@@ -2,10 +2,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <sys/stat.h>
 
+#include "tools/rtcosim/cli_args.hpp"
 #include "tools/rtcosimd/daemon.hpp"
 
 namespace {
@@ -54,100 +58,101 @@ options:
   -h, --help           this text
 )";
 
+// A whole number or a number in [lo, hi] from `text`; nullopt otherwise.
+std::optional<double> number_in(const std::string& text, double lo, double hi, bool whole) {
+  char* end = nullptr;
+  const double n = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(n >= lo) || n > hi) return std::nullopt;
+  if (whole && n != static_cast<double>(static_cast<long>(n))) return std::nullopt;
+  return n;
+}
+
+// The options from argv; throws UsageError naming what was wrong.
+std::optional<rtcosim::daemon::Options> parse_options(const std::vector<std::string>& raw) {
+  using rtcosim::tools::UsageError;
+  rtcosim::tools::CliArgs args(
+      "rtcosimd",
+      {"config", "socket", "config-dir", "recording-dir", "max-clients", "plugin-dir", "fmu-dir", "host", "listen",
+       "web-token-file", "web-host", "web-max-clients", "web-push-rate", "web-token-lifetime", "dot"},
+      {"help", "listen-public"}, {"plugin-dir", "fmu-dir", "web-host"});
+  args.parse(raw);
+  if (args.flag("help")) {
+    std::cout << kUsage;
+    return std::nullopt;
+  }
+  if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
+  rtcosim::daemon::Options options;
+  const auto config = args.value("config");
+  if (!config) throw UsageError("--config FILE is required");
+  options.config = *config;
+  options.socket_path = args.value("socket").value_or(options.socket_path);
+  options.config_dir = args.value("config-dir").value_or(options.config_dir);
+  options.recording_dir = args.value("recording-dir").value_or(options.recording_dir);
+  options.host = args.value("host").value_or(options.host);
+  if (const auto dot = args.value("dot")) options.dot_program = *dot == "none" ? std::string() : *dot;
+  options.plugin_dirs = args.values("plugin-dir");
+  options.fmu_dirs = args.values("fmu-dir");
+  if (const auto v = args.value("listen")) {
+    const auto colon = v->rfind(':');
+    const auto port = colon == std::string::npos ? std::nullopt : number_in(v->substr(colon + 1), 1, 65535, true);
+    if (colon == std::string::npos || colon == 0 || !port) {
+      throw UsageError("--listen '" + *v + "' — expected ADDRESS:PORT, e.g. 127.0.0.1:8080");
+    }
+    options.web.address = v->substr(0, colon);
+    options.web.port = static_cast<unsigned short>(*port);
+  }
+  options.web.allow_public = args.flag("listen-public");
+  options.web.hosts = args.values("web-host");
+  if (const auto file = args.value("web-token-file")) {
+    // The token is a secret: a file others may read is refused.
+    struct stat st {};
+    if (::stat(file->c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+      std::ostringstream mode;
+      mode << std::oct << (st.st_mode & 0777);
+      throw UsageError("--web-token-file '" + *file + "' may be read by group or others (mode 0" + mode.str() +
+                       ") — chmod 600 it");
+    }
+    std::ifstream in(*file);
+    std::getline(in, options.web.token);
+    if (!in || options.web.token.size() < 16) {
+      throw UsageError("--web-token-file '" + *file +
+                       "': cannot read a token of at least 16 characters from its first line");
+    }
+  }
+  if (const auto v = args.value("web-token-lifetime")) {
+    const auto s = number_in(*v, 1.0, 86400.0, false);
+    if (!s) throw UsageError("--web-token-lifetime '" + *v + "' — expected seconds from 1 to 86400");
+    options.web.token_lifetime_s = *s;
+  }
+  if (const auto v = args.value("web-max-clients")) {
+    const auto n = number_in(*v, 1.0, 10000.0, true);
+    if (!n) throw UsageError("--web-max-clients '" + *v + "' — expected a whole number from 1 to 10000");
+    options.web.max_clients = static_cast<std::size_t>(*n);
+  }
+  if (const auto v = args.value("web-push-rate")) {
+    const auto n = number_in(*v, 0.1, 100.0, false);
+    if (!n) throw UsageError("--web-push-rate '" + *v + "' — expected a rate from 0.1 to 100 (per second)");
+    options.web.push_rate = *n;
+  }
+  if (const auto v = args.value("max-clients")) {
+    const auto n = number_in(*v, 1.0, 100000.0, true);
+    if (!n) throw UsageError("--max-clients '" + *v + "' — expected a whole number from 1 to 100000");
+    options.max_clients = static_cast<std::size_t>(*n);
+  }
+  return options;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  rtcosim::daemon::Options options;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "-h" || a == "--help") {
-      std::cout << kUsage;
-      return 0;
-    }
-    if ((a == "--config" || a == "--socket" || a == "--config-dir" || a == "--recording-dir" || a == "--host") &&
-        i + 1 < argc) {
-      (a == "--config"       ? options.config
-       : a == "--socket"     ? options.socket_path
-       : a == "--config-dir" ? options.config_dir
-       : a == "--host"       ? options.host
-                             : options.recording_dir) = argv[++i];
-    } else if (a == "--dot" && i + 1 < argc) {
-      options.dot_program = argv[++i];
-      if (options.dot_program == "none") options.dot_program.clear();
-    } else if (a == "--plugin-dir" && i + 1 < argc) {
-      options.plugin_dirs.emplace_back(argv[++i]);
-    } else if (a == "--fmu-dir" && i + 1 < argc) {
-      options.fmu_dirs.emplace_back(argv[++i]);
-    } else if (a == "--listen" && i + 1 < argc) {
-      const std::string v = argv[++i];
-      const auto colon = v.rfind(':');
-      char* end = nullptr;
-      const long port = colon == std::string::npos ? -1 : std::strtol(v.c_str() + colon + 1, &end, 10);
-      if (colon == std::string::npos || colon == 0 || *end != '\0' || port < 1 || port > 65535) {
-        std::cerr << "rtcosimd: --listen '" << v << "' — expected ADDRESS:PORT, e.g. 127.0.0.1:8080\n";
-        return 2;
-      }
-      options.web.address = v.substr(0, colon);
-      options.web.port = static_cast<unsigned short>(port);
-    } else if (a == "--listen-public") {
-      options.web.allow_public = true;
-    } else if (a == "--web-host" && i + 1 < argc) {
-      options.web.hosts.emplace_back(argv[++i]);
-    } else if (a == "--web-token-file" && i + 1 < argc) {
-      // The token is a secret: a file others may read is refused.
-      struct stat st {};
-      if (::stat(argv[++i], &st) == 0 && (st.st_mode & 077) != 0) {
-        std::cerr << "rtcosimd: --web-token-file '" << argv[i] << "' may be read by group or others (mode 0" << std::oct
-                  << (st.st_mode & 0777) << std::dec << ") — chmod 600 it\n";
-        return 2;
-      }
-      std::ifstream in(argv[i]);
-      std::getline(in, options.web.token);
-      if (!in || options.web.token.size() < 16) {
-        std::cerr << "rtcosimd: --web-token-file '" << argv[i]
-                  << "': cannot read a token of at least 16 characters from its first line\n";
-        return 2;
-      }
-    } else if (a == "--web-token-lifetime" && i + 1 < argc) {
-      char* end = nullptr;
-      const double s = std::strtod(argv[++i], &end);
-      if (*end != '\0' || !(s >= 1.0) || s > 86400.0) {
-        std::cerr << "rtcosimd: --web-token-lifetime '" << argv[i] << "' — expected seconds from 1 to 86400\n";
-        return 2;
-      }
-      options.web.token_lifetime_s = s;
-    } else if ((a == "--web-max-clients" || a == "--web-push-rate") && i + 1 < argc) {
-      char* end = nullptr;
-      const double n = std::strtod(argv[++i], &end);
-      const bool clients = a == "--web-max-clients";
-      if (*end != '\0' || !(n >= (clients ? 1.0 : 0.1)) || n > (clients ? 10000.0 : 100.0) ||
-          (clients && n != static_cast<double>(static_cast<long>(n)))) {
-        std::cerr << "rtcosimd: " << a << " '" << argv[i] << "' — expected "
-                  << (clients ? "a whole number from 1 to 10000" : "a rate from 0.1 to 100 (per second)") << '\n';
-        return 2;
-      }
-      if (clients) {
-        options.web.max_clients = static_cast<std::size_t>(n);
-      } else {
-        options.web.push_rate = n;
-      }
-    } else if (a == "--max-clients" && i + 1 < argc) {
-      char* end = nullptr;
-      const long n = std::strtol(argv[++i], &end, 10);
-      if (*end != '\0' || n < 1 || n > 100000) {
-        std::cerr << "rtcosimd: --max-clients '" << argv[i] << "' — expected a whole number from 1 to 100000\n";
-        return 2;
-      }
-      options.max_clients = static_cast<std::size_t>(n);
-    } else {
-      std::cerr << "rtcosimd: unexpected argument '" << a << "'\n" << kUsage;
-      return 2;
-    }
-  }
-  if (options.config.empty()) {
-    std::cerr << "rtcosimd: --config FILE is required\n" << kUsage;
+  std::optional<rtcosim::daemon::Options> options;
+  try {
+    options = parse_options(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const rtcosim::tools::UsageError& e) {
+    std::cerr << "rtcosimd: " << e.what() << "\nsee 'rtcosimd --help'\n";
     return 2;
   }
-  rtcosim::daemon::Daemon daemon(options);
+  if (!options) return 0;
+  rtcosim::daemon::Daemon daemon(*options);
   return daemon.run();
 }
