@@ -23,6 +23,7 @@
 #include <tuple>
 
 #include "base/duration.hpp"
+#include "base/record_formats.hpp"
 #include "base/text.hpp"
 #include "coupling/plugin_loader.hpp"
 #include "rt_config/hosts.hpp"
@@ -955,7 +956,9 @@ class GraphLoader {
       }
     }
     if (auto f = in_.text(node, "file", "'record'", !graph_.record.signals.empty())) graph_.record.file = *f;
-    if (auto f = in_.choice(node, "format", "'record'", {"csv", "hdf5", "mat73", "mat5"})) graph_.record.format = *f;
+    std::vector<std::string> formats;
+    for (const auto& row : base::kRecordFormats) formats.emplace_back(row.name);
+    if (auto f = in_.choice(node, "format", "'record'", formats)) graph_.record.format = *f;
     const auto units = node["units"];
     if (!units) return;
     if (!units.IsMap()) {

@@ -8,27 +8,52 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "base/record_formats.hpp"
+
 namespace rtcosim::runtime {
 
-const char* to_string(RecordFormat format) noexcept {
-  switch (format) {
-    case RecordFormat::kCsv:
-      return "csv";
-    case RecordFormat::kHdf5:
-      return "hdf5";
-    case RecordFormat::kMat73:
-      return "mat73";
-    case RecordFormat::kMat5:
-      return "mat5";
-  }
-  return "csv";
+// The enumerators follow the table's rows.
+static_assert(base::kRecordFormats.size() == static_cast<std::size_t>(RecordFormat::kMat5) + 1);
+static_assert(base::kRecordFormats[static_cast<std::size_t>(RecordFormat::kCsv)].name == "csv");
+static_assert(base::kRecordFormats[static_cast<std::size_t>(RecordFormat::kHdf5)].name == "hdf5");
+static_assert(base::kRecordFormats[static_cast<std::size_t>(RecordFormat::kMat73)].name == "mat73");
+static_assert(base::kRecordFormats[static_cast<std::size_t>(RecordFormat::kMat5)].name == "mat5");
+
+namespace {
+
+const base::RecordFormatRow& row_of(RecordFormat format) noexcept {
+  return base::kRecordFormats[static_cast<std::size_t>(format)];
 }
 
-const char* record_format_names() noexcept { return "csv, hdf5, mat73, mat5"; }
+bool lists(const base::RecordFormatRow& row, std::string_view ext) noexcept {
+  return !ext.empty() && (row.extensions[0] == ext || row.extensions[1] == ext);
+}
+
+}  // namespace
+
+// The string views of the table are literals: null-terminated.
+const char* to_string(RecordFormat format) noexcept { return row_of(format).name.data(); }
+
+bool is_columnar(RecordFormat format) noexcept { return row_of(format).columnar; }
+
+const char* record_format_names() noexcept {
+  static const std::string names = [] {
+    std::string s;
+    for (const auto& row : base::kRecordFormats) s += (s.empty() ? "" : ", ") + std::string(row.name);
+    return s;
+  }();
+  return names.c_str();
+}
+
+std::vector<std::string> record_format_list() {
+  std::vector<std::string> out;
+  for (const auto& row : base::kRecordFormats) out.emplace_back(row.name);
+  return out;
+}
 
 std::optional<RecordFormat> parse_record_format(std::string_view name) noexcept {
-  for (auto f : {RecordFormat::kCsv, RecordFormat::kHdf5, RecordFormat::kMat73, RecordFormat::kMat5}) {
-    if (name == to_string(f)) return f;
+  for (std::size_t i = 0; i < base::kRecordFormats.size(); ++i) {
+    if (name == base::kRecordFormats[i].name) return static_cast<RecordFormat>(i);
   }
   return std::nullopt;
 }
@@ -40,20 +65,23 @@ std::optional<RecordFormat> record_format_for(const std::string& path, const std
   std::string ext = dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : path.substr(dot);
   for (auto& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   std::optional<RecordFormat> by_name;
-  if (ext == ".csv") by_name = RecordFormat::kCsv;
-  if (ext == ".h5" || ext == ".hdf5") by_name = RecordFormat::kHdf5;
-  if (ext == ".mat") by_name = RecordFormat::kMat73;
+  for (std::size_t i = 0; i < base::kRecordFormats.size() && !by_name; ++i) {
+    if (lists(base::kRecordFormats[i], ext)) by_name = static_cast<RecordFormat>(i);
+  }
   if (declared.empty()) return by_name.value_or(RecordFormat::kCsv);
   const auto format = parse_record_format(declared);
   if (!format) {
     *error = "unknown recording format '" + declared + "' — expected one of: " + record_format_names();
     return std::nullopt;
   }
-  const bool fits =
-      !by_name || *by_name == *format || (*by_name == RecordFormat::kMat73 && *format == RecordFormat::kMat5);
-  if (!fits) {
+  if (by_name && !lists(row_of(*format), ext)) {
+    std::string known;
+    for (const auto& row : base::kRecordFormats) {
+      if (!row.extensions[0].empty() && known.find(row.extensions[0]) == std::string::npos)
+        known += (known.empty() ? "" : ", ") + std::string(row.extensions[0]);
+    }
     *error = "format '" + declared + "' does not fit the file '" + path + "' (" + ext + " is " + to_string(*by_name) +
-             ") — name the file for its format (.csv, .h5, .mat) or drop 'format'";
+             ") — name the file for its format (" + known + ") or drop 'format'";
     return std::nullopt;
   }
   return format;

@@ -4,10 +4,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace rtcosim::runtime {
 
-// The formats a recording can be written in (docs/recording.md).
+// The formats a recording can be written in (docs/recording.md), in the
+// order of base::kRecordFormats, which holds each one's name, extensions
+// and kind.
 enum class RecordFormat { kCsv, kHdf5, kMat73, kMat5 };
 
 // "csv", "hdf5", "mat73", "mat5".
@@ -21,6 +24,9 @@ std::optional<RecordFormat> parse_record_format(std::string_view name) noexcept;
 std::optional<RecordFormat> record_format_for(const std::string& path, const std::string& declared, std::string* error);
 // The names `declared` may take, for messages: "csv, hdf5, mat73, mat5".
 const char* record_format_names() noexcept;
+std::vector<std::string> record_format_list();
+// A column file (HDF5, MAT) rather than CSV rows.
+bool is_columnar(RecordFormat format) noexcept;
 
 // One frame of one task, for `rtcosim run --frames` and the frame tables of
 // HDF5 and MAT recordings.

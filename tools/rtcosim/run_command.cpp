@@ -564,7 +564,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     if (args.value("record") && !runtime::record_format_for(record_path, declared, &why)) declared.clear();
     const auto format = runtime::record_format_for(record_path, declared, &why);
     if (!format) throw UsageError(why);
-    const bool columns = *format != runtime::RecordFormat::kCsv && !recorder.empty() && !record_path.empty();
+    const bool columns = runtime::is_columnar(*format) && !recorder.empty() && !record_path.empty();
     std::string graph_text;
     if (columns) {
       std::ifstream in(file, std::ios::binary);

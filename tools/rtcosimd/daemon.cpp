@@ -821,7 +821,7 @@ std::string Daemon::record_start(const std::string& file, const std::string& for
   }
   if (rotation.max_bytes > 0 && static_cast<double>(rotation.max_bytes) < kMinColumnarRotateBytes) {
     const auto format = runtime::record_format_for(file, format_name, &why);
-    if (format && *format != runtime::RecordFormat::kCsv) {
+    if (format && runtime::is_columnar(*format)) {
       return reply_error("record: max_file_size '" + max_file_size + "' — a " + runtime::to_string(*format) +
                          " file starts at tens of kB: expected 1MB or more for hdf5, mat73 and mat5 (4kB or more "
                          "for csv)");
@@ -965,7 +965,7 @@ std::string Daemon::open_recording(const std::string& file, const std::string& f
   record_path_ = std::filesystem::path(file).is_absolute() ? file : options_.recording_dir + "/" + file;
   // Whole-row batches, one write(2) each; a write error ends the recording
   // with a count of what was lost (docs/recording.md).
-  if (*format == runtime::RecordFormat::kCsv) {
+  if (!runtime::is_columnar(*format)) {
     record_file_ = runtime::RecordFile::adopt(fd, record_path_);
     recorder_->write_header(*record_file_);
   } else {
