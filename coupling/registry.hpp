@@ -81,7 +81,7 @@ struct MethodInfo {
 class MethodRegistry {
  public:
   // The registry holding every built-in method (zoh, zoh_average, polynomial,
-  // hermite, interpolated, smoothed, ecd, ecc, predictor).
+  // hermite, interpolated, smoothed, ecd, ecc, predictor, rim).
   static MethodRegistry with_builtins();
 
   // Adds a method; an id that exists already, or one that is not

@@ -15,12 +15,14 @@ namespace rtcosim::io {
 /*
  * DdsBridge: carries the remote links of one host's part of a graph over
  * Eclipse Cyclone DDS (docs/dds.md). One participant in the hosts' domain,
- * one best-effort keep-last topic per remote link, and one bridge thread:
- * it drains the rings of links whose producer runs here and writes each
- * block as a sample; it takes the samples of links whose consumer runs here
- * and pushes them into that link's ring. The tasks' frames never meet DDS
- * (dds_write allocates): they push and drain their ordinary lock-free rings,
- * of which the bridge thread is the other end.
+ * one best-effort keep-last topic per remote link, and three threads that
+ * are the other ends of the tasks' lock-free rings: a sending thread, woken
+ * by the producers' publishes, drains the rings of links whose producer
+ * runs here and writes each block as a sample; Cyclone's listener thread
+ * takes the samples of links whose consumer runs here and pushes them into
+ * that link's ring; the bridge thread announces this host and answers and
+ * sends clock pings. The tasks' frames never meet DDS (dds_write
+ * allocates): they push and drain their ordinary rings.
  *
  * Clocks: the bridge thread pings every other host every 100 ms and
  * answers their pings at once (NTP-style, io/clock_offset.hpp); the graph's
@@ -34,7 +36,7 @@ namespace rtcosim::io {
  *
  * Ownership: the bridge borrows the graph (which must outlive it) and owns
  * every DDS entity. Set-up code throws std::runtime_error with what was
- * wrong; the bridge thread is not a real-time thread (SCHED_OTHER, or
+ * wrong; the bridge's own threads are not real-time threads (SCHED_OTHER, or
  * SCHED_FIFO at `dds: bridge_priority`, below the tasks).
  */
 class DdsBridge {

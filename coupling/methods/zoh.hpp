@@ -22,7 +22,7 @@ namespace rtcosim::coupling::methods {
  * mark to the newest tag, one value per signal, updated at every block.
  *
  * A slower consumer's step spans blocks that do not exist yet when it
- * starts. Its mean is causal (docs/coupling.md, "Input averaging"): the
+ * starts. Its mean is causal (docs/config.md, "Input averaging"): the
  * integral over the step of the held signal as known at the step's start,
  * plus what the earlier steps missed — a block that arrives with a tag
  * before the mark changes the held signal over [tag, mark], and that change
