@@ -4,21 +4,6 @@
 
 namespace rtcosim::tasks {
 
-BlockRegistry BlockRegistry::with_builtins() {
-  BlockRegistry r;
-  register_source_blocks(r);
-  register_math_blocks(r);
-  register_continuous_blocks(r);
-  register_nonlinear_blocks(r);
-  register_controller_blocks(r);
-  register_discrete_blocks(r);
-  register_utility_blocks(r);
-  register_fmu_blocks(r);
-  register_mechanics_blocks(r);
-  register_plant_blocks(r);
-  return r;
-}
-
 void BlockRegistry::add(BlockTypeInfo info) {
   if (find(info.type)) throw BlockError("block type '" + info.type + "' is registered twice");
   types_.push_back(std::move(info));
