@@ -35,19 +35,28 @@ using BundleMap = ReplayExecutor::BundleMap;
 class ReplayClock {
  public:
   ReplayClock(const std::vector<std::uint64_t>& words, std::vector<BundleMap> maps, std::atomic<bool>& running,
-              Shared& shared, std::string name, const ThreadUnit& unit, ReplayExecutor::Timings* timings)
+              Shared& shared, std::string name, const ThreadUnit& unit, ReplayExecutor::Timings* timings,
+              UnitSinks sinks)
       : words_(words),
         maps_(std::move(maps)),
         running_(running),
         shared_(shared),
         name_(std::move(name)),
         unit_(unit),
-        timings_(timings) {
+        timings_(timings),
+        skip_lost_samples_(sinks.recorder == nullptr),
+        skip_lost_rows_(sinks.frame_log == nullptr) {
     gate_.clock = this;
   }
 
   std::int64_t now() noexcept {
     if (shared_.abort.load(std::memory_order_relaxed)) return stop();
+    // The run's drops of a sink this replay does not have (a replay without
+    // --frames of a run whose frame table overflowed): nothing to repeat.
+    while (pos_ < words_.size() && replay_word::kind(words_[pos_]) == replay_word::kLost &&
+           (replay_word::index_of(words_[pos_]) == replay_word::kLostSample ? skip_lost_samples_ : skip_lost_rows_)) {
+      ++pos_;
+    }
     if (pos_ >= words_.size()) {
       fail("the loop reads the clock after the log's last word");
       return stop();
@@ -343,6 +352,7 @@ class ReplayClock {
   std::int64_t frame_start_ = 0;
   std::size_t cycle_pos_ = 0;
   bool slept_ = false;
+  bool skip_lost_samples_, skip_lost_rows_;
   std::size_t member_ = 0;
   std::map<const coupling::Link*, coupling::DataBlock> staged_;
   std::vector<char> drops_;
@@ -457,16 +467,7 @@ ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
 
 double ReplayRecord::duration() const noexcept {
   if (header.end_ns > 0) return static_cast<double>(header.end_ns) * 1e-9;
-  std::int64_t last = 0;
-  for (const auto& w : words) {
-    for (auto it = w.rbegin(); it != w.rend(); ++it) {
-      if (replay_word::kind(*it) == replay_word::kTime) {
-        last = std::max(last, replay_word::time_of(*it));
-        break;
-      }
-    }
-  }
-  return static_cast<double>(last) * 1e-9;
+  return static_cast<double>(last_ns) * 1e-9;
 }
 
 bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* why,
@@ -478,9 +479,9 @@ bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* w
   std::vector<std::unique_ptr<ReplayClock>> clocks;
   for (std::size_t i = 0; i < units_.size(); ++i) {
     running.push_back(std::make_unique<std::atomic<bool>>(!record_.words[i].empty()));
-    clocks.push_back(std::make_unique<ReplayClock>(record_.words[i], maps_[i], *running.back(), shared,
-                                                   units_[i].owner().spec().name, units_[i],
-                                                   keep_timings_ ? &thread_timings[i] : nullptr));
+    clocks.push_back(std::make_unique<ReplayClock>(
+        record_.words[i], maps_[i], *running.back(), shared, units_[i].owner().spec().name, units_[i],
+        keep_timings_ ? &thread_timings[i] : nullptr, UnitSinks{recorder, frame_log}));
   }
   // The taps first: the run's resets (before its threads started) took
   // rows too, logged as the threads' first words.

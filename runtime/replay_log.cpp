@@ -8,6 +8,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <random>
 #include <sstream>
 #include <stdexcept>
 
@@ -34,7 +36,8 @@ enum Record : std::uint32_t {
   kSegment = 5,
   kSources = 6,
   kHost = 7,
-  kFiles = 8
+  kFiles = 8,
+  kRun = 9
 };
 // Bounds a hostile or damaged file cannot exceed before we allocate.
 constexpr std::uint64_t kMaxText = 1u << 20, kMaxUnits = 1u << 20, kMaxChunk = 1u << 26;
@@ -81,6 +84,10 @@ class ReplayLog::LinkTap final : public coupling::BlockTap {
   std::size_t unit_, member_, index_;
 };
 
+void ReplayLog::tap_sources() noexcept {
+  for (std::size_t i = 0; i < sources_.size(); ++i) sources_[i].source->set_tap(taps_[i].get());
+}
+
 void ReplayLog::tap_links() noexcept {
   for (std::size_t i = 0; i < tapped_links_.size(); ++i) tapped_links_[i]->set_tap(link_taps_[i].get());
 }
@@ -124,6 +131,8 @@ std::vector<ReplaySource> replay_sources(Graph& graph) {
 
 ReplayLog::ReplayLog(Graph& graph, const std::string& path, Header header)
     : path_(path), temp_(path + ".partial"), header_(std::move(header)), sources_(replay_sources(graph)) {
+  std::random_device entropy;
+  run_id_ = (std::uint64_t{entropy()} << 32) | entropy() | 1;  // never 0
   std::vector<std::size_t> source_words(thread_units(graph).size(), 0);
   for (const ReplaySource& src : sources_) {
     // About a second of rows at up to 20 000 a second, and a take word
@@ -162,7 +171,6 @@ ReplayLog::ReplayLog(Graph& graph, const std::string& path, Header header)
   }
   for (std::size_t i = 0; i < sources_.size(); ++i) {
     taps_.push_back(std::make_unique<Tap>(*this, sources_[i].unit, i));
-    sources_[i].source->set_tap(taps_.back().get());
   }
   const auto units = thread_units(graph);
   for (std::size_t u = 0; u < units.size(); ++u) {
@@ -249,6 +257,10 @@ bool ReplayLog::write_header(std::string* why) {
     write_u32(kSegment);
     write_u32(segment_);
   }
+  // Every file of the log names its run: a chain takes no file of another
+  // run of the same graph.
+  write_u32(kRun);
+  write_u64(run_id_);
   if (!header_.host.empty()) {
     write_u32(kHost);
     write_text(header_.host);
@@ -512,6 +524,7 @@ constexpr std::uint32_t kMaxFiles = 1u << 20;
 
 ReplayRecord ReplayRecord::load(const std::string& first) {
   ReplayRecord rec;
+  std::uint64_t run_id = 0;
   std::string path = first;
   for (std::uint32_t segment = 0;; ++segment) {
     Reader r{std::ifstream(path, std::ios::binary), path};
@@ -533,7 +546,7 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
     rec.files.push_back(path);
     const std::size_t units = rec.unit_tasks.size();
     std::string next;
-    bool sources_read = false, host_read = false, files_read = false;
+    bool sources_read = false, host_read = false, files_read = false, run_read = false;
     for (bool first_record = true;; first_record = false) {
       std::uint32_t tag = 0;
       if (!r.raw(&tag, 4)) r.bad("no trailer: the run did not end cleanly");
@@ -575,6 +588,14 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
                      return a.unit == b.unit && a.block == b.block && a.signals == b.signals;
                    })) {
           r.bad("it does not continue " + previous + ": other live sources");
+        }
+      } else if (tag == kRun && !run_read) {
+        run_read = true;
+        const std::uint64_t run = r.u64("the run's id");
+        if (segment == 0) {
+          run_id = run;
+        } else if (run != run_id) {
+          r.bad("it does not continue " + previous + ": another run of the graph");
         }
       } else if (tag == kHost && !host_read) {
         host_read = true;
@@ -620,18 +641,55 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
     }
     if (segment > 0 && !sources_read && !rec.sources.empty())
       r.bad("it does not continue " + previous + ": no live sources");
+    if (segment > 0 && !run_read) r.bad("it does not continue " + previous + ": no run id");
     if (next.empty()) break;
     if (segment + 1 >= kMaxFiles) r.bad("more than " + std::to_string(kMaxFiles) + " files");
     path = (std::filesystem::path(path).parent_path() / next).string();
   }
-  // The end must lie where the readings are: a damaged one would make a
-  // replay's reference solution run for ages.
+  // The readings of a thread never go back (a monotonic clock), and lie on
+  // average at most 10 s apart (a real loop reads the clock at least every
+  // 100 ms while it sleeps): a damaged or hostile log cannot make a replay,
+  // its reference or a what-if run for years. Raw words (rows, blocks) are
+  // skipped by their headers' counts.
   std::int64_t last = 0;
-  for (const auto& w : rec.words) {
-    for (auto it = w.rbegin(); it != w.rend(); ++it) {
-      if (replay_word::kind(*it) == replay_word::kTime) {
-        last = std::max(last, replay_word::time_of(*it));
-        break;
+  std::uint64_t readings = 0;
+  for (std::size_t u = 0; u < rec.words.size(); ++u) {
+    const auto& w = rec.words[u];
+    std::int64_t previous = std::numeric_limits<std::int64_t>::min();
+    std::uint64_t here = 0;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const auto kind = replay_word::kind(w[i]);
+      if (kind == replay_word::kRow || kind == replay_word::kBlock) {
+        i += replay_word::count_of(w[i]);
+        continue;
+      }
+      if (kind != replay_word::kTime) continue;
+      const std::int64_t t = replay_word::time_of(w[i]);
+      if (t < previous) {
+        throw std::runtime_error(first + ": not a replay log of a run (thread " + std::to_string(u + 1) +
+                                 "'s readings go back in time at word " + std::to_string(i) + ")");
+      }
+      previous = t;
+      ++here;
+    }
+    if (here > 0 && previous > 0 && static_cast<double>(previous) > 1e10 * static_cast<double>(here)) {
+      throw std::runtime_error(first + ": not a replay log of a run (thread " + std::to_string(u + 1) + "'s " +
+                               std::to_string(here) + " readings span " + std::to_string(previous / 1'000'000'000) +
+                               " s: more than 10 s apart on average)");
+    }
+    if (here > 0) last = std::max(last, previous);
+    readings += here;
+  }
+  rec.last_ns = last;
+  // A batch counts samples or rows of frames, each of which took three
+  // readings: a larger count would only size the replay's rings.
+  for (const Batch& b : rec.batches) {
+    for (const auto* counts : {&b.recorded, &b.frame_rows}) {
+      for (const std::uint64_t n : *counts) {
+        if (n > readings) {
+          throw std::runtime_error(first + ": not a complete replay log (a batch of " + std::to_string(n) +
+                                   " entries, more than the log's " + std::to_string(readings) + " readings)");
+        }
       }
     }
   }

@@ -151,10 +151,14 @@ class ReplayLog {
 
   // False (and `why`) when the file cannot be created.
   [[nodiscard]] bool open(std::string* why);
-  // Set-up, after the graph's reset and before the threads start: taps the
-  // links from other hosts (their blocks go into the log as drained). A
-  // live source is tapped from the log's construction on: its rows come
-  // from outside even at the reset.
+  // Set-up, right before the run's reset: taps the live plant sources (the
+  // rows the reset's output evaluations take come from outside too). Not at
+  // construction: a caller may reset the graph between (a configuration
+  // check), and those takes are no frame's.
+  void tap_sources() noexcept;
+  // Set-up, after the run's reset and before the threads start: taps the
+  // links from other hosts (their blocks go into the log as drained; the
+  // reset's drains took what this process computed itself).
   void tap_links() noexcept;
   // Writes into `fd` (owned from now on) in place; `path` names it.
   [[nodiscard]] bool adopt(int fd, std::string path, std::string* why);
@@ -213,6 +217,7 @@ class ReplayLog {
   std::FILE* out_ = nullptr;
   bool in_place_ = false;
   std::uint32_t segment_ = 0;
+  std::uint64_t run_id_ = 0;  // random, in every file of the log
   bool failed_ = false;
   std::uint64_t words_ = 0, bytes_ = 0;
 };
@@ -300,6 +305,7 @@ struct ReplayRecord {
     std::vector<std::uint64_t> recorded, frame_rows;
   };
   std::vector<Batch> batches;
+  std::int64_t last_ns = 0;  // the last reading of any thread (ns after the epoch)
 
   // `path` and the files it continues in (each named by the one before, in
   // the same directory).

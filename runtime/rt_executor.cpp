@@ -48,6 +48,7 @@ std::vector<std::string> RealtimeExecutor::thread_errors() const {
 }
 
 void RealtimeExecutor::start(double duration, double start_delay, std::int64_t epoch_ns) {
+  if (replay_log_ != nullptr) replay_log_->tap_sources();
   graph_.reset();
   // The reset's drains took what this process published initially (a task
   // of another host included), which a replay computes again: the log's

@@ -292,6 +292,11 @@ std::unique_ptr<Sinks> run_logged(Graph& graph, const fs::path& dir, const fs::p
                 ReplayLog::Header{"fake.yaml", "not-a-sha", seconds_to_ns(s.duration), "fake clock", graph.host(), {}});
   std::string why;
   EXPECT_TRUE(log.open(&why)) << why;
+  // As `rtcosim run` and rtcosimd do: a reset for the link warnings after
+  // the log exists (its takes are no frame's, and not logged), then the
+  // executor's.
+  (void)graph.link_warnings();
+  log.tap_sources();
   graph.reset();
   log.tap_links();
   auto units = thread_units(graph);
@@ -812,6 +817,18 @@ TEST(ReplayRoundTrip, ARotatedLogIsReplayedAcrossItsFiles) {
                      rotated(log_path, 1).string()),
             std::string::npos)
       << why;
+  // The same graph's second file from another run: the run ids differ.
+  const fs::path again = dir / "again" / "run.rpl";
+  fs::create_directories(again.parent_path());
+  auto same_graph = build_graph(load_example("flight_control.yaml"));
+  (void)run_logged(*same_graph, again.parent_path(), again,
+                   Script{.delayed_unit = 1, .delayed_wake = 41, .rotate_every = 4});
+  fs::copy_file(rotated(again, 2), rotated(log_path, 2), fs::copy_options::overwrite_existing);
+  why = thrown_by([&] { (void)ReplayRecord::load(log_path.string()); });
+  EXPECT_NE(why.find(rotated(log_path, 2).string() + ": not a complete replay log (it does not continue " +
+                     rotated(log_path, 1).string() + ": another run of the graph)"),
+            std::string::npos)
+      << why;
   // Put back, it loads again.
   spit(rotated(log_path, 2), second);
   EXPECT_EQ(ReplayRecord::load(log_path.string()).files.size(), record.files.size());
@@ -842,8 +859,9 @@ record: {signals: [wave.y], file: solo.csv}
   ASSERT_EQ(record.words.size(), 1u);
   EXPECT_EQ(record.words[0].size(), 501u);
   // The header: magic 8, three texts (4 + 9, 4 + 9, 4 + 10), end 8, thread
-  // count 4; the thread: task count 4, name 4 + 4, two bundle counts 4 + 4.
-  const std::uint64_t header = 8 + 13 + 13 + 14 + 8 + 4 + 4 + 8 + 8;
+  // count 4; the thread: task count 4, name 4 + 4, two bundle counts 4 + 4;
+  // the run's id: tag 4 + 8.
+  const std::uint64_t header = 8 + 13 + 13 + 14 + 8 + 4 + 4 + 8 + 8 + 12;
   // Per drain: a chunk (tag, thread, count: 12) when the thread logged
   // anything since, and a batch mark (tag 4, count 4 + 8 per recorded task,
   // count 4 + 8 per frame-table task); the trailer 4 + 4 + 8.
@@ -950,6 +968,45 @@ TEST(ReplayRoundTrip, SamplesAndRowsTheRunsFullRingsDroppedAreDroppedAgain) {
   auto replay_graph = build_graph(load_example("flight_control.yaml"));
   auto replayed = replay(*replay_graph, record, dir, "replay");
   expect_same(*run_graph, *run, *replay_graph, *replayed);
+  // A replay without a frame table (no --frames) passes the run's lost rows
+  // by, and one without a recorder its lost samples.
+  auto bare_graph = build_graph(load_example("flight_control.yaml"));
+  ReplayExecutor bare(*bare_graph, record);
+  std::string why;
+  EXPECT_TRUE(bare.run(nullptr, nullptr, &why)) << why;
+  fs::remove_all(dir);
+}
+
+// A log that no run could have written: readings that go back, or jump so
+// far that the replay (and its reference) would run for years; a batch
+// larger than the log's frames. Refused when read, naming the file.
+TEST(ReplayMismatch, ImpossibleReadingsAndBatchesAreRefusedWhenRead) {
+  const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
+  auto graph = build_graph(load_example("flight_control.yaml"));
+  auto write = [&](const std::string& name, const std::vector<std::int64_t>& readings, std::uint64_t batch) {
+    const fs::path path = dir / name;
+    ReplayLog log(*graph, path.string(), ReplayLog::Header{"fake.yaml", "sha", 0, "fake", "", {}});
+    std::string why;
+    EXPECT_TRUE(log.open(&why)) << why;
+    for (const std::int64_t t : readings) log.put(0, replay_word::time(t));
+    const std::uint64_t counts[3] = {batch, 0, 0};
+    log.drain(counts);
+    EXPECT_TRUE(log.finish(&why)) << why;
+    return path.string();
+  };
+  const std::string back = write("back.rpl", {0, 5'000'000, 4'000'000}, 0);
+  EXPECT_NE(thrown_by([&] {
+              (void)ReplayRecord::load(back);
+            }).find(back + ": not a replay log of a run (thread 1's readings go back in time at word 2)"),
+            std::string::npos);
+  const std::string far = write("far.rpl", {0, 1, std::int64_t{1} << 58}, 0);
+  EXPECT_NE(thrown_by([&] { (void)ReplayRecord::load(far); }).find("3 readings span 288230376 s"), std::string::npos)
+      << thrown_by([&] { (void)ReplayRecord::load(far); });
+  const std::string big = write("big.rpl", {0, 1, 2}, std::uint64_t{1} << 40);
+  EXPECT_NE(thrown_by([&] { (void)ReplayRecord::load(big); }).find("a batch of 1099511627776 entries"),
+            std::string::npos);
+  // The same readings within bounds load.
+  EXPECT_EQ(ReplayRecord::load(write("fine.rpl", {0, 5'000'000, 9'000'000}, 2)).last_ns, 9'000'000);
   fs::remove_all(dir);
 }
 

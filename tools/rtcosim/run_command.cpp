@@ -716,6 +716,10 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       std::cout << "what-if: task '" << period_changed << "' has another period; " << file
                 << " runs in virtual time, each frame working as long as its task's logged frame that started last "
                    "before it, each wake-up as late as its thread's logged one\n";
+      // The same tasks, rate groups, wires and sources as the log's: what
+      // a replay on the changed graph checks (it throws naming the first
+      // difference).
+      { runtime::ReplayExecutor check(*graph, *record); }
       runtime::VirtualExecutor executor(*graph);
       executor.set_timing(*mapped_timing);
       run_virtual(executor, *graph, recorder, outputs, duration, nullptr);

@@ -172,6 +172,9 @@ Daemon::Prepared Daemon::prepare(const config::LoadResult& loaded, const std::st
     // built: a file that fails leaves everything as it was.
     p.methods = std::make_unique<coupling::MethodRegistry>(config::plugin_registry(loaded.graph, options_.plugin_dirs));
     auto graph = runtime::Graph::build(loaded.graph, blocks_, *p.methods);
+    // The data files as the blocks just read them: a replay log of a run of
+    // this graph names these, however long it runs before it is logged.
+    p.data_files = runtime::replay_data_files(loaded.graph.diagram, blocks_);
     if (loaded.graph.sync.optimise.enabled) {
       // Refused now, with the running graph untouched, if it cannot run
       // (a measured signal it reads that the file does not record, ...).
@@ -250,6 +253,7 @@ bool Daemon::commit(Prepared&& p, std::string* errors) {
     }
     config_file_ = label;
     config_text_ = text_in;
+    data_files_ = std::move(p.data_files);
     return true;
   } catch (const std::exception& e) {
     *errors = label + ": " + e.what() + "\n";
@@ -349,6 +353,12 @@ bool Daemon::launch(std::int64_t epoch_ns, std::string* error) {
     executor_.reset();
     bridge_.reset();
     *error = e.what();
+    if (replay_log_) {
+      // Its rings hold the reset's words of a run that did not happen.
+      replay_log_broken_ = true;
+      finish_replay_log();
+      replay_log_error_ = "the start failed: the replay log holds no run";
+    }
     return false;
   }
   for (const auto& e : executor_->thread_errors()) std::cerr << "warning: " << e << '\n';
@@ -864,7 +874,7 @@ std::string Daemon::arm_replay_log(const std::string& name, bool overwrite) {
   auto log = std::make_unique<runtime::ReplayLog>(
       *graph_, path,
       runtime::ReplayLog::Header{graph_file, base::sha256_hex(config_text_), 0, "real time (rtcosimd)", graph_->host(),
-                                 runtime::replay_data_files(graph_->spec().diagram, blocks_)});
+                                 data_files_});
   if (!log->adopt(fd, path, &why)) return why;
   replay_log_ = std::move(log);
   replay_log_name_ = name;
@@ -889,6 +899,11 @@ void Daemon::drain_replay_log() {
 
 void Daemon::finish_replay_log() {
   if (!replay_log_) return;
+  if (replay_log_broken_) {
+    replay_log_.reset();
+    replay_log_running_ = replay_log_broken_ = false;
+    return;
+  }
   drain_replay_log();
   std::string why;
   const bool started = replay_log_running_;
@@ -906,18 +921,18 @@ void Daemon::finish_replay_log() {
 }
 
 void Daemon::rotate_replay_log() {
-  if (!replay_log_) return;
+  if (!replay_log_ || replay_log_broken_) return;
   std::string why;
   const std::string next = rotated_name(replay_log_name_, replay_log_next_++);
   const int fd = base::open_beneath(options_.recording_dir, next, O_WRONLY | O_CREAT | O_EXCL, 0640, &why);
   const std::string path = std::filesystem::path(next).is_absolute() ? next : options_.recording_dir + "/" + next;
   if (fd < 0 || !replay_log_->rotate(fd, path, &why)) {
-    // The files so far stay a log that ends here, incomplete: the run's
-    // threads go on, unlogged.
+    // The files so far stay a log that ends here, incomplete. The log
+    // itself stays until the run stops: the run's threads put their words
+    // into its rings (which fill and count) until they are joined.
     replay_log_error_ = "rotating the replay log to '" + next + "' failed: " + why;
     std::cerr << "rtcosimd: " << replay_log_error_ << '\n';
-    replay_log_.reset();
-    replay_log_running_ = false;
+    replay_log_broken_ = true;
   }
 }
 

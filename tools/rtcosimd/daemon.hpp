@@ -93,7 +93,8 @@ class Daemon {
     std::string error;  // refused: the reply's text (redacted for a named file)
     std::unique_ptr<coupling::MethodRegistry> methods;
     std::unique_ptr<runtime::Graph> graph;
-    std::string svg, layout_why;  // the live view's layout (with --listen)
+    std::string svg, layout_why;                                  // the live view's layout (with --listen)
+    std::vector<std::pair<std::string, std::string>> data_files;  // runtime::replay_data_files
   };
   [[nodiscard]] Prepared prepare(const config::LoadResult& loaded, const std::string& text,
                                  const std::string& label) const;
@@ -213,8 +214,10 @@ class Daemon {
   std::string replay_log_path_;             // its first file: what `rtcosim replay` reads
   std::uint64_t replay_log_next_ = 1;       // suffix of its next rotated file
   bool replay_log_running_ = false;         // its run started
+  bool replay_log_broken_ = false;          // a rotation or the start failed: written no more, kept until the run stops
   std::vector<std::uint64_t> replay_base_;  // the recorder's counts when its run started
   std::string replay_log_error_;            // why the last replay log is incomplete
+  std::vector<std::pair<std::string, std::string>> data_files_;  // the loaded graph's, hashed when it was built
   std::string arm_replay_log(const std::string& name, bool overwrite);
   void drain_replay_log();
   void finish_replay_log();
