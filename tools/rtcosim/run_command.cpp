@@ -374,6 +374,113 @@ std::string file_bytes(const std::string& path) {
   return text.str();
 }
 
+// The data files the logged run read (a plant's table, an FMU): another one
+// makes another run, refused unless it is a what-if, which says so.
+void check_data_files(const runtime::ReplayRecord& record,
+                      const std::vector<std::pair<std::string, std::string>>& files, bool what_if) {
+  for (const auto& [name, sha] : record.header.files) {
+    const auto now = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.first == name; });
+    if (now != files.end() && now->second == sha) continue;
+    const std::string what = "the data file of " + name + " is not the one the run read (SHA-256 " + sha.substr(0, 12) +
+                             "…, now " + (now == files.end() ? std::string("none") : now->second.substr(0, 12) + "…") +
+                             ")";
+    if (!what_if) throw UsageError(what + ": the replay would diverge — restore it, or give --what-if");
+    std::cout << "note: " << what << "; --what-if replays with it\n";
+  }
+}
+
+// A what-if's logged run: the logged graph (the file the log names, or
+// --logged-graph) replayed first, for its series; with another period, also
+// the logged timing that the changed graph runs on.
+struct LoggedRun {
+  Baseline series;
+  std::string period_changed;  // the first task whose period the what-if changes
+  std::optional<runtime::VirtualExecutor::Timing> timing;
+};
+std::optional<LoggedRun> logged_run(const std::string& original, const runtime::ReplayRecord& record,
+                                    const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
+                                    const std::string& host, const runtime::Recorder::Options& keep,
+                                    const config::LoadOptions& load_options) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(original, ec) ||
+      std::filesystem::file_size(original, ec) > load_options.max_file_bytes) {
+    throw UsageError("--what-if compares with the logged run, whose graph '" + original +
+                     "' is not a task-graph file here — give it with --logged-graph FILE");
+  }
+  if (base::sha256_hex(file_bytes(original)) != record.header.graph_sha256) {
+    throw UsageError("--what-if compares with the logged run, whose graph " + original +
+                     " is no longer as it ran (SHA-256 " + record.header.graph_sha256.substr(0, 12) +
+                     "…) — put it back or give it with --logged-graph FILE");
+  }
+  std::cout << "the logged run's graph: " << original << '\n';
+  auto original_spec = load_graph_or_report(original, load_options);
+  if (!original_spec) return std::nullopt;
+  LoggedRun out;
+  // The frames' readings belong to the logged overrun policies and rate
+  // groups: others would read them in other roles. Another period runs in
+  // virtual time on the log's timing mapped onto it.
+  for (const auto& t : spec.tasks) {
+    const auto* o = original_spec->find_task(t.name);
+    if (o && (o->overrun != t.overrun || o->rate_group != t.rate_group)) {
+      throw UsageError("--what-if: task '" + t.name + "' has another overrun policy or rate group than " +
+                       "in the logged run; a replay takes each frame's times from the log, which belong to the " +
+                       "logged ones (docs/replay.md, \"What-if\")");
+    }
+    if (o && o->period != t.period && out.period_changed.empty()) out.period_changed = t.name;
+  }
+  if (!out.period_changed.empty() && (!record.sources.empty() || !record.header.host.empty())) {
+    throw UsageError(
+        "--what-if: task '" + out.period_changed + "' has another period, and the logged run took data from outside (" +
+        (record.sources.empty() ? "another host" : "live plant source '" + record.sources.front().block + "'") +
+        ") that arrived for the logged frames only; keep the periods (docs/replay.md, \"What-if\")");
+  }
+  const auto original_methods = config::plugin_registry(*original_spec, load_options.plugins.directories);
+  auto original_graph = runtime::Graph::build(*original_spec, blocks, original_methods);
+  original_graph->set_host(host);
+  runtime::Recorder::Options all = keep;
+  all.keep = runtime::Recorder::kKeepAll;
+  runtime::Recorder original_recorder(*original_graph, all);
+  runtime::ReplayExecutor original_executor(*original_graph, record);
+  original_executor.keep_timings(!out.period_changed.empty());
+  std::string why;
+  if (!original_executor.run(&original_recorder, nullptr, &why, [&] { original_recorder.drain(); })) {
+    throw std::runtime_error("the replay of the logged graph " + original + " stopped: " + why);
+  }
+  original_recorder.drain();
+  out.series = original_recorder.series();
+  if (!out.period_changed.empty()) out.timing = original_executor.logged_timing();
+  return out;
+}
+
+// A replay writes the run's batches, each once every task's rings hold all
+// of it (a batch drained in two goes would interleave the tasks' rows
+// otherwise), so that the rings stay the run's size however long the log.
+void replay_in_batches(runtime::ReplayExecutor& executor, const runtime::ReplayRecord& record,
+                       runtime::Recorder& recorder, Outputs& outputs, const std::string& log_path) {
+  std::size_t next = 0;
+  auto ready = [&](const runtime::ReplayRecord::Batch& b) {
+    const auto samples = recorder.reachable();
+    for (std::size_t i = 0; i < b.recorded.size() && i < samples.size(); ++i) {
+      if (samples[i] < b.recorded[i]) return false;
+    }
+    if (outputs.frame_log) {
+      const auto rows = outputs.frame_log->rows_reachable();
+      for (std::size_t i = 0; i < b.frame_rows.size() && i < rows.size(); ++i) {
+        if (rows[i] < b.frame_rows[i]) return false;
+      }
+    }
+    return true;
+  };
+  auto drain_batches = [&] {
+    for (; next < record.batches.size() && ready(record.batches[next]); ++next) outputs.drain(record.batches[next]);
+  };
+  std::string why;
+  if (!executor.run(&recorder, outputs.frame_log.get(), &why, drain_batches)) {
+    throw std::runtime_error("the replay of " + log_path + " stopped: " + why);
+  }
+  for (; next < record.batches.size(); ++next) outputs.drain(record.batches[next]);
+}
+
 // A virtual run: every frame sampled into the recording and the frame
 // table, drained every 4096 frames (16 with a live synchronisation, which
 // is polled then).
@@ -635,18 +742,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       outputs.replay_log = replay_log.get();
     }
     if (replaying) {
-      // The data files the run read (a plant's table, an FMU): another one
-      // makes another run.
-      const auto files = runtime::replay_data_files(spec.diagram, blocks);
-      for (const auto& [name, sha] : record->header.files) {
-        const auto now = std::find_if(files.begin(), files.end(), [&](const auto& f) { return f.first == name; });
-        if (now != files.end() && now->second == sha) continue;
-        const std::string what = "the data file of " + name + " is not the one the run read (SHA-256 " +
-                                 sha.substr(0, 12) + "…, now " +
-                                 (now == files.end() ? std::string("none") : now->second.substr(0, 12) + "…") + ")";
-        if (!what_if) throw UsageError(what + ": the replay would diverge — restore it, or give --what-if");
-        std::cout << "note: " << what << "; --what-if replays with it\n";
-      }
+      check_data_files(*record, runtime::replay_data_files(spec.diagram, blocks), what_if);
       // Data that arrive on their own schedule are not in a log.
       if (const std::string refusal = runtime::replay_log_refusal(*graph); !refusal.empty()) {
         throw UsageError(file + " cannot be replayed: " + refusal + " (docs/replay.md)");
@@ -658,55 +754,12 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     std::string period_changed;  // the first task whose period the what-if changes
     std::optional<runtime::VirtualExecutor::Timing> mapped_timing;
     if (what_if) {
-      const std::string original = args.value("logged-graph").value_or(record->header.graph_file);
-      std::error_code ec;
-      if (!std::filesystem::is_regular_file(original, ec) ||
-          std::filesystem::file_size(original, ec) > load_options.max_file_bytes) {
-        throw UsageError("--what-if compares with the logged run, whose graph '" + original +
-                         "' is not a task-graph file here — give it with --logged-graph FILE");
-      }
-      if (base::sha256_hex(file_bytes(original)) != record->header.graph_sha256) {
-        throw UsageError("--what-if compares with the logged run, whose graph " + original +
-                         " is no longer as it ran (SHA-256 " + record->header.graph_sha256.substr(0, 12) +
-                         "…) — put it back or give it with --logged-graph FILE");
-      }
-      std::cout << "the logged run's graph: " << original << '\n';
-      auto original_spec = load_graph_or_report(original, load_options);
-      if (!original_spec) return 1;
-      // The frames' readings belong to the logged overrun policies and rate
-      // groups: others would read them in other roles. Another period runs
-      // in virtual time on the log's timing mapped onto it.
-      for (const auto& t : spec.tasks) {
-        const auto* o = original_spec->find_task(t.name);
-        if (o && (o->overrun != t.overrun || o->rate_group != t.rate_group)) {
-          throw UsageError("--what-if: task '" + t.name + "' has another overrun policy or rate group than " +
-                           "in the logged run; a replay takes each frame's times from the log, which belong to the " +
-                           "logged ones (docs/replay.md, \"What-if\")");
-        }
-        if (o && o->period != t.period) {
-          if (period_changed.empty()) period_changed = t.name;
-        }
-      }
-      if (!period_changed.empty() && (!record->sources.empty() || !record->header.host.empty())) {
-        throw UsageError(
-            "--what-if: task '" + period_changed + "' has another period, and the logged run took data from outside (" +
-            (record->sources.empty() ? "another host" : "live plant source '" + record->sources.front().block + "'") +
-            ") that arrived for the logged frames only; keep the periods (docs/replay.md, \"What-if\")");
-      }
-      const auto original_methods = config::plugin_registry(*original_spec, load_options.plugins.directories);
-      auto original_graph = runtime::Graph::build(*original_spec, blocks, original_methods);
-      original_graph->set_host(host);
-      runtime::Recorder::Options all = keep;
-      all.keep = runtime::Recorder::kKeepAll;
-      runtime::Recorder original_recorder(*original_graph, all);
-      runtime::ReplayExecutor original_executor(*original_graph, *record);
-      original_executor.keep_timings(!period_changed.empty());
-      if (!original_executor.run(&original_recorder, nullptr, &why, [&] { original_recorder.drain(); })) {
-        throw std::runtime_error("the replay of the logged graph " + original + " stopped: " + why);
-      }
-      original_recorder.drain();
-      baseline = original_recorder.series();
-      if (!period_changed.empty()) mapped_timing = original_executor.logged_timing();
+      const auto logged = logged_run(args.value("logged-graph").value_or(record->header.graph_file), *record, spec,
+                                     blocks, host, keep, load_options);
+      if (!logged) return 1;
+      baseline = logged->series;
+      period_changed = logged->period_changed;
+      mapped_timing = logged->timing;
     }
     bool fifo = false;
     if (mapped_timing) {
@@ -731,33 +784,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
                         : std::string())
                 << ": " << record->header.mode << " run of " << record->header.graph_file
                 << (graph_sha == record->header.graph_sha256 ? std::string() : " (what-if: " + file + ")") << '\n';
-      // The run's batches, each once every task's rings hold all of it (a
-      // batch drained in two goes would interleave the tasks' rows
-      // otherwise), so that the rings stay the run's size however long the
-      // log.
-      std::size_t next = 0;
-      auto ready = [&](const runtime::ReplayRecord::Batch& b) {
-        const auto samples = recorder.reachable();
-        for (std::size_t i = 0; i < b.recorded.size() && i < samples.size(); ++i) {
-          if (samples[i] < b.recorded[i]) return false;
-        }
-        if (outputs.frame_log) {
-          const auto rows = outputs.frame_log->rows_reachable();
-          for (std::size_t i = 0; i < b.frame_rows.size() && i < rows.size(); ++i) {
-            if (rows[i] < b.frame_rows[i]) return false;
-          }
-        }
-        return true;
-      };
-      auto drain_batches = [&] {
-        for (; next < record->batches.size() && ready(record->batches[next]); ++next) {
-          outputs.drain(record->batches[next]);
-        }
-      };
-      if (!executor.run(&recorder, outputs.frame_log.get(), &why, drain_batches)) {
-        throw std::runtime_error("the replay of " + log_path + " stopped: " + why);
-      }
-      for (; next < record->batches.size(); ++next) outputs.drain(record->batches[next]);
+      replay_in_batches(executor, *record, recorder, outputs, log_path);
     } else if (virtual_time) {
       runtime::VirtualExecutor executor(*graph);
       run_virtual(executor, *graph, recorder, outputs, duration, live.get());
