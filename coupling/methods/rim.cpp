@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "base/rim_payload.hpp"
+#include "interface/rim_payload.hpp"
 
 namespace rtcosim::coupling::methods {
 
@@ -23,11 +23,11 @@ void Rim::evaluate(double t, std::span<double> out) const noexcept {
   const std::size_t late = beyond ? 0 : a - 1;
   const double* ve = history_.values_of(early);
   const double* vl = history_.values_of(late);
-  constexpr std::size_t kHeader = base::RimPayload::kHeader;
+  constexpr std::size_t kHeader = interface::RimPayload::kHeader;
   // The layout: [tag, ni, status, condition, M_eff (ni^2), lambda~, z, w, x].
   if (out.size() < kHeader || ve[1] != vl[1] || ve[2] != vl[2]) return;
   const auto ni = static_cast<std::size_t>(vl[1]);
-  if (ni == 0 || base::RimPayload::flat_size(ni) != out.size()) return;
+  if (ni == 0 || interface::RimPayload::flat_size(ni) != out.size()) return;
   const double span = history_.tag(late) - history_.tag(early);
   if (!(span > 0.0)) return;
   const double s = (t - history_.tag(early)) / span;

@@ -7,7 +7,7 @@ namespace rtcosim::coupling::methods {
 
 /*
  * `rim`: the receiving side of a link that carries reduced interface models
- * (base/rim_payload.hpp: tag, ni, status, condition, M_eff, lambda~, z, w, x).
+ * (interface/rim_payload.hpp: tag, ni, status, condition, M_eff, lambda~, z, w, x).
  * The mechanical block that receives them (interface: rim) integrates its
  * own model with the model this returns at each of its evaluation times.
  *

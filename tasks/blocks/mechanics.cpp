@@ -7,7 +7,7 @@
 #include <memory>
 #include <stdexcept>
 
-#include "base/rim_payload.hpp"
+#include "interface/rim_payload.hpp"
 #include "tasks/block_registry.hpp"
 #include "tasks/mechanics/flexible_arm.hpp"
 #include "tasks/mechanics/mechanical_model.hpp"
@@ -54,7 +54,7 @@ int integer(const std::string& block, const std::string& name, double v, int min
  *   force   input `force` (ni): lambda is the input (signal-based side);
  *   spring  input `motion` (2 ni: position, velocity of the other body's
  *           interface): lambda = k (x_other - x_i) + d (w_other - w_i);
- *   rim     input `rim` (a packed RIM of the other body, base/rim_payload):
+ *   rim     input `rim` (a packed RIM of the other body, interface/rim_payload):
  *           the other body is M_eff w' + z = -lambda + lambda~ and the
  *           interface velocities are equal, w_other = w_i = A_i v. With
  *           w' = A_i v' + A_i' v that makes
@@ -122,13 +122,13 @@ class MechanicalBlock final : public Block {
     // that is what lets a force-driven body and a rim-driven one close a loop.
     if (drive_ == Drive::kForce) add_input("force", ni, false);
     if (drive_ == Drive::kSpring) add_input("motion", 2 * ni, true);
-    if (drive_ == Drive::kRim) add_input("rim", base::RimPayload::flat_size(ni), true);
+    if (drive_ == Drive::kRim) add_input("rim", interface::RimPayload::flat_size(ni), true);
     add_output("q", n);
     add_output("v", n);
     add_output("x", ni);
     add_output("w", ni);
     add_output("energy", 1);
-    add_output("rim", base::RimPayload::flat_size(ni), true);  // state only: two-way rim closes no loop
+    add_output("rim", interface::RimPayload::flat_size(ni), true);  // state only: two-way rim closes no loop
     add_output("motion", 2 * ni);
     if (drive_ == Drive::kSpring || drive_ == Drive::kRim) {
       add_output("force", ni);
@@ -380,7 +380,7 @@ class MechanicalBlock final : public Block {
   // Reads the other body's RIM from the input; false when there is none
   // usable (not yet received, malformed, or singular mass / non-finite).
   bool load_rim(std::span<const double> in) const noexcept {
-    if (base::unpack_rim_payload(in, payload_) != base::RimUnpackError::kNone) return false;
+    if (interface::unpack_rim_payload(in, payload_) != interface::RimUnpackError::kNone) return false;
     if (payload_.dims != static_cast<std::size_t>(ni_)) return false;
     const auto status = static_cast<RimStatus>(payload_.status);
     if (status != RimStatus::kOk && status != RimStatus::kSingularInterface) return false;
@@ -398,7 +398,7 @@ class MechanicalBlock final : public Block {
   // travels as the largest double.
   void publish_rim(const BlockContext& c) const noexcept {
     reduction_.compute(terms_, own_);
-    base::RimPayload& out = outgoing_;
+    interface::RimPayload& out = outgoing_;
     out.tag = c.t;
     out.dims = static_cast<std::size_t>(ni_);
     out.status = static_cast<std::uint8_t>(own_.status);
@@ -426,8 +426,8 @@ class MechanicalBlock final : public Block {
   // Work memory of the evaluations (one thread owns the partition).
   mutable mechanics::MechanicalTerms terms_;
   mutable mechanics::RimQuantities own_;
-  mutable base::RimPayload payload_;
-  mutable base::RimPayload outgoing_;
+  mutable interface::RimPayload payload_;
+  mutable interface::RimPayload outgoing_;
   mutable Eigen::VectorXd q_, v_, vdot_, f_, mu_, rc_, ri_, lambda_, xi_, wi_, wdot_, lt_in_, z_in_, wo_, correction_;
   mutable bool rim_ok_ = false;
   mutable bool offset_known_ = false;

@@ -1,4 +1,4 @@
-#include "base/rim_payload.hpp"
+#include "interface/rim_payload.hpp"
 
 #include <limits>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "coupling/data_block.hpp"
 #include "tests/support/alloc_counter.hpp"
 
-namespace rtcosim::base {
+namespace rtcosim::interface {
 using coupling::DataBlock;
 namespace {
 
@@ -118,4 +118,4 @@ TEST(RimPayload, HostilePayloadsAreRefusedWithTheReason) {
 }
 
 }  // namespace
-}  // namespace rtcosim::base
+}  // namespace rtcosim::interface

@@ -1,8 +1,8 @@
-#include "base/rim_payload.hpp"
+#include "interface/rim_payload.hpp"
 
 #include <cmath>
 
-namespace rtcosim::base {
+namespace rtcosim::interface {
 
 std::size_t RimPayload::pack(std::span<double> out) const noexcept {
   if (dims == 0 || dims > kMaxInterfaceDims || out.size() < flat_size(dims)) return 0;
@@ -67,4 +67,4 @@ RimUnpackError unpack_rim_payload(std::span<const double> in, RimPayload& out) n
   return RimUnpackError::kNone;
 }
 
-}  // namespace rtcosim::base
+}  // namespace rtcosim::interface

@@ -6,7 +6,7 @@
 #include <span>
 #include <string_view>
 
-namespace rtcosim::base {
+namespace rtcosim::interface {
 
 /*
  * RimPayload: one reduced interface model as it travels from the subsystem
@@ -60,4 +60,4 @@ std::string_view rim_unpack_error_text(RimUnpackError error) noexcept;
 // an unspecified but finite state and must not be used.
 RimUnpackError unpack_rim_payload(std::span<const double> in, RimPayload& out) noexcept;
 
-}  // namespace rtcosim::base
+}  // namespace rtcosim::interface
