@@ -1,0 +1,318 @@
+// Reading a replay log back (ReplayRecord::load): every count checked
+// against the bytes left before anything is allocated, a rotated log's
+// files followed in order, impossible readings refused.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+
+#include "runtime/replay_format.hpp"
+#include "runtime/replay_log.hpp"
+
+namespace rtcosim::runtime {
+
+using namespace replay_format;
+
+namespace {
+
+struct Reader {
+  std::ifstream in;
+  std::string path;
+  [[noreturn]] void bad(const std::string& what) const {
+    throw std::runtime_error(path + ": not a complete replay log (" + what + ")");
+  }
+  bool raw(void* data, std::size_t n) {
+    in.read(static_cast<char*>(data), static_cast<std::streamsize>(n));
+    return static_cast<std::size_t>(in.gcount()) == n;
+  }
+  std::uint32_t u32(const char* what) {
+    std::uint32_t v = 0;
+    if (!raw(&v, 4)) bad(std::string("ends inside ") + what);
+    return v;
+  }
+  std::uint64_t u64(const char* what) {
+    std::uint64_t v = 0;
+    if (!raw(&v, 8)) bad(std::string("ends inside ") + what);
+    return v;
+  }
+  std::string text(const char* what) {
+    const std::uint32_t n = u32(what);
+    if (n > kMaxText || n > left()) bad(std::string(what) + " of " + std::to_string(n) + " bytes");
+    std::string s(n, '\0');
+    if (!raw(s.data(), n)) bad(std::string("ends inside ") + what);
+    return s;
+  }
+  // Bytes left in the file: a count is checked against it before anything
+  // is allocated for it, so a damaged or hostile header cannot ask for more
+  // memory than the file could fill.
+  std::uint64_t left() {
+    const auto here = in.tellg();
+    in.seekg(0, std::ios::end);
+    const auto end = in.tellg();
+    in.seekg(here);
+    return here < 0 || end < here ? 0 : static_cast<std::uint64_t>(end - here);
+  }
+  void words(std::vector<std::uint64_t>& out, std::uint64_t n, const char* what) {
+    if (n > kMaxChunk || n * 8 > left()) bad(std::string(what) + " of " + std::to_string(n) + " words");
+    const std::size_t at = out.size();
+    out.resize(at + n);
+    if (!raw(out.data() + at, n * 8)) bad(std::string("ends inside ") + what);
+  }
+};
+
+}  // namespace
+
+namespace {
+
+// One file's header: the graph, the threads and their bundles.
+struct FileHeader {
+  ReplayLog::Header header;
+  std::vector<std::vector<std::string>> unit_tasks;
+  std::vector<std::vector<ReplayMemberLinks>> unit_links;
+};
+
+FileHeader read_header(Reader& r) {
+  char magic[sizeof kMagic];
+  if (!r.raw(magic, sizeof magic) || std::memcmp(magic, kMagic, sizeof kMagic) != 0) {
+    throw std::runtime_error(r.path + ": not a replay log (written by `rtcosim run --replay-log`)");
+  }
+  FileHeader h;
+  h.header.graph_file = r.text("the graph's name");
+  h.header.graph_sha256 = r.text("the graph's SHA-256");
+  h.header.mode = r.text("the mode");
+  h.header.end_ns = static_cast<std::int64_t>(r.u64("the end"));
+  const std::uint32_t units = r.u32("the thread count");
+  if (units > kMaxUnits || units > r.left() / 4) r.bad(std::to_string(units) + " threads");
+  h.unit_tasks.resize(units);
+  h.unit_links.resize(units);
+  for (std::uint32_t u = 0; u < units; ++u) {
+    const std::uint32_t n = r.u32("a thread's tasks");
+    if (n == 0 || n > replay_word::kMemberLimit) r.bad("a thread of " + std::to_string(n) + " tasks");
+    for (std::uint32_t i = 0; i < n; ++i) {
+      h.unit_tasks[u].push_back(r.text("a task's name"));
+      ReplayMemberLinks l;
+      for (auto* bundles : {&l.inputs, &l.outputs}) {
+        const std::uint32_t k = r.u32("a task's links");
+        if (k > kReplayMaxBundles) r.bad("a task of " + std::to_string(k) + " bundles");
+        for (std::uint32_t j = 0; j < k; ++j) {
+          ReplayBundle b;
+          b.task = r.text("a link's task");
+          const std::uint32_t wires = r.u32("a link's wires");
+          if (wires == 0 || wires > r.left() / 4) r.bad("a link of " + std::to_string(wires) + " wires");
+          for (std::uint32_t w = 0; w < wires; ++w) b.sources.push_back(r.text("a wire's source"));
+          bundles->push_back(std::move(b));
+        }
+      }
+      h.unit_links[u].push_back(std::move(l));
+    }
+  }
+  return h;
+}
+
+bool same_links(const std::vector<std::vector<ReplayMemberLinks>>& a,
+                const std::vector<std::vector<ReplayMemberLinks>>& b) {
+  auto same = [](const std::vector<ReplayBundle>& x, const std::vector<ReplayBundle>& y) {
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      if (x[i].task != y[i].task || x[i].sources != y[i].sources) return false;
+    }
+    return true;
+  };
+  if (a.size() != b.size()) return false;
+  for (std::size_t u = 0; u < a.size(); ++u) {
+    if (a[u].size() != b[u].size()) return false;
+    for (std::size_t m = 0; m < a[u].size(); ++m) {
+      if (!same(a[u][m].inputs, b[u][m].inputs) || !same(a[u][m].outputs, b[u][m].outputs)) return false;
+    }
+  }
+  return true;
+}
+
+// A rotated log is at most this many files (a chain naming itself again
+// would otherwise be read for ever).
+constexpr std::uint32_t kMaxFiles = 1u << 20;
+
+}  // namespace
+
+ReplayRecord ReplayRecord::load(const std::string& first) {
+  ReplayRecord rec;
+  std::uint64_t run_id = 0;
+  std::string path = first;
+  for (std::uint32_t segment = 0;; ++segment) {
+    Reader r{std::ifstream(path, std::ios::binary), path};
+    if (!r.in) {
+      throw std::runtime_error("cannot open the replay log '" + path + "': " + std::strerror(errno) +
+                               (segment > 0 ? " (" + rec.files.back() + " goes on in it)" : std::string()));
+    }
+    FileHeader h = read_header(r);
+    if (segment == 0) {
+      rec.header = h.header;
+      rec.unit_tasks = std::move(h.unit_tasks);
+      rec.unit_links = std::move(h.unit_links);
+      rec.words.resize(rec.unit_tasks.size());
+    } else if (h.header.graph_sha256 != rec.header.graph_sha256 || h.header.mode != rec.header.mode ||
+               h.unit_tasks != rec.unit_tasks || !same_links(h.unit_links, rec.unit_links)) {
+      r.bad("it does not continue " + rec.files.back() + ": another graph or other threads");
+    }
+    const std::string previous = segment > 0 ? rec.files.back() : std::string();
+    rec.files.push_back(path);
+    const std::size_t units = rec.unit_tasks.size();
+    std::string next;
+    bool sources_read = false, host_read = false, files_read = false, run_read = false;
+    for (bool first_record = true;; first_record = false) {
+      std::uint32_t tag = 0;
+      if (!r.raw(&tag, 4)) r.bad("no trailer: the run did not end cleanly");
+      if (segment > 0 && first_record && tag != kSegment) r.bad("a continued file without its place in the chain");
+      if (tag == kWords) {
+        const std::uint32_t unit = r.u32("a chunk"), n = r.u32("a chunk");
+        if (unit >= units) r.bad("a chunk of thread " + std::to_string(unit));
+        r.words(rec.words[unit], n, "a chunk");
+      } else if (tag == kBatch) {
+        Batch b;
+        r.words(b.recorded, r.u32("a batch"), "a batch");
+        r.words(b.frame_rows, r.u32("a batch"), "a batch");
+        rec.batches.push_back(std::move(b));
+      } else if (tag == kSegment && first_record) {
+        if (const std::uint32_t n = r.u32("the file's place"); n != segment) {
+          r.bad("file " + std::to_string(n + 1) + " of its log where file " + std::to_string(segment + 1) +
+                " belongs (after " + previous + ")");
+        }
+      } else if (tag == kSources && !sources_read) {
+        sources_read = true;
+        std::vector<ReplaySource> sources;
+        const std::uint32_t n = r.u32("the live sources");
+        if (n > replay_word::kIndexLimit || n > r.left() / 12) r.bad(std::to_string(n) + " live sources");
+        for (std::uint32_t i = 0; i < n; ++i) {
+          ReplaySource src;
+          src.unit = r.u32("a live source");
+          src.block = r.text("a live source's block");
+          src.signals = r.u32("a live source");
+          if (src.unit >= units || src.signals == 0 || src.signals > tasks::plant::kMaxLiveSignals) {
+            r.bad("live source '" + src.block + "' of thread " + std::to_string(src.unit) + " with " +
+                  std::to_string(src.signals) + " signals");
+          }
+          sources.push_back(std::move(src));
+        }
+        if (segment == 0) {
+          rec.sources = std::move(sources);
+        } else if (sources.size() != rec.sources.size() ||
+                   !std::equal(sources.begin(), sources.end(), rec.sources.begin(), [](const auto& a, const auto& b) {
+                     return a.unit == b.unit && a.block == b.block && a.signals == b.signals;
+                   })) {
+          r.bad("it does not continue " + previous + ": other live sources");
+        }
+      } else if (tag == kRun && !run_read) {
+        run_read = true;
+        const std::uint64_t run = r.u64("the run's id");
+        if (segment == 0) {
+          run_id = run;
+        } else if (run != run_id) {
+          r.bad("it does not continue " + previous + ": another run of the graph");
+        }
+      } else if (tag == kHost && !host_read) {
+        host_read = true;
+        const std::string host = r.text("the host");
+        if (segment == 0) {
+          rec.header.host = host;
+        } else if (host != rec.header.host) {
+          r.bad("it does not continue " + previous + ": host '" + host + "'");
+        }
+      } else if (tag == kFiles && !files_read) {
+        files_read = true;
+        const std::uint32_t n = r.u32("the data files");
+        if (n > r.left() / 8) r.bad(std::to_string(n) + " data files");
+        std::vector<std::pair<std::string, std::string>> files;
+        for (std::uint32_t i = 0; i < n; ++i) {
+          std::string name = r.text("a data file's name");
+          files.emplace_back(std::move(name), r.text("a data file's SHA-256"));
+        }
+        if (segment == 0) {
+          rec.header.files = std::move(files);
+        } else if (files != rec.header.files) {
+          r.bad("it does not continue " + previous + ": other data files");
+        }
+      } else if (tag == kNext && next.empty()) {
+        next = r.text("the next file's name");
+        // A name in the same directory, nothing else: a log names no path.
+        if (next.empty() || next == "." || next == ".." || next.find('/') != std::string::npos) {
+          r.bad("the next file '" + next + "' is not a file name");
+        }
+      } else if (tag == kTrailer) {
+        const std::uint32_t n = r.u32("the trailer");
+        if (n != units) r.bad("a trailer for " + std::to_string(n) + " threads");
+        std::uint64_t lost = 0;
+        for (std::uint32_t i = 0; i < n; ++i) lost = std::max(lost, r.u64("the trailer"));
+        if (lost > 0) {
+          throw std::runtime_error(path + ": the run lost words of its log (full rings; " + std::to_string(lost) +
+                                   " in one thread); it cannot be replayed exactly");
+        }
+        break;
+      } else {
+        r.bad("a record of type " + std::to_string(tag));
+      }
+    }
+    if (segment > 0 && !sources_read && !rec.sources.empty())
+      r.bad("it does not continue " + previous + ": no live sources");
+    if (segment > 0 && !run_read) r.bad("it does not continue " + previous + ": no run id");
+    if (next.empty()) break;
+    if (segment + 1 >= kMaxFiles) r.bad("more than " + std::to_string(kMaxFiles) + " files");
+    path = (std::filesystem::path(path).parent_path() / next).string();
+  }
+  // The readings of a thread never go back (a monotonic clock), and lie on
+  // average at most 10 s apart (a real loop reads the clock at least every
+  // 100 ms while it sleeps): a damaged or hostile log cannot make a replay,
+  // its reference or a what-if run for years. Raw words (rows, blocks) are
+  // skipped by their headers' counts.
+  std::int64_t last = 0;
+  std::uint64_t readings = 0;
+  for (std::size_t u = 0; u < rec.words.size(); ++u) {
+    const auto& w = rec.words[u];
+    std::int64_t previous = std::numeric_limits<std::int64_t>::min();
+    std::uint64_t here = 0;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      const auto kind = replay_word::kind(w[i]);
+      if (kind == replay_word::kRow || kind == replay_word::kBlock) {
+        i += replay_word::count_of(w[i]);
+        continue;
+      }
+      if (kind != replay_word::kTime) continue;
+      const std::int64_t t = replay_word::time_of(w[i]);
+      if (t < previous) {
+        throw std::runtime_error(first + ": not a replay log of a run (thread " + std::to_string(u + 1) +
+                                 "'s readings go back in time at word " + std::to_string(i) + ")");
+      }
+      previous = t;
+      ++here;
+    }
+    if (here > 0 && previous > 0 && static_cast<double>(previous) > 1e10 * static_cast<double>(here)) {
+      throw std::runtime_error(first + ": not a replay log of a run (thread " + std::to_string(u + 1) + "'s " +
+                               std::to_string(here) + " readings span " + std::to_string(previous / 1'000'000'000) +
+                               " s: more than 10 s apart on average)");
+    }
+    if (here > 0) last = std::max(last, previous);
+    readings += here;
+  }
+  rec.last_ns = last;
+  // A batch counts samples or rows of frames, each of which took three
+  // readings: a larger count would only size the replay's rings.
+  for (const Batch& b : rec.batches) {
+    for (const auto* counts : {&b.recorded, &b.frame_rows}) {
+      for (const std::uint64_t n : *counts) {
+        if (n > readings) {
+          throw std::runtime_error(first + ": not a complete replay log (a batch of " + std::to_string(n) +
+                                   " entries, more than the log's " + std::to_string(readings) + " readings)");
+        }
+      }
+    }
+  }
+  if (rec.header.end_ns < 0 || (rec.header.end_ns > 0 && rec.header.end_ns > last + 60'000'000'000)) {
+    throw std::runtime_error(first + ": not a complete replay log (an end at " + std::to_string(rec.header.end_ns) +
+                             " ns, the last reading at " + std::to_string(last) + " ns)");
+  }
+  return rec;
+}
+
+}  // namespace rtcosim::runtime
