@@ -7,6 +7,11 @@
 namespace rtcosim::coupling::sync {
 namespace {
 
+// A density is a vector of grid cells and a path is built by repeated convolution, so a fine grid or a long
+// dead time costs memory and time before the loader can answer: these bound both (a config is outside input).
+constexpr double kMaxCells = 1 << 20;
+constexpr double kMaxPathWork = 2e8;  // multiply-adds per path, ~0.2 s
+
 // n such that value = n * unit, or a DelayModelError naming what.
 long grid_count(double value, double unit, const std::string& what) {
   if (!(unit > 0.0) || !std::isfinite(unit)) {
@@ -16,6 +21,12 @@ long grid_count(double value, double unit, const std::string& what) {
     throw DelayModelError("delay model: " + what + " = " + std::to_string(value) + " s must be finite and >= 0");
   }
   const double n = value / unit;
+  if (n > kMaxCells) {
+    std::ostringstream message;
+    message << "delay model: " << what << " = " << value << " s needs " << n << " cells of the grid step " << unit
+            << " s; at most " << static_cast<long>(kMaxCells) << " — choose a coarser 'sync.delay.grid'";
+    throw DelayModelError(message.str());
+  }
   const double rounded = std::round(n);
   if (std::abs(n - rounded) > 1e-6 * std::max(1.0, rounded)) {
     std::ostringstream message;
@@ -94,9 +105,19 @@ DelayDensity hop_density(const Hop& hop, double dt) {
 
 DelayDensity path_density(std::span<const Hop> path, double dt) {
   DelayDensity density = DelayDensity::dirac(0.0, dt);
+  double work = 0.0;
   for (const Hop& hop : path) {
     const DelayDensity one = hop_density(hop, dt);
-    for (int i = 0; i < hop.repeat; ++i) density = density.convolve(one);
+    for (int i = 0; i < hop.repeat; ++i) {
+      work += static_cast<double>(density.masses().size()) * static_cast<double>(one.masses().size());
+      if (work > kMaxPathWork || static_cast<double>(density.masses().size() + one.masses().size()) > kMaxCells) {
+        std::ostringstream message;
+        message << "delay model: the path through " << describe(hop) << " needs more than " << kMaxPathWork
+                << " grid operations; choose a coarser 'sync.delay.grid' or fewer repeats";
+        throw DelayModelError(message.str());
+      }
+      density = density.convolve(one);
+    }
   }
   return density;
 }

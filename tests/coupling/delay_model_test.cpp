@@ -152,5 +152,33 @@ TEST(DelayModel, OffGridTimesAreRefusedWithTheValueAndTheGrid) {
                DelayModelError);
 }
 
+// The fuzzer's find: a dead time of 1e36 s on a 1 ms grid was cast to long (undefined) and would have asked for
+// that many cells. The loader must answer in bounded time and memory, naming the grid.
+TEST(DelayModel, GridsTooFineForTheTimesAreRefusedBeforeTheyCostMemoryOrTime) {
+  try {
+    (void)DelayDensity::dirac(8.88889e36, 0.001);
+    FAIL() << "no error";
+  } catch (const DelayModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("coarser 'sync.delay.grid'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)DelayDensity::uniform(10.0, 1e-9), DelayModelError);
+  EXPECT_NO_THROW((void)DelayDensity::uniform(1.0, 1e-6));  // 1e6 cells: still allowed
+
+  // 1000 repeats of a 1000-cell uniform: ~5e11 multiply-adds, refused at once rather than run for hours.
+  const DelayElement a{"a", 0.0, 1.0};
+  const DelayElement b{"b", 0.0, 1.0};
+  const std::array<Hop, 1> path{Hop{a, b, HopKind::asynchronous, 1000}};
+  try {
+    (void)output_delay(path, path, 0.001);
+    FAIL() << "no error";
+  } catch (const DelayModelError& e) {
+    EXPECT_NE(std::string(e.what()).find("alpha^1000_ab"), std::string::npos) << e.what();
+  }
+  // A modest chain still composes: 20 repeats of 4 cells stays exact (mode of the sum of 20 uniforms on [0,4]).
+  const DelayElement c{"c", 0.0, 0.004};
+  const std::array<Hop, 1> small{Hop{a, c, HopKind::asynchronous, 20}};
+  EXPECT_NEAR(path_density(small, 0.001).total_mass(), 1.0, 1e-12);
+}
+
 }  // namespace
 }  // namespace rtcosim::coupling::sync
