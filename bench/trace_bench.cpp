@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "runtime/trace.hpp"
-#include "tools/rtcosim/trace_session.hpp"
+#include "session/trace_session.hpp"
 
 namespace {
 
@@ -42,7 +42,7 @@ BENCHMARK(BM_Tracepoint_NoSession);
 void BM_Tracepoint_Recording(benchmark::State& state) {
   const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_trace_bench_" + std::to_string(getpid()));
   std::string why;
-  auto session = runtime::trace::available() ? tools::TraceSession::start(dir.string(), 2e6, &why) : nullptr;
+  auto session = runtime::trace::available() ? session::TraceSession::start(dir.string(), 2e6, &why) : nullptr;
   if (!session) {
     state.SkipWithError(("no tracing session: " + (why.empty() ? std::string("built without LTTng-UST") : why)).c_str());
     return;

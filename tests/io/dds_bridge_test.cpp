@@ -21,9 +21,9 @@
 #include "runtime/thread_unit.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/unit_loop.hpp"
+#include "session/trace_session.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
-#include "tools/rtcosim/trace_session.hpp"
 #ifdef RTCOSIM_HAVE_BABELTRACE2
 #include "tools/trace/trace_reader.hpp"
 #endif
@@ -545,10 +545,10 @@ TEST(DdsBridge, TheClockPingPongFindsAFakeOffsetBetweenHosts) {
 TEST(DdsBridge, RemoteLinkEventsAreTracedAndAgreeWithTheCounters) {
   std::string why;
   if (!runtime::trace::available()) GTEST_SKIP() << "built without LTTng-UST";
-  if (tools::run_command({"lttng", "--version"}, &why) != 0) GTEST_SKIP() << "lttng-tools is not installed";
+  if (session::run_command({"lttng", "--version"}, &why) != 0) GTEST_SKIP() << "lttng-tools is not installed";
   const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_dds_trace_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
-  auto session = tools::TraceSession::start(dir.string(), 3000.0, &why);
+  auto session = session::TraceSession::start(dir.string(), 3000.0, &why);
   if (!session) GTEST_SKIP() << "lttng cannot run here: " << why;
 
   const config::GraphSpec spec = two_hosts(48);

@@ -2,7 +2,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tools/rtcosim/cli_args.hpp"
+#include "session/control_request.hpp"
+#include "tools/common/cli_args.hpp"
 
 namespace rtcosim::tools {
 namespace {
@@ -16,10 +17,11 @@ TEST(CtlCommand, WordsAndOptionsBecomeTheDocumentedRequests) {
   EXPECT_EQ(ctl_request_line({"web-token"}, {}), R"({"cmd":"web-token"})");
   EXPECT_EQ(ctl_request_line({"probe", "k.y[2]"}, {}), R"({"cmd":"probe","signal":"k.y[2]"})");
   EXPECT_EQ(ctl_request_line({"trace", "start", "t1"}, {}), R"({"cmd":"trace","action":"start","dir":"t1"})");
-  EXPECT_EQ(ctl_request_line({"record", "start", "run \"1\".h5"},
-                             {{"max-file-size", "64MB"}, {"rotate-every", "1h"}, {"overwrite", ""}, {"format", "hdf5"}}),
-            R"({"cmd":"record","action":"start","file":"run \"1\".h5","format":"hdf5","max_file_size":"64MB",)"
-            R"("overwrite":true,"rotate_every":"1h"})");
+  EXPECT_EQ(
+      ctl_request_line({"record", "start", "run \"1\".h5"},
+                       {{"max-file-size", "64MB"}, {"rotate-every", "1h"}, {"overwrite", ""}, {"format", "hdf5"}}),
+      R"({"cmd":"record","action":"start","file":"run \"1\".h5","format":"hdf5","max_file_size":"64MB",)"
+      R"("overwrite":true,"rotate_every":"1h"})");
 }
 
 TEST(CtlCommand, OptionsOutsideRecordStartAndMissingWordsAreUsageErrors) {

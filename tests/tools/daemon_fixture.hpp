@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "session/control_request.hpp"
 #include "tools/rtcosim/ctl_command.hpp"
 
 extern char** environ;
@@ -151,7 +152,7 @@ class Daemon : public ::testing::Test {
 
   std::string request(const std::string& line) {
     std::string error;
-    const auto reply = control_request(socket_path_, line, &error, 5000);
+    const auto reply = session::control_request(socket_path_, line, &error, 5000);
     EXPECT_FALSE(reply.empty()) << error;
     return reply;
   }

@@ -764,7 +764,7 @@ TEST_F(DaemonHardening, SoakMemoryStaysFlatWhileClientsHammerTheSocket) {
   std::thread churn([&] {
     while (!stop) {
       std::string error;
-      if (!control_request(socket_path_, "{\"cmd\":\"status\"}", &error, 2000).empty()) ++answered;
+      if (!session::control_request(socket_path_, "{\"cmd\":\"status\"}", &error, 2000).empty()) ++answered;
       std::this_thread::sleep_for(1ms);  // hard, but leaving the shared CI cores some air
     }
   });

@@ -1,19 +1,19 @@
 #include "tools/rtcosim/eval_command.hpp"
 
-#include <gtest/gtest.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <utility>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
 #include "coupling/evaluation.hpp"
-#include "tools/rtcosim/cli_args.hpp"
+#include "tools/common/cli_args.hpp"
 
 namespace rtcosim::tools {
 namespace {
@@ -34,8 +34,8 @@ TEST(EvalTable, TsvHasTheExactHeaderAndNineRowsOfMethodValues) {
   const auto registry = coupling::MethodRegistry::with_builtins();
   const auto rows = split_tsv(eval_table(registry, TableFormat::kTsv));
   ASSERT_EQ(rows.size(), 10u);
-  const std::vector<std::string> header = {"variant", "signal", "zoh", "polynomial", "hermite", "interpolated",
-                                           "smoothed", "ecd", "ecc", "predictor"};
+  const std::vector<std::string> header = {"variant",      "signal",   "zoh", "polynomial", "hermite",
+                                           "interpolated", "smoothed", "ecd", "ecc",        "predictor"};
   EXPECT_EQ(rows[0], header);
   const std::vector<std::string> variants = {"A1", "A1", "A1", "A2", "A2", "A2", "A3", "A3", "A3"};
   const std::vector<std::string> signals = {"y1", "y2", "y3", "y1", "y2", "y3", "y1", "y2", "y3"};
@@ -133,8 +133,9 @@ TEST(EvalTable, MarkdownHasTheSameCells) {
   const auto registry = coupling::MethodRegistry::with_builtins();
   const std::string md = eval_table(registry, TableFormat::kMarkdown);
   const auto rows = split_tsv(eval_table(registry, TableFormat::kTsv));
-  EXPECT_NE(md.find("| variant | signal | zoh | polynomial | hermite | interpolated | smoothed | ecd | ecc | predictor |"),
-            std::string::npos);
+  EXPECT_NE(
+      md.find("| variant | signal | zoh | polynomial | hermite | interpolated | smoothed | ecd | ecc | predictor |"),
+      std::string::npos);
   std::string first_row = "| A1 | y1 |";
   for (std::size_t c = 2; c < rows[1].size(); ++c) first_row += " " + rows[1][c] + " |";
   EXPECT_NE(md.find(first_row), std::string::npos) << md;

@@ -20,9 +20,9 @@
 
 #include <gtest/gtest.h>
 
+#include "session/sync/sync_run.hpp"
 #include "tasks/diagram.hpp"
 #include "tests/support/graphs.hpp"
-#include "tools/rtcosim/sync_command.hpp"
 
 namespace rtcosim {
 namespace {
@@ -152,10 +152,10 @@ TEST(MotorThesis, PlantModelMeetsTheEquilibriaOfItsEquations) {
   EXPECT_GT(high, set_point + 0.5);
 }
 
-tools::SyncRun run_thesis(bool reduce) {
+session::SyncRun run_thesis(bool reduce) {
   auto spec = testing::load_example("motor_thesis.yaml");
   spec.sync.optimise.reduce = reduce;
-  return tools::run_state_sync(spec, registry(), spec.duration);
+  return session::run_state_sync(spec, registry(), spec.duration);
 }
 
 // Figure 5.4 with the wrong inertia, synchronised through d at T_P = 1

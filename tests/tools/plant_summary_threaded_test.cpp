@@ -8,17 +8,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "session/report/plant_summary.hpp"
 #include "tasks/plant/live_feed.hpp"
 #include "tasks/plant/plant_datagram.hpp"
 #include "tests/support/udp_port.hpp"
-#include "tools/rtcosim/plant_summary.hpp"
 
 namespace rtcosim::tools {
 namespace {
 
 TEST(PlantSummary, TheCountersOfALiveSourceAppearInTheTableAndTheJson) {
-  EXPECT_EQ(plant_lines(), "");  // no source: no table
-  EXPECT_EQ(plant_json(), "[]");
+  EXPECT_EQ(session::plant_lines(), "");  // no source: no table
+  EXPECT_EQ(session::plant_json(), "[]");
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -43,13 +43,13 @@ TEST(PlantSummary, TheCountersOfALiveSourceAppearInTheTableAndTheJson) {
   const std::string key = "udp:127.0.0.1:" + std::to_string(o.port);
   const std::string bad =
       "127.0.0.1:" + std::to_string(ntohs(me.sin_port)) + ": 3 bytes — shorter than the 24-byte header";
-  EXPECT_EQ(plant_json(),
+  EXPECT_EQ(session::plant_json(),
             "[{\"source\":\"" + key +
                 "\",\"good\":1,\"malformed\":1,\"ring_full\":0,\"late\":0,\"out_of_order\":0,"
                 "\"sequence_gaps\":0,\"sequence_resets\":0,\"too_far_ahead\":0,\"overflowing\":0,\"unsent\":0,"
                 "\"last_bad\":\"" +
                 bad + "\",\"taken\":0,\"age_median_s\":null}]");
-  const std::string table = plant_lines();
+  const std::string table = session::plant_lines();
   EXPECT_EQ(table.substr(0, 15), "plant sources:\n");
   EXPECT_NE(table.find(key +
                        "     1          1          0     0             0         0           0              0          "

@@ -22,8 +22,8 @@
 
 #include "rt_config/loader.hpp"
 #include "runtime/virtual_executor.hpp"
+#include "session/report/svg_plot.hpp"
 #include "tests/support/graphs.hpp"
-#include "tools/plot/svg_plot.hpp"
 
 namespace rtcosim {
 namespace {

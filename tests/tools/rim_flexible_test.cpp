@@ -16,10 +16,10 @@
 
 #include "rt_config/loader.hpp"
 #include "runtime/virtual_executor.hpp"
+#include "session/report/svg_plot.hpp"
 #include "tasks/diagram.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
-#include "tools/plot/svg_plot.hpp"
 
 namespace rtcosim {
 namespace {

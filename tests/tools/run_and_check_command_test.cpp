@@ -1,26 +1,26 @@
+#include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <chrono>
-#include <csignal>
-#include <cstdlib>
-#include <map>
-#include <thread>
-#include <sstream>
-
-#include <gtest/gtest.h>
-
 #include "rt_config/loader.hpp"
 #include "runtime/virtual_executor.hpp"
+#include "session/report/graph_report.hpp"
+#include "session/report/run_summary.hpp"
 #include "tests/support/graphs.hpp"
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
-#include "tools/rtcosim/run_summary.hpp"
 
 namespace rtcosim::tools {
 namespace {
@@ -51,11 +51,11 @@ TEST(CheckCommand, EveryExampleIsValidAndABrokenFileIsNot) {
 TEST(CheckCommand, SummaryListsTasksAndLinksAndDotHasOneClusterPerTask) {
   const auto loaded = config::load_graph_file(kExamples + "/flight_control.yaml");
   ASSERT_TRUE(loaded.ok());
-  const std::string summary = graph_summary(loaded.graph);
+  const std::string summary = session::graph_summary(loaded.graph);
   for (const char* word : {"controller", "actuator", "airframe", "zoh_average", "predictor", "3 link(s)"}) {
     EXPECT_NE(summary.find(word), std::string::npos) << word << "\n" << summary;
   }
-  const std::string dot = graph_dot(loaded.graph);
+  const std::string dot = session::graph_dot(loaded.graph);
   std::size_t clusters = 0;
   for (auto p = dot.find("subgraph \"cluster_"); p != std::string::npos; p = dot.find("subgraph \"cluster_", p + 1)) {
     ++clusters;
@@ -67,14 +67,14 @@ TEST(CheckCommand, SummaryListsTasksAndLinksAndDotHasOneClusterPerTask) {
 TEST(CheckCommand, SummaryShowsLoadAndResponseTimesOfDeclaredExecutionTimes) {
   const auto loaded = config::load_graph_file(kExamples + "/overrun_virtual.yaml");
   ASSERT_TRUE(loaded.ok());
-  const std::string summary = graph_summary(loaded.graph);
+  const std::string summary = session::graph_summary(loaded.graph);
   // The rate group's cycle: 8 actuator frames of 1 ms and one airframe
   // frame of 10 ms, 20 ms at its spike: 28 ms against an 18 ms period.
-  for (const char* line : {"  CPU 0: 100.0 %\n",
-                           "  single_processor    0    90   18 ms      28 ms     28 ms  overruns\n"}) {
+  for (const char* line :
+       {"  CPU 0: 100.0 %\n", "  single_processor    0    90   18 ms      28 ms     28 ms  overruns\n"}) {
     EXPECT_NE(summary.find(line), std::string::npos) << line << "\n" << summary;
   }
-  EXPECT_EQ(graph_summary(config::load_graph_file(kExamples + "/flight_control.yaml").graph).find("response"),
+  EXPECT_EQ(session::graph_summary(config::load_graph_file(kExamples + "/flight_control.yaml").graph).find("response"),
             std::string::npos);  // nothing declared, nothing analysed
 }
 
@@ -95,7 +95,7 @@ wires: []
   auto graph = rtcosim::testing::build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "pair.yaml")));
   runtime::VirtualExecutor executor(*graph);
   executor.run(0.01);
-  const std::string summary = run_summary(*graph);
+  const std::string summary = session::run_summary(*graph);
   const std::string timing = summary.substr(summary.find("timing:\n"));
   EXPECT_EQ(timing.substr(0, timing.find("links:")),
             "timing:\n"
@@ -149,7 +149,7 @@ wires:
   ex.push(b);  // stale
 
   const std::uint64_t frames = graph->find_task("c")->stats().frames.load();
-  const std::string summary = run_summary(*graph);
+  const std::string summary = session::run_summary(*graph);
   const std::string health = summary.substr(summary.find("link health:\n"));
   const std::string header =
       "link health:\n  from -> to    stale  rejected tags  rejected values  fallback frames  beyond horizon  horizon"
@@ -161,7 +161,7 @@ wires:
   EXPECT_EQ(health.substr(header.size(), row.size()), row) << summary;
   EXPECT_EQ(health.find("s.y (a) -> b"), std::string::npos) << summary;  // the zoh link is healthy
 
-  const std::string json = summary_json(*graph, {}, "virtual");
+  const std::string json = session::summary_json(*graph, {}, "virtual");
   const std::string fields =
       ",\"stale\":1,\"rejected_tags\":1,\"rejected_values\":1,\"fallback_frames\":" + std::to_string(frames) +
       ",\"beyond_horizon_frames\":0,\"max_extrapolation_s\":0.03,";
@@ -175,10 +175,10 @@ TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {
   const auto dir = std::filesystem::temp_directory_path() / "rtcosim_run_test";
   std::filesystem::create_directories(dir);
   const auto json = dir / "summary.json", frames = dir / "frames.csv", record = dir / "record.csv";
-  ASSERT_EQ(run_run_command({"--virtual", "--duration", "0.2s", "--compare-reference", "--json", json.string(),
-                             "--frames", frames.string(), "--record", record.string(),
-                             kExamples + "/overrun_virtual.yaml"}),
-            0);
+  ASSERT_EQ(
+      run_run_command({"--virtual", "--duration", "0.2s", "--compare-reference", "--json", json.string(), "--frames",
+                       frames.string(), "--record", record.string(), kExamples + "/overrun_virtual.yaml"}),
+      0);
   const std::string summary = slurp(json);
   // Cycles start at 0, 18, 46 (after the 28 ms one), 64, ..., 190 ms: 11
   // airframe frames, 8 actuator frames each; one overrun, nothing missed.
@@ -239,7 +239,7 @@ TEST(RunCommand, UsageAndFileErrorsHaveTheirExitCodes) {
     std::cerr.rdbuf(old);
     EXPECT_EQ(rc, 2) << option;
     EXPECT_NE(err.str().find(std::string(option) + ": cannot write '/nonexistent/out': directory '/nonexistent' does "
-                             "not exist"),
+                                                   "not exist"),
               std::string::npos)
         << err.str();
   }
@@ -250,8 +250,8 @@ TEST(RunCommand, TraceInVirtualTimeIsRefusedBeforeAnythingRuns) {
   std::filesystem::remove_all(dir);
   std::stringstream err;
   auto* old = std::cerr.rdbuf(err.rdbuf());
-  const int rc = run_run_command({"--virtual", "--duration", "0.1s", "--trace", dir.string(),
-                                  kExamples + "/two_task_sine.yaml"});
+  const int rc =
+      run_run_command({"--virtual", "--duration", "0.1s", "--trace", dir.string(), kExamples + "/two_task_sine.yaml"});
   std::cerr.rdbuf(old);
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.str().find("cannot be combined with --virtual"), std::string::npos) << err.str();
@@ -280,7 +280,7 @@ TEST(RunCommand, HostMustBeOneOfTheFilesHostsAndCheckListsRemoteLinks) {
   std::tie(rc, err) = run_err({"--virtual", "--duration", "1s", "--host", "plant-pc", two});
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.find("--virtual runs the whole graph"), std::string::npos) << err;
-  const std::string summary = graph_summary(config::load_graph_file(two).graph);
+  const std::string summary = session::graph_summary(config::load_graph_file(two).graph);
   for (const char* line :
        {"  controller  hil-pc ", "rtcosim_flight_control_two_hosts_controller_gain__y__actuator\n",
         "rtcosim_flight_control_two_hosts_airframe_pitch__y__controller\n", "2 remote link(s), carried over DDS"}) {
@@ -305,7 +305,8 @@ TEST(RunCommand, APeriodScaleBelowTheFloorIsAUsageError) {
 // Plots and reference errors keep every sample in memory: only for a run
 // that ends. An open-ended run is refused before it starts.
 TEST(RunCommand, PlotAndCompareReferenceNeedAFiniteRun) {
-  const auto file = std::filesystem::temp_directory_path() / ("rtcosim_open_ended_" + std::to_string(getpid()) + ".yaml");
+  const auto file =
+      std::filesystem::temp_directory_path() / ("rtcosim_open_ended_" + std::to_string(getpid()) + ".yaml");
   std::string text = slurp(kExamples + "/two_task_sine.yaml");
   text.replace(text.find("duration: 5s"), 12, "duration: 0s");
   std::ofstream(file) << text;
@@ -337,8 +338,8 @@ TEST(RunCommand, ARunKilledWithSigkillLeavesTheTargetAsItWas) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     std::cout.setstate(std::ios::badbit);
-    _exit(run_run_command({"--virtual", "--duration", "100000s", "--record", target.string(),
-                           kExamples + "/two_task_sine.yaml"}));
+    _exit(run_run_command(
+        {"--virtual", "--duration", "100000s", "--record", target.string(), kExamples + "/two_task_sine.yaml"}));
   }
   // Wait until rows are being written, then kill.
   std::uintmax_t written = 0;

@@ -17,6 +17,7 @@
 #include <zip.h>
 
 #include "rt_config/loader.hpp"
+#include "session/report/graph_report.hpp"
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/import_command.hpp"
 #include "tools/rtcosim/run_command.hpp"

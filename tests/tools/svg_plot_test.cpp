@@ -1,6 +1,4 @@
-#include "tools/plot/svg_plot.hpp"
-
-#include <gtest/gtest.h>
+#include "session/report/svg_plot.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -8,6 +6,8 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+
+#include <gtest/gtest.h>
 
 namespace rtcosim::plot {
 namespace {

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "rt_config/loader.hpp"
+#include "session/sync/sync_run.hpp"
 #include "tests/support/graphs.hpp"
 
 namespace rtcosim {
@@ -23,12 +24,12 @@ const tasks::BlockRegistry& registry() {
   return r;
 }
 
-std::uint64_t evaluations(const tools::SyncRun& run) {
+std::uint64_t evaluations(const session::SyncRun& run) {
   return std::accumulate(run.steps.begin(), run.steps.end(), std::uint64_t{0},
                          [](std::uint64_t s, const auto& f) { return s + static_cast<std::uint64_t>(f.evaluations); });
 }
 
-std::uint64_t executions(const tools::SyncRun& run) {
+std::uint64_t executions(const session::SyncRun& run) {
   std::uint64_t sum = 0;
   for (const auto& f : run.steps) {
     EXPECT_EQ(f.executions.size(), static_cast<std::size_t>(f.evaluations));
@@ -41,7 +42,7 @@ std::uint64_t executions(const tools::SyncRun& run) {
 // nominal pass) + the candidates' executions + n; those are at most
 // E |R| T_P (E evaluations, |R| components re-run) and fewer where Ansatz 2
 // reuses one.
-std::uint64_t expected_n_ges(const tools::SyncRun& run, int horizon) {
+std::uint64_t expected_n_ges(const session::SyncRun& run, int horizon) {
   const std::uint64_t n = run.components.size(), steps = run.macro_steps, h = static_cast<std::uint64_t>(horizon);
   EXPECT_LE(executions(run), evaluations(run) * run.rerun.size() * h);
   return n * h * steps + executions(run) + n * steps;
@@ -49,7 +50,7 @@ std::uint64_t expected_n_ges(const tools::SyncRun& run, int horizon) {
 
 TEST(SyncCommand, MotorExampleKeepsTheSimulationInStepAsTheHandBuiltComponentsDo) {
   const auto spec = testing::load_example("motor_sync.yaml");
-  const auto run = tools::run_state_sync(spec, registry(), spec.duration);
+  const auto run = session::run_state_sync(spec, registry(), spec.duration);
   EXPECT_EQ(run.components, (std::vector<std::string>{"torque_in", "drive", "thermal"}));
   EXPECT_EQ(run.measurement_tasks, (std::vector<std::string>{"measure"}));
   EXPECT_EQ(run.rerun, (std::vector<std::string>{"drive"}));  // thermal feeds nothing compared
@@ -92,7 +93,7 @@ TEST(SyncCommand, MotorExampleKeepsTheSimulationInStepAsTheHandBuiltComponentsDo
   EXPECT_EQ(p.held_out_instants, 500u);
   EXPECT_NEAR(p.mse_held_out, before / 500.0, 1e-12 * p.mse_held_out);
   EXPECT_GT(p.mse_held_out, 2.0 * p.mse_with);
-  const std::string summary = tools::sync_run_summary(run, spec);
+  const std::string summary = session::sync_run_summary(run, spec);
   EXPECT_NE(summary.find("held out speed.y: MSE 0.2745"), std::string::npos) << summary;
   EXPECT_NE(summary.find("u on a bound in " + std::to_string(on_bound)), std::string::npos) << summary;
   // At the end the load absorbs 0.5 N m of load; the inertia error is gone
@@ -115,7 +116,7 @@ TEST(SyncCommand, AGivenDelayComparesWithTheMeasurementThatManyStepsLater) {
   auto spec = testing::load_example("motor_sync.yaml");
   spec.sync.delay = 0.03;
   spec.sync.optimise.max_evaluations = 10;
-  const auto run = tools::run_state_sync(spec, registry(), 1.0);
+  const auto run = session::run_state_sync(spec, registry(), 1.0);
   ASSERT_EQ(run.delay_steps, 3);
   ASSERT_EQ(run.macro_steps, 100u);
   std::ifstream csv(RTCOSIM_EXAMPLES_DIR "/data/motor_plant.csv");
@@ -137,7 +138,7 @@ TEST(SyncCommand, DynamicHorizonOfFiveCountsEveryExecutionAndStillFitsTenfold) {
   spec.sync.optimise.horizon = 5;
   spec.sync.optimise.dynamic = true;
   spec.sync.optimise.max_evaluations = 20;
-  const auto run = tools::run_state_sync(spec, registry(), 1.0);
+  const auto run = session::run_state_sync(spec, registry(), 1.0);
   ASSERT_EQ(run.macro_steps, 100u);
   EXPECT_EQ(run.n_ges, expected_n_ges(run, 5));
   std::size_t exhausted = 0;
@@ -191,7 +192,7 @@ TEST(SyncCommand, AMeasuredDelayIsLoadedAndAReplayRefusesItSayingWhy) {
   auto spec = testing::load_example("motor_sync.yaml");
   spec.sync.measured = true;
   try {
-    (void)tools::run_state_sync(spec, registry(), 0.1);
+    (void)session::run_state_sync(spec, registry(), 0.1);
     FAIL() << "expected a refusal";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("which a replay has none of — give the delay"), std::string::npos) << e.what();
@@ -211,7 +212,7 @@ TEST(SyncCommand, MeasuredTaskCannotBeSynchronisedAndTheMessageSaysWhere) {
   auto spec = testing::load_example("motor_sync.yaml");
   spec.sync.optimise.tasks = {"measure", "drive"};
   try {
-    (void)tools::run_state_sync(spec, registry(), 0.1);
+    (void)session::run_state_sync(spec, registry(), 0.1);
     FAIL() << "expected a refusal";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("motor_sync.yaml:58:5: task 'measure' holds a measured signal"),

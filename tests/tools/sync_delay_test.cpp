@@ -11,13 +11,13 @@
 #include "rt_config/loader.hpp"
 #include "runtime/recorder.hpp"
 #include "runtime/virtual_executor.hpp"
+#include "session/sync/sync_report.hpp"
 #include "tests/support/graphs.hpp"
-#include "tools/rtcosim/sync_report.hpp"
 
 namespace rtcosim {
 namespace {
 
-std::vector<tools::SyncPairResult> run_example(const config::GraphSpec& spec) {
+std::vector<session::SyncPairResult> run_example(const config::GraphSpec& spec) {
   auto graph = testing::build_graph(spec);
   runtime::Recorder::Options keep;
   keep.keep = runtime::Recorder::kKeepAll;
@@ -29,7 +29,7 @@ std::vector<tools::SyncPairResult> run_example(const config::GraphSpec& spec) {
     if (++frames % 4096 == 0) recorder.drain();
   });
   recorder.finish(nullptr);
-  return tools::sync_comparison(spec.sync, recorder);
+  return session::sync_comparison(spec.sync, recorder);
 }
 
 TEST(SyncDelay, ExampleGivesTheThesisDelayAndTheStandAloneExperimentsMetrics) {
@@ -132,7 +132,7 @@ TEST(SyncDelay, Equation415AsPrintedGivesNoDelayOnTheExamplesTiming) {
   const auto results = run_example(spec);
   const auto& r = results.at(0);
   EXPECT_EQ(r.mse_with, r.mse_without);
-  const std::string text = tools::sync_summary(spec.sync, results);
+  const std::string text = session::sync_summary(spec.sync, results);
   for (const char* part :
        {"alpha_CM: C -> M async U(0, 4 ms)", "alpha_MS: M -> S sync delta(t - 8 ms)",
         "alpha_SS: S -> S sync delta(t - 8 ms)", "density on [16 ms, 20 ms], mean 18 ms", "rightmost mode 20 ms"}) {

@@ -3,7 +3,7 @@
 // through the recorder, u goes to the running drive task through its
 // parameter inbox, and the u chosen equals `rtcosim sync`'s replay of the
 // same recording (the same optimisation on the same measured columns).
-#include "tools/rtcosim/sync_live.hpp"
+#include "session/sync/sync_live.hpp"
 
 #include <cmath>
 #include <cstdlib>
@@ -29,7 +29,7 @@ TEST(LiveSync, VirtualRunPostsEachMacroStepsUAndTheRunningDriveFollowsTheMeasure
   runtime::Recorder::Options keep;
   keep.keep = runtime::Recorder::kKeepAll;
   runtime::Recorder recorder(*graph, keep);
-  tools::LiveSync live(spec, registry(), *graph, recorder, spec.duration);
+  session::LiveSync live(spec, registry(), *graph, recorder, spec.duration);
   runtime::VirtualExecutor executor(*graph);
   std::size_t frames = 0;
   executor.run(spec.duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord&) {
@@ -55,7 +55,7 @@ TEST(LiveSync, VirtualRunPostsEachMacroStepsUAndTheRunningDriveFollowsTheMeasure
   EXPECT_GE(drive->parameters_applied(), 490u);
   const auto run = live.result();
   // The same optimisation as the replay: its u, step for step.
-  const auto replay = tools::run_state_sync(spec, registry(), spec.duration);
+  const auto replay = session::run_state_sync(spec, registry(), spec.duration);
   ASSERT_EQ(run.u.at(0).size(), replay.u.at(0).size());
   for (std::size_t k = 0; k < replay.u[0].size(); ++k) {
     ASSERT_NEAR(run.u[0][k], replay.u[0][k], 1e-6 * (1.0 + std::abs(replay.u[0][k]))) << "macro step " << k;
@@ -79,19 +79,19 @@ TEST(LiveSync, VirtualRunPostsEachMacroStepsUAndTheRunningDriveFollowsTheMeasure
 // real-time frames (p99 execution time / period); unpinned tasks load every
 // CPU; never below h/10.
 TEST(LiveSync, TheDefaultTimeBudgetIsWhatTheFramesLeaveOfTheBusiestComponentCpu) {
-  using tools::TaskLoad;
+  using session::TaskLoad;
   const double h = 0.010;
   // CPU 0: 100 us of 1 ms and 1 ms of 10 ms (0.2); CPU 1: 1 ms of 2 ms (0.5).
-  std::vector<TaskLoad> tasks = {{0, 0.001, 100e-6, true}, {0, 0.010, 1e-3, false}, {1, 0.002, 1e-3, false}};
-  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, tasks), h * 0.8);
+  std::vector<session::TaskLoad> tasks = {{0, 0.001, 100e-6, true}, {0, 0.010, 1e-3, false}, {1, 0.002, 1e-3, false}};
+  EXPECT_DOUBLE_EQ(session::live_time_budget(h, tasks), h * 0.8);
   tasks[2].component = true;  // a component on the busier CPU
-  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, tasks), h * 0.5);
+  EXPECT_DOUBLE_EQ(session::live_time_budget(h, tasks), h * 0.5);
   tasks.push_back({-1, 0.005, 1e-3, false});  // unpinned: 0.2 on every CPU
-  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, tasks), h * 0.3);
+  EXPECT_DOUBLE_EQ(session::live_time_budget(h, tasks), h * 0.3);
   tasks.push_back({1, 0.001, 0.9e-3, false});  // CPU 1 now over-full
-  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, tasks), h * 0.1);
-  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, std::vector<TaskLoad>{}), h);  // no frames measured yet
-  EXPECT_DOUBLE_EQ(tools::live_time_budget(h, std::vector<TaskLoad>{{0, 0.001, 0.0, true}}), h);
+  EXPECT_DOUBLE_EQ(session::live_time_budget(h, tasks), h * 0.1);
+  EXPECT_DOUBLE_EQ(session::live_time_budget(h, std::vector<session::TaskLoad>{}), h);  // no frames measured yet
+  EXPECT_DOUBLE_EQ(session::live_time_budget(h, std::vector<session::TaskLoad>{{0, 0.001, 0.0, true}}), h);
 }
 
 // The daemon's case: no duration, running totals, bounded memory. 60 s of
@@ -102,7 +102,7 @@ TEST(LiveSync, AnEndlessRunKeepsTotalsAndDropsWhatNoStepReads) {
   runtime::Recorder::Options keep;
   keep.keep = 4096;  // as rtcosimd keeps
   runtime::Recorder recorder(*graph, keep);
-  tools::LiveSync live(spec, registry(), *graph, recorder, 0.0);
+  session::LiveSync live(spec, registry(), *graph, recorder, 0.0);
   runtime::VirtualExecutor executor(*graph);
   std::size_t frames = 0, most = 0;
   executor.run(60.0, [&](runtime::TaskRuntime& task, const runtime::FrameRecord&) {

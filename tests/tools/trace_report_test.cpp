@@ -21,8 +21,8 @@
 #include "rt_config/loader.hpp"
 #include "runtime/rt_executor.hpp"
 #include "runtime/trace.hpp"
+#include "session/trace_session.hpp"
 #include "tests/support/graphs.hpp"
-#include "tools/rtcosim/trace_session.hpp"
 
 extern char** environ;
 
@@ -135,10 +135,11 @@ double attribute(const std::string& element, const std::string& name) {
 
 SvgShapes shapes_of(const std::string& svg) {
   SvgShapes out;
-  for (auto at = svg.find("<rect class=\"bar\""); at != std::string::npos; at = svg.find("<rect class=\"bar\"", at + 1)) {
+  for (auto at = svg.find("<rect class=\"bar\""); at != std::string::npos;
+       at = svg.find("<rect class=\"bar\"", at + 1)) {
     const std::string element = svg.substr(at, svg.find('>', at) - at);
-    out.bars.push_back({attribute(element, "x"), attribute(element, "y"), attribute(element, "width"),
-                        attribute(element, "height")});
+    out.bars.push_back(
+        {attribute(element, "x"), attribute(element, "y"), attribute(element, "width"), attribute(element, "height")});
   }
   for (auto at = svg.find("<line class=\"marker\""); at != std::string::npos;
        at = svg.find("<line class=\"marker\"", at + 1)) {
@@ -206,16 +207,16 @@ TEST(TraceReport, LatencyHistogramWidensItsBucketsBeyondAThousandMicroseconds) {
 // A live session in a fresh directory, its sub-buffers sized for
 // `events_per_second` (~50 ms of them each), or the reason why lttng cannot
 // run here (the tests then skip).
-std::unique_ptr<tools::TraceSession> live_session(const std::filesystem::path& dir, std::string* skip,
-                                                  double events_per_second = 3000.0) {
+std::unique_ptr<session::TraceSession> live_session(const std::filesystem::path& dir, std::string* skip,
+                                                    double events_per_second = 3000.0) {
   std::string out;
   if (!runtime::trace::available()) {
     *skip = "built without LTTng-UST";
-  } else if (tools::run_command({"lttng", "--version"}, &out) != 0) {
+  } else if (session::run_command({"lttng", "--version"}, &out) != 0) {
     *skip = "lttng-tools is not installed";
   } else {
     std::filesystem::remove_all(dir);
-    auto session = tools::TraceSession::start(dir.string(), events_per_second, skip);
+    auto session = session::TraceSession::start(dir.string(), events_per_second, skip);
     if (session) return session;
     *skip = "lttng cannot run here: " + *skip;
   }
@@ -321,7 +322,7 @@ std::map<int, std::map<std::string, int>> frame_loop_syscalls(const std::filesys
 // process while the tasks run, sees nothing but the sleeps in the frames.
 TEST(TraceLive, FramesMakeNoSystemCallButTheSleep) {
   std::string out;
-  if (tools::run_command({"strace", "-V"}, &out) != 0) GTEST_SKIP() << "strace is not installed";
+  if (session::run_command({"strace", "-V"}, &out) != 0) GTEST_SKIP() << "strace is not installed";
   const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_strace_trace_" + std::to_string(getpid()));
   std::string why;
   auto session = live_session(dir, &why);

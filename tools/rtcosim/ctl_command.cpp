@@ -1,17 +1,11 @@
 #include "tools/rtcosim/ctl_command.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <iostream>
 #include <map>
 
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-
 #include "base/json.hpp"
-#include "tools/rtcosim/cli_args.hpp"
+#include "session/control_request.hpp"
+#include "tools/common/cli_args.hpp"
 
 namespace rtcosim::tools {
 
@@ -51,45 +45,6 @@ commands:
 )";
 
 }  // namespace
-
-std::string control_request(const std::string& socket_path, const std::string& request, std::string* error,
-                            int timeout_ms) {
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    *error = "cannot reach rtcosimd at " + socket_path + ": " + std::strerror(errno) +
-             " (is it running? is your user in group rtcosim?)";
-    close(fd);
-    return {};
-  }
-  const std::string line = request + "\n";
-  for (std::size_t sent = 0; sent < line.size();) {
-    const ssize_t n = write(fd, line.data() + sent, line.size() - sent);
-    if (n <= 0) {
-      *error = std::string("sending failed: ") + std::strerror(errno);
-      close(fd);
-      return {};
-    }
-    sent += static_cast<std::size_t>(n);
-  }
-  std::string reply;
-  char buf[65536];
-  while (reply.find('\n') == std::string::npos) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, timeout_ms) <= 0) {
-      *error = "rtcosimd did not answer within " + std::to_string(timeout_ms) + " ms";
-      break;
-    }
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    reply.append(buf, static_cast<std::size_t>(n));
-  }
-  close(fd);
-  if (const auto nl = reply.find('\n'); nl != std::string::npos) reply.resize(nl);
-  return reply;
-}
 
 std::string ctl_request_line(const std::vector<std::string>& p, const std::map<std::string, std::string>& options) {
   if (p.empty())
@@ -149,7 +104,7 @@ int run_ctl_command(const std::vector<std::string>& raw_args) {
     const std::string request = ctl_request_line(args.positionals(), options);
     std::string error;
     const std::string reply =
-        control_request(args.value("socket").value_or("/run/rtcosim/control.sock"), request, &error);
+        session::control_request(args.value("socket").value_or("/run/rtcosim/control.sock"), request, &error);
     if (reply.empty()) {
       std::cerr << "rtcosim ctl: " << error << '\n';
       return 3;

@@ -6,16 +6,10 @@
 
 namespace rtcosim::tools {
 
-// Sends one request line to a control socket and returns the reply line
-// (empty with `error` set when the daemon cannot be reached).
-std::string control_request(const std::string& socket_path, const std::string& request, std::string* error,
-                            int timeout_ms = 5000);
-
 // The request line `rtcosim ctl` sends for its positional words and the
 // options of `record start` (`format`, `max-file-size`, `rotate-every`,
 // `overwrite` with an empty value). UsageError when they do not form a command.
-std::string ctl_request_line(const std::vector<std::string>& words,
-                             const std::map<std::string, std::string>& options);
+std::string ctl_request_line(const std::vector<std::string>& words, const std::map<std::string, std::string>& options);
 
 // `rtcosim ctl [--socket PATH] COMMAND ...`: exit 0 when the daemon said
 // ok, 1 when it refused, 2 for a usage error, 3 when it cannot be reached.

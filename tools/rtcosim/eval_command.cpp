@@ -8,8 +8,8 @@
 #include "base/duration.hpp"
 #include "coupling/evaluation.hpp"
 #include "coupling/plugin_loader.hpp"
-#include "tools/plot/svg_plot.hpp"
-#include "tools/rtcosim/cli_args.hpp"
+#include "session/report/svg_plot.hpp"
+#include "tools/common/cli_args.hpp"
 
 namespace rtcosim::tools {
 
@@ -85,8 +85,8 @@ void write_plot(const coupling::EvalSettings& settings, const coupling::EvalResu
   const auto& signal = coupling::test_signal(settings.signal);
   plot::Figure figure;
   figure.title = "rtcosim eval: " + settings.signal + " = " + signal.formula + ", " + settings.method +
-                 describe_params(settings.params) + ", h_s " + base::format_duration(settings.macro_step) +
-                 ", MSE " + format_mse(result.mse);
+                 describe_params(settings.params) + ", h_s " + base::format_duration(settings.macro_step) + ", MSE " +
+                 format_mse(result.mse);
   figure.x_label = "simulation time (s)";
   plot::Panel values;
   values.y_label = "value";

@@ -3,7 +3,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "tools/rtcosim/text_table.hpp"
+#include "session/report/text_table.hpp"
 
 namespace rtcosim::tools {
 
@@ -71,14 +71,14 @@ std::string format_fmu_info(const std::string& path, const tasks::fmu::FmuInfo& 
   out << "  event indicators  " << md.event_indicators << '\n';
   if (md.default_step > 0.0) out << "  default step      " << md.default_step << " s\n";
   out << "  variables         " << md.variables.size() << '\n';
-  TextTable table({{"name", Align::kLeft},
-                   {"vr"},
-                   {"causality", Align::kLeft},
-                   {"variability", Align::kLeft},
-                   {"type", Align::kLeft},
-                   {"unit", Align::kLeft},
-                   {"start"},
-                   {"port", Align::kLeft}});
+  session::TextTable table({{"name", session::Align::kLeft},
+                            {"vr"},
+                            {"causality", session::Align::kLeft},
+                            {"variability", session::Align::kLeft},
+                            {"type", session::Align::kLeft},
+                            {"unit", session::Align::kLeft},
+                            {"start"},
+                            {"port", session::Align::kLeft}});
   // Ports: the numeric inputs and outputs, carried as doubles; an array is
   // a port as wide as its elements (the sizes as declared: a structural
   // parameter's start value).

@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "rt_config/ssp_import.hpp"
-#include "tools/rtcosim/cli_args.hpp"
+#include "tools/common/cli_args.hpp"
 
 namespace rtcosim::tools {
 

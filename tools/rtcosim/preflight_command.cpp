@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "rt_config/loader.hpp"
-#include "tools/rtcosim/cli_args.hpp"
+#include "tools/common/cli_args.hpp"
 
 namespace rtcosim::tools {
 
@@ -65,12 +65,15 @@ std::string join(const std::vector<int>& cpus) {
 
 std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
   std::vector<PreflightCheck> out;
-  auto check = [&](bool ok, std::string what, std::string fix) { out.push_back({ok, std::move(what), ok ? "" : std::move(fix)}); };
+  auto check = [&](bool ok, std::string what, std::string fix) {
+    out.push_back({ok, std::move(what), ok ? "" : std::move(fix)});
+  };
   const std::string cpus = join(task_cpus);
 
   utsname u{};
   uname(&u);
-  const bool rt = read_file("/sys/kernel/realtime") == "1" || std::string(u.version).find("PREEMPT_RT") != std::string::npos;
+  const bool rt =
+      read_file("/sys/kernel/realtime") == "1" || std::string(u.version).find("PREEMPT_RT") != std::string::npos;
   check(rt, std::string("PREEMPT_RT kernel (running ") + u.release + ")",
         "install a real-time kernel: 'apt-get install linux-image-rt-amd64' and boot it");
 
@@ -78,14 +81,16 @@ std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
   for (const char* key : {"isolcpus", "nohz_full", "rcu_nocbs"}) {
     std::string value = cmdline_value(cmdline, key);
     // isolcpus may carry flags first: "isolcpus=managed_irq,domain,2-3".
-    if (const auto last_comma = value.find_last_of(','); std::string(key) == "isolcpus" && last_comma != std::string::npos &&
-                                                         !value.empty() && !std::isdigit(static_cast<unsigned char>(value[0]))) {
+    if (const auto last_comma = value.find_last_of(','); std::string(key) == "isolcpus" &&
+                                                         last_comma != std::string::npos && !value.empty() &&
+                                                         !std::isdigit(static_cast<unsigned char>(value[0]))) {
       value = value.substr(last_comma + 1);
     }
     const auto listed = cpu_list(value);
     const bool all = std::all_of(task_cpus.begin(), task_cpus.end(), [&](int c) { return listed.count(c) != 0; });
     check(all && !task_cpus.empty(), std::string(key) + " covers the task CPUs (" + cpus + ")",
-          std::string("add '") + key + "=" + cpus + "' to the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub)");
+          std::string("add '") + key + "=" + cpus +
+              "' to the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub)");
   }
 
   for (int c : task_cpus) {
@@ -111,12 +116,15 @@ std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
   getrlimit(RLIMIT_MEMLOCK, &memlock);
   getrlimit(RLIMIT_RTPRIO, &rtprio);
   const bool root = geteuid() == 0;
-  check(root || memlock.rlim_cur == RLIM_INFINITY,
-        "memlock limit: " + (memlock.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(memlock.rlim_cur) + " bytes") +
-            (root ? " (root)" : ""),
-        "'ulimit -l unlimited', or LimitMEMLOCK=infinity in the unit, or memlock unlimited in /etc/security/limits.d/");
+  check(
+      root || memlock.rlim_cur == RLIM_INFINITY,
+      "memlock limit: " +
+          (memlock.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(memlock.rlim_cur) + " bytes") +
+          (root ? " (root)" : ""),
+      "'ulimit -l unlimited', or LimitMEMLOCK=infinity in the unit, or memlock unlimited in /etc/security/limits.d/");
   check(root || rtprio.rlim_cur >= 99,
-        "rtprio limit: " + (rtprio.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(rtprio.rlim_cur)) +
+        "rtprio limit: " +
+            (rtprio.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(rtprio.rlim_cur)) +
             (root ? " (root)" : ""),
         "'ulimit -r 99', or LimitRTPRIO=99 in the unit, or rtprio 99 in /etc/security/limits.d/");
 
@@ -130,7 +138,8 @@ std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
     if (std::any_of(task_cpus.begin(), task_cpus.end(), [&](int c) { return affinity.count(c) != 0; })) ++on_task_cpus;
   }
   check(on_task_cpus == 0,
-        std::to_string(on_task_cpus) + " of " + std::to_string(irqs) + " IRQs may be served on the task CPUs (" + cpus + ")",
+        std::to_string(on_task_cpus) + " of " + std::to_string(irqs) + " IRQs may be served on the task CPUs (" + cpus +
+            ")",
         "add 'irqaffinity=<housekeeping CPUs>' to the kernel command line, or write the housekeeping CPUs to "
         "/proc/irq/*/smp_affinity_list (and stop irqbalance)");
   return out;

@@ -24,18 +24,16 @@
 #include "runtime/rt_executor.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/virtual_executor.hpp"
+#include "session/realtime_run.hpp"
+#include "session/report/recording_summary.hpp"
+#include "session/report/run_summary.hpp"
+#include "session/report/svg_plot.hpp"
+#include "session/sync/sync_live.hpp"
+#include "session/sync/sync_report.hpp"
+#include "session/trace_session.hpp"
 #include "tasks/plant/live_feed.hpp"
-#ifdef RTCOSIM_HAVE_DDS
-#include "io/dds_bridge.hpp"
-#endif
-#include "tools/plot/svg_plot.hpp"
-#include "tools/rtcosim/cli_args.hpp"
+#include "tools/common/cli_args.hpp"
 #include "tools/rtcosim/graph_file.hpp"
-#include "tools/rtcosim/recording_summary.hpp"
-#include "tools/rtcosim/run_summary.hpp"
-#include "tools/rtcosim/sync_live.hpp"
-#include "tools/rtcosim/sync_report.hpp"
-#include "tools/rtcosim/trace_session.hpp"
 
 namespace rtcosim::tools {
 
@@ -138,12 +136,12 @@ const runtime::Recorder::Series* baseline_of(const Baseline* baseline, const run
 
 // Per recorded signal: the what-if's difference to the logged run, sample
 // by sample (both sample the same frames: the timing is the run's).
-std::vector<ReferenceError> differences(const runtime::Recorder& recorder, const Baseline& baseline) {
-  std::vector<ReferenceError> out;
+std::vector<session::ReferenceError> differences(const runtime::Recorder& recorder, const Baseline& baseline) {
+  std::vector<session::ReferenceError> out;
   for (const auto& s : recorder.series()) {
     const auto* b = baseline_of(&baseline, s);
     if (!b) continue;
-    ReferenceError e{s.signal, 0.0, 0.0, 0};
+    session::ReferenceError e{s.signal, 0.0, 0.0, 0};
     double sum = 0.0;
     // At the instants both recorded: every sample when the frames are the
     // logged ones; with another period, those the periods share.
@@ -165,7 +163,7 @@ std::vector<ReferenceError> differences(const runtime::Recorder& recorder, const
 }
 
 void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver* reference, const std::string& title,
-                const std::string& path, const SyncRun* sync, const Baseline* baseline = nullptr) {
+                const std::string& path, const session::SyncRun* sync, const Baseline* baseline = nullptr) {
   plot::Figure figure;
   figure.title = title;
   figure.x_label = "simulation time (s)";
@@ -186,7 +184,7 @@ void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver*
                             kColors[color++ % 6], 1.2, false, false});
     figure.panels.push_back(std::move(panel));
   }
-  if (sync) add_sync_panels(figure, *sync);
+  if (sync) session::add_sync_panels(figure, *sync);
   figure.panel_height = 220;
   std::string why;
   if (!plot::write_svg(figure, path, &why)) throw std::runtime_error(why);
@@ -238,16 +236,10 @@ struct Outputs {
   }
 };
 
-std::atomic<runtime::RealtimeExecutor*> g_running{nullptr};
+std::atomic<session::RealtimeRun*> g_running{nullptr};
 
 extern "C" void stop_on_signal(int) {
-  if (auto* e = g_running.load()) e->stop();
-}
-
-int highest_priority(const runtime::Graph& graph) {
-  int p = 0;
-  for (const auto& t : const_cast<runtime::Graph&>(graph).tasks()) p = std::max(p, t->spec().priority);
-  return p;
+  if (auto* r = g_running.load()) r->request_stop();
 }
 
 // How each task's thread actually ran, as the kernel reported it after the
@@ -266,23 +258,17 @@ std::string thread_placements(runtime::Graph& graph) {
   return out + "\n";
 }
 
-void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool* fifo, LiveSync* live,
+void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool* fifo, session::LiveSync* live,
                   runtime::ReplayLog* replay_log) {
-  auto report = runtime::prepare_process(graph.spec().realtime, highest_priority(graph));
+  session::RealtimeRun run(graph, &outputs.recorder, outputs.frame_log.get());
+  const auto& report = run.prepare();
   for (const auto& w : report.warnings) std::cerr << "warning: " << w << '\n';
   for (const auto& e : report.errors) std::cerr << "error: " << e << '\n';
   if (!report.ok) throw std::runtime_error("the real-time set-up failed (realtime: required); nothing was run");
   *fifo = report.fifo;
-  std::vector<int> task_cpus;
-  for (const auto& t : graph.tasks()) {
-    if (t->spec().cpu >= 0) task_cpus.push_back(t->spec().cpu);
-  }
-  (void)runtime::pin_housekeeping(task_cpus);
+  run.pin_caller_off_task_cpus();
   std::int64_t epoch_ns = 0;
-#ifdef RTCOSIM_HAVE_DDS
-  std::unique_ptr<io::DdsBridge> bridge;
-  if (!graph.host().empty()) {
-    bridge = std::make_unique<io::DdsBridge>(graph);
+  if (run.distributed()) {
     std::cout << "host " << graph.host() << ": waiting for ";
     for (const auto& h : graph.spec().hosts) {
       if (h.name != graph.host()) std::cout << h.name << ' ';
@@ -293,30 +279,24 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
                 << graph.spec().dds.security.governance << "\n";
     }
     std::cout << std::flush;
-    const std::int64_t start_rt =
-        bridge->coordinate_start(graph.spec().dds.discovery_timeout, graph.spec().dds.start_delay);
-    epoch_ns = io::monotonic_from_realtime(start_rt);
+    run.open_bridge();
+    std::int64_t start_rt = 0;
+    epoch_ns = run.coordinate(&start_rt);
     std::cout << "hosts agree; common epoch at CLOCK_REALTIME " << start_rt / 1'000'000'000 << '.'
               << std::to_string(1'000'000'000 + start_rt % 1'000'000'000).substr(1) << " s\n"
               << std::flush;
   }
-#endif
-  runtime::RealtimeExecutor executor(graph, &outputs.recorder, report, outputs.frame_log.get());
-  executor.set_replay_log(replay_log);
-  g_running.store(&executor);
+  run.start(duration, epoch_ns, replay_log);
+  g_running.store(&run);
   struct sigaction action {};
   action.sa_handler = stop_on_signal;
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-  executor.start(duration, 0.05, epoch_ns);
-#ifdef RTCOSIM_HAVE_DDS
-  if (bridge) bridge->start(report.fifo);
-#endif
   // Set-up problems are known before the epoch: say them before the run.
-  for (const auto& e : executor.thread_errors()) std::cerr << "warning: " << e << '\n';
+  for (const auto& e : run.thread_errors()) std::cerr << "warning: " << e << '\n';
   double next_progress = 1.0;
-  while (!executor.finished()) {
+  while (!run.finished()) {
     // This thread is the recording's writer: it never runs a frame, and the
     // tasks never wait for it (full rings drop and count).
     // The live synchronisation reads the measurement here: looked at every
@@ -324,17 +304,14 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
     std::this_thread::sleep_for(std::chrono::milliseconds(live ? 5 : 50));
     outputs.drain();
     if (live) live->poll();
-#ifdef RTCOSIM_HAVE_DDS
-    if (bridge) {
-      for (const auto& h : bridge->take_lost_hosts()) {
-        std::cerr << "error: host '" << h << "' fell silent at t = " << std::to_string(executor.elapsed())
-                  << " s (no announce for " << io::DdsBridge::kSilence
-                  << " s); the tasks here keep running, their inputs from it held at the horizon\n";
-      }
-      for (const auto& w : bridge->take_clock_warnings()) std::cerr << "warning: " << w << '\n';
+    const auto events = run.take_events();
+    for (const auto& h : events.lost_hosts) {
+      std::cerr << "error: host '" << h << "' fell silent at t = " << std::to_string(run.elapsed())
+                << " s (no announce for " << session::RealtimeRun::host_silence()
+                << " s); the tasks here keep running, their inputs from it held at the horizon\n";
     }
-#endif
-    if (executor.elapsed() >= next_progress) {
+    for (const auto& w : events.clock_warnings) std::cerr << "warning: " << w << '\n';
+    if (run.elapsed() >= next_progress) {
       next_progress += 1.0;
       std::uint64_t frames = 0, overruns = 0;
       std::int64_t worst = 0;
@@ -345,21 +322,16 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
       }
       char line[160];
       std::snprintf(line, sizeof line, "  t = %.0f s: %llu frames, %llu overruns, worst wake-up latency %.1f us\n",
-                    executor.elapsed(), static_cast<unsigned long long>(frames),
-                    static_cast<unsigned long long>(overruns), static_cast<double>(worst) * 1e-3);
+                    run.elapsed(), static_cast<unsigned long long>(frames), static_cast<unsigned long long>(overruns),
+                    static_cast<double>(worst) * 1e-3);
       std::cout << line << std::flush;
     }
   }
-  executor.join();
-#ifdef RTCOSIM_HAVE_DDS
-  if (bridge) {
-    bridge->stop();
-    std::cout << "DDS bridge thread: " << bridge->placement() << '\n';
-  }
-#endif
-  g_running.store(nullptr);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
+  g_running.store(nullptr);
+  const std::string bridge_placement = run.stop();
+  if (run.distributed()) std::cout << "DDS bridge thread: " << bridge_placement << '\n';
   std::cout << thread_placements(graph);
 }
 
@@ -485,7 +457,7 @@ void replay_in_batches(runtime::ReplayExecutor& executor, const runtime::ReplayR
 // table, drained every 4096 frames (16 with a live synchronisation, which
 // is polled then).
 void run_virtual(runtime::VirtualExecutor& executor, runtime::Graph& graph, runtime::Recorder& recorder,
-                 Outputs& outputs, double duration, LiveSync* live) {
+                 Outputs& outputs, double duration, session::LiveSync* live) {
   std::unordered_map<const runtime::TaskRuntime*, std::size_t> task_index;
   for (std::size_t i = 0; i < graph.tasks().size(); ++i) task_index[graph.tasks()[i].get()] = i;
   std::size_t frames = 0;
@@ -659,8 +631,9 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     }
     runtime::Recorder recorder(*graph, keep);
     // docs/sync.md, "Live": the synchronisation beside the running graph.
-    std::unique_ptr<LiveSync> live;
-    if (spec.sync.optimise.enabled) live = std::make_unique<LiveSync>(spec, blocks, *graph, recorder, duration);
+    std::unique_ptr<session::LiveSync> live;
+    if (spec.sync.optimise.enabled)
+      live = std::make_unique<session::LiveSync>(spec, blocks, *graph, recorder, duration);
     // A replay writes a recording only where --record says: the file's
     // `record.file` holds the logged run's own.
     const std::string record_path = args.value("record").value_or(replaying ? std::string() : spec.record.file);
@@ -789,7 +762,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       runtime::VirtualExecutor executor(*graph);
       run_virtual(executor, *graph, recorder, outputs, duration, live.get());
     } else {
-      std::unique_ptr<TraceSession> trace;
+      std::unique_ptr<session::TraceSession> trace;
       const auto trace_dir = args.value("trace");
       if (!trace_dir && spec.trace.enabled) std::cout << "note: the file asks for tracing; it is on with --trace DIR\n";
       if (trace_dir) {
@@ -804,7 +777,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
           for (const auto& o : t->outputs()) wires += o.refs.size();
           rate += (2.0 + 2.0 * static_cast<double>(wires)) / t->spec().period;
         }
-        trace = TraceSession::start(*trace_dir, rate, &why);
+        trace = session::TraceSession::start(*trace_dir, rate, &why);
         if (!trace) throw std::runtime_error("cannot trace: " + why);
         std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
                   << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000
@@ -816,18 +789,18 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
         const std::uint64_t discarded = trace->stop();
         std::cout << "trace written to " << *trace_dir << ": " << discarded << " event(s) discarded\n";
         // A session daemon this run started goes with it.
-        if (!stop_sessiond_started_here())
+        if (!session::stop_sessiond_started_here())
           std::cerr << "warning: the LTTng session daemon this run started did not stop\n";
       }
     }
     outputs.finish();
-    std::optional<SyncRun> sync_run;
+    std::optional<session::SyncRun> sync_run;
     if (live) {
       live->poll(true);
       sync_run = live->result();
     }
     std::unique_ptr<tasks::ReferenceSolver> reference;
-    std::vector<ReferenceError> errors;
+    std::vector<session::ReferenceError> errors;
     if (args.flag("compare-reference") && recorder.empty()) {
       std::cerr << "note: --compare-reference compares recorded signals, and " << file << " records none\n";
     }
@@ -835,14 +808,15 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       const double step = args.positive_duration("reference-step", 0.0005);
       reference = std::make_unique<tasks::ReferenceSolver>(blocks, spec.diagram, step);
       reference->run(duration, spec.record.signals);
-      errors = reference_errors(*graph, recorder, *reference);
+      errors = session::reference_errors(*graph, recorder, *reference);
     }
     const std::string mode = replaying ? "replay" : virtual_time ? "virtual" : fifo ? "fifo" : "other";
-    RecordingState recording{&recorder, outputs.signals(), outputs.frame_log.get(), {}};
+    session::RecordingState recording{&recorder, outputs.signals(), outputs.frame_log.get(), {}};
     if (outputs.columns && outputs.columns->flush()) {
       // The summary goes into the file too, with the counts of a file that
       // closes.
-      outputs.columns->set_summary(summary_json(*graph, errors, mode, recording_json(*graph, recording)));
+      outputs.columns->set_summary(
+          session::summary_json(*graph, errors, mode, session::recording_json(*graph, recording)));
     }
     // A file that failed keeps its target as it was; its error says where
     // the samples written until then are.
@@ -863,27 +837,27 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
         recording.error += (recording.error.empty() ? "" : "; ") + why;
       }
     }
-    std::cout << run_summary(*graph) << recording_summary(*graph, recording);
+    std::cout << session::run_summary(*graph) << session::recording_summary(*graph, recording);
     if (spec.sync.enabled) {
       config::SyncSpec sync = spec.sync;
-      if (sync.measured) sync.delay = measured_output_delay().value_or(0.0);
-      std::cout << sync_summary(sync, sync_comparison(sync, recorder));
+      if (sync.measured) sync.delay = session::measured_output_delay().value_or(0.0);
+      std::cout << session::sync_summary(sync, session::sync_comparison(sync, recorder));
     }
     if (live) std::cout << live->summary();
     if (const auto path = args.value("sync-csv"); path && sync_run) {
-      write_sync_csv(*sync_run, *path);
+      session::write_sync_csv(*sync_run, *path);
       std::cout << "synchronisation series written to " << *path << '\n';
     }
     if (baseline) {
       std::cout << "what-if against the logged run ("
                 << (mapped_timing ? "at the instants both recorded" : "the same frames") << "; " << file << " vs "
                 << record->header.graph_file << "):\n";
-      std::cout << render_table(reference_error_columns(), differences(recorder, *baseline));
+      std::cout << session::render_table(session::reference_error_columns(), differences(recorder, *baseline));
     }
     if (reference) {
       std::cout << "error against the reference (merged diagram, RK4 at "
                 << base::format_duration(args.positive_duration("reference-step", 0.0005)) << "):\n";
-      std::cout << render_table(reference_error_columns(), errors);
+      std::cout << session::render_table(session::reference_error_columns(), errors);
     }
     if (outputs.signals() && !outputs.signals()->failed()) {
       std::cout << "recorded " << recorder.signal_count() << " signal(s) to " << record_path << " ("
@@ -893,7 +867,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
     }
     if (const auto path = args.value("json")) {
       std::ofstream json(*path, std::ios::trunc);
-      json << summary_json(*graph, errors, mode, recording_json(*graph, recording));
+      json << session::summary_json(*graph, errors, mode, session::recording_json(*graph, recording));
       if (!json) throw std::runtime_error("cannot write '" + *path + "'");
       std::cout << "summary written to " << *path << '\n';
     }

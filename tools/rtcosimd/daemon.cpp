@@ -32,28 +32,25 @@
 #include "base/sha256.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/realtime.hpp"
-#include "tools/rtcosim/recording_summary.hpp"
-#include "tools/rtcosim/run_summary.hpp"
-#include "tools/rtcosim/sync_live.hpp"
-#include "tools/rtcosim/trace_session.hpp"
-#ifdef RTCOSIM_HAVE_DDS
-#include "io/dds_bridge.hpp"
-#endif
-#include "tools/rtcosim/check_command.hpp"
+#include "session/report/graph_report.hpp"
+#include "session/report/recording_summary.hpp"
+#include "session/report/run_summary.hpp"
+#include "session/sync/sync_live.hpp"
+#include "session/trace_session.hpp"
 #include "tools/rtcosimd/control_client.hpp"
 #include "tools/rtcosimd/graph_svg.hpp"
 
 namespace rtcosim::daemon {
 
 struct Daemon::TraceState {
-  std::unique_ptr<tools::TraceSession> session;
+  std::unique_ptr<session::TraceSession> session;
   std::string directory;
 };
 
 struct Daemon::PendingTrace {
   std::uint64_t client = 0;
   std::string directory;
-  std::future<std::pair<std::unique_ptr<tools::TraceSession>, std::string>> result;
+  std::future<std::pair<std::unique_ptr<session::TraceSession>, std::string>> result;
 };
 
 // A reload whose graph is being built on a worker (docs/daemon.md): the
@@ -179,7 +176,7 @@ Daemon::Prepared Daemon::prepare(const config::LoadResult& loaded, const std::st
       // Refused now, with the running graph untouched, if it cannot run
       // (a measured signal it reads that the file does not record, ...).
       const runtime::Recorder trial(*graph, {});
-      const tools::LiveSync check(graph->spec(), blocks_, *graph, trial, 0.0);
+      const session::LiveSync check(graph->spec(), blocks_, *graph, trial, 0.0);
     }
     if (!options_.host.empty()) {
       // As `rtcosim run --host`: only this host's tasks run.
@@ -263,7 +260,7 @@ bool Daemon::commit(Prepared&& p, std::string* errors) {
 
 std::string Daemon::lay_out(const config::GraphSpec& spec, std::string* why) const {
   std::string svg =
-      options_.dot_program.empty() ? std::string() : render_svg(options_.dot_program, tools::graph_dot(spec), why);
+      options_.dot_program.empty() ? std::string() : render_svg(options_.dot_program, session::graph_dot(spec), why);
   if (options_.dot_program.empty()) *why = "rtcosimd runs with --dot none";
   // What the page inserts: the <svg> element, without XML prologue.
   if (const auto at = svg.find("<svg"); at != std::string::npos) svg.erase(0, at);
@@ -281,53 +278,49 @@ bool Daemon::start_graph(std::string* error, std::uint64_t client, bool* deferre
     *error = "no graph is loaded";
     return false;
   }
-  int priority = 0;
-  for (const auto& t : graph_->tasks()) priority = std::max(priority, t->spec().priority);
-  report_ = runtime::prepare_process(graph_->spec().realtime, priority);
+  run_ = std::make_unique<session::RealtimeRun>(*graph_, recorder_.get());
+  report_ = run_->prepare();
   for (const auto& w : report_.warnings) std::cerr << "warning: " << w << '\n';
   if (!report_.ok) {
+    run_.reset();
     *error = "real-time set-up failed: " + (report_.errors.empty() ? std::string("?") : report_.errors.front());
     return false;
   }
   for (const auto& w : graph_->link_warnings()) std::cerr << "warning: " << w << '\n';
-  executor_ = std::make_unique<runtime::RealtimeExecutor>(*graph_, recorder_.get(), report_);
   last_frames_.assign(graph_->tasks().size(), 0);  // notify_status reads it while the hosts agree
   std::int64_t epoch_ns = 0;
-#ifdef RTCOSIM_HAVE_DDS
-  if (!graph_->host().empty()) {
+  if (run_->distributed()) {
     std::cerr << "rtcosimd: host " << graph_->host() << ": waiting for the other hosts (at most "
               << base::format_duration(graph_->spec().dds.discovery_timeout) << ")\n";
+    lost_hosts_.clear();
     try {
-      bridge_ = std::make_unique<io::DdsBridge>(*graph_);
-      lost_hosts_.clear();
-      const double timeout = graph_->spec().dds.discovery_timeout;
-      const double delay = graph_->spec().dds.start_delay;
-      if (deferred) {
-        // Beside the loop: signals, the watchdog and every client are
-        // served while the hosts agree (up to discovery_timeout).
-        auto pending = std::make_unique<PendingStart>();
-        pending->client = client;
-        pending->ok_reply = ok_reply.empty() ? reply_ok() : ok_reply;
-        io::DdsBridge* bridge = bridge_.get();
-        pending->epoch = std::async(std::launch::async, [bridge, timeout, delay] {
-          return io::monotonic_from_realtime(bridge->coordinate_start(timeout, delay));
-        });
-        pending_start_ = std::move(pending);
-        *deferred = true;
-        return true;
-      }
-      epoch_ns = io::monotonic_from_realtime(bridge_->coordinate_start(timeout, delay));
+      run_->open_bridge();
+    } catch (const std::exception& e) {
+      run_.reset();
+      *error = e.what();
+      return false;
+    }
+    if (deferred) {
+      // Beside the loop: signals, the watchdog and every client are
+      // served while the hosts agree (up to discovery_timeout).
+      auto pending = std::make_unique<PendingStart>();
+      pending->client = client;
+      pending->ok_reply = ok_reply.empty() ? reply_ok() : ok_reply;
+      session::RealtimeRun* run = run_.get();
+      pending->epoch = std::async(std::launch::async, [run] { return run->coordinate(); });
+      pending_start_ = std::move(pending);
+      *deferred = true;
+      return true;
+    }
+    try {
+      epoch_ns = run_->coordinate();
     } catch (const std::exception& e) {
       // The hosts did not agree, or no worker could be started: nothing ran.
-      executor_.reset();
-      bridge_.reset();
+      run_.reset();
       *error = e.what();
       return false;
     }
   }
-#endif
-  (void)client;
-  (void)deferred;
   return launch(epoch_ns, error);
 }
 
@@ -339,19 +332,14 @@ bool Daemon::launch(std::int64_t epoch_ns, std::string* error) {
     feed_.reset();
     if (replay_log_) {
       // This run is the logged one; its batches count from here.
-      executor_->set_replay_log(replay_log_.get());
       replay_base_.clear();
       for (const auto& c : recorder_->counts()) replay_base_.push_back(c.samples);
     }
-    executor_->start(0.0, 0.05, epoch_ns);  // until stopped
+    run_->start(0.0, epoch_ns, replay_log_.get());  // until stopped
     replay_log_running_ = replay_log_ != nullptr;
-#ifdef RTCOSIM_HAVE_DDS
-    if (bridge_) bridge_->start(report_.fifo);
-#endif
   } catch (const std::exception& e) {
     // realtime: required and a thread could not be set up: nothing ran.
-    executor_.reset();
-    bridge_.reset();
+    run_.reset();
     *error = e.what();
     if (replay_log_) {
       // Its rings hold the reset's words of a run that did not happen.
@@ -361,12 +349,12 @@ bool Daemon::launch(std::int64_t epoch_ns, std::string* error) {
     }
     return false;
   }
-  for (const auto& e : executor_->thread_errors()) std::cerr << "warning: " << e << '\n';
+  for (const auto& e : run_->thread_errors()) std::cerr << "warning: " << e << '\n';
   running_ = true;
   // A fresh run starts at t = 0: so does its synchronisation.
   live_sync_.reset();
   if (graph_->spec().sync.optimise.enabled) {
-    live_sync_ = std::make_unique<tools::LiveSync>(graph_->spec(), blocks_, *graph_, *recorder_, 0.0);
+    live_sync_ = std::make_unique<session::LiveSync>(graph_->spec(), blocks_, *graph_, *recorder_, 0.0);
   }
   last_frames_.assign(graph_->tasks().size(), 0);
   return true;
@@ -382,8 +370,7 @@ std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_start() {
   try {
     ok = launch(pending->epoch.get(), &error);
   } catch (const std::exception& e) {
-    executor_.reset();
-    bridge_.reset();
+    run_.reset();
     error = e.what();
   }
   if (!ok) {
@@ -398,24 +385,16 @@ std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_start() {
 void Daemon::stop_graph() {
   if (pending_start_) {
     // A start still waiting for the other hosts gives up within a round.
-#ifdef RTCOSIM_HAVE_DDS
-    if (bridge_) bridge_->cancel_start();
-#endif
+    run_->cancel_coordination();
     pending_start_->epoch.wait();
     late_replies_.emplace_back(pending_start_->client, reply_error("the start was cancelled by stop"));
     pending_start_.reset();
-    executor_.reset();
-    bridge_.reset();
+    run_.reset();
     return;
   }
-  if (!executor_) return;
-  executor_->stop();
-  executor_->join();
-  executor_.reset();
-#ifdef RTCOSIM_HAVE_DDS
-  if (bridge_) bridge_->stop();
-#endif
-  bridge_.reset();
+  if (!run_) return;
+  (void)run_->stop();
+  run_.reset();
   running_ = false;
   drain_recorder();
   if (replay_log_running_) finish_replay_log();
@@ -443,9 +422,9 @@ std::string Daemon::end_recording() {
   drain_recorder();
   std::string error;
   if (record_columns_ && graph_ && record_columns_->flush()) {
-    const tools::RecordingState state{recorder_.get(), record_columns_.get(), nullptr, {}};
+    const session::RecordingState state{recorder_.get(), record_columns_.get(), nullptr, {}};
     record_columns_->set_summary(
-        tools::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other", tools::recording_json(*graph_, state)));
+        session::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other", session::recording_json(*graph_, state)));
   }
   if (recording() && !recording()->commit()) error = recording()->error();
   record_file_.reset();
@@ -456,9 +435,9 @@ std::string Daemon::end_recording() {
 }
 
 std::string Daemon::status_json() {
-  const tools::RecordingState recording{recorder_.get(), this->recording(), nullptr, record_error_};
-  std::string summary = graph_ ? tools::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other",
-                                                     tools::recording_json(*graph_, recording))
+  const session::RecordingState recording{recorder_.get(), this->recording(), nullptr, record_error_};
+  std::string summary = graph_ ? session::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other",
+                                                       session::recording_json(*graph_, recording))
                                : "null\n";
   if (!summary.empty() && summary.back() == '\n') summary.pop_back();
   return "\"running\":" + std::string(running_ ? "true" : "false") + ",\"config\":" + base::json_string(config_file_) +
@@ -1032,7 +1011,7 @@ void Daemon::begin_trace_start(const std::string& dir, std::uint64_t client, std
   pending_trace_->directory = full;
   pending_trace_->result = std::async(std::launch::async, [full] {
     std::string error;
-    auto session = tools::TraceSession::start(full, 10000.0, &error);
+    auto session = session::TraceSession::start(full, 10000.0, &error);
     return std::make_pair(std::move(session), error);
   });
 }
@@ -1055,16 +1034,16 @@ std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_trace_start(
 
 void Daemon::notify_status() {
   if (!graph_) return;
-#ifdef RTCOSIM_HAVE_DDS
-  if (bridge_) {
-    for (const auto& h : bridge_->take_lost_hosts()) {
-      std::cerr << "rtcosimd: error: host '" << h << "' fell silent (no announce for " << io::DdsBridge::kSilence
+  if (run_ && !pending_start_) {
+    const auto events = run_->take_events();
+    for (const auto& h : events.lost_hosts) {
+      std::cerr << "rtcosimd: error: host '" << h << "' fell silent (no announce for "
+                << session::RealtimeRun::host_silence()
                 << " s); the tasks here keep running, their inputs from it held at the horizon\n";
       lost_hosts_.push_back(h);
     }
-    for (const auto& w : bridge_->take_clock_warnings()) std::cerr << "rtcosimd: warning: " << w << '\n';
+    for (const auto& w : events.clock_warnings) std::cerr << "rtcosimd: warning: " << w << '\n';
   }
-#endif
   std::uint64_t frames = 0, overruns = 0;
   std::int64_t worst = 0;
   bool progress = true;
@@ -1263,11 +1242,12 @@ void Daemon::shut_down() {
   if (trace_) trace_->session->stop();
   trace_.reset();
   // A per-user session daemon that `trace start` started goes with us.
-  if (!tools::stop_sessiond_started_here()) std::cerr << "rtcosimd: the LTTng session daemon it started did not stop\n";
+  if (!session::stop_sessiond_started_here())
+    std::cerr << "rtcosimd: the LTTng session daemon it started did not stop\n";
   if (const std::string error = end_recording(); !error.empty()) std::cerr << "rtcosimd: " << error << '\n';
   std::cerr << "rtcosimd: stopped\n"
-            << (graph_ ? tools::run_summary(*graph_) +
-                             tools::recording_summary(*graph_, {recorder_.get(), nullptr, nullptr, record_error_})
+            << (graph_ ? session::run_summary(*graph_) +
+                             session::recording_summary(*graph_, {recorder_.get(), nullptr, nullptr, record_error_})
                        : std::string());
 }
 

@@ -17,6 +17,7 @@
 #include "runtime/recorder.hpp"
 #include "runtime/replay_log.hpp"
 #include "runtime/rt_executor.hpp"
+#include "session/realtime_run.hpp"
 #include "tasks/block_registry.hpp"
 #include "tools/rtcosimd/live_feed.hpp"
 #include "tools/rtcosimd/notify.hpp"
@@ -26,7 +27,7 @@ namespace rtcosim::io {
 class DdsBridge;
 }
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 class LiveSync;
 }
 
@@ -189,11 +190,11 @@ class Daemon {
   // The state synchronisation of a graph with `sync.optimise` (docs/sync.md,
   // "Live"), made fresh at each start; it reads the recorder and posts to the
   // graph's tasks, so it is declared after them (and goes first).
-  std::unique_ptr<tools::LiveSync> live_sync_;
-  std::unique_ptr<runtime::RealtimeExecutor> executor_;
-  std::unique_ptr<io::DdsBridge> bridge_;  // with --host, while the graph runs
-  SystemdNotifier notifier_;               // READY, STATUS, WATCHDOG, STOPPING
-  std::vector<std::string> lost_hosts_;    // hosts that fell silent during this run
+  std::unique_ptr<session::LiveSync> live_sync_;
+  // The run's task and DDS threads, from a start to its stop.
+  std::unique_ptr<session::RealtimeRun> run_;
+  SystemdNotifier notifier_;             // READY, STATUS, WATCHDOG, STOPPING
+  std::vector<std::string> lost_hosts_;  // hosts that fell silent during this run
   runtime::RealtimeReport report_;
   bool running_ = false;
   // The recording: CSV, or a column file (HDF5, MAT); at most one is set.

@@ -9,7 +9,7 @@
 
 #include <sys/stat.h>
 
-#include "tools/rtcosim/cli_args.hpp"
+#include "tools/common/cli_args.hpp"
 #include "tools/rtcosimd/daemon.hpp"
 
 namespace {

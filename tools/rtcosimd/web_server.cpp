@@ -24,7 +24,7 @@
 #include <sys/resource.h>
 
 #include "base/json.hpp"
-#include "tools/rtcosim/ctl_command.hpp"
+#include "session/control_request.hpp"
 
 namespace rtcosim::daemon {
 
@@ -463,7 +463,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 
   std::string forward(const std::string& line) {
     std::string error;
-    const std::string reply = tools::control_request(shared_.control_socket, line, &error, 3000);
+    const std::string reply = session::control_request(shared_.control_socket, line, &error, 3000);
     return reply.empty() ? "{\"ok\":false,\"error\":" + base::json_string(error) + "}" : reply;
   }
 

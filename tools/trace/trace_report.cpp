@@ -12,9 +12,9 @@
 #include "base/duration.hpp"
 #include "base/json.hpp"
 #include "runtime/stats.hpp"
-#include "tools/plot/svg_plot.hpp"
-#include "tools/rtcosim/cli_args.hpp"
-#include "tools/rtcosim/text_table.hpp"
+#include "session/report/svg_plot.hpp"
+#include "session/report/text_table.hpp"
+#include "tools/common/cli_args.hpp"
 
 namespace rtcosim::trace_report {
 
@@ -76,15 +76,15 @@ std::string histogram(const std::vector<std::int64_t>& values) {
   }
   if (hi < 0) return "    (no samples)\n";
   const std::uint64_t most = *std::max_element(counts.begin(), counts.end());
-  tools::TextTable table({{"from", tools::Align::kRight},
-                          {"to", tools::Align::kRight},
-                          {"frames", tools::Align::kRight},
-                          {"", tools::Align::kLeft}});
+  session::TextTable table({{"from", session::Align::kRight},
+                            {"to", session::Align::kRight},
+                            {"frames", session::Align::kRight},
+                            {"", session::Align::kLeft}});
   for (int i = lo; i <= hi; ++i) {
     const auto n = counts[static_cast<std::size_t>(i)];
     const auto bar = static_cast<std::size_t>(std::ceil(40.0 * static_cast<double>(n) / static_cast<double>(most)));
-    table.add_row({tools::format_nanoseconds(i == 0 ? 0 : H::bucket_upper(i - 1)),
-                   tools::format_nanoseconds(H::bucket_upper(i)), tools::format_count(n),
+    table.add_row({session::format_nanoseconds(i == 0 ? 0 : H::bucket_upper(i - 1)),
+                   session::format_nanoseconds(H::bucket_upper(i)), session::format_count(n),
                    std::string(n ? bar : 0, '#')});
   }
   return table.render("    ");
@@ -108,64 +108,66 @@ Quantiles quantiles(std::vector<std::int64_t> v) {
 }
 
 std::string text_report(const std::string& directory, const TraceData& d) {
-  using tools::Align;
-  using tools::format_nanoseconds;
+  using session::Align;
+  using session::format_nanoseconds;
   std::ostringstream out;
   out << "trace " << directory << ": " << d.events << " events, " << d.discarded_events << " discarded\n";
   for (const auto& [id, t] : d.tasks) {
     out << "\ntask " << t.name << " (id " << id << ", cpu " << t.cpu << ", priority " << t.priority << ", period "
-        << tools::format_seconds(t.period_s) << "): " << t.frames.size() << " frames\n";
-    const std::vector<tools::Field<std::pair<const char*, Quantiles>>> quantile_columns = {
-        {"", Align::kLeft, [](const auto& r) { return std::string(r.first); }},
-        {"p50", Align::kRight, [](const auto& r) { return format_nanoseconds(r.second.p50); }},
-        {"p99", Align::kRight, [](const auto& r) { return format_nanoseconds(r.second.p99); }},
-        {"p99.9", Align::kRight, [](const auto& r) { return format_nanoseconds(r.second.p999); }},
-        {"max", Align::kRight, [](const auto& r) { return format_nanoseconds(r.second.max); }},
+        << session::format_seconds(t.period_s) << "): " << t.frames.size() << " frames\n";
+    const std::vector<session::Field<std::pair<const char*, Quantiles>>> quantile_columns = {
+        {"", session::Align::kLeft, [](const auto& r) { return std::string(r.first); }},
+        {"p50", session::Align::kRight, [](const auto& r) { return session::format_nanoseconds(r.second.p50); }},
+        {"p99", session::Align::kRight, [](const auto& r) { return session::format_nanoseconds(r.second.p99); }},
+        {"p99.9", session::Align::kRight, [](const auto& r) { return session::format_nanoseconds(r.second.p999); }},
+        {"max", session::Align::kRight, [](const auto& r) { return session::format_nanoseconds(r.second.max); }},
     };
     const std::vector<std::pair<const char*, Quantiles>> rows = {{"wake-up latency", quantiles(latencies(t))},
                                                                  {"execution time", quantiles(executions(t))}};
-    out << tools::render_table(quantile_columns, rows) << "  wake-up latency histogram:\n"
+    out << session::render_table(quantile_columns, rows) << "  wake-up latency histogram:\n"
         << histogram(latencies(t)) << "  deadline misses: " << t.overruns.size() << '\n';
     if (!t.overruns.empty()) {
-      const std::vector<tools::Field<TracedOverrun>> overrun_columns = {
-          {"at", Align::kRight,
+      const std::vector<session::Field<TracedOverrun>> overrun_columns = {
+          {"at", session::Align::kRight,
            [&d](const TracedOverrun& o) {
-             return tools::format_seconds(static_cast<double>(o.time_ns - d.first_ns) * 1e-9);
+             return session::format_seconds(static_cast<double>(o.time_ns - d.first_ns) * 1e-9);
            }},
-          {"frame", Align::kRight, [](const TracedOverrun& o) { return tools::format_count(o.frame); }},
-          {"periods missed", Align::kRight,
-           [](const TracedOverrun& o) { return tools::format_count(o.missed_periods); }},
+          {"frame", session::Align::kRight, [](const TracedOverrun& o) { return session::format_count(o.frame); }},
+          {"periods missed", session::Align::kRight,
+           [](const TracedOverrun& o) { return session::format_count(o.missed_periods); }},
       };
-      out << tools::render_table(overrun_columns, t.overruns, "    ");
+      out << session::render_table(overrun_columns, t.overruns, "    ");
     }
   }
   if (!d.links.empty()) {
-    const std::vector<tools::Field<TracedLink>> link_columns = {
-        {"from -> to", Align::kLeft, [](const TracedLink& l) { return l.source + " -> " + l.consumer; }},
-        {"method", Align::kLeft, [](const TracedLink& l) { return l.method; }},
-        {"published", Align::kRight, [](const TracedLink& l) { return tools::format_count(l.published); }},
-        {"dropped", Align::kRight, [](const TracedLink& l) { return tools::format_count(l.dropped); }},
-        {"data age mean", Align::kRight, [](const TracedLink& l) { return tools::format_seconds(age_of(l).mean); }},
-        {"data age max", Align::kRight, [](const TracedLink& l) { return tools::format_seconds(age_of(l).max); }},
+    const std::vector<session::Field<TracedLink>> link_columns = {
+        {"from -> to", session::Align::kLeft, [](const TracedLink& l) { return l.source + " -> " + l.consumer; }},
+        {"method", session::Align::kLeft, [](const TracedLink& l) { return l.method; }},
+        {"published", session::Align::kRight, [](const TracedLink& l) { return session::format_count(l.published); }},
+        {"dropped", session::Align::kRight, [](const TracedLink& l) { return session::format_count(l.dropped); }},
+        {"data age mean", session::Align::kRight,
+         [](const TracedLink& l) { return session::format_seconds(age_of(l).mean); }},
+        {"data age max", session::Align::kRight,
+         [](const TracedLink& l) { return session::format_seconds(age_of(l).max); }},
     };
     std::vector<const TracedLink*> links, remote;
     for (const auto& [id, l] : d.links) {
       links.push_back(&l);
       if (l.is_remote()) remote.push_back(&l);
     }
-    out << "\nlinks (data age when consumed):\n" << tools::render_table(link_columns, links);
+    out << "\nlinks (data age when consumed):\n" << session::render_table(link_columns, links);
     if (!remote.empty()) {
       const auto count = [](std::uint64_t TracedLink::Remote::*field) {
-        return [field](const TracedLink& l) { return tools::format_count(l.remote.*field); };
+        return [field](const TracedLink& l) { return session::format_count(l.remote.*field); };
       };
-      const std::vector<tools::Field<TracedLink>> remote_columns = {
-          {"from -> to", Align::kLeft, [](const TracedLink& l) { return l.source + " -> " + l.consumer; }},
-          {"sent", Align::kRight, count(&TracedLink::Remote::sent)},
-          {"received", Align::kRight, count(&TracedLink::Remote::received)},
-          {"lost", Align::kRight, count(&TracedLink::Remote::lost)},
-          {"resets", Align::kRight, count(&TracedLink::Remote::resets)},
+      const std::vector<session::Field<TracedLink>> remote_columns = {
+          {"from -> to", session::Align::kLeft, [](const TracedLink& l) { return l.source + " -> " + l.consumer; }},
+          {"sent", session::Align::kRight, count(&TracedLink::Remote::sent)},
+          {"received", session::Align::kRight, count(&TracedLink::Remote::received)},
+          {"lost", session::Align::kRight, count(&TracedLink::Remote::lost)},
+          {"resets", session::Align::kRight, count(&TracedLink::Remote::resets)},
       };
-      out << "\nremote links (DDS, this host's bridge):\n" << tools::render_table(remote_columns, remote);
+      out << "\nremote links (DDS, this host's bridge):\n" << session::render_table(remote_columns, remote);
     }
   }
   return out.str();
@@ -285,7 +287,7 @@ plot::Figure latency_histogram(const TraceData& d) {
     p.series.push_back(s);
     if (max >= 0) {
       p.markers = {static_cast<double>(max) * 1e-3};
-      p.marker_label = "max " + tools::format_nanoseconds(max);
+      p.marker_label = "max " + session::format_nanoseconds(max);
       p.marker_color = "#d62728";
       p.marker_width = 1.5;
     }
@@ -309,7 +311,7 @@ bool write_svgs(const TraceData& d, const std::string& directory, std::string* e
       }
     }
   }
-  timeline.title = "the second around the worst wake-up (" + tools::format_nanoseconds(worst) + ")";
+  timeline.title = "the second around the worst wake-up (" + session::format_nanoseconds(worst) + ")";
   timeline.x_label = "time since the trace began (s)";
   for (const auto& [id, t] : d.tasks) {
     plot::Panel tl;

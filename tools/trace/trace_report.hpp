@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/plot/svg_plot.hpp"
+#include "session/report/svg_plot.hpp"
 #include "tools/trace/trace_reader.hpp"
 
 namespace rtcosim::trace_report {

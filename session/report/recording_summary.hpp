@@ -7,7 +7,7 @@
 #include "runtime/record_file.hpp"
 #include "runtime/recorder.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 // What was recorded and what was lost, per task (docs/recording.md): the
 // recorder's samples and ring drops, the frame log's ring drops, and the
@@ -27,4 +27,4 @@ std::string recording_summary(runtime::Graph& graph, const RecordingState& state
 //  "latest":[{"signal":…,"task":…,"time_s":…,"value":…}]}
 std::string recording_json(runtime::Graph& graph, const RecordingState& state);
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

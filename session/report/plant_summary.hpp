@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 // The live plant sources' counters (docs/plant.md, "Counters"): a table for
 // `rtcosim run`'s summary (empty when the graph has none) and a JSON array
@@ -10,4 +10,4 @@ namespace rtcosim::tools {
 std::string plant_lines();
 std::string plant_json();
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

@@ -8,10 +8,10 @@
 #include "rt_config/graph_spec.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/recorder.hpp"
-#include "tools/rtcosim/sync_command.hpp"
-#include "tools/rtcosim/sync_model.hpp"
+#include "session/sync/sync_model.hpp"
+#include "session/sync/sync_run.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 // One running task's measured load, for live_time_budget.
 struct TaskLoad {
@@ -102,4 +102,4 @@ class LiveSync {
   static constexpr std::uint64_t kMeasuredRows = 50;  // `delay: measured` waits for as many
 };
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

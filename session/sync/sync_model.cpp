@@ -1,4 +1,4 @@
-#include "tools/rtcosim/sync_model.hpp"
+#include "session/sync/sync_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "base/duration.hpp"
 #include "tasks/diagram.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 namespace {
 
@@ -213,4 +213,4 @@ std::unique_ptr<tasks::sync::StateSync> SyncModel::make_sync() const {
   }
 }
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

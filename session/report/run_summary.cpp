@@ -1,13 +1,13 @@
-#include "tools/rtcosim/run_summary.hpp"
+#include "session/report/run_summary.hpp"
 
 #include <cmath>
 #include <cstdio>
 
 #include "base/json.hpp"
-#include "tools/rtcosim/plant_summary.hpp"
-#include "tools/rtcosim/text_table.hpp"
+#include "session/report/plant_summary.hpp"
+#include "session/report/text_table.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 namespace {
 
@@ -218,9 +218,9 @@ std::vector<ReferenceError> reference_errors(const runtime::Graph&, const runtim
   return out;
 }
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 namespace {
 
@@ -335,4 +335,4 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
   return out + (recording.empty() ? "" : ",\"recording\":" + recording) + "}\n";
 }
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

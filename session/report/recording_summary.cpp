@@ -1,4 +1,4 @@
-#include "tools/rtcosim/recording_summary.hpp"
+#include "session/report/recording_summary.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -7,7 +7,7 @@
 
 #include "base/json.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 namespace {
 
@@ -97,4 +97,4 @@ std::string recording_json(runtime::Graph& graph, const RecordingState& state) {
   return out + "]}";
 }
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

@@ -1,4 +1,4 @@
-#include "tools/rtcosim/sync_live.hpp"
+#include "session/sync/sync_live.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,9 +6,9 @@
 
 #include "base/duration.hpp"
 #include "base/json.hpp"
-#include "tools/rtcosim/sync_report.hpp"
+#include "session/sync/sync_report.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 namespace {
 
@@ -242,4 +242,4 @@ std::string LiveSync::summary() {
   return out;
 }
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

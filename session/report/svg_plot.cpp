@@ -1,4 +1,4 @@
-#include "tools/plot/svg_plot.hpp"
+#include "session/report/svg_plot.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -8,7 +8,7 @@
 #include "rt_config/sync_spec.hpp"
 #include "runtime/recorder.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 /*
  * The time-synchronisation comparison of a finished run (docs/sync.md): for
@@ -45,4 +45,4 @@ std::optional<double> measured_output_delay(std::uint64_t min_rows = 1);
 std::vector<SyncPairResult> sync_comparison(const config::SyncSpec& sync, const runtime::Recorder& recorder);
 std::string sync_summary(const config::SyncSpec& sync, const std::vector<SyncPairResult>& results);
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

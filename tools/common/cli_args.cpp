@@ -1,4 +1,4 @@
-#include "tools/rtcosim/cli_args.hpp"
+#include "tools/common/cli_args.hpp"
 
 #include <charconv>
 #include <filesystem>

@@ -1,4 +1,4 @@
-#include "tools/rtcosim/sync_report.hpp"
+#include "session/sync/sync_report.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "base/duration.hpp"
 #include "tasks/plant/live_feed.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 namespace {
 
 const runtime::Recorder::Series& find_series(const runtime::Recorder& recorder, const tasks::Endpoint& e) {
@@ -125,4 +125,4 @@ std::string sync_summary(const config::SyncSpec& sync, const std::vector<SyncPai
   return o.str();
 }
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

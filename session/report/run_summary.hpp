@@ -5,10 +5,10 @@
 
 #include "runtime/graph.hpp"
 #include "runtime/recorder.hpp"
+#include "session/report/text_table.hpp"
 #include "tasks/diagram.hpp"
-#include "tools/rtcosim/text_table.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 // Per-task and per-link statistics of a finished (or running) graph as a
 // table for people.
@@ -43,4 +43,4 @@ std::vector<ReferenceError> reference_errors(const runtime::Graph& graph, const 
 std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy,
                          const std::string& recording = {});
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

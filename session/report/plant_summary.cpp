@@ -1,13 +1,13 @@
-#include "tools/rtcosim/plant_summary.hpp"
+#include "session/report/plant_summary.hpp"
 
 #include <cmath>
 
 #include "base/duration.hpp"
 #include "base/json.hpp"
+#include "session/report/text_table.hpp"
 #include "tasks/plant/live_feed.hpp"
-#include "tools/rtcosim/text_table.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 using tasks::plant::LiveStatus;
 
@@ -59,4 +59,4 @@ std::string plant_json() {
   return out + "]";
 }
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

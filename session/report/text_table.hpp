@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 /*
  * Values for people: a number with an SI prefix and a fixed count of
@@ -102,4 +102,4 @@ std::string render_table(const std::vector<Field<Row>>& fields, const Range& row
   return table.render(indent);
 }
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

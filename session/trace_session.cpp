@@ -1,22 +1,21 @@
-#include "tools/rtcosim/trace_session.hpp"
+#include "session/trace_session.hpp"
 
 #include <cctype>
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
-#include <cstdlib>
-#include <fstream>
-#include <utility>
-
 extern char** environ;
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 int run_command(const std::vector<std::string>& argv, std::string* output) {
   int pipe_fds[2];
@@ -121,7 +120,8 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
     if (started && geteuid() != 0) {
       std::ifstream pid_file(sessiond_pid_file());
       long pid = 0;
-      if (pid_file >> pid && pid > 0 && is_sessiond(static_cast<pid_t>(pid))) g_started_sessiond = static_cast<pid_t>(pid);
+      if (pid_file >> pid && pid > 0 && is_sessiond(static_cast<pid_t>(pid)))
+        g_started_sessiond = static_cast<pid_t>(pid);
     }
   }
   // lttng-ust registers this process from a listener thread. When no daemon
@@ -216,4 +216,4 @@ bool stop_sessiond_started_here(double wait_s) {
   return false;
 }
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

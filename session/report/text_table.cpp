@@ -1,4 +1,4 @@
-#include "tools/rtcosim/text_table.hpp"
+#include "session/report/text_table.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 namespace {
 
@@ -130,4 +130,4 @@ std::string TextTable::render(std::string_view indent) const {
   return out;
 }
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

@@ -9,7 +9,7 @@
 #include "tasks/block_registry.hpp"
 #include "tasks/sync/state_sync.hpp"
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 /*
  * SyncModel: a task graph's `sync.optimise` as StateSync's parts (docs/sync.md,
@@ -73,4 +73,4 @@ class SyncModel {
   tasks::sync::SyncSettings settings_;
 };
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace rtcosim::tools {
+namespace rtcosim::session {
 
 /*
  * An LTTng tracing session around a run, driven through lttng-tools' `lttng`
@@ -56,4 +56,4 @@ bool stop_sessiond_started_here(double wait_s = 5.0);
 // its standard output and error, merged.
 int run_command(const std::vector<std::string>& argv, std::string* output);
 
-}  // namespace rtcosim::tools
+}  // namespace rtcosim::session
