@@ -25,6 +25,7 @@
 #include "runtime/trace.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "session/realtime_run.hpp"
+#include "session/recording.hpp"
 #include "session/report/recording_summary.hpp"
 #include "session/report/run_summary.hpp"
 #include "session/report/svg_plot.hpp"
@@ -190,23 +191,24 @@ void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver*
   if (!plot::write_svg(figure, path, &why)) throw std::runtime_error(why);
 }
 
-// Where a run's recording goes: its signals as CSV or as a column file
-// (HDF5, MAT; then with the frame tables), and the --frames CSV.
+// Where a run's recording goes: its signals in the chosen format (none
+// without a file: the recorder then only keeps its in-memory series), the
+// --frames CSV, and the replay log's batch ends.
 struct Outputs {
   runtime::Recorder& recorder;
-  std::unique_ptr<runtime::RecordFile> csv;
-  std::unique_ptr<runtime::ColumnFile> columns;
+  std::unique_ptr<session::Recording> signals;
   std::unique_ptr<runtime::FrameLog> frame_log;
   std::unique_ptr<runtime::RecordFile> frames_csv;
   runtime::ReplayLog* replay_log = nullptr;
 
+  [[nodiscard]] runtime::ColumnFile* columns() const { return signals ? signals->columns() : nullptr; }
   void drain() {
-    if (columns) {
-      recorder.drain(*columns);
+    if (signals) {
+      signals->drain(recorder);
     } else {
-      recorder.drain(csv.get());
+      recorder.drain();
     }
-    if (frame_log) frame_log->drain(frames_csv.get(), columns.get());
+    if (frame_log) frame_log->drain(frames_csv.get(), columns());
     if (replay_log) {
       // Where this batch ends, so that a replay writes the same batches.
       std::vector<std::uint64_t> recorded;
@@ -216,24 +218,22 @@ struct Outputs {
   }
   // A replay: the run's batches, each task up to the counts it had drained.
   void drain(const runtime::ReplayRecord::Batch& batch) {
-    if (columns) {
-      recorder.drain(*columns, batch.recorded);
+    if (signals) {
+      signals->drain(recorder, batch.recorded);
     } else {
-      recorder.drain(csv.get(), batch.recorded);
+      recorder.drain(nullptr, batch.recorded);
     }
-    if (frame_log) frame_log->drain(frames_csv.get(), columns.get(), batch.frame_rows);
+    if (frame_log) frame_log->drain(frames_csv.get(), columns(), batch.frame_rows);
   }
   void finish() {
-    if (columns) {
-      recorder.finish(*columns);
+    if (signals) {
+      signals->finish(recorder);
     } else {
-      recorder.finish(csv.get());
+      recorder.finish(nullptr);
     }
-    if (frame_log) frame_log->finish(frames_csv.get(), columns.get());
+    if (frame_log) frame_log->finish(frames_csv.get(), columns());
   }
-  [[nodiscard]] runtime::RecordTarget* signals() const {
-    return columns ? static_cast<runtime::RecordTarget*>(columns.get()) : csv.get();
-  }
+  [[nodiscard]] runtime::RecordTarget* target() const { return signals ? &signals->target() : nullptr; }
 };
 
 std::atomic<session::RealtimeRun*> g_running{nullptr};
@@ -661,14 +661,9 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
       outputs.frame_log = std::make_unique<runtime::FrameLog>(names, frame_rows);
     }
-    if (columns) {
-      outputs.columns = runtime::ColumnFile::create(*format, record_path,
-                                                    runtime::record_layout(*graph, recorder, graph_text, true), &why);
-      if (!outputs.columns) throw std::runtime_error(why);
-    } else if (!recorder.empty() && !record_path.empty()) {
-      outputs.csv = runtime::RecordFile::create(record_path, &why);
-      if (!outputs.csv) throw std::runtime_error(why);
-      recorder.write_header(*outputs.csv);
+    if (!recorder.empty() && !record_path.empty()) {
+      outputs.signals = session::Recording::open(*format, record_path, -1, *graph, recorder, graph_text, true, &why);
+      if (!outputs.signals) throw std::runtime_error(why);
     }
 
     std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
@@ -811,17 +806,17 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
       errors = session::reference_errors(*graph, recorder, *reference);
     }
     const std::string mode = replaying ? "replay" : virtual_time ? "virtual" : fifo ? "fifo" : "other";
-    session::RecordingState recording{&recorder, outputs.signals(), outputs.frame_log.get(), {}};
-    if (outputs.columns && outputs.columns->flush()) {
+    session::RecordingState recording{&recorder, outputs.target(), outputs.frame_log.get(), {}};
+    if (outputs.columns() && outputs.columns()->flush()) {
       // The summary goes into the file too, with the counts of a file that
       // closes.
-      outputs.columns->set_summary(
+      outputs.columns()->set_summary(
           session::summary_json(*graph, errors, mode, session::recording_json(*graph, recording)));
     }
     // A file that failed keeps its target as it was; its error says where
     // the samples written until then are.
     for (runtime::RecordTarget* f :
-         {outputs.signals(), static_cast<runtime::RecordTarget*>(outputs.frames_csv.get())}) {
+         {outputs.target(), static_cast<runtime::RecordTarget*>(outputs.frames_csv.get())}) {
       if (f && !f->commit()) recording.error += (recording.error.empty() ? "" : "; ") + f->error();
     }
     if (replay_log) {
@@ -859,7 +854,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
                 << base::format_duration(args.positive_duration("reference-step", 0.0005)) << "):\n";
       std::cout << session::render_table(session::reference_error_columns(), errors);
     }
-    if (outputs.signals() && !outputs.signals()->failed()) {
+    if (outputs.target() && !outputs.target()->failed()) {
       std::cout << "recorded " << recorder.signal_count() << " signal(s) to " << record_path << " ("
                 << runtime::to_string(*format) << ")";
       if (recorder.dropped() > 0) std::cout << " (" << recorder.dropped() << " samples dropped: ring full)";

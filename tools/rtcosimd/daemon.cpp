@@ -223,7 +223,7 @@ bool Daemon::commit(Prepared&& p, std::string* errors) {
       replay_log_error_ = "the reload came before the logged run started: the replay log holds no run";
       std::cerr << "rtcosimd: " << replay_log_error_ << '\n';
     }
-    if (record_columns_) {
+    if (recording_ && recording_->columns()) {
       // A column file holds one graph's tasks and signals: the reload ends
       // it, complete (docs/daemon.md).
       std::cerr << "rtcosimd: the reload ends the recording to " << record_path_ << '\n';
@@ -243,9 +243,9 @@ bool Daemon::commit(Prepared&& p, std::string* errors) {
     next_probe_slot_ = 0;
     feed_.reset();
     if (web_) web_->set_graph_svg(graph_svg_);
-    if (record_file_) {
+    if (recording_) {
       // The same file goes on; time_s starts again at 0 after the marker.
-      runtime::Recorder::write_reload_marker(*record_file_, ++reloads_recorded_);
+      recording_->mark_reload(++reloads_recorded_);
       drain_recorder();
     }
     config_file_ = label;
@@ -402,18 +402,17 @@ void Daemon::stop_graph() {
 
 void Daemon::drain_recorder() {
   if (!recorder_) return;
-  if (record_columns_) {
-    recorder_->drain(*record_columns_);
+  if (recording_) {
+    recording_->drain(*recorder_);
   } else {
-    recorder_->drain(record_file_.get());
+    recorder_->drain();
   }
   drain_replay_log();
   if (recording() && recording()->failed()) {
     // A write error ends the recording; status and `record stop` report it.
     record_error_ = recording()->error();
     std::cerr << "rtcosimd: " << record_error_ << '\n';
-    record_file_.reset();
-    record_columns_.reset();
+    recording_.reset();
     record_path_.clear();
   }
 }
@@ -421,14 +420,14 @@ void Daemon::drain_recorder() {
 std::string Daemon::end_recording() {
   drain_recorder();
   std::string error;
-  if (record_columns_ && graph_ && record_columns_->flush()) {
-    const session::RecordingState state{recorder_.get(), record_columns_.get(), nullptr, {}};
-    record_columns_->set_summary(
+  if (runtime::ColumnFile* columns = recording_ ? recording_->columns() : nullptr;
+      columns && graph_ && columns->flush()) {
+    const session::RecordingState state{recorder_.get(), columns, nullptr, {}};
+    columns->set_summary(
         session::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other", session::recording_json(*graph_, state)));
   }
   if (recording() && !recording()->commit()) error = recording()->error();
-  record_file_.reset();
-  record_columns_.reset();
+  recording_.reset();
   record_path_.clear();
   rotation_ = {};
   return error;
@@ -957,20 +956,14 @@ std::string Daemon::open_recording(const std::string& file, const std::string& f
   if (recording()) (void)end_recording();
   if (!continued) drain_recorder();
   record_path_ = std::filesystem::path(file).is_absolute() ? file : options_.recording_dir + "/" + file;
-  // Whole-row batches, one write(2) each; a write error ends the recording
-  // with a count of what was lost (docs/recording.md).
-  if (!runtime::is_columnar(*format)) {
-    record_file_ = runtime::RecordFile::adopt(fd, record_path_);
-    recorder_->write_header(*record_file_);
-  } else {
-    // The daemon keeps no frame log: the file holds the signals, the graph
-    // text and, at the end, the summary.
-    record_columns_ = runtime::ColumnFile::adopt(
-        *format, fd, record_path_, runtime::record_layout(*graph_, *recorder_, config_text_, false), &why);
-    if (!record_columns_) {
-      record_path_.clear();
-      return reply_error("record: " + why);
-    }
+  // CSV: whole-row batches, one write(2) each; a write error ends the
+  // recording with a count of what was lost (docs/recording.md). A column
+  // file: the daemon keeps no frame log, so it holds the signals, the graph
+  // text and, at the end, the summary.
+  recording_ = session::Recording::open(*format, record_path_, fd, *graph_, *recorder_, config_text_, false, &why);
+  if (!recording_) {
+    record_path_.clear();
+    return reply_error("record: " + why);
   }
   record_error_.clear();
   reloads_recorded_ = 0;

@@ -18,6 +18,7 @@
 #include "runtime/replay_log.hpp"
 #include "runtime/rt_executor.hpp"
 #include "session/realtime_run.hpp"
+#include "session/recording.hpp"
 #include "tasks/block_registry.hpp"
 #include "tools/rtcosimd/live_feed.hpp"
 #include "tools/rtcosimd/notify.hpp"
@@ -198,11 +199,8 @@ class Daemon {
   runtime::RealtimeReport report_;
   bool running_ = false;
   // The recording: CSV, or a column file (HDF5, MAT); at most one is set.
-  std::unique_ptr<runtime::RecordFile> record_file_;
-  std::unique_ptr<runtime::ColumnFile> record_columns_;
-  [[nodiscard]] runtime::RecordTarget* recording() const {
-    return record_columns_ ? static_cast<runtime::RecordTarget*>(record_columns_.get()) : record_file_.get();
-  }
+  std::unique_ptr<session::Recording> recording_;
+  [[nodiscard]] runtime::RecordTarget* recording() const { return recording_ ? &recording_->target() : nullptr; }
   // Completes the recording (a column file with the summary); its error or "".
   std::string end_recording();
   std::string record_path_;
