@@ -5,7 +5,7 @@
 #include <map>
 #include <sstream>
 
-#include "coupling/sync/delay_model.hpp"
+#include "rt_config/delay_model.hpp"
 #include "rt_config/load_context.hpp"
 
 namespace rtcosim::config::detail {
@@ -163,7 +163,7 @@ void GraphLoader::read_sync_delay(const YAML::Node& delay) {
   }
   if (auto g = in_.duration(delay, "grid", "'sync.delay'", false)) sync.grid = *g;
   if (auto a = in_.text(delay, "acquisition", "'sync.delay'", false)) acquisition_ = *a;
-  std::map<std::string, coupling::sync::DelayElement> elements;
+  std::map<std::string, config::DelayElement> elements;
   const YAML::Node list = delay["elements"];
   if (!list || !list.IsMap()) {
     in_.error(list ? list : delay,
@@ -175,7 +175,7 @@ void GraphLoader::read_sync_delay(const YAML::Node& delay) {
     const std::string name = e.first.Scalar();
     const std::string what = "sync element '" + name + "'";
     if (!in_.mapping(e.second, what, {"dead_time", "cycle", "task"})) continue;
-    coupling::sync::DelayElement element{name, in_.duration(e.second, "dead_time", what, true).value_or(0.0), 0.0};
+    config::DelayElement element{name, in_.duration(e.second, "dead_time", what, true).value_or(0.0), 0.0};
     if (auto task = in_.text(e.second, "task", what, false)) {
       const auto it =
           std::find_if(graph_.tasks.begin(), graph_.tasks.end(), [&](const TaskSpec& t) { return t.name == *task; });
@@ -226,13 +226,12 @@ void GraphLoader::read_sync_delay(const YAML::Node& delay) {
         continue;
       }
       hops.push_back({elements[from], elements[to],
-                      kind == "sync" ? coupling::sync::HopKind::synchronous : coupling::sync::HopKind::asynchronous,
-                      repeat});
+                      kind == "sync" ? config::HopKind::synchronous : config::HopKind::asynchronous, repeat});
     }
   }
   try {
-    sync.delay = coupling::sync::output_delay(sync.measurement_path, sync.simulation_path, sync.grid).delta_o;
-  } catch (const coupling::sync::DelayModelError& e) {
+    sync.delay = config::output_delay(sync.measurement_path, sync.simulation_path, sync.grid).delta_o;
+  } catch (const config::DelayModelError& e) {
     in_.error(delay, e.what());
   }
 }

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "coupling/sync/delay_model.hpp"
+#include "rt_config/delay_model.hpp"
 #include "rt_config/location.hpp"
 #include "tasks/diagram.hpp"
 
@@ -58,8 +58,8 @@ struct SyncSpec {
   double delay = 0.0;              // seconds, when not automatic
   double grid = 1e-4;              // of the delay densities
   double acquisition_cycle = 0.0;  // measured samples held on this grid; 0: as recorded
-  std::vector<coupling::sync::Hop> measurement_path;
-  std::vector<coupling::sync::Hop> simulation_path;
+  std::vector<config::Hop> measurement_path;
+  std::vector<config::Hop> simulation_path;
   std::vector<SyncComparison> compare;
   SyncOptimiseSpec optimise;
 };

@@ -89,20 +89,19 @@ std::string sync_summary(const config::SyncSpec& sync, const std::vector<SyncPai
   if (sync.measured) {
     o << " (measured: the median age of the live plant rows when the frames took them)";
   } else if (sync.automatic) {
-    const auto d = coupling::sync::output_delay(sync.measurement_path, sync.simulation_path, sync.grid);
+    const auto d = config::output_delay(sync.measurement_path, sync.simulation_path, sync.grid);
     o << " (delay model: measurement path mode " << base::format_duration(d.measurement_mode)
       << ", simulation path mode " << base::format_duration(d.simulation_mode) << ", grid "
       << base::format_duration(sync.grid) << ")\n";
     // Eq. 4.15 term by term, and each path's density (docs/sync.md).
-    auto path = [&](const char* what, const std::vector<coupling::sync::Hop>& hops,
-                    const coupling::sync::DelayDensity& density) {
+    auto path = [&](const char* what, const std::vector<config::Hop>& hops, const config::DelayDensity& density) {
       o << "  " << what << ':';
       if (hops.empty()) o << " no hop";
-      for (std::size_t i = 0; i < hops.size(); ++i) o << (i ? " * " : " ") << coupling::sync::describe(hops[i]);
+      for (std::size_t i = 0; i < hops.size(); ++i) o << (i ? " * " : " ") << config::describe(hops[i]);
       // The continuous density's support: each hop adds its delta or [0, theta].
       double from = 0.0, to = 0.0;
       for (const auto& h : hops) {
-        const bool sync_hop = h.kind == coupling::sync::HopKind::synchronous;
+        const bool sync_hop = h.kind == config::HopKind::synchronous;
         from += h.repeat * (sync_hop ? h.from.dead_time + h.to.dead_time : 0.0);
         to += h.repeat * (sync_hop ? h.from.dead_time + h.to.dead_time : h.to.cycle);
       }

@@ -6,13 +6,13 @@
 
 #include <gtest/gtest.h>
 
-#include "coupling/sync/delay_model.hpp"
-#include "coupling/sync/time_sync_experiment.hpp"
+#include "rt_config/delay_model.hpp"
 #include "rt_config/loader.hpp"
 #include "runtime/recorder.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "session/sync/sync_report.hpp"
 #include "tests/support/graphs.hpp"
+#include "tests/support/time_sync_experiment.hpp"
 
 namespace rtcosim {
 namespace {
@@ -47,7 +47,7 @@ TEST(SyncDelay, ExampleGivesTheThesisDelayAndTheStandAloneExperimentsMetrics) {
   // The stand-alone experiment (RK4 with 40 steps per 4 ms cycle, closed-form
   // checked in time_sync_experiment_test) at the same timing; the runtime
   // integrates the simulated plant with one RK4 step per cycle.
-  const auto reference = coupling::sync::run_time_sync_experiment({});
+  const auto reference = testing::run_time_sync_experiment({});
   EXPECT_NEAR(r.mse_without, reference.without_compensation.mse, 0.01 * reference.without_compensation.mse);
   EXPECT_NEAR(r.mse_with, reference.with_compensation.mse, 0.01 * reference.with_compensation.mse);
   EXPECT_NEAR(r.max_without, reference.without_compensation.max, 1e-4);
@@ -125,7 +125,7 @@ TEST(SyncDelay, Equation415AsPrintedGivesNoDelayOnTheExamplesTiming) {
   auto ss = spec.sync.simulation_path[1];  // M -> S sync: S is its target
   ss.from = ss.to;
   spec.sync.simulation_path.push_back(ss);
-  const auto d = coupling::sync::output_delay(spec.sync.measurement_path, spec.sync.simulation_path, spec.sync.grid);
+  const auto d = config::output_delay(spec.sync.measurement_path, spec.sync.simulation_path, spec.sync.grid);
   EXPECT_NEAR(d.measurement_mode, 0.020, 1e-12);
   EXPECT_NEAR(d.simulation_mode, 0.020, 1e-12);
   spec.sync.delay = d.delta_o;

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace rtcosim::coupling::sync {
+namespace rtcosim::config {
 
 /*
  * The delay model of the time synchronisation (thesis 4.6, eqs. 4.14-4.16):
@@ -91,4 +91,4 @@ OutputDelay output_delay(std::span<const Hop> measurement_path, std::span<const 
 // Eq. 4.14: Delta_i = mode(u reaches the plant) - mode(u reaches the simulation).
 double input_delay(std::span<const Hop> plant_path, std::span<const Hop> simulation_path, double dt);
 
-}  // namespace rtcosim::coupling::sync
+}  // namespace rtcosim::config

@@ -1,11 +1,11 @@
-#include "coupling/sync/time_sync_experiment.hpp"
+#include "tests/support/time_sync_experiment.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <vector>
 
-namespace rtcosim::coupling::sync {
+namespace rtcosim::testing {
 namespace {
 
 using State = std::array<double, 2>;
@@ -115,4 +115,4 @@ TimeSyncResult run_time_sync_experiment(const TimeSyncSettings& s) {
   return result;
 }
 
-}  // namespace rtcosim::coupling::sync
+}  // namespace rtcosim::testing

@@ -1,10 +1,10 @@
-#include "coupling/sync/delay_model.hpp"
+#include "rt_config/delay_model.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
 
-namespace rtcosim::coupling::sync {
+namespace rtcosim::config {
 namespace {
 
 // A density is a vector of grid cells and a path is built by repeated convolution, so a fine grid or a long
@@ -149,4 +149,4 @@ double input_delay(std::span<const Hop> plant_path, std::span<const Hop> simulat
   return path_density(plant_path, dt).rightmost_mode() - path_density(simulation_path, dt).rightmost_mode();
 }
 
-}  // namespace rtcosim::coupling::sync
+}  // namespace rtcosim::config

@@ -1,11 +1,13 @@
-#include "coupling/sync/time_sync_experiment.hpp"
+#include "tests/support/time_sync_experiment.hpp"
 
 #include <cmath>
 
 #include <gtest/gtest.h>
 
-namespace rtcosim::coupling::sync {
+namespace rtcosim::config {
 namespace {
+
+using testing::TimeSyncSettings;
 
 // The reference: with the default timing the step reaches the plant at
 // 1.010 s and its output the acquisition 10 ms later, so the acquisition's
@@ -28,7 +30,7 @@ Metrics reference_metrics(const SecondOrderPlant& p, double shift, std::size_t* 
 
 TEST(TimeSyncExperiment, Table516MatchesTheClosedFormReference) {
   const TimeSyncSettings settings;
-  const auto result = run_time_sync_experiment(settings);
+  const auto result = testing::run_time_sync_experiment(settings);
   EXPECT_NEAR(result.delay.delta_o, 0.008, 1e-12);
   std::size_t n = 0;
   const Metrics without = reference_metrics(settings.plant, 0.0, &n);
@@ -51,7 +53,7 @@ TEST(TimeSyncExperiment, Table516MatchesTheClosedFormReference) {
 TEST(TimeSyncExperiment, StepJustAfterAnAcquisitionCycleIsCompensatedToTheHold) {
   TimeSyncSettings settings;
   settings.step_time = 1.0001;  // waits 3.9 ms for the acquisition's cycle at 1.004
-  const auto result = run_time_sync_experiment(settings);
+  const auto result = testing::run_time_sync_experiment(settings);
   // y_k = h(t_k - 1.012) (u at 1.004 + 8 ms); y^ at t_k + 8 ms holds the
   // sample at t_k + 8 ms, h(t_k + 0.008 - 1.0201): offset 0.1 ms only.
   double sum = 0.0;
@@ -69,4 +71,4 @@ TEST(TimeSyncExperiment, StepJustAfterAnAcquisitionCycleIsCompensatedToTheHold) 
 }
 
 }  // namespace
-}  // namespace rtcosim::coupling::sync
+}  // namespace rtcosim::config

@@ -2,9 +2,14 @@
 
 #include <cstddef>
 
-#include "coupling/sync/delay_model.hpp"
+#include "rt_config/delay_model.hpp"
 
-namespace rtcosim::coupling::sync {
+namespace rtcosim::testing {
+
+using config::DelayElement;
+using config::Hop;
+using config::HopKind;
+using config::OutputDelay;
 
 /*
  * The thesis's simulative validation of the time synchronisation (5.7): the
@@ -75,4 +80,4 @@ std::vector<Hop> simulation_path(const TimeSyncTiming& timing);
 // independent reference of the tests.
 double second_order_step_response(const SecondOrderPlant& plant, double t);
 
-}  // namespace rtcosim::coupling::sync
+}  // namespace rtcosim::testing

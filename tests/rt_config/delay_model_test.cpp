@@ -1,10 +1,10 @@
-#include "coupling/sync/delay_model.hpp"
+#include "rt_config/delay_model.hpp"
 
 #include <array>
 
 #include <gtest/gtest.h>
 
-namespace rtcosim::coupling::sync {
+namespace rtcosim::config {
 namespace {
 
 TEST(DelayModel, UniformIsEqualMassesAtCellCentresWithModeAtItsRightEnd) {
@@ -181,4 +181,4 @@ TEST(DelayModel, GridsTooFineForTheTimesAreRefusedBeforeTheyCostMemoryOrTime) {
 }
 
 }  // namespace
-}  // namespace rtcosim::coupling::sync
+}  // namespace rtcosim::config
