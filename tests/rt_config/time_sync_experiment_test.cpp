@@ -7,6 +7,8 @@
 namespace rtcosim::config {
 namespace {
 
+using testing::Metrics;
+using testing::SecondOrderPlant;
 using testing::TimeSyncSettings;
 
 // The reference: with the default timing the step reaches the plant at
