@@ -476,11 +476,521 @@ void run_virtual(runtime::VirtualExecutor& executor, runtime::Graph& graph, runt
 }
 
 // The body of `rtcosim run` and of `rtcosim replay` (docs/replay.md): the
-// same outputs, summaries and exit codes; only the executor differs.
+// same outputs, summaries and exit codes; only the executor differs. One
+// object per invocation, its steps in the order they run: the arguments,
+// the log, the file, the checks of the options, the graph and its outputs,
+// the run, the report.
+class GraphRun {
+ public:
+  GraphRun(const std::string& verb, CliArgs& args, const std::vector<std::string>& raw_args)
+      : verb_(verb), replaying_(verb == "replay"), args_(args), raw_args_(raw_args) {}
+
+  int operator()() {
+    if (!parse_arguments()) return 0;
+    load_log();
+    if (!load_graph_file()) return 1;
+    scale_periods();
+    check_options();
+    choose_host();
+    build_graph();
+    open_outputs();
+    open_replay_log();
+    check_replay();
+    if (!run()) return 1;
+    return report();
+  }
+
+ private:
+  // The graph file, and with `replay` the log; false when --help answered.
+  bool parse_arguments() {
+    if (replaying_) {
+      args_.parse(raw_args_);
+      if (args_.flag("help")) {
+        std::cout << kReplayHelp;
+        return false;
+      }
+      if (args_.positionals().size() != 2) {
+        throw UsageError("expected a replay log and a task-graph file: rtcosim replay LOG GRAPH");
+      }
+      log_path_ = args_.positionals()[0];
+      file_ = args_.positionals()[1];
+      return true;
+    }
+    const auto parsed = args_.parse_for_file(raw_args_, kHelp);
+    if (!parsed) return false;
+    file_ = *parsed;
+    return true;
+  }
+
+  void load_log() {
+    if (!replaying_) return;
+    record_ = runtime::ReplayRecord::load(log_path_);
+    // Live plant sources take the logged rows: no socket, no thread, no
+    // followed file in a replay.
+    tasks::plant::replay_offline();
+    if (!record_->sources.empty() && args_.flag("compare-reference")) {
+      throw UsageError("--compare-reference: the logged run took rows from live plant source '" +
+                       record_->sources.front().block +
+                       "'; a monolithic reference has no rows of its own to take (docs/replay.md)");
+    }
+  }
+
+  bool load_graph_file() {
+    load_options_.plugins = {args_.values("plugin-dir"), true};
+    load_options_.max_file_bytes = args_.max_file_bytes(load_options_.max_file_bytes);
+    loaded_ = load_graph_or_report(file_, load_options_);
+    return loaded_.has_value();
+  }
+
+  // --period-scale: every task period (and max step) times F, for finding
+  // the shortest periods a machine sustains; block sample times stay as
+  // written.
+  void scale_periods() {
+    const auto scale_text = args_.value("period-scale");
+    if (!scale_text) return;
+    char* end = nullptr;
+    const double scale = std::strtod(scale_text->c_str(), &end);
+    if (end == scale_text->c_str() || *end != '\0' || !(scale > 0.0)) {
+      throw UsageError("--period-scale: '" + *scale_text + "' — expected a positive number, e.g. 0.5");
+    }
+    for (auto& t : spec().tasks) {
+      t.period *= scale;
+      t.max_step *= scale;
+      if (t.period < config::kMinPeriod * (1.0 - 1e-9)) {
+        throw UsageError("--period-scale " + *scale_text + " makes task '" + t.name + "' run every " +
+                         base::format_duration(t.period) + ", below the floor of " +
+                         base::format_duration(config::kMinPeriod) +
+                         " — expected a scale that keeps every period at "
+                         "1us or more");
+      }
+    }
+  }
+
+  // What the options ask of each other and of the file, before anything runs.
+  void check_options() {
+    duration_ = replaying_ ? record_->duration() : args_.positive_duration("duration", spec().duration);
+    graph_sha_ = base::sha256_hex(file_bytes(file_));
+    if (replaying_ && graph_sha_ != record_->header.graph_sha256 && !args_.flag("what-if")) {
+      throw UsageError(file_ + " is not the graph that " + log_path_ + " logged (" + record_->header.graph_file +
+                       ", SHA-256 " + record_->header.graph_sha256.substr(0, 12) + "…; this file " +
+                       graph_sha_.substr(0, 12) +
+                       "…) — give --what-if to replay a changed graph against the run's timing");
+    }
+    virtual_time_ = args_.flag("virtual");
+    if (virtual_time_ && !(duration_ > 0.0))
+      throw UsageError(file_ + " runs until stopped; a virtual run needs --duration");
+    for (const char* output : {"record", "frames", "json", "plot", "sync-csv"}) (void)args_.output_path(output);
+    if (args_.value("sync-csv") && !spec().sync.optimise.enabled) {
+      throw UsageError("--sync-csv needs a 'sync.optimise' section in " + file_ + " (docs/sync.md)");
+    }
+    if (args_.value("plot") && spec().record.signals.empty()) {
+      throw UsageError("--plot needs recorded signals: add a 'record:' section to " + file_);
+    }
+    // Plots and reference errors need every sample in memory, which only a
+    // finite run can afford; otherwise the recorder keeps none.
+    if (spec().sync.enabled && !(duration_ > 0.0)) {
+      throw UsageError(file_ + " runs until stopped; its 'sync:' comparison needs a finite run: give --duration");
+    }
+    what_if_ = replaying_ && args_.flag("what-if");
+    keep_series_ = args_.value("plot") || args_.flag("compare-reference") || spec().sync.enabled || what_if_;
+    if (keep_series_ && !(duration_ > 0.0)) {
+      throw UsageError(file_ +
+                       " runs until stopped; --plot and --compare-reference need a finite run: give --duration");
+    }
+    if (virtual_time_ && args_.value("trace")) {
+      // A trace records the frames of real threads on real CPUs; a virtual
+      // run has none, so an empty trace directory would only mislead.
+      throw UsageError("--trace records real-time frames and cannot be combined with --virtual — drop one of them");
+    }
+  }
+
+  // The host this process runs; a replay runs the host the logged process ran.
+  void choose_host() {
+    host_ = replaying_ ? record_->header.host : args_.value("host").value_or("");
+    if (!host_.empty()) {
+      if (virtual_time_)
+        throw UsageError(
+            "--host runs one host's part of a graph in real time; --virtual runs the whole graph — drop one of them");
+      if (!spec().find_host(host_)) {
+        std::string known;
+        for (const auto& h : spec().hosts) known += (known.empty() ? "" : ", ") + h.name;
+        throw UsageError("--host " + host_ + ": " + file_ +
+                         (known.empty() ? " declares no 'hosts:'" : " has no such host — expected one of: " + known));
+      }
+#ifndef RTCOSIM_HAVE_DDS
+      if (!replaying_) {
+        throw std::runtime_error(
+            "this rtcosim was built without Cyclone DDS (install cyclonedds-dev and rebuild); --host needs it");
+      }
+#endif
+    } else if (!spec().hosts.empty()) {
+      std::cout << "note: " << file_ << " spans " << spec().hosts.size()
+                << " hosts; without --host this process runs every task, with in-process links\n";
+    }
+  }
+
+  // The graph, its recorder (rings sized for a replay's batches) and the
+  // live synchronisation beside it.
+  void build_graph() {
+    methods_ = config::plugin_registry(spec(), load_options_.plugins.directories);
+    graph_ = runtime::Graph::build(spec(), blocks_, *methods_);
+    graph_->set_host(host_);
+    keep_.keep = keep_series_ ? runtime::Recorder::kKeepAll : 0;
+    // A replay writes the run's batches, each once its rings hold all of it;
+    // the run's drainer may have taken more than a ring holds in one go
+    // (it pops while the tasks push). Rings of twice the largest batch, at
+    // least the run's, let a batch fill while the tasks run on.
+    if (replaying_) {
+      std::size_t samples = 0, rows = 0;
+      for (std::size_t b = 0; b < record_->batches.size(); ++b) {
+        const auto& now = record_->batches[b];
+        for (std::size_t i = 0; i < now.recorded.size(); ++i) {
+          const std::uint64_t before =
+              b > 0 && i < record_->batches[b - 1].recorded.size() ? record_->batches[b - 1].recorded[i] : 0;
+          samples = std::max<std::size_t>(samples, now.recorded[i] - std::min(before, now.recorded[i]));
+        }
+        for (std::size_t i = 0; i < now.frame_rows.size(); ++i) {
+          const std::uint64_t before =
+              b > 0 && i < record_->batches[b - 1].frame_rows.size() ? record_->batches[b - 1].frame_rows[i] : 0;
+          rows = std::max<std::size_t>(rows, now.frame_rows[i] - std::min(before, now.frame_rows[i]));
+        }
+      }
+      keep_.samples_per_task = std::max(keep_.samples_per_task, 2 * samples + 1024);
+      frame_rows_ = std::max(frame_rows_, 2 * rows + 1024);
+    }
+    recorder_ = std::make_unique<runtime::Recorder>(*graph_, keep_);
+    // docs/sync.md, "Live": the synchronisation beside the running graph.
+    if (spec().sync.optimise.enabled)
+      live_ = std::make_unique<session::LiveSync>(spec(), blocks_, *graph_, *recorder_, duration_);
+  }
+
+  // The recording (a replay writes one only where --record says: the
+  // file's `record.file` holds the logged run's own), the frame log and
+  // --frames. Every file goes to a temporary name and replaces its target
+  // only when the run is over (runtime/record_file.hpp, column_file.hpp).
+  void open_outputs() {
+    record_path_ = args_.value("record").value_or(replaying_ ? std::string() : spec().record.file);
+    // The format: --record's extension, or the file's `format:` where it
+    // fits (mat5 for a .mat file); docs/recording.md.
+    std::string declared = spec().record.format;
+    std::string why;
+    if (args_.value("record") && !runtime::record_format_for(record_path_, declared, &why)) declared.clear();
+    const auto format = runtime::record_format_for(record_path_, declared, &why);
+    if (!format) throw UsageError(why);
+    format_ = *format;
+    const bool columns = runtime::is_columnar(format_) && !recorder_->empty() && !record_path_.empty();
+    std::string graph_text;
+    if (columns) graph_text = file_bytes(file_);
+    outputs_ = std::make_unique<Outputs>(Outputs{*recorder_, {}, {}, {}, {}});
+    frames_path_ = args_.value("frames");
+    if (frames_path_ || columns) {
+      std::vector<std::string> names;
+      for (const auto& t : graph_->tasks()) names.push_back(t->spec().name);
+      outputs_->frame_log = std::make_unique<runtime::FrameLog>(names, frame_rows_);
+    }
+    if (!recorder_->empty() && !record_path_.empty()) {
+      outputs_->signals =
+          session::Recording::open(format_, record_path_, -1, *graph_, *recorder_, graph_text, true, &why);
+      if (!outputs_->signals) throw std::runtime_error(why);
+    }
+
+    std::cout << file_ << ": " << (spec().name.empty() ? "task graph" : spec().name) << ", " << graph_->tasks().size()
+              << " task(s)"
+              << (host_.empty() ? std::string()
+                                : " (host " + host_ + " runs " +
+                                      std::to_string(std::count_if(graph_->tasks().begin(), graph_->tasks().end(),
+                                                                   [](const auto& t) { return t->local(); })) +
+                                      ", " + std::to_string(graph_->remote_links().size()) + " remote link(s))")
+              << ", " << graph_->links().size() << " link(s), "
+              << (replaying_      ? "replay"
+                  : virtual_time_ ? "virtual time"
+                                  : "real time")
+              << ", " << (duration_ > 0.0 ? base::format_duration(duration_) : std::string("until stopped")) << '\n';
+    for (const auto& w : graph_->link_warnings()) std::cerr << "warning: " << w << '\n';
+    if (frames_path_) {
+      outputs_->frames_csv = runtime::RecordFile::create(*frames_path_, &why);
+      if (!outputs_->frames_csv) throw std::runtime_error(why);
+      runtime::FrameLog::write_header(*outputs_->frames_csv);
+    }
+  }
+
+  // --replay-log: the run logged for `rtcosim replay` (docs/replay.md).
+  void open_replay_log() {
+    const auto path = args_.output_path("replay-log");
+    if (!path) return;
+    if (virtual_time_) {
+      throw UsageError(
+          "--replay-log logs a real-time run; a virtual run is reproduced by running it again — "
+          "drop one of them");
+    }
+    if (args_.value("period-scale")) {
+      throw UsageError(
+          "--replay-log with --period-scale: a replay runs the file's periods — write the scaled "
+          "periods into a copy of " +
+          file_ + " and run that");
+    }
+    if (const std::string refusal = runtime::replay_log_refusal(*graph_); !refusal.empty()) {
+      throw UsageError("--replay-log: " + file_ + " cannot be replayed exactly: " + refusal + " (docs/replay.md)");
+    }
+    replay_log_ = std::make_unique<runtime::ReplayLog>(
+        *graph_, *path,
+        // The absolute path: --what-if finds the logged graph from any directory.
+        runtime::ReplayLog::Header{std::filesystem::absolute(file_).lexically_normal().string(), graph_sha_,
+                                   duration_ > 0.0 ? runtime::seconds_to_ns(duration_) : 0, "real time", host_,
+                                   runtime::replay_data_files(spec().diagram, blocks_)});
+    std::string why;
+    if (!replay_log_->open(&why)) throw std::runtime_error(why);
+    outputs_->replay_log = replay_log_.get();
+  }
+
+  void check_replay() {
+    if (!replaying_) return;
+    check_data_files(*record_, runtime::replay_data_files(spec().diagram, blocks_), what_if_);
+    // Data that arrive on their own schedule are not in a log.
+    if (const std::string refusal = runtime::replay_log_refusal(*graph_); !refusal.empty()) {
+      throw UsageError(file_ + " cannot be replayed: " + refusal + " (docs/replay.md)");
+    }
+  }
+
+  // The run itself, on the executor the options choose; false when a
+  // what-if's logged run could not be replayed.
+  bool run() {
+    // A what-if replays the logged graph first, for its series: the file the
+    // log names (or --logged-graph), as it ran.
+    if (what_if_) {
+      const auto logged = logged_run(args_.value("logged-graph").value_or(record_->header.graph_file), *record_, spec(),
+                                     blocks_, host_, keep_, load_options_);
+      if (!logged) return false;
+      baseline_ = logged->series;
+      period_changed_ = logged->period_changed;
+      mapped_timing_ = logged->timing;
+    }
+    if (mapped_timing_) {
+      // Another period: the frames are not the logged ones, so the graph
+      // runs in virtual time with the logged execution times and wake-ups
+      // mapped onto its own (docs/replay.md, "What-if").
+      std::cout << "what-if: task '" << period_changed_ << "' has another period; " << file_
+                << " runs in virtual time, each frame working as long as its task's logged frame that started last "
+                   "before it, each wake-up as late as its thread's logged one\n";
+      // The same tasks, rate groups, wires and sources as the log's: what
+      // a replay on the changed graph checks (it throws naming the first
+      // difference).
+      { runtime::ReplayExecutor check(*graph_, *record_); }
+      runtime::VirtualExecutor executor(*graph_);
+      executor.set_timing(*mapped_timing_);
+      run_virtual(executor, *graph_, *recorder_, *outputs_, duration_, nullptr);
+    } else if (replaying_) {
+      runtime::ReplayExecutor executor(*graph_, *record_);
+      std::cout << "replaying " << log_path_
+                << (record_->files.size() > 1
+                        ? " and the " + std::to_string(record_->files.size() - 1) + " file(s) it goes on in"
+                        : std::string())
+                << ": " << record_->header.mode << " run of " << record_->header.graph_file
+                << (graph_sha_ == record_->header.graph_sha256 ? std::string() : " (what-if: " + file_ + ")") << '\n';
+      replay_in_batches(executor, *record_, *recorder_, *outputs_, log_path_);
+    } else if (virtual_time_) {
+      runtime::VirtualExecutor executor(*graph_);
+      run_virtual(executor, *graph_, *recorder_, *outputs_, duration_, live_.get());
+    } else {
+      run_traced();
+    }
+    outputs_->finish();
+    if (live_) {
+      live_->poll(true);
+      sync_run_ = live_->result();
+    }
+    return true;
+  }
+
+  // A real-time run, inside an LTTng session with --trace.
+  void run_traced() {
+    std::unique_ptr<session::TraceSession> trace;
+    const auto trace_dir = args_.value("trace");
+    if (!trace_dir && spec().trace.enabled) std::cout << "note: the file asks for tracing; it is on with --trace DIR\n";
+    if (trace_dir) {
+      if (!runtime::trace::available()) {
+        throw std::runtime_error("this rtcosim was built without LTTng-UST (install liblttng-ust-dev and rebuild)");
+      }
+      double rate = 0.0;
+      // Per frame: start and end, and per wire it publishes a link_publish
+      // and its consumer's link_drain (one bundle carries many wires).
+      for (const auto& t : graph_->tasks()) {
+        std::size_t wires = 0;
+        for (const auto& o : t->outputs()) wires += o.refs.size();
+        rate += (2.0 + 2.0 * static_cast<double>(wires)) / t->spec().period;
+      }
+      std::string why;
+      trace = session::TraceSession::start(*trace_dir, rate, &why);
+      if (!trace) throw std::runtime_error("cannot trace: " + why);
+      std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
+                << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000 << " ms)\n";
+    }
+    run_realtime(*graph_, *outputs_, duration_, &fifo_, live_.get(), replay_log_.get());
+    if (trace) {
+      graph_->trace_link_health();
+      const std::uint64_t discarded = trace->stop();
+      std::cout << "trace written to " << *trace_dir << ": " << discarded << " event(s) discarded\n";
+      // A session daemon this run started goes with it.
+      if (!session::stop_sessiond_started_here())
+        std::cerr << "warning: the LTTng session daemon this run started did not stop\n";
+    }
+  }
+
+  // The reference solution, when asked for or plotted.
+  void solve_reference() {
+    if (args_.flag("compare-reference") && recorder_->empty()) {
+      std::cerr << "note: --compare-reference compares recorded signals, and " << file_ << " records none\n";
+    }
+    if (!recorder_->empty() && (args_.flag("compare-reference") || args_.value("plot"))) {
+      const double step = args_.positive_duration("reference-step", 0.0005);
+      reference_ = std::make_unique<tasks::ReferenceSolver>(blocks_, spec().diagram, step);
+      reference_->run(duration_, spec().record.signals);
+      errors_ = session::reference_errors(*graph_, *recorder_, *reference_);
+    }
+  }
+
+  // Commits every file (the column file with the summary), then the
+  // summaries and the files the options ask for; the exit code.
+  int report() {
+    solve_reference();
+    const std::string mode = replaying_ ? "replay" : virtual_time_ ? "virtual" : fifo_ ? "fifo" : "other";
+    session::RecordingState recording{recorder_.get(), outputs_->target(), outputs_->frame_log.get(), {}};
+    if (outputs_->columns() && outputs_->columns()->flush()) {
+      // The summary goes into the file too, with the counts of a file that
+      // closes.
+      outputs_->columns()->set_summary(
+          session::summary_json(*graph_, errors_, mode, session::recording_json(*graph_, recording)));
+    }
+    // A file that failed keeps its target as it was; its error says where
+    // the samples written until then are.
+    for (runtime::RecordTarget* f :
+         {outputs_->target(), static_cast<runtime::RecordTarget*>(outputs_->frames_csv.get())}) {
+      if (f && !f->commit()) recording.error += (recording.error.empty() ? "" : "; ") + f->error();
+    }
+    finish_replay_log(recording);
+    print_summaries(recording);
+    write_files(recording, mode);
+    for (const auto& t : graph_->tasks()) {
+      for (const auto& line : t->allocation_reports())
+        std::cerr << "rtcosim " << verb_ << ": warning: " << line << '\n';
+    }
+    bool task_failed = false;
+    for (const auto& t : graph_->tasks()) {
+      if (!t->failed()) continue;
+      std::cerr << "rtcosim " << verb_ << ": " << t->failure() << '\n';
+      task_failed = true;
+    }
+    if (!recording.error.empty()) {
+      std::cerr << "rtcosim " << verb_ << ": " << recording.error << '\n';
+      return 1;
+    }
+    return task_failed ? 1 : 0;
+  }
+
+  void finish_replay_log(session::RecordingState& recording) {
+    if (!replay_log_) return;
+    std::uint64_t frames = 0;
+    for (const auto& t : graph_->tasks()) frames += t->stats().frames.load();
+    std::string why;
+    if (replay_log_->finish(&why)) {
+      char line[200];
+      std::snprintf(line, sizeof line, "replay log written to %s: %llu bytes, %.1f bytes per frame\n",
+                    replay_log_->path().c_str(), static_cast<unsigned long long>(replay_log_->bytes()),
+                    frames > 0 ? static_cast<double>(replay_log_->bytes()) / static_cast<double>(frames) : 0.0);
+      std::cout << line;
+    } else {
+      recording.error += (recording.error.empty() ? "" : "; ") + why;
+    }
+  }
+
+  void print_summaries(const session::RecordingState& recording) {
+    std::cout << session::run_summary(*graph_) << session::recording_summary(*graph_, recording);
+    if (spec().sync.enabled) {
+      config::SyncSpec sync = spec().sync;
+      if (sync.measured) sync.delay = session::measured_output_delay().value_or(0.0);
+      std::cout << session::sync_summary(sync, session::sync_comparison(sync, *recorder_));
+    }
+    if (live_) std::cout << live_->summary();
+    if (const auto path = args_.value("sync-csv"); path && sync_run_) {
+      session::write_sync_csv(*sync_run_, *path);
+      std::cout << "synchronisation series written to " << *path << '\n';
+    }
+    if (baseline_) {
+      std::cout << "what-if against the logged run ("
+                << (mapped_timing_ ? "at the instants both recorded" : "the same frames") << "; " << file_ << " vs "
+                << record_->header.graph_file << "):\n";
+      std::cout << session::render_table(session::reference_error_columns(), differences(*recorder_, *baseline_));
+    }
+    if (reference_) {
+      std::cout << "error against the reference (merged diagram, RK4 at "
+                << base::format_duration(args_.positive_duration("reference-step", 0.0005)) << "):\n";
+      std::cout << session::render_table(session::reference_error_columns(), errors_);
+    }
+  }
+
+  void write_files(const session::RecordingState& recording, const std::string& mode) {
+    if (outputs_->target() && !outputs_->target()->failed()) {
+      std::cout << "recorded " << recorder_->signal_count() << " signal(s) to " << record_path_ << " ("
+                << runtime::to_string(format_) << ")";
+      if (recorder_->dropped() > 0) std::cout << " (" << recorder_->dropped() << " samples dropped: ring full)";
+      std::cout << '\n';
+    }
+    if (const auto path = args_.value("json")) {
+      std::ofstream json(*path, std::ios::trunc);
+      json << session::summary_json(*graph_, errors_, mode, session::recording_json(*graph_, recording));
+      if (!json) throw std::runtime_error("cannot write '" + *path + "'");
+      std::cout << "summary written to " << *path << '\n';
+    }
+    if (outputs_->frames_csv && !outputs_->frames_csv->failed())
+      std::cout << "frames written to " << *frames_path_ << '\n';
+    if (const auto plot_path = args_.value("plot")) {
+      write_plot(*recorder_, reference_.get(),
+                 (spec().name.empty() ? file_ : spec().name) + (what_if_     ? " — what-if on a logged run's timing"
+                                                                : replaying_ ? " — replay"
+                                                                : virtual_time_ ? " — virtual time"
+                                                                                : " — real time"),
+                 *plot_path, sync_run_ ? &*sync_run_ : nullptr, baseline_ ? &*baseline_ : nullptr);
+      std::cout << "plot written to " << *plot_path << '\n';
+    }
+  }
+
+  config::GraphSpec& spec() { return *loaded_; }
+
+  const std::string verb_;
+  const bool replaying_;
+  CliArgs& args_;
+  const std::vector<std::string>& raw_args_;
+  std::string file_, log_path_, graph_sha_, host_, record_path_;
+  std::optional<runtime::ReplayRecord> record_;
+  config::LoadOptions load_options_;
+  std::optional<config::GraphSpec> loaded_;
+  double duration_ = 0.0;
+  bool virtual_time_ = false, what_if_ = false, keep_series_ = false, fifo_ = false;
+  runtime::Recorder::Options keep_;
+  std::size_t frame_rows_ = 1u << 15;
+  runtime::RecordFormat format_ = runtime::RecordFormat::kCsv;
+  std::optional<std::string> frames_path_;
+  // Declared in the order they depend on each other: each outlives those
+  // after it.
+  const tasks::BlockRegistry blocks_ = tasks::BlockRegistry::with_builtins();
+  std::optional<coupling::MethodRegistry> methods_;
+  std::unique_ptr<runtime::Graph> graph_;
+  std::unique_ptr<runtime::Recorder> recorder_;
+  std::unique_ptr<session::LiveSync> live_;
+  std::unique_ptr<Outputs> outputs_;
+  std::unique_ptr<runtime::ReplayLog> replay_log_;
+  // After the run.
+  std::optional<Baseline> baseline_;
+  std::string period_changed_;  // the first task whose period the what-if changes
+  std::optional<runtime::VirtualExecutor::Timing> mapped_timing_;
+  std::optional<session::SyncRun> sync_run_;
+  std::unique_ptr<tasks::ReferenceSolver> reference_;
+  std::vector<session::ReferenceError> errors_;
+};
+
 int run_graph(const std::string& verb, const std::vector<std::string>& raw_args) {
-  const bool replaying = verb == "replay";
   return run_verb(verb, [&]() -> int {
-    CliArgs args = replaying
+    CliArgs args = verb == "replay"
                        ? CliArgs("replay",
                                  {"record", "plot", "reference-step", "json", "frames", "plugin-dir", "max-file-size",
                                   "logged-graph"},
@@ -489,407 +999,7 @@ int run_graph(const std::string& verb, const std::vector<std::string>& raw_args)
                                  {"duration", "record", "plot", "reference-step", "json", "frames", "trace",
                                   "period-scale", "plugin-dir", "max-file-size", "host", "sync-csv", "replay-log"},
                                  {"virtual", "compare-reference", "help"}, {"plugin-dir"});
-    std::string file, log_path;
-    if (replaying) {
-      args.parse(raw_args);
-      if (args.flag("help")) {
-        std::cout << kReplayHelp;
-        return 0;
-      }
-      if (args.positionals().size() != 2) {
-        throw UsageError("expected a replay log and a task-graph file: rtcosim replay LOG GRAPH");
-      }
-      log_path = args.positionals()[0];
-      file = args.positionals()[1];
-    } else {
-      const auto parsed = args.parse_for_file(raw_args, kHelp);
-      if (!parsed) return 0;
-      file = *parsed;
-    }
-    std::optional<runtime::ReplayRecord> record;
-    if (replaying) {
-      record = runtime::ReplayRecord::load(log_path);
-      // Live plant sources take the logged rows: no socket, no thread, no
-      // followed file in a replay.
-      tasks::plant::replay_offline();
-      if (!record->sources.empty() && args.flag("compare-reference")) {
-        throw UsageError("--compare-reference: the logged run took rows from live plant source '" +
-                         record->sources.front().block +
-                         "'; a monolithic reference has no rows of its own to take (docs/replay.md)");
-      }
-    }
-    config::LoadOptions load_options;
-    load_options.plugins = {args.values("plugin-dir"), true};
-    load_options.max_file_bytes = args.max_file_bytes(load_options.max_file_bytes);
-    auto loaded = load_graph_or_report(file, load_options);
-    if (!loaded) return 1;
-    config::GraphSpec& spec = *loaded;
-    if (const auto scale_text = args.value("period-scale")) {
-      // Every task period (and max step) times F, for finding the shortest
-      // periods a machine sustains; block sample times stay as written.
-      char* end = nullptr;
-      const double scale = std::strtod(scale_text->c_str(), &end);
-      if (end == scale_text->c_str() || *end != '\0' || !(scale > 0.0)) {
-        throw UsageError("--period-scale: '" + *scale_text + "' — expected a positive number, e.g. 0.5");
-      }
-      for (auto& t : spec.tasks) {
-        t.period *= scale;
-        t.max_step *= scale;
-        if (t.period < config::kMinPeriod * (1.0 - 1e-9)) {
-          throw UsageError("--period-scale " + *scale_text + " makes task '" + t.name + "' run every " +
-                           base::format_duration(t.period) + ", below the floor of " +
-                           base::format_duration(config::kMinPeriod) +
-                           " — expected a scale that keeps every period at "
-                           "1us or more");
-        }
-      }
-    }
-    const double duration = replaying ? record->duration() : args.positive_duration("duration", spec.duration);
-    const std::string graph_sha = base::sha256_hex(file_bytes(file));
-    if (replaying && graph_sha != record->header.graph_sha256 && !args.flag("what-if")) {
-      throw UsageError(file + " is not the graph that " + log_path + " logged (" + record->header.graph_file +
-                       ", SHA-256 " + record->header.graph_sha256.substr(0, 12) + "…; this file " +
-                       graph_sha.substr(0, 12) +
-                       "…) — give --what-if to replay a changed graph against the run's timing");
-    }
-    const bool virtual_time = args.flag("virtual");
-    if (virtual_time && !(duration > 0.0))
-      throw UsageError(file + " runs until stopped; a virtual run needs --duration");
-    for (const char* output : {"record", "frames", "json", "plot", "sync-csv"}) (void)args.output_path(output);
-    if (args.value("sync-csv") && !spec.sync.optimise.enabled) {
-      throw UsageError("--sync-csv needs a 'sync.optimise' section in " + file + " (docs/sync.md)");
-    }
-    if (args.value("plot") && spec.record.signals.empty()) {
-      throw UsageError("--plot needs recorded signals: add a 'record:' section to " + file);
-    }
-    // Plots and reference errors need every sample in memory, which only a
-    // finite run can afford; otherwise the recorder keeps none.
-    if (spec.sync.enabled && !(duration > 0.0)) {
-      throw UsageError(file + " runs until stopped; its 'sync:' comparison needs a finite run: give --duration");
-    }
-    const bool what_if = replaying && args.flag("what-if");
-    const bool keep_series = args.value("plot") || args.flag("compare-reference") || spec.sync.enabled || what_if;
-    if (keep_series && !(duration > 0.0)) {
-      throw UsageError(file + " runs until stopped; --plot and --compare-reference need a finite run: give --duration");
-    }
-    if (virtual_time && args.value("trace")) {
-      // A trace records the frames of real threads on real CPUs; a virtual
-      // run has none, so an empty trace directory would only mislead.
-      throw UsageError("--trace records real-time frames and cannot be combined with --virtual — drop one of them");
-    }
-
-    // A replay runs the host the logged process ran.
-    const std::string host = replaying ? record->header.host : args.value("host").value_or("");
-    if (!host.empty()) {
-      if (virtual_time)
-        throw UsageError(
-            "--host runs one host's part of a graph in real time; --virtual runs the whole graph — drop one of them");
-      if (!spec.find_host(host)) {
-        std::string known;
-        for (const auto& h : spec.hosts) known += (known.empty() ? "" : ", ") + h.name;
-        throw UsageError("--host " + host + ": " + file +
-                         (known.empty() ? " declares no 'hosts:'" : " has no such host — expected one of: " + known));
-      }
-#ifndef RTCOSIM_HAVE_DDS
-      if (!replaying) {
-        throw std::runtime_error(
-            "this rtcosim was built without Cyclone DDS (install cyclonedds-dev and rebuild); --host needs it");
-      }
-#endif
-    } else if (!spec.hosts.empty()) {
-      std::cout << "note: " << file << " spans " << spec.hosts.size()
-                << " hosts; without --host this process runs every task, with in-process links\n";
-    }
-    const auto blocks = tasks::BlockRegistry::with_builtins();
-    const auto methods = config::plugin_registry(spec, load_options.plugins.directories);
-    auto graph = runtime::Graph::build(spec, blocks, methods);
-    graph->set_host(host);
-    runtime::Recorder::Options keep;
-    keep.keep = keep_series ? runtime::Recorder::kKeepAll : 0;
-    // A replay writes the run's batches, each once its rings hold all of it;
-    // the run's drainer may have taken more than a ring holds in one go
-    // (it pops while the tasks push). Rings of twice the largest batch, at
-    // least the run's, let a batch fill while the tasks run on.
-    std::size_t frame_rows = 1u << 15;
-    if (replaying) {
-      std::size_t samples = 0, rows = 0;
-      for (std::size_t b = 0; b < record->batches.size(); ++b) {
-        const auto& now = record->batches[b];
-        for (std::size_t i = 0; i < now.recorded.size(); ++i) {
-          const std::uint64_t before =
-              b > 0 && i < record->batches[b - 1].recorded.size() ? record->batches[b - 1].recorded[i] : 0;
-          samples = std::max<std::size_t>(samples, now.recorded[i] - std::min(before, now.recorded[i]));
-        }
-        for (std::size_t i = 0; i < now.frame_rows.size(); ++i) {
-          const std::uint64_t before =
-              b > 0 && i < record->batches[b - 1].frame_rows.size() ? record->batches[b - 1].frame_rows[i] : 0;
-          rows = std::max<std::size_t>(rows, now.frame_rows[i] - std::min(before, now.frame_rows[i]));
-        }
-      }
-      keep.samples_per_task = std::max(keep.samples_per_task, 2 * samples + 1024);
-      frame_rows = std::max(frame_rows, 2 * rows + 1024);
-    }
-    runtime::Recorder recorder(*graph, keep);
-    // docs/sync.md, "Live": the synchronisation beside the running graph.
-    std::unique_ptr<session::LiveSync> live;
-    if (spec.sync.optimise.enabled)
-      live = std::make_unique<session::LiveSync>(spec, blocks, *graph, recorder, duration);
-    // A replay writes a recording only where --record says: the file's
-    // `record.file` holds the logged run's own.
-    const std::string record_path = args.value("record").value_or(replaying ? std::string() : spec.record.file);
-    // The format: --record's extension, or the file's `format:` where it
-    // fits (mat5 for a .mat file); docs/recording.md.
-    std::string declared = spec.record.format;
-    std::string why;
-    if (args.value("record") && !runtime::record_format_for(record_path, declared, &why)) declared.clear();
-    const auto format = runtime::record_format_for(record_path, declared, &why);
-    if (!format) throw UsageError(why);
-    const bool columns = runtime::is_columnar(*format) && !recorder.empty() && !record_path.empty();
-    std::string graph_text;
-    if (columns) {
-      std::ifstream in(file, std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      graph_text = text.str();
-    }
-    // Every file goes to a temporary name and replaces its target only when
-    // the run is over (runtime/record_file.hpp, runtime/column_file.hpp).
-    Outputs outputs{recorder, {}, {}, {}, {}};
-    const auto frames_path = args.value("frames");
-    if (frames_path || columns) {
-      std::vector<std::string> names;
-      for (const auto& t : graph->tasks()) names.push_back(t->spec().name);
-      outputs.frame_log = std::make_unique<runtime::FrameLog>(names, frame_rows);
-    }
-    if (!recorder.empty() && !record_path.empty()) {
-      outputs.signals = session::Recording::open(*format, record_path, -1, *graph, recorder, graph_text, true, &why);
-      if (!outputs.signals) throw std::runtime_error(why);
-    }
-
-    std::cout << file << ": " << (spec.name.empty() ? "task graph" : spec.name) << ", " << graph->tasks().size()
-              << " task(s)"
-              << (host.empty() ? std::string()
-                               : " (host " + host + " runs " +
-                                     std::to_string(std::count_if(graph->tasks().begin(), graph->tasks().end(),
-                                                                  [](const auto& t) { return t->local(); })) +
-                                     ", " + std::to_string(graph->remote_links().size()) + " remote link(s))")
-              << ", " << graph->links().size() << " link(s), "
-              << (replaying      ? "replay"
-                  : virtual_time ? "virtual time"
-                                 : "real time")
-              << ", " << (duration > 0.0 ? base::format_duration(duration) : std::string("until stopped")) << '\n';
-    for (const auto& w : graph->link_warnings()) std::cerr << "warning: " << w << '\n';
-    if (frames_path) {
-      outputs.frames_csv = runtime::RecordFile::create(*frames_path, &why);
-      if (!outputs.frames_csv) throw std::runtime_error(why);
-      runtime::FrameLog::write_header(*outputs.frames_csv);
-    }
-    std::unique_ptr<runtime::ReplayLog> replay_log;
-    if (const auto path = args.output_path("replay-log")) {
-      if (virtual_time) {
-        throw UsageError(
-            "--replay-log logs a real-time run; a virtual run is reproduced by running it again — "
-            "drop one of them");
-      }
-      if (args.value("period-scale")) {
-        throw UsageError(
-            "--replay-log with --period-scale: a replay runs the file's periods — write the scaled "
-            "periods into a copy of " +
-            file + " and run that");
-      }
-      if (const std::string refusal = runtime::replay_log_refusal(*graph); !refusal.empty()) {
-        throw UsageError("--replay-log: " + file + " cannot be replayed exactly: " + refusal + " (docs/replay.md)");
-      }
-      replay_log = std::make_unique<runtime::ReplayLog>(
-          *graph, *path,
-          // The absolute path: --what-if finds the logged graph from any directory.
-          runtime::ReplayLog::Header{std::filesystem::absolute(file).lexically_normal().string(), graph_sha,
-                                     duration > 0.0 ? runtime::seconds_to_ns(duration) : 0, "real time", host,
-                                     runtime::replay_data_files(spec.diagram, blocks)});
-      if (!replay_log->open(&why)) throw std::runtime_error(why);
-      outputs.replay_log = replay_log.get();
-    }
-    if (replaying) {
-      check_data_files(*record, runtime::replay_data_files(spec.diagram, blocks), what_if);
-      // Data that arrive on their own schedule are not in a log.
-      if (const std::string refusal = runtime::replay_log_refusal(*graph); !refusal.empty()) {
-        throw UsageError(file + " cannot be replayed: " + refusal + " (docs/replay.md)");
-      }
-    }
-    // A what-if replays the logged graph first, for its series: the file the
-    // log names (or --logged-graph), as it ran.
-    std::optional<Baseline> baseline;
-    std::string period_changed;  // the first task whose period the what-if changes
-    std::optional<runtime::VirtualExecutor::Timing> mapped_timing;
-    if (what_if) {
-      const auto logged = logged_run(args.value("logged-graph").value_or(record->header.graph_file), *record, spec,
-                                     blocks, host, keep, load_options);
-      if (!logged) return 1;
-      baseline = logged->series;
-      period_changed = logged->period_changed;
-      mapped_timing = logged->timing;
-    }
-    bool fifo = false;
-    if (mapped_timing) {
-      // Another period: the frames are not the logged ones, so the graph
-      // runs in virtual time with the logged execution times and wake-ups
-      // mapped onto its own (docs/replay.md, "What-if").
-      std::cout << "what-if: task '" << period_changed << "' has another period; " << file
-                << " runs in virtual time, each frame working as long as its task's logged frame that started last "
-                   "before it, each wake-up as late as its thread's logged one\n";
-      // The same tasks, rate groups, wires and sources as the log's: what
-      // a replay on the changed graph checks (it throws naming the first
-      // difference).
-      { runtime::ReplayExecutor check(*graph, *record); }
-      runtime::VirtualExecutor executor(*graph);
-      executor.set_timing(*mapped_timing);
-      run_virtual(executor, *graph, recorder, outputs, duration, nullptr);
-    } else if (replaying) {
-      runtime::ReplayExecutor executor(*graph, *record);
-      std::cout << "replaying " << log_path
-                << (record->files.size() > 1
-                        ? " and the " + std::to_string(record->files.size() - 1) + " file(s) it goes on in"
-                        : std::string())
-                << ": " << record->header.mode << " run of " << record->header.graph_file
-                << (graph_sha == record->header.graph_sha256 ? std::string() : " (what-if: " + file + ")") << '\n';
-      replay_in_batches(executor, *record, recorder, outputs, log_path);
-    } else if (virtual_time) {
-      runtime::VirtualExecutor executor(*graph);
-      run_virtual(executor, *graph, recorder, outputs, duration, live.get());
-    } else {
-      std::unique_ptr<session::TraceSession> trace;
-      const auto trace_dir = args.value("trace");
-      if (!trace_dir && spec.trace.enabled) std::cout << "note: the file asks for tracing; it is on with --trace DIR\n";
-      if (trace_dir) {
-        if (!runtime::trace::available()) {
-          throw std::runtime_error("this rtcosim was built without LTTng-UST (install liblttng-ust-dev and rebuild)");
-        }
-        double rate = 0.0;
-        // Per frame: start and end, and per wire it publishes a link_publish
-        // and its consumer's link_drain (one bundle carries many wires).
-        for (const auto& t : graph->tasks()) {
-          std::size_t wires = 0;
-          for (const auto& o : t->outputs()) wires += o.refs.size();
-          rate += (2.0 + 2.0 * static_cast<double>(wires)) / t->spec().period;
-        }
-        trace = session::TraceSession::start(*trace_dir, rate, &why);
-        if (!trace) throw std::runtime_error("cannot trace: " + why);
-        std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
-                  << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000
-                  << " ms)\n";
-      }
-      run_realtime(*graph, outputs, duration, &fifo, live.get(), replay_log.get());
-      if (trace) {
-        graph->trace_link_health();
-        const std::uint64_t discarded = trace->stop();
-        std::cout << "trace written to " << *trace_dir << ": " << discarded << " event(s) discarded\n";
-        // A session daemon this run started goes with it.
-        if (!session::stop_sessiond_started_here())
-          std::cerr << "warning: the LTTng session daemon this run started did not stop\n";
-      }
-    }
-    outputs.finish();
-    std::optional<session::SyncRun> sync_run;
-    if (live) {
-      live->poll(true);
-      sync_run = live->result();
-    }
-    std::unique_ptr<tasks::ReferenceSolver> reference;
-    std::vector<session::ReferenceError> errors;
-    if (args.flag("compare-reference") && recorder.empty()) {
-      std::cerr << "note: --compare-reference compares recorded signals, and " << file << " records none\n";
-    }
-    if (!recorder.empty() && (args.flag("compare-reference") || args.value("plot"))) {
-      const double step = args.positive_duration("reference-step", 0.0005);
-      reference = std::make_unique<tasks::ReferenceSolver>(blocks, spec.diagram, step);
-      reference->run(duration, spec.record.signals);
-      errors = session::reference_errors(*graph, recorder, *reference);
-    }
-    const std::string mode = replaying ? "replay" : virtual_time ? "virtual" : fifo ? "fifo" : "other";
-    session::RecordingState recording{&recorder, outputs.target(), outputs.frame_log.get(), {}};
-    if (outputs.columns() && outputs.columns()->flush()) {
-      // The summary goes into the file too, with the counts of a file that
-      // closes.
-      outputs.columns()->set_summary(
-          session::summary_json(*graph, errors, mode, session::recording_json(*graph, recording)));
-    }
-    // A file that failed keeps its target as it was; its error says where
-    // the samples written until then are.
-    for (runtime::RecordTarget* f :
-         {outputs.target(), static_cast<runtime::RecordTarget*>(outputs.frames_csv.get())}) {
-      if (f && !f->commit()) recording.error += (recording.error.empty() ? "" : "; ") + f->error();
-    }
-    if (replay_log) {
-      std::uint64_t frames = 0;
-      for (const auto& t : graph->tasks()) frames += t->stats().frames.load();
-      if (replay_log->finish(&why)) {
-        char line[200];
-        std::snprintf(line, sizeof line, "replay log written to %s: %llu bytes, %.1f bytes per frame\n",
-                      replay_log->path().c_str(), static_cast<unsigned long long>(replay_log->bytes()),
-                      frames > 0 ? static_cast<double>(replay_log->bytes()) / static_cast<double>(frames) : 0.0);
-        std::cout << line;
-      } else {
-        recording.error += (recording.error.empty() ? "" : "; ") + why;
-      }
-    }
-    std::cout << session::run_summary(*graph) << session::recording_summary(*graph, recording);
-    if (spec.sync.enabled) {
-      config::SyncSpec sync = spec.sync;
-      if (sync.measured) sync.delay = session::measured_output_delay().value_or(0.0);
-      std::cout << session::sync_summary(sync, session::sync_comparison(sync, recorder));
-    }
-    if (live) std::cout << live->summary();
-    if (const auto path = args.value("sync-csv"); path && sync_run) {
-      session::write_sync_csv(*sync_run, *path);
-      std::cout << "synchronisation series written to " << *path << '\n';
-    }
-    if (baseline) {
-      std::cout << "what-if against the logged run ("
-                << (mapped_timing ? "at the instants both recorded" : "the same frames") << "; " << file << " vs "
-                << record->header.graph_file << "):\n";
-      std::cout << session::render_table(session::reference_error_columns(), differences(recorder, *baseline));
-    }
-    if (reference) {
-      std::cout << "error against the reference (merged diagram, RK4 at "
-                << base::format_duration(args.positive_duration("reference-step", 0.0005)) << "):\n";
-      std::cout << session::render_table(session::reference_error_columns(), errors);
-    }
-    if (outputs.target() && !outputs.target()->failed()) {
-      std::cout << "recorded " << recorder.signal_count() << " signal(s) to " << record_path << " ("
-                << runtime::to_string(*format) << ")";
-      if (recorder.dropped() > 0) std::cout << " (" << recorder.dropped() << " samples dropped: ring full)";
-      std::cout << '\n';
-    }
-    if (const auto path = args.value("json")) {
-      std::ofstream json(*path, std::ios::trunc);
-      json << session::summary_json(*graph, errors, mode, session::recording_json(*graph, recording));
-      if (!json) throw std::runtime_error("cannot write '" + *path + "'");
-      std::cout << "summary written to " << *path << '\n';
-    }
-    if (outputs.frames_csv && !outputs.frames_csv->failed()) std::cout << "frames written to " << *frames_path << '\n';
-    if (const auto plot_path = args.value("plot")) {
-      write_plot(recorder, reference.get(),
-                 (spec.name.empty() ? file : spec.name) + (what_if        ? " — what-if on a logged run's timing"
-                                                           : replaying    ? " — replay"
-                                                           : virtual_time ? " — virtual time"
-                                                                          : " — real time"),
-                 *plot_path, sync_run ? &*sync_run : nullptr, baseline ? &*baseline : nullptr);
-      std::cout << "plot written to " << *plot_path << '\n';
-    }
-    for (const auto& t : graph->tasks()) {
-      for (const auto& line : t->allocation_reports()) std::cerr << "rtcosim " << verb << ": warning: " << line << '\n';
-    }
-    bool task_failed = false;
-    for (const auto& t : graph->tasks()) {
-      if (!t->failed()) continue;
-      std::cerr << "rtcosim " << verb << ": " << t->failure() << '\n';
-      task_failed = true;
-    }
-    if (!recording.error.empty()) {
-      std::cerr << "rtcosim " << verb << ": " << recording.error << '\n';
-      return 1;
-    }
-    return task_failed ? 1 : 0;
+    return GraphRun(verb, args, raw_args)();
   });
 }
 
