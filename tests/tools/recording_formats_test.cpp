@@ -17,11 +17,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/record_formats.hpp"
 #include "runtime/column_file.hpp"
+#include "runtime/record_target.hpp"
 #include "runtime/recorder.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "tests/support/graphs.hpp"
 #include "tests/support/scratch.hpp"
+#include "tools/rtcosim/ctl_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
 
 namespace rtcosim::tools {
@@ -149,7 +152,8 @@ TEST(RecordingFormats, DroppedSamplesAreReadBackFromEachFormatAndEmptyColumnsSta
       "  - {name: wb, type: sine, task: b, params: {frequency: 1}}\n"
       "wires: []\nrecord: {signals: [wa.y, wb.y], file: unused.h5}\n";
   const std::string text = yaml;
-  for (const auto format : {runtime::RecordFormat::kHdf5, runtime::RecordFormat::kMat73, runtime::RecordFormat::kMat5}) {
+  for (const auto format :
+       {runtime::RecordFormat::kHdf5, runtime::RecordFormat::kMat73, runtime::RecordFormat::kMat5}) {
     const std::string name = runtime::to_string(format);
     auto graph = rtcosim::testing::build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "rec.yaml")));
     runtime::Recorder recorder(*graph, {.samples_per_task = 4});
@@ -297,6 +301,49 @@ TEST(RecordingFormats, ADiskThatFillsEndsEachFormatWithAnErrorNamingTheFile) {
   }
   (void)std::system(("umount " + small.string()).c_str());
   fs::remove_all(dir);
+}
+
+std::string help_of(int (*command)(const std::vector<std::string>&), const std::string& verb) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(command({"--help"}), 0) << verb;
+  return ::testing::internal::GetCapturedStdout();
+}
+
+// The lists of formats written by hand (the JSON schema, the help texts)
+// name exactly the formats of base/record_formats.hpp: a format added to
+// the table and forgotten there fails here.
+TEST(RecordingFormats, EveryListOfFormatsNamesTheTable) {
+  std::vector<std::string> names;
+  for (const auto& row : base::kRecordFormats) names.emplace_back(row.name);
+  EXPECT_EQ(runtime::record_format_list(), names);
+
+  std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/../docs/task-graph.schema.json");
+  std::stringstream schema;
+  schema << in.rdbuf();
+  const std::string text = schema.str();
+  const auto at = text.find("\"format\": {\"enum\": [");
+  ASSERT_NE(at, std::string::npos) << "record.format's enum in docs/task-graph.schema.json";
+  const auto begin = text.find('[', at) + 1;
+  std::vector<std::string> in_schema;
+  for (std::size_t q = text.find('"', begin); q < text.find(']', begin); q = text.find('"', q + 1)) {
+    const auto end = text.find('"', q + 1);
+    in_schema.push_back(text.substr(q + 1, end - q - 1));
+    q = end;
+  }
+  EXPECT_EQ(in_schema, names);
+
+  const std::string run = help_of(run_run_command, "run"), replay = help_of(run_replay_command, "replay");
+  const std::string ctl = help_of(run_ctl_command, "ctl");
+  for (const auto& row : base::kRecordFormats) {
+    EXPECT_NE(ctl.find(std::string(row.name)), std::string::npos) << "rtcosim ctl --help: " << row.name;
+    for (const auto ext : row.extensions) {
+      if (ext.empty()) continue;
+      // .hdf5 is the long spelling of .h5: the help shows the short one.
+      if (ext == ".hdf5") continue;
+      EXPECT_NE(run.find(std::string(ext)), std::string::npos) << "rtcosim run --help: " << ext;
+      EXPECT_NE(replay.find(std::string(ext)), std::string::npos) << "rtcosim replay --help: " << ext;
+    }
+  }
 }
 
 }  // namespace
