@@ -52,38 +52,108 @@ const std::vector<FrameRecord>& VirtualExecutor::frames() const {
   return frames_;
 }
 
-void VirtualExecutor::run(double duration, const Observer& observer) {
-  frames_.clear();
-  graph_.reset();
-  std::vector<ThreadUnit> thread_units_of_graph = thread_units(graph_);
-  std::vector<Unit> units(thread_units_of_graph.size());
+namespace {
+
+/*
+ * One virtual-time run: the threads of a graph as units on simulated
+ * processors, scheduled as SCHED_FIFO would (highest priority, then first
+ * released), with every frame's execution time and every wake-up delay as
+ * the Timing (or the file's `execution:`) says. Event queues, so that an
+ * instant costs O(log n) in the number of threads rather than a scan of all
+ * of them (10^5 tasks stalled the scan). Ties break exactly as SCHED_FIFO
+ * and the file order say: releases at one instant in unit order, frames
+ * that end at one instant and frames that start at one instant in release
+ * order.
+ */
+class VirtualSchedule {
+ public:
+  using Timing = VirtualExecutor::Timing;
+  using Observer = VirtualExecutor::Observer;
+
+  VirtualSchedule(Graph& graph, double duration, const Timing& timing, const Observer& observer,
+                  std::vector<FrameRecord>* frames)
+      : timing_(timing),
+        observer_(observer),
+        frames_(frames),
+        end_ns_(seconds_to_ns(duration)),
+        thread_units_(thread_units(graph)),
+        units_(thread_units_.size()) {
+    place_units(duration);
+    ready_.resize(processors_);
+    holder_.assign(processors_, nullptr);
+    held_since_.assign(processors_, 0);
+    version_.assign(processors_, 0);
+    is_touched_.assign(processors_, 0);
+    for (std::size_t i = 0; i < units_.size(); ++i) {
+      if (units_[i].start_ns < end_ns_) releases_due_.emplace(units_[i].start_ns, i);
+    }
+  }
+
+  void run() {
+    std::int64_t now = 0;
+    std::vector<Unit*> ending;
+    for (;;) {
+      // Frames that ran to the end of their execution time end before
+      // anything released at this instant can preempt them.
+      ending.clear();
+      while (valid_end() && ends_.top().at == now) {
+        const std::size_t c = ends_.top().cpu;
+        ends_.pop();
+        ending.push_back(holder_[c]);
+        let_go(c, now);
+        touch(c);
+      }
+      std::sort(ending.begin(), ending.end(),
+                [](const Unit* a, const Unit* b) { return a->release_order < b->release_order; });
+      for (Unit* u : ending) end_and_requeue(*u, now);
+      // Cycles that may start now, in unit order; none starts at or after
+      // the end.
+      while (!releases_due_.empty() && releases_due_.top().first == now) {
+        const std::size_t i = releases_due_.top().second;
+        releases_due_.pop();
+        release(i);
+        touch(units_[i].cpu);
+      }
+      dispatch(now);
+      // The next instant something happens: a running frame ends or a unit
+      // may start a cycle. Cycles in progress finish.
+      std::int64_t next = kNever;
+      if (valid_end()) next = ends_.top().at;
+      if (!releases_due_.empty()) next = std::min(next, releases_due_.top().first);
+      if (next == kNever) break;
+      now = next;
+    }
+    for (auto& u : units_) u.unit->finish(end_ns_);
+  }
+
+ private:
   // Tasks pinned to one CPU share one simulated processor; an unpinned task
   // gets a processor of its own, as a machine with enough cores would.
-  const std::int64_t end_ns = seconds_to_ns(duration);
-  std::map<int, std::size_t> cpu_slot;
-  std::size_t processors = 0;
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    Unit& u = units[i];
-    u.unit = &thread_units_of_graph[i];
-    u.unit->reset(0, seconds_to_ns(duration));
-    if (timing_.wake_delay) u.start_ns = std::max<std::int64_t>(0, timing_.wake_delay(u.unit->owner(), 0));
-    const int cpu = u.unit->owner().spec().cpu;
-    if (cpu < 0) {
-      u.cpu = processors++;
-    } else {
-      auto [it, added] = cpu_slot.emplace(cpu, processors);
-      if (added) ++processors;
-      u.cpu = it->second;
-    }
-    for (TaskRuntime* m : u.unit->members) {
-      u.priority = std::max(u.priority, m->spec().priority);
-      m->set_placement(ThreadPlacement{"virtual", m->spec().priority, m->spec().cpu, {}});
+  void place_units(double duration) {
+    std::map<int, std::size_t> cpu_slot;
+    for (std::size_t i = 0; i < units_.size(); ++i) {
+      Unit& u = units_[i];
+      u.unit = &thread_units_[i];
+      u.unit->reset(0, seconds_to_ns(duration));
+      if (timing_.wake_delay) u.start_ns = std::max<std::int64_t>(0, timing_.wake_delay(u.unit->owner(), 0));
+      const int cpu = u.unit->owner().spec().cpu;
+      if (cpu < 0) {
+        u.cpu = processors_++;
+      } else {
+        auto [it, added] = cpu_slot.emplace(cpu, processors_);
+        if (added) ++processors_;
+        u.cpu = it->second;
+      }
+      for (TaskRuntime* m : u.unit->members) {
+        u.priority = std::max(u.priority, m->spec().priority);
+        m->set_placement(ThreadPlacement{"virtual", m->spec().priority, m->spec().cpu, {}});
+      }
     }
   }
 
   // The first time a frame gets its processor it drains its links: what it
   // reads is what was published before it started, as in a real frame.
-  auto start_frame = [&](Unit& u, std::int64_t now) {
+  void start_frame(Unit& u, std::int64_t now) {
     ThreadUnit& tu = *u.unit;
     if (u.pos == 0) {
       u.cycle_start_ns = now;
@@ -98,9 +168,10 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
                                        : seconds_to_ns(execution_time(t.spec(), u.frame));
     u.frame_started = true;
     t.drain();
-  };
+  }
+
   // The integration point is the end of the frame's execution.
-  auto end_frame = [&](Unit& u, std::int64_t now) {
+  void end_frame(Unit& u, std::int64_t now) {
     ThreadUnit& tu = *u.unit;
     const std::size_t member = tu.plan[u.pos];
     TaskRuntime& t = *tu.members[member];
@@ -112,8 +183,8 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
         t.spec().name, u.frame,      static_cast<double>(u.frame_start_ns) * 1e-9, wall, h, t.partition().time(),
         u.latency_ns,  u.lateness_ns};
     u.latency_ns = u.lateness_ns = -1;
-    if (keep_frames_) frames_.push_back(record);
-    if (observer) observer(t, record);
+    if (frames_) frames_->push_back(record);
+    if (observer_) observer_(t, record);
     t.publish();
     u.frame_started = false;
     if (++u.pos < tu.plan.size()) return;
@@ -124,154 +195,133 @@ void VirtualExecutor::run(double duration, const Observer& observer) {
     if (u.slept && timing_.wake_delay) {
       u.start_ns += std::max<std::int64_t>(0, timing_.wake_delay(tu.owner(), tu.deadlines.release()));
     }
-  };
-  // Event queues, so that an instant costs O(log n) in the number of
-  // threads rather than a scan of all of them (10^5 tasks stalled the scan).
-  // Ties break exactly as SCHED_FIFO and the file order say: releases at one
-  // instant in unit order, frames that end at one instant and frames that
-  // start at one instant in release order.
-  using Release = std::pair<std::int64_t, std::size_t>;  // (start_ns, unit)
-  std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_due;
-  for (std::size_t i = 0; i < units.size(); ++i) {
-    if (units[i].start_ns < end_ns) releases_due.emplace(units[i].start_ns, i);
   }
-  // Per processor, its active units; the top (highest priority, then first
-  // released) is the one that runs. Only the running unit ends its cycle, so
-  // a unit leaves only from the top.
-  auto runs_before = [&](std::size_t a, std::size_t b) {
-    return units[a].priority != units[b].priority ? units[a].priority > units[b].priority
-                                                  : units[a].release_order < units[b].release_order;
-  };
-  auto heap_order = [&](std::size_t a, std::size_t b) { return runs_before(b, a); };
-  std::vector<std::vector<std::size_t>> ready(processors);
-  auto winner = [&](std::size_t cpu) -> Unit* { return ready[cpu].empty() ? nullptr : &units[ready[cpu].front()]; };
-  auto pop_winner = [&](std::size_t cpu) {
-    std::pop_heap(ready[cpu].begin(), ready[cpu].end(), heap_order);
-    ready[cpu].pop_back();
-  };
 
-  // The unit holding each processor and since when; its remaining_ns is as
-  // of that instant. An end event is valid while its processor's version is.
-  std::vector<Unit*> holder(processors, nullptr);
-  std::vector<std::int64_t> held_since(processors, 0);
-  std::vector<std::uint64_t> version(processors, 0);
-  struct End {
-    std::int64_t at;
-    std::size_t cpu;
-    std::uint64_t version;
-    bool operator>(const End& o) const noexcept { return at != o.at ? at > o.at : cpu > o.cpu; }
-  };
-  std::priority_queue<End, std::vector<End>, std::greater<>> ends;
-  auto let_go = [&](std::size_t cpu, std::int64_t now) {
-    if (Unit* h = holder[cpu]) h->remaining_ns -= now - held_since[cpu];
-    holder[cpu] = nullptr;
-    ++version[cpu];
-  };
-  auto settle = [&](std::size_t cpu, std::int64_t now) {
+  // Per processor, its active units; the top (highest priority, then first
+  // released) is the one that runs. Only the running unit ends its cycle,
+  // so a unit leaves only from the top.
+  [[nodiscard]] bool runs_before(std::size_t a, std::size_t b) const {
+    return units_[a].priority != units_[b].priority ? units_[a].priority > units_[b].priority
+                                                    : units_[a].release_order < units_[b].release_order;
+  }
+  [[nodiscard]] auto heap_order() const {
+    return [this](std::size_t a, std::size_t b) { return runs_before(b, a); };
+  }
+  Unit* winner(std::size_t cpu) { return ready_[cpu].empty() ? nullptr : &units_[ready_[cpu].front()]; }
+  void pop_winner(std::size_t cpu) {
+    std::pop_heap(ready_[cpu].begin(), ready_[cpu].end(), heap_order());
+    ready_[cpu].pop_back();
+  }
+
+  void let_go(std::size_t cpu, std::int64_t now) {
+    if (Unit* h = holder_[cpu]) h->remaining_ns -= now - held_since_[cpu];
+    holder_[cpu] = nullptr;
+    ++version_[cpu];
+  }
+  void settle(std::size_t cpu, std::int64_t now) {
     Unit* w = winner(cpu);
-    if (w == holder[cpu]) return;
+    if (w == holder_[cpu]) return;
     let_go(cpu, now);
     if (!w) return;
-    holder[cpu] = w;
-    held_since[cpu] = now;
-    ends.push(End{now + w->remaining_ns, cpu, version[cpu]});
-  };
-  auto valid_end = [&]() {
-    while (!ends.empty() && ends.top().version != version[ends.top().cpu]) ends.pop();
-    return !ends.empty();
-  };
+    holder_[cpu] = w;
+    held_since_[cpu] = now;
+    ends_.push(End{now + w->remaining_ns, cpu, version_[cpu]});
+  }
+  bool valid_end() {
+    while (!ends_.empty() && ends_.top().version != version_[ends_.top().cpu]) ends_.pop();
+    return !ends_.empty();
+  }
 
-  std::uint64_t released = 0;
-  auto release = [&](std::size_t i) {
-    Unit& u = units[i];
+  void release(std::size_t i) {
+    Unit& u = units_[i];
     u.active = true;
-    u.release_order = released++;
+    u.release_order = released_++;
     u.pos = 0;
-    ready[u.cpu].push_back(i);
-    std::push_heap(ready[u.cpu].begin(), ready[u.cpu].end(), heap_order);
-  };
+    ready_[u.cpu].push_back(i);
+    std::push_heap(ready_[u.cpu].begin(), ready_[u.cpu].end(), heap_order());
+  }
   // The frame of `u` ended: it leaves the processor's queue when its cycle
   // is over, and it is due for release again unless the run is over.
-  auto end_and_requeue = [&](Unit& u, std::int64_t now) {
+  void end_and_requeue(Unit& u, std::int64_t now) {
     end_frame(u, now);
     if (u.active) return;
     pop_winner(u.cpu);
-    if (u.start_ns < end_ns) releases_due.emplace(u.start_ns, static_cast<std::size_t>(&u - units.data()));
-  };
+    if (u.start_ns < end_ns_) releases_due_.emplace(u.start_ns, static_cast<std::size_t>(&u - units_.data()));
+  }
 
   // Gives every touched processor to its winner; frames that need no
   // execution time end at once, which may give the processor to another
   // unit. Frames start in release order so that, at one instant, a frame
   // sees what the frames released before it published.
-  using Candidate = std::pair<std::uint64_t, std::size_t>;  // (release order, cpu)
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> candidates;
-  auto offer = [&](std::size_t cpu) {
+  void offer(std::size_t cpu) {
     const Unit* w = winner(cpu);
-    if (w && (!w->frame_started || w->remaining_ns == 0 || w != holder[cpu])) candidates.emplace(w->release_order, cpu);
-  };
-  std::vector<std::size_t> touched;
-  std::vector<char> is_touched(processors, 0);
-  auto touch = [&](std::size_t cpu) {
-    if (!is_touched[cpu]) touched.push_back(cpu);
-    is_touched[cpu] = 1;
-  };
-  auto dispatch = [&](std::int64_t now) {
-    for (std::size_t c : touched) offer(c);
-    while (!candidates.empty()) {
-      const auto [order, c] = candidates.top();
-      candidates.pop();
+    if (w && (!w->frame_started || w->remaining_ns == 0 || w != holder_[cpu]))
+      candidates_.emplace(w->release_order, cpu);
+  }
+  void touch(std::size_t cpu) {
+    if (!is_touched_[cpu]) touched_.push_back(cpu);
+    is_touched_[cpu] = 1;
+  }
+  void dispatch(std::int64_t now) {
+    for (std::size_t c : touched_) offer(c);
+    while (!candidates_.empty()) {
+      const auto [order, c] = candidates_.top();
+      candidates_.pop();
       Unit* w = winner(c);
       if (!w || w->release_order != order) continue;
       if (w->frame_started && w->remaining_ns != 0) {
         settle(c, now);  // a preempted frame gets its processor back
         continue;
       }
-      if (holder[c] == w) let_go(c, now);
+      if (holder_[c] == w) let_go(c, now);
       if (!w->frame_started) start_frame(*w, now);
       if (w->remaining_ns == 0) end_and_requeue(*w, now);
       offer(c);
     }
-    for (std::size_t c : touched) {
+    for (std::size_t c : touched_) {
       settle(c, now);
-      is_touched[c] = 0;
+      is_touched_[c] = 0;
     }
-    touched.clear();
+    touched_.clear();
+  }
+
+  using Release = std::pair<std::int64_t, std::size_t>;     // (start_ns, unit)
+  using Candidate = std::pair<std::uint64_t, std::size_t>;  // (release order, cpu)
+  // A processor's frame ending; valid while its processor's version is.
+  struct End {
+    std::int64_t at;
+    std::size_t cpu;
+    std::uint64_t version;
+    bool operator>(const End& o) const noexcept { return at != o.at ? at > o.at : cpu > o.cpu; }
   };
 
-  std::int64_t now = 0;
-  std::vector<Unit*> ending;
-  for (;;) {
-    // Frames that ran to the end of their execution time end before anything
-    // released at this instant can preempt them.
-    ending.clear();
-    while (valid_end() && ends.top().at == now) {
-      const std::size_t c = ends.top().cpu;
-      ends.pop();
-      ending.push_back(holder[c]);
-      let_go(c, now);
-      touch(c);
-    }
-    std::sort(ending.begin(), ending.end(),
-              [](const Unit* a, const Unit* b) { return a->release_order < b->release_order; });
-    for (Unit* u : ending) end_and_requeue(*u, now);
-    // Cycles that may start now, in unit order; none starts at or after the
-    // end.
-    while (!releases_due.empty() && releases_due.top().first == now) {
-      const std::size_t i = releases_due.top().second;
-      releases_due.pop();
-      release(i);
-      touch(units[i].cpu);
-    }
-    dispatch(now);
-    // The next instant something happens: a running frame ends or a unit
-    // may start a cycle. Cycles in progress finish.
-    std::int64_t next = kNever;
-    if (valid_end()) next = ends.top().at;
-    if (!releases_due.empty()) next = std::min(next, releases_due.top().first);
-    if (next == kNever) break;
-    now = next;
-  }
-  for (auto& u : units) u.unit->finish(end_ns);
+  const Timing& timing_;
+  const Observer& observer_;
+  std::vector<FrameRecord>* frames_;  // null: not kept
+  const std::int64_t end_ns_;
+  std::vector<ThreadUnit> thread_units_;
+  std::vector<Unit> units_;
+  std::size_t processors_ = 0;
+  std::uint64_t released_ = 0;
+  std::priority_queue<Release, std::vector<Release>, std::greater<>> releases_due_;
+  std::vector<std::vector<std::size_t>> ready_;
+  // The unit holding each processor and since when; its remaining_ns is as
+  // of that instant.
+  std::vector<Unit*> holder_;
+  std::vector<std::int64_t> held_since_;
+  std::vector<std::uint64_t> version_;
+  std::priority_queue<End, std::vector<End>, std::greater<>> ends_;
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> candidates_;
+  std::vector<std::size_t> touched_;
+  std::vector<char> is_touched_;
+};
+
+}  // namespace
+
+void VirtualExecutor::run(double duration, const Observer& observer) {
+  frames_.clear();
+  graph_.reset();
+  VirtualSchedule(graph_, duration, timing_, observer, keep_frames_ ? &frames_ : nullptr).run();
 }
 
 }  // namespace rtcosim::runtime
