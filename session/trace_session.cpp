@@ -1,6 +1,7 @@
 #include "session/trace_session.hpp"
 
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -48,12 +49,23 @@ int run_command(const std::vector<std::string>& argv, std::string* output) {
   close(pipe_fds[1]);
   std::string out;
   char buf[4096];
-  for (ssize_t n; (n = read(pipe_fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<std::size_t>(n));
+  for (;;) {
+    const ssize_t n = read(pipe_fds[0], buf, sizeof buf);
+    if (n > 0) {
+      out.append(buf, static_cast<std::size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
   close(pipe_fds[0]);
   if (output) *output = out;
   if (rc != 0) return -1;
+  // A status never read is not a success: -1 unless the child's exit is known.
   int status = 0;
-  waitpid(pid, &status, 0);
+  pid_t waited = 0;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  if (waited != pid) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

@@ -92,8 +92,17 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
     close(out[0]);
     return {};
   }
-  fcntl(in[1], F_SETFL, O_NONBLOCK);
-  fcntl(out[0], F_SETFL, O_NONBLOCK);
+  // Non-blocking on our ends only (dot's stay blocking): a dot that stops
+  // reading or writing must never hold the daemon's loop past the deadline.
+  if (fcntl(in[1], F_SETFL, O_NONBLOCK) < 0 || fcntl(out[0], F_SETFL, O_NONBLOCK) < 0) {
+    *why = std::string("cannot make the pipes to '") + program + "' non-blocking: " + std::strerror(errno);
+    close(in[1]);
+    close(out[0]);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return {};
+  }
   using Clock = std::chrono::steady_clock;
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.timeout_s));
