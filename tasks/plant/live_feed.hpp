@@ -8,7 +8,6 @@
 #include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <boost/lockfree/spsc_queue.hpp>
@@ -26,18 +25,19 @@ struct LiveRow {
 
 // A copy of a live source's counters (docs/plant.md defines each).
 struct LiveStatus {
-  std::string key;                    // "csv:<path>" or "udp:<address>:<port>"
-  std::uint64_t good = 0;             // rows or datagrams parsed and handed to the ring
-  std::uint64_t malformed = 0;        // rows or datagrams refused
-  std::uint64_t ring_full = 0;        // good ones dropped because the frame had not taken the ones before
-  std::uint64_t late = 0;             // taken by a frame whose time had already passed them
-  std::uint64_t out_of_order = 0;     // not after the newest taken: dropped by the frame
-  std::uint64_t sequence_gaps = 0;    // datagrams missing between two sequence numbers (udp)
-  std::uint64_t sequence_resets = 0;  // a sequence number more than kMaxSequenceGap ahead: a restart, not losses (udp)
-  std::uint64_t too_far_ahead = 0;    // tagged more than max_tag_lead after the taking frame's file time: dropped
-  std::uint64_t overflowing = 0;      // a value step from the newest row whose slope overflows: dropped
-  std::uint64_t unsent = 0;           // udp_out: datagrams the kernel did not send (no receiver yet, ...)
-  std::string last_bad;               // where the last malformed one came from and why
+  std::string key;                  // "csv:<path>" or "udp:<address>:<port>"
+  std::uint64_t good = 0;           // rows or datagrams parsed and handed to the ring
+  std::uint64_t malformed = 0;      // rows or datagrams refused
+  std::uint64_t ring_full = 0;      // good ones dropped because the frame had not taken the ones before
+  std::uint64_t late = 0;           // taken by a frame whose time had already passed them
+  std::uint64_t out_of_order = 0;   // not after the newest taken: dropped by the frame
+  std::uint64_t sequence_gaps = 0;  // datagrams missing between two sequence numbers (udp)
+  std::uint64_t sequence_resets =
+      0;  // a sequence number more than io::kMaxSequenceGap ahead: a restart, not losses (udp)
+  std::uint64_t too_far_ahead = 0;  // tagged more than max_tag_lead after the taking frame's file time: dropped
+  std::uint64_t overflowing = 0;    // a value step from the newest row whose slope overflows: dropped
+  std::uint64_t unsent = 0;         // udp_out: datagrams the kernel did not send (no receiver yet, ...)
+  std::string last_bad;             // where the last malformed one came from and why
   // Rows taken by a frame, and the median of their age then: the taking
   // frame's simulation time minus the row's time tag (0.25 ms buckets,
   // -1 s .. 1 s; NaN before any). The measured output delay of `sync:
@@ -65,14 +65,15 @@ class LiveTap {
 };
 
 /*
- * LiveSource: a non-real-time receiver thread (a CSV file's tail, a UDP
- * socket) and the lock-free single-producer/single-consumer ring through
- * which it hands validated rows to the frames of one `plant` block. The
- * ring is sized at construction; the thread never waits on the frame (a full
- * ring drops and counts) and the frame never waits on the thread.
- * Sources are shared per key within the process (`acquire`), so that the
- * instances the configuration check makes of a block and the one that runs
- * share one thread and one socket; only one of them may consume.
+ * LiveSource: the lock-free single-producer/single-consumer ring through
+ * which a receiver (io/plant_receivers.hpp: a CSV file's tail, a UDP socket,
+ * each with its own non-real-time thread) hands validated rows to the frames
+ * of one `plant` block, and the counters both sides keep. The ring is sized
+ * at construction; the producer never waits on the frame (a full ring drops
+ * and counts) and the frame never waits on the producer. A source with no
+ * producer (a replay's) is a plain LiveSource whose rows come from its tap.
+ * Who owns the producer's thread: the receiver that derives from this, held
+ * by the blocks through a shared_ptr; the last block to go stops it.
  */
 class LiveSource {
  public:
@@ -81,6 +82,7 @@ class LiveSource {
   LiveSource(const LiveSource&) = delete;
   LiveSource& operator=(const LiveSource&) = delete;
 
+  [[nodiscard]] const std::string& key() const noexcept { return key_; }
   [[nodiscard]] std::size_t signals() const noexcept { return signals_; }
   // RT: the next row, if any.
   bool pop(LiveRow& row) noexcept { return ring_.pop(row); }
@@ -102,11 +104,7 @@ class LiveSource {
   void offer(const LiveRow& row) noexcept { deliver(row); }
 
  protected:
-  // The receiver thread: runs `receive` until `stopping()`.
-  void start();
-  void stop();
-  [[nodiscard]] bool stopping() const noexcept { return stop_.load(std::memory_order_acquire); }
-  virtual void receive() = 0;
+  // The producer's side (a receiver's thread).
   void deliver(const LiveRow& row) noexcept;
   void reject(std::string where_and_why);
   // A datagram of ours that could not be sent: not malformed input.
@@ -121,17 +119,10 @@ class LiveSource {
   std::atomic<std::uint64_t> good_{0}, malformed_{0}, ring_full_{0}, late_{0}, out_of_order_{0}, gaps_{0}, unsent_{0},
       resets_{0}, ahead_{0}, overflowing_{0};
   std::array<std::atomic<std::uint32_t>, kAgeBuckets> ages_{};
-  mutable std::mutex bad_mutex_;  // receiver and reporter only, never a frame
+  mutable std::mutex bad_mutex_;  // producer and reporter only, never a frame
   std::string last_bad_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
   LiveTap* tap_ = nullptr;
 };
-
-// A datagram whose sequence number is further than this after the one
-// expected counts one reset (a sender that restarted, or a hostile number),
-// not that many lost datagrams.
-inline constexpr std::uint64_t kMaxSequenceGap = 1u << 20;
 
 struct FollowOptions {
   std::string path;
@@ -159,20 +150,44 @@ struct UdpOutOptions {
 // file or its header is missing or wrong (set-up).
 std::vector<std::string> follow_header(const FollowOptions& options);
 
-// The source for these options: the running one with the same key, else a
-// new one with its thread started. Throws CsvError / std::runtime_error with
-// what was wrong (set-up only).
+/*
+ * LiveReceivers: where a `plant` or `udp_out` block gets its source. The
+ * block layer only takes rows from a ring; the threads, sockets and files
+ * behind it are io/'s (io::PlantReceivers), which a front end installs for
+ * the process before it loads a graph (`rtcosim`, `rtcosimd`, and the tests
+ * that run live sources). Sources are shared per key, so that the instances
+ * the configuration check makes of a block and the one that runs share one
+ * thread and one socket; only one of them may consume. Set-up only: every
+ * call may throw (std::runtime_error, CsvError) with what was wrong.
+ */
+class LiveReceivers {
+ public:
+  virtual ~LiveReceivers() = default;
+  virtual std::shared_ptr<LiveSource> follow(const FollowOptions& options) = 0;
+  virtual std::shared_ptr<LiveSource> udp(const UdpOptions& options) = 0;
+  // An outgoing source: rows offered by the frames are sent as datagrams.
+  virtual std::shared_ptr<LiveSource> udp_out(const UdpOutOptions& options) = 0;
+  // A replay (docs/replay.md): from now on the sources made have no thread,
+  // socket or file; their rows come from the replay log's taps (and their
+  // sender sends nothing).
+  virtual void go_offline() noexcept = 0;
+  // Every source made and still held, for the summaries and the daemon's status.
+  virtual std::vector<LiveStatus> status() = 0;
+};
+
+// The process's receivers (null: none; then a live block is refused at load
+// with a message that says so). Not owned; the installer keeps them alive
+// until it installs null, after the last graph is gone.
+void install_receivers(LiveReceivers* receivers) noexcept;
+[[nodiscard]] LiveReceivers* installed_receivers() noexcept;
+
+// Through the installed receivers; the acquire functions throw
+// std::runtime_error when none are installed.
 std::shared_ptr<LiveSource> acquire_follow(const FollowOptions& options);
 std::shared_ptr<LiveSource> acquire_udp(const UdpOptions& options);
-// An outgoing source: rows offered by the frames are sent as datagrams.
 std::shared_ptr<LiveSource> acquire_udp_out(const UdpOutOptions& options);
-
-// A replay (docs/replay.md): from now on the acquire functions of this
-// process return sources without a thread, socket or file, whose rows come
-// from the replay log's taps (and whose sender sends nothing).
 void replay_offline() noexcept;
-
-// Every live source of the process, for `rtcosim run`'s summary and the daemon's status.
+// Every live source of the process (empty without receivers).
 std::vector<LiveStatus> live_status();
 
 /*

@@ -57,20 +57,3 @@ TEST(PlantConfig, AWireToASignalTheRecordingLacksIsAnError) {
 
 }  // namespace
 }  // namespace rtcosim::config
-
-namespace rtcosim::config {
-namespace {
-
-// The live pair lives in examples/live/, away from the examples every
-// loader test loads in parallel processes: loading the receiver binds its
-// UDP port, and two processes cannot both hold it.
-TEST(PlantConfig, TheLivePairLoads) {
-  for (const char* name : {"plant_sender.yaml", "plant_receiver.yaml"}) {
-    const auto r = load_graph_file(std::string(RTCOSIM_EXAMPLES_DIR) + "/live/" + name);
-    for (const auto& d : r.diagnostics) ADD_FAILURE() << d.str();
-    EXPECT_TRUE(r.ok()) << name;
-  }
-}
-
-}  // namespace
-}  // namespace rtcosim::config

@@ -23,6 +23,8 @@
 #include <gtest/gtest.h>
 
 #include "coupling/data_block.hpp"
+#include "io/plant_datagram.hpp"
+#include "io/plant_receivers.hpp"
 #include "runtime/frame_log.hpp"
 #include "runtime/record_file.hpp"
 #include "runtime/recorder.hpp"
@@ -31,13 +33,15 @@
 #include "runtime/unit_loop.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "tasks/plant/live_feed.hpp"
-#include "tasks/plant/plant_datagram.hpp"
 #include "tests/support/graphs.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/support/udp_port.hpp"
 
 namespace rtcosim::runtime {
 namespace {
+
+// The live sources' threads and sockets, as a front end installs them.
+io::PlantReceivers g_receivers;
 
 namespace fs = std::filesystem;
 using rtcosim::testing::build_graph;
@@ -1041,8 +1045,8 @@ TEST(ReplayRoundTrip, TheRowsALiveUdpSourceTookAreReplayedBitForBit) {
     for (int j = 0; j < 5; ++j) {
       const double t = static_cast<double>(drain) * 0.05 + (drain % 4 == 0 && j == 0 ? -0.2 : 0.01 * j);
       const double values[2] = {std::sin(7.0 * t), std::cos(3.0 * t)};
-      unsigned char bytes[tasks::plant::kMaxDatagram];
-      const std::size_t n = tasks::plant::encode_datagram(++sequence, t, values, bytes);
+      unsigned char bytes[io::kMaxDatagram];
+      const std::size_t n = io::encode_datagram(++sequence, t, values, bytes);
       sent += ::sendto(fd, bytes, n, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) == static_cast<ssize_t>(n);
     }
     for (int wait = 0; wait < 2000 && good() < before + sent; ++wait) std::this_thread::sleep_for(1ms);

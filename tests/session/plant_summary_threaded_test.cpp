@@ -8,13 +8,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "io/plant_datagram.hpp"
+#include "io/plant_receivers.hpp"
 #include "session/report/plant_summary.hpp"
 #include "tasks/plant/live_feed.hpp"
-#include "tasks/plant/plant_datagram.hpp"
 #include "tests/support/udp_port.hpp"
 
 namespace rtcosim::tools {
 namespace {
+
+// The live sources' threads and sockets, as a front end installs them.
+io::PlantReceivers g_receivers;
 
 TEST(PlantSummary, TheCountersOfALiveSourceAppearInTheTableAndTheJson) {
   EXPECT_EQ(session::plant_lines(), "");  // no source: no table
@@ -28,9 +32,9 @@ TEST(PlantSummary, TheCountersOfALiveSourceAppearInTheTableAndTheJson) {
   o.signals = {"a"};
   const auto source = tasks::plant::acquire_udp(o);
   const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
-  unsigned char b[tasks::plant::kMaxDatagram];
+  unsigned char b[io::kMaxDatagram];
   const double v = 1.0;
-  const std::size_t n = tasks::plant::encode_datagram(0, 0.0, std::span<const double>(&v, 1), b);
+  const std::size_t n = io::encode_datagram(0, 0.0, std::span<const double>(&v, 1), b);
   ::sendto(fd, b, n, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   ::sendto(fd, b, 3, 0, reinterpret_cast<sockaddr*>(&sa), sizeof sa);
   sockaddr_in me{};

@@ -19,9 +19,6 @@ class Fed final : public LiveSource {
     r.time = tag;
     deliver(r);
   }
-
- protected:
-  void receive() override {}
 };
 
 TEST(PlantAge, TheMedianAgeOfTakenRowsIsTheirDelayToTheBucket) {

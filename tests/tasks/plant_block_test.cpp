@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "tasks/plant/csv_table.hpp"
+#include "tasks/plant/live_feed.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/tasks/block_rig.hpp"
@@ -109,6 +110,20 @@ TEST(PlantCsv, SteadyStateFramesAllocateNothing) {
   rtcosim::testing::AllocationScope scope;
   for (long k = 1; k <= 5000; ++k) rig.step_at(k, 0.001);
   EXPECT_EQ(scope.count(), 0u);
+}
+
+// The block layer has no receivers of its own (io::PlantReceivers, which
+// this test does not link): a live source is refused at its creation, with
+// the parameter and what to run instead, and nothing is opened.
+TEST(PlantLive, WithoutInstalledReceiversALiveSourceIsRefusedByName) {
+  ASSERT_EQ(plant::installed_receivers(), nullptr);
+  const std::string udp = testing::creation_error(
+      "plant", {{"source", std::string("udp")}, {"port", 40001.0}, {"signals", std::string("a")}});
+  EXPECT_NE(udp.find("block 'b' (plant): live sources need the plant receivers of io/"), std::string::npos) << udp;
+  EXPECT_NE(udp.find("run the graph with rtcosim or rtcosimd"), std::string::npos) << udp;
+  const std::string out = testing::creation_error("udp_out", {{"port", 40001.0}, {"signals", std::string("a")}});
+  EXPECT_NE(out.find("block 'b' (udp_out): live sources need the plant receivers"), std::string::npos) << out;
+  EXPECT_TRUE(plant::live_status().empty());
 }
 
 TEST(PlantCsv, AWrongRecordingIsRefusedNamingLineAndColumn) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "io/plant_receivers.hpp"
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/ctl_command.hpp"
 #include "tools/rtcosim/eval_command.hpp"
@@ -56,6 +57,9 @@ int main(int argc, char** argv) {
   }
   const std::string verb = args[0];
   args.erase(args.begin());
+  // The live plant sources' threads and sockets, for every verb that loads a
+  // graph; they go after the verb's graphs (io/plant_receivers.hpp).
+  rtcosim::io::PlantReceivers receivers;
   if (verb == "eval") return rtcosim::tools::run_eval_command(args);
   if (verb == "check") return rtcosim::tools::run_check_command(args);
   if (verb == "run") return rtcosim::tools::run_run_command(args);

@@ -9,6 +9,7 @@
 
 #include <sys/stat.h>
 
+#include "io/plant_receivers.hpp"
 #include "tools/common/cli_args.hpp"
 #include "tools/rtcosimd/daemon.hpp"
 
@@ -153,6 +154,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!options) return 0;
+  // Declared first, destroyed last: the graphs the daemon loads hold its
+  // live plant sources (io/plant_receivers.hpp).
+  rtcosim::io::PlantReceivers receivers;
   rtcosim::daemon::Daemon daemon(*options);
   return daemon.run();
 }

@@ -15,8 +15,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "io/plant_datagram.hpp"
+#include "io/plant_receivers.hpp"
 #include "tasks/plant/live_feed.hpp"
-#include "tasks/plant/plant_datagram.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/support/udp_port.hpp"
@@ -24,6 +25,9 @@
 
 namespace rtcosim::tasks {
 namespace {
+
+// The live sources' threads and sockets, as a front end installs them.
+io::PlantReceivers g_receivers;
 
 using testing::Rig;
 
@@ -134,8 +138,8 @@ struct Sender {
     ASSERT_EQ(::sendto(fd, b, n, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to), static_cast<ssize_t>(n));
   }
   void values(std::uint64_t seq, double t, std::vector<double> v) const {
-    unsigned char b[plant::kMaxDatagram];
-    bytes(b, plant::encode_datagram(seq, t, v, b));
+    unsigned char b[io::kMaxDatagram];
+    bytes(b, io::encode_datagram(seq, t, v, b));
   }
   int fd;
   sockaddr_in to{};
@@ -161,11 +165,11 @@ TEST(PlantUdp, GoodAndHostileDatagramsGiveExactCounts) {
   send.values(0, 0.0, {1.0, 10.0});
   send.values(1, 1.0, {3.0, 30.0});
   send.values(5, 2.0, {5.0, 50.0});  // 3 datagrams lost before it
-  unsigned char b[plant::kMaxDatagram + 64] = {};
-  const std::size_t good = plant::encode_datagram(6, 3.0, std::vector<double>{7.0, 70.0}, b);
-  send.bytes(b, 10);                        // short
-  send.bytes(b, plant::kMaxDatagram + 64);  // long
-  send.bytes(b, good + 8);                  // one value too many for its count
+  unsigned char b[io::kMaxDatagram + 64] = {};
+  const std::size_t good = io::encode_datagram(6, 3.0, std::vector<double>{7.0, 70.0}, b);
+  send.bytes(b, 10);                     // short
+  send.bytes(b, io::kMaxDatagram + 64);  // long
+  send.bytes(b, good + 8);               // one value too many for its count
   b[0] ^= 0xff;
   send.bytes(b, good);  // wrong magic
   b[0] ^= 0xff;

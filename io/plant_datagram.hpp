@@ -6,7 +6,7 @@
 #include <span>
 #include <string>
 
-namespace rtcosim::tasks::plant {
+namespace rtcosim::io {
 
 /*
  * The datagram a plant (a PLC, a test bench, a script, `udp_out`) sends to a
@@ -65,8 +65,13 @@ inline std::size_t encode_datagram(std::uint64_t sequence, double time, std::spa
   return kDatagramHeader + 8 * values.size();
 }
 
+// A datagram whose sequence number is further than this after the one
+// expected counts one reset (a sender that restarted, or a hostile number),
+// not that many lost datagrams.
+inline constexpr std::uint64_t kMaxSequenceGap = 1u << 20;
+
 // Validates a received datagram against the `expected` number of values;
 // empty when good, else what was wrong and what would be right.
 std::string decode_datagram(std::span<const unsigned char> bytes, std::size_t expected, Datagram& out);
 
-}  // namespace rtcosim::tasks::plant
+}  // namespace rtcosim::io
