@@ -98,7 +98,8 @@ int rtcosim_side(bool ping, int count, const std::string& domain) {
   const auto methods = rtcosim::coupling::MethodRegistry::with_builtins();
   auto graph = rtcosim::runtime::Graph::build(loaded.graph, blocks, methods);
   graph->set_host(ping ? "a" : "b");
-  rtcosim::io::DdsBridge bridge(*graph);
+  rtcosim::io::RemoteState remote(*graph);
+  rtcosim::io::DdsBridge bridge(*graph, remote);
   (void)bridge.coordinate_start(20.0, 0.2);
   graph->reset();
   rtcosim::coupling::Link* out = nullptr;

@@ -93,6 +93,7 @@ constexpr std::uint64_t kInitialSequence = 1;
 // One remote link as the bridge sees it.
 struct RemoteEnd {
   runtime::GraphLink* link = nullptr;
+  RemoteState::Link* state = nullptr;  // its topic and counters (the run's RemoteState)
   dds_entity_t topic = 0;
   dds_entity_t writer = 0;  // producer here
   dds_entity_t reader = 0;  // consumer here
@@ -110,8 +111,8 @@ struct RemoteEnd {
   void* owner = nullptr;  // the DdsBridge::Impl
   bool held = false;      // stop() holds `busy` for good
   bool seen_any = false;
-  const runtime::HostClock* producer_clock = nullptr;  // consumer side: the producer host's, for latency
-  std::uint32_t deadline_base = 0;                     // DDS's missed-deadline count when the run started
+  const HostClock* producer_clock = nullptr;  // consumer side: the producer host's, for latency
+  std::uint32_t deadline_base = 0;            // DDS's missed-deadline count when the run started
 };
 
 // This end's missed deadlines so far (DDS counts them per reader / writer).
@@ -137,7 +138,7 @@ struct Peer {
   std::array<std::int64_t, kPending> sent_t1{};
   std::uint64_t next_ping = 1;
   ClockOffsetFilter filter;
-  runtime::HostClock* clock = nullptr;  // the graph's
+  HostClock* clock = nullptr;  // the run's RemoteState's
   bool clock_warned = false;
 };
 
@@ -300,7 +301,7 @@ struct DdsBridge::Impl {
       s.derivatives = {len, len, e.derivatives.data(), false};
       s.derivative_known = {len, len, e.known.get(), false};
       const bool ok = dds_write(e.writer, &s) >= 0;
-      (ok ? e.link->remote_stats.written : e.link->remote_stats.write_errors).fetch_add(1, std::memory_order_relaxed);
+      (ok ? e.state->stats.written : e.state->stats.write_errors).fetch_add(1, std::memory_order_relaxed);
       runtime::trace::remote_send(e.link->id, b.sequence, b.tag, ok);
     });
   }
@@ -310,7 +311,7 @@ struct DdsBridge::Impl {
   void read_in(RemoteEnd& e) noexcept {
     void* samples[32] = {};
     dds_sample_info_t infos[32];
-    runtime::RemoteLinkStats& st = e.link->remote_stats;
+    RemoteLinkStats& st = e.state->stats;
     for (;;) {
       const dds_return_t n = dds_take(e.reader, samples, infos, 32, 32);
       if (n <= 0) return;
@@ -357,7 +358,7 @@ struct DdsBridge::Impl {
 
   void count_deadlines() noexcept {
     for (auto& e : ends) {
-      e->link->remote_stats.deadline_missed.store(deadline_count(*e) - e->deadline_base, std::memory_order_relaxed);
+      e->state->stats.deadline_missed.store(deadline_count(*e) - e->deadline_base, std::memory_order_relaxed);
     }
   }
 
@@ -535,7 +536,8 @@ std::int64_t monotonic_from_realtime(std::int64_t realtime_ns) noexcept {
   return clock_ns(CLOCK_MONOTONIC) + (realtime_ns - clock_ns(CLOCK_REALTIME));
 }
 
-DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_(std::make_unique<Impl>(graph)) {
+DdsBridge::DdsBridge(runtime::Graph& graph, RemoteState& remote, std::int64_t clock_shift_ns)
+    : impl_(std::make_unique<Impl>(graph)) {
   Impl& m = *impl_;
   m.clock_shift_ns = clock_shift_ns;
   const config::GraphSpec& spec = graph.spec();
@@ -544,7 +546,7 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
   for (const auto& h : spec.hosts) {
     if (h.name != m.host) m.peers.emplace(h.name, Peer{});
   }
-  for (const auto& c : graph.host_clocks()) {
+  for (const auto& c : remote.host_clocks()) {
     if (auto it = m.peers.find(c->host); it != m.peers.end()) it->second.clock = c.get();
   }
   if (spec.dds.security.enabled()) {
@@ -589,6 +591,9 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
   for (runtime::GraphLink* l : graph.remote_links()) {
     auto e = std::make_unique<RemoteEnd>();
     e->link = l;
+    e->state = remote.find(l);
+    if (e->state == nullptr) throw std::logic_error("the DDS bridge's RemoteState is of another graph or host");
+    const std::string& topic_name = e->state->topic;
     const std::size_t n = l->link->signal_count();
     // Best effort, the newest blocks as deep as the link's ring: a late
     // block is worth less than the next one. A deadline of two producer
@@ -599,10 +604,10 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
     dds_qset_history(q, DDS_HISTORY_KEEP_LAST, static_cast<int32_t>(l->link->capacity_blocks()));
     const config::TaskSpec* producer = spec.find_task(l->producer);
     if (producer) dds_qset_deadline(q, static_cast<dds_duration_t>(kDeadlinePeriods * producer->period * 1e9));
-    e->topic = dds_create_topic(m.participant, &rtcosim_LinkBlock_desc, l->topic.c_str(), q, nullptr);
+    e->topic = dds_create_topic(m.participant, &rtcosim_LinkBlock_desc, topic_name.c_str(), q, nullptr);
     if (e->topic < 0) {
       dds_delete_qos(q);
-      check(e->topic, ("creating topic " + l->topic).c_str());
+      check(e->topic, ("creating topic " + topic_name).c_str());
     }
     if (l->producer_local) {
       e->writer = dds_create_writer(m.participant, e->topic, q, nullptr);
@@ -613,7 +618,7 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
       e->block = coupling::DataBlock(n);
       e->owner = &m;
       if (producer) {
-        for (const auto& c : graph.host_clocks()) {
+        for (const auto& c : remote.host_clocks()) {
           if (c->host == producer->host) e->producer_clock = c.get();
         }
       }
@@ -623,7 +628,7 @@ DdsBridge::DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns) : impl_
       dds_delete_listener(listener);
     }
     dds_delete_qos(q);
-    check(e->writer ? e->writer : e->reader, ("creating the endpoint of topic " + l->topic).c_str());
+    check(e->writer ? e->writer : e->reader, ("creating the endpoint of topic " + topic_name).c_str());
     if (e->writer) l->link->set_wake(&m.produced);
     m.ends.push_back(std::move(e));
   }
@@ -709,9 +714,10 @@ void DdsBridge::start(bool fifo) {
   Impl& m = *impl_;
   const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
   for (auto& [name, p] : m.peers) p.heard_ns = std::max(p.heard_ns, now);
-  // After Graph::reset (the executor's start), which cleared the counters.
+  // After RemoteState::reset and Graph::reset (session::RealtimeRun::start),
+  // which cleared the counters.
   for (auto& e : m.ends) {
-    e->link->remote_stats.last_sequence.store(kInitialSequence, std::memory_order_relaxed);
+    e->state->stats.last_sequence.store(kInitialSequence, std::memory_order_relaxed);
     e->deadline_base = deadline_count(*e);
   }
   // A start after a stop: the ends stop() held are free again.

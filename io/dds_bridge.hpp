@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "io/remote_state.hpp"
 #include "runtime/graph.hpp"
 
 namespace rtcosim::io {
@@ -46,9 +47,10 @@ class DdsBridge {
   // hosts' clocks may differ that much; docs/dds.md).
   static constexpr double kStartMargin = 1.0;
 
-  // `clock_shift_ns` is added to every CLOCK_REALTIME reading of the clock
-  // ping-pong: a host whose clock is off by that much (tests).
-  explicit DdsBridge(runtime::Graph& graph, std::int64_t clock_shift_ns = 0);
+  // Fills `remote` (made from `graph` after its set_host; it must outlive
+  // the bridge). `clock_shift_ns` is added to every CLOCK_REALTIME reading
+  // of the clock ping-pong: a host whose clock is off by that much (tests).
+  DdsBridge(runtime::Graph& graph, RemoteState& remote, std::int64_t clock_shift_ns = 0);
   ~DdsBridge();
   DdsBridge(const DdsBridge&) = delete;
   DdsBridge& operator=(const DdsBridge&) = delete;
@@ -69,7 +71,7 @@ class DdsBridge {
   // Hosts that fell silent during the run, each reported once (then
   // cleared). Any thread.
   [[nodiscard]] std::vector<std::string> take_lost_hosts();
-  // Hosts whose estimated clock offset (Graph::host_clocks, once a full
+  // Hosts whose estimated clock offset (RemoteState::host_clocks, once a full
   // window of exchanges is in) exceeds `dds: max_clock_offset`, one warning
   // each per run (then cleared). Any thread.
   [[nodiscard]] std::vector<std::string> take_clock_warnings();

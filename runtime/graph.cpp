@@ -9,7 +9,6 @@
 #include <unordered_map>
 
 #include "base/counter.hpp"
-#include "rt_config/hosts.hpp"
 #include "runtime/trace.hpp"
 
 namespace rtcosim::runtime {
@@ -347,7 +346,6 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       link->consumer = consumer->spec().name;
       link->method = coupling->method;
       link->remote = producer->spec().host != consumer->spec().host;
-      if (link->remote) link->topic = config::dds_topic_name(g->spec_, external.name, consumer->spec().name);
       link->method_uses_derivatives = methods.get(coupling->method).uses_derivatives;
       const double producer_period = producer->spec().period;
       const double producer_max = producer->policy().max_step();
@@ -445,12 +443,6 @@ void Graph::set_host(const std::string& host) {
                                 (known.empty() ? std::string("(the file declares no hosts)") : known));
   }
   host_ = host;
-  host_clocks_.clear();
-  for (const auto& h : spec_.hosts) {
-    if (host.empty() || h.name == host) continue;
-    host_clocks_.push_back(std::make_unique<HostClock>());
-    host_clocks_.back()->host = h.name;
-  }
   for (auto& t : tasks_) t->set_local(host.empty() || t->spec().host == host);
   for (auto& l : links_) {
     l->producer_local = find_task(l->producer)->local();
@@ -516,7 +508,6 @@ void Graph::reset() noexcept {
     b->link->reset_counters();
     b->stats.reset();
   }
-  for (auto& l : links_) l->remote_stats.reset();
   for (auto& t : tasks_) t->reset_run();
   for (auto& t : tasks_) t->partition().reset(0.0);
   // Each task reads what the tasks before it published at t = 0, so that

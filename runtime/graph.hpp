@@ -58,12 +58,11 @@ struct GraphLink {
   LinkBundle* bundle = nullptr;
   std::size_t offset = 0;  // its first signal in the bundle's blocks
   std::size_t width = 0;
-  // Ends on different hosts: the link crosses DDS (docs/dds.md) as `topic`.
+  // Ends on different hosts: the link crosses DDS (docs/dds.md); its topic
+  // and counters are the bridge's (io/remote_state.hpp).
   bool remote = false;
-  std::string topic;
   bool producer_local = true;  // the producer runs in this process
   bool consumer_local = true;  // the consumer runs in this process
-  RemoteLinkStats remote_stats;
 
   [[nodiscard]] LinkHealth health() const noexcept;
 };
@@ -292,9 +291,6 @@ class Graph {
   [[nodiscard]] const std::string& host() const noexcept { return host_; }
   // Links that leave this process: remote, with one end here.
   [[nodiscard]] std::vector<GraphLink*> remote_links() noexcept;
-  // With a host: one per other host of the spec, their clocks as this
-  // host's DDS bridge estimates them.
-  [[nodiscard]] const std::vector<std::unique_ptr<HostClock>>& host_clocks() const noexcept { return host_clocks_; }
 
   // Emits task_info and link_info trace events (names for the ids).
   void trace_names() const noexcept;
@@ -319,7 +315,6 @@ class Graph {
   std::vector<std::unique_ptr<TaskRuntime>> tasks_;
   std::vector<std::unique_ptr<GraphLink>> links_;
   std::vector<std::unique_ptr<LinkBundle>> bundles_;
-  std::vector<std::unique_ptr<HostClock>> host_clocks_;
 };
 
 }  // namespace rtcosim::runtime

@@ -32,7 +32,7 @@ class LogHistogram {
  public:
   static constexpr int kSubBits = 6;
   static constexpr int kSubBuckets = 1 << kSubBits;  // per octave
-  static constexpr int kTopOctave = 36;               // [2^36, 2^37) is the last
+  static constexpr int kTopOctave = 36;              // [2^36, 2^37) is the last
   static constexpr int kBuckets = (kTopOctave - kSubBits + 2) * kSubBuckets;
 
   void add(std::int64_t value_ns) noexcept {
@@ -169,7 +169,7 @@ class RunningRange {
  */
 struct TaskStats {
   std::atomic<std::uint64_t> frames{0};
-  std::atomic<std::uint64_t> cycles{0};          // cycles this task owns (itself, or its rate group)
+  std::atomic<std::uint64_t> cycles{0};  // cycles this task owns (itself, or its rate group)
   std::atomic<std::uint64_t> overruns{0};
   std::atomic<std::uint64_t> missed_periods{0};
   LogHistogram wakeup_latency_ns;  // cycles whose thread slept: wake-up - release
@@ -179,7 +179,7 @@ struct TaskStats {
   RunningRange step;               // seconds
   RunningRange lag;                // seconds, signed: wall at the integration point - (sim after the step - period)
   std::atomic<double> lost_real_time{0.0};
-  RunningRange truncation_error;   // ab2's on-line estimate
+  RunningRange truncation_error;  // ab2's on-line estimate
 
   // Between runs only (no task running).
   void reset() noexcept {
@@ -194,7 +194,7 @@ struct TaskStats {
 // and its extrapolator's stale/rejected counters. Written by the consumer's
 // thread only (relaxed atomics), readable from any thread.
 struct LinkStats {
-  RunningRange data_age;               // consumer's simulation time minus the newest tag, at each drain
+  RunningRange data_age;                // consumer's simulation time minus the newest tag, at each drain
   RunningRange extrapolation_interval;  // evaluation time minus the newest tag, at each sample (before the horizon)
   // Consumer frames whose outputs were evaluated from a reconstruction that
   // used a derivative fallback (a block lacked a derivative the method wants).
@@ -209,69 +209,6 @@ struct LinkStats {
     extrapolation_interval.reset();
     fallback_frames.store(0, std::memory_order_relaxed);
     beyond_horizon_frames.store(0, std::memory_order_relaxed);
-  }
-};
-
-/*
- * RemoteLinkStats: a link whose ends run on different hosts, as the DDS
- * bridge of one end saw it (docs/figures.md, "Per remote link"). The
- * producer's host counts `written`, the consumer's host the rest.
- * Written by the bridge thread only; any thread may read.
- */
-// Another host's clock as this host's DDS bridge estimates it (docs/dds.md,
-// "Clocks"); written by the bridge thread, read by anyone.
-struct HostClock {
-  std::string host;
-  std::atomic<std::int64_t> offset_ns{0};      // its CLOCK_REALTIME - ours, min-RTT estimate
-  std::atomic<std::int64_t> round_trip_ns{0};  // of the exchange that estimate comes from
-  std::atomic<std::uint64_t> exchanges{0};     // ping-pongs completed; 0: no estimate
-};
-
-struct RemoteLinkStats {
-  std::atomic<std::uint64_t> written{0};  // samples handed to dds_write (producer's host)
-  std::atomic<std::uint64_t> write_errors{0};
-  std::atomic<std::uint64_t> received{0};   // samples taken from DDS into the ring (consumer's host)
-  std::atomic<std::uint64_t> lost{0};       // sequence numbers skipped between received samples
-  std::atomic<std::uint64_t> malformed{0};  // samples of the wrong signal count, dropped
-  std::atomic<std::uint64_t> ring_full{0};  // received samples the consumer's ring had no room for
-  std::atomic<std::uint64_t> sequence_resets{0};  // sequence numbers beyond max_sequence_gap of the last, either way
-  std::atomic<std::uint64_t> deadline_missed{0};  // DDS deadline periods without a sample (this end's count)
-  std::atomic<std::uint64_t> last_sequence{0};
-  // One-way latency estimate of each received sample, seconds: this host's
-  // CLOCK_REALTIME when the sample was taken minus the producer's bridge's
-  // at its write, the producer host's clock offset (HostClock) taken out.
-  RunningRange latency;
-
-  void reset() noexcept {
-    for (auto* c : {&written, &write_errors, &received, &lost, &malformed, &ring_full, &sequence_resets,
-                    &deadline_missed, &last_sequence})
-      c->store(0, std::memory_order_relaxed);
-    latency.reset();
-  }
-
-  // A received sample's sequence number (one thread, the bridge's). The
-  // number is foreign input: a step forward of at most `max_gap` counts the
-  // numbers skipped as lost; a jump further than `max_gap` either way (a
-  // producer that restarted, or a hostile sample) counts one reset and
-  // carries on from it, so that no single sample can inflate `lost`. An
-  // older number within the window (reordered) changes nothing.
-  // Returns what this sample added: lost numbers, or a reset.
-  struct SequenceStep {
-    std::uint64_t lost = 0;
-    bool reset = false;
-  };
-  SequenceStep account_sequence(std::uint64_t sequence, std::uint64_t max_gap) noexcept {
-    const std::uint64_t last = last_sequence.load(std::memory_order_relaxed);
-    const std::uint64_t distance = sequence > last ? sequence - last : last - sequence;
-    if (distance > max_gap) {
-      sequence_resets.fetch_add(1, std::memory_order_relaxed);
-      last_sequence.store(sequence, std::memory_order_relaxed);
-      return {0, true};
-    }
-    if (sequence <= last) return {};
-    lost.fetch_add(sequence - last - 1, std::memory_order_relaxed);
-    last_sequence.store(sequence, std::memory_order_relaxed);
-    return {sequence - last - 1, false};
   }
 };
 

@@ -17,7 +17,7 @@ class DdsBridge {};
 namespace rtcosim::session {
 
 RealtimeRun::RealtimeRun(runtime::Graph& graph, runtime::Recorder* recorder, runtime::FrameLog* frame_log)
-    : graph_(graph), recorder_(recorder), frame_log_(frame_log) {}
+    : graph_(graph), recorder_(recorder), frame_log_(frame_log), remote_(std::make_shared<io::RemoteState>(graph)) {}
 
 RealtimeRun::~RealtimeRun() { (void)stop(); }
 
@@ -41,7 +41,7 @@ bool RealtimeRun::distributed() const noexcept { return !graph_.host().empty(); 
 void RealtimeRun::open_bridge() {
   if (!distributed() || bridge_) return;
 #ifdef RTCOSIM_HAVE_DDS
-  bridge_ = std::make_unique<io::DdsBridge>(graph_);
+  bridge_ = std::make_unique<io::DdsBridge>(graph_, *remote_);
 #else
   throw std::runtime_error("this rtcosim was built without Cyclone DDS: host '" + graph_.host() +
                            "' cannot reach the others (install cyclonedds-dev and rebuild)");
@@ -70,6 +70,8 @@ void RealtimeRun::cancel_coordination() noexcept {
 
 void RealtimeRun::start(double duration, std::int64_t epoch_ns, runtime::ReplayLog* replay_log) {
   auto executor = std::make_unique<runtime::RealtimeExecutor>(graph_, recorder_, report_, frame_log_);
+  // With the executor's Graph::reset, which empties the rings these counted.
+  remote_->reset();
   executor->set_replay_log(replay_log);
   executor->start(duration, 0.05, epoch_ns);
   executor_ = std::move(executor);

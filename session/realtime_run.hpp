@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "io/remote_state.hpp"
 #include "runtime/frame_log.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/realtime.hpp"
@@ -36,7 +37,9 @@ namespace rtcosim::session {
  *   stop()           tasks first (at a cycle boundary), joined, then the
  *                    bridge; idempotent, and the destructor's
  *
- * Ownership: it owns the executor and the bridge. The graph, the recorder,
+ * Ownership: it owns the executor, the bridge and what the bridge measures
+ * (io::RemoteState, shared so that a summary can read it after the run is
+ * gone; it points into the graph, so it must not outlive it). The graph, the recorder,
  * the frame log and the replay log are the caller's and outlive it; the
  * caller drains the recorder (it is the recording's writer).
  * Real-time surface: none of its members runs in a frame; the frames are
@@ -100,12 +103,16 @@ class RealtimeRun {
   std::string stop();
 
   [[nodiscard]] const runtime::RealtimeReport& report() const noexcept { return report_; }
+  // The remote links' counters and the other hosts' clocks (zero without a
+  // bridge), reset by each start.
+  [[nodiscard]] std::shared_ptr<const io::RemoteState> remote() const noexcept { return remote_; }
 
  private:
   runtime::Graph& graph_;
   runtime::Recorder* recorder_;
   runtime::FrameLog* frame_log_;
   runtime::RealtimeReport report_;
+  std::shared_ptr<io::RemoteState> remote_;  // before bridge_: it outlives the bridge
   std::unique_ptr<io::DdsBridge> bridge_;
   std::unique_ptr<runtime::RealtimeExecutor> executor_;
 };

@@ -1,7 +1,9 @@
 #include "session/report/run_summary.hpp"
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 #include "base/json.hpp"
 #include "session/report/plant_summary.hpp"
@@ -48,57 +50,56 @@ std::vector<const GraphLink*> local_links(runtime::Graph& graph) {
 
 // Remote links as one end saw them: the producer's host counts what it
 // wrote, the consumer's what it received, lost and how old it was.
-std::string remote_link_lines(runtime::Graph& graph) {
-  const auto remote = graph.remote_links();
+std::string remote_link_lines(const io::RemoteState& state) {
+  using Remote = io::RemoteState::Link;
+  std::vector<const Remote*> remote;
+  for (const auto& e : state.links()) remote.push_back(e.get());
   if (remote.empty()) return "";
-  auto here = [](const GraphLink& l) { return l.producer_local; };
+  auto here = [](const Remote& r) { return r.link->producer_local; };
   // The consumer's one-way latency (mean or max), "-" at the producer or before any sample.
-  auto latency = [&](const GraphLink& l, double (runtime::RunningRange::*of)() const noexcept) {
-    const auto& r = l.remote_stats.latency;
-    return here(l) || r.count() == 0 ? std::string("-") : format_seconds((r.*of)());
+  auto latency = [&](const Remote& r, double (runtime::RunningRange::*of)() const noexcept) {
+    const auto& l = r.stats.latency;
+    return here(r) || l.count() == 0 ? std::string("-") : format_seconds((l.*of)());
   };
-  const std::vector<Field<GraphLink>> columns = {
+  // A consumer's counter, "-" at the producer.
+  auto received = [&](const Remote& r, const std::atomic<std::uint64_t>& n) {
+    return here(r) ? std::string("-") : format_count(n.load());
+  };
+  const std::vector<Field<Remote>> columns = {
       {"from -> to", Align::kLeft,
-       [](const GraphLink& l) { return l.source + " (" + l.producer + ") -> " + l.consumer; }},
-      {"end", Align::kLeft, [&](const GraphLink& l) { return std::string(here(l) ? "producer" : "consumer"); }},
+       [](const Remote& r) { return r.link->source + " (" + r.link->producer + ") -> " + r.link->consumer; }},
+      {"end", Align::kLeft, [&](const Remote& r) { return std::string(here(r) ? "producer" : "consumer"); }},
       {"published", Align::kRight,
-       [&](const GraphLink& l) { return here(l) ? format_count(l.remote_stats.written.load()) : std::string("-"); }},
-      {"received", Align::kRight,
-       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.received.load()); }},
-      {"lost", Align::kRight,
-       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.lost.load()); }},
-      {"resets", Align::kRight,
-       [&](const GraphLink& l) {
-         return here(l) ? std::string("-") : format_count(l.remote_stats.sequence_resets.load());
-       }},
-      {"malformed", Align::kRight,
-       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_count(l.remote_stats.malformed.load()); }},
-      {"deadline missed", Align::kRight,
-       [](const GraphLink& l) { return format_count(l.remote_stats.deadline_missed.load()); }},
-      {"latency mean", Align::kRight, [&](const GraphLink& l) { return latency(l, &runtime::RunningRange::mean); }},
-      {"latency max", Align::kRight, [&](const GraphLink& l) { return latency(l, &runtime::RunningRange::max); }},
+       [&](const Remote& r) { return here(r) ? format_count(r.stats.written.load()) : std::string("-"); }},
+      {"received", Align::kRight, [&](const Remote& r) { return received(r, r.stats.received); }},
+      {"lost", Align::kRight, [&](const Remote& r) { return received(r, r.stats.lost); }},
+      {"resets", Align::kRight, [&](const Remote& r) { return received(r, r.stats.sequence_resets); }},
+      {"malformed", Align::kRight, [&](const Remote& r) { return received(r, r.stats.malformed); }},
+      {"deadline missed", Align::kRight, [](const Remote& r) { return format_count(r.stats.deadline_missed.load()); }},
+      {"latency mean", Align::kRight, [&](const Remote& r) { return latency(r, &runtime::RunningRange::mean); }},
+      {"latency max", Align::kRight, [&](const Remote& r) { return latency(r, &runtime::RunningRange::max); }},
       {"data age mean", Align::kRight,
-       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats->data_age.mean()); }},
+       [&](const Remote& r) { return here(r) ? std::string("-") : format_seconds(r.link->stats->data_age.mean()); }},
       {"data age max", Align::kRight,
-       [&](const GraphLink& l) { return here(l) ? std::string("-") : format_seconds(l.stats->data_age.max()); }},
-      {"topic", Align::kLeft, [](const GraphLink& l) { return l.topic; }},
+       [&](const Remote& r) { return here(r) ? std::string("-") : format_seconds(r.link->stats->data_age.max()); }},
+      {"topic", Align::kLeft, [](const Remote& r) { return r.topic; }},
   };
   std::string out = "remote links (DDS):\n" + render_table(columns, remote);
   // The other hosts' clocks, from the bridge's ping-pong (docs/dds.md, "Clocks").
-  std::vector<const runtime::HostClock*> clocks;
-  for (const auto& c : graph.host_clocks()) clocks.push_back(c.get());
-  const std::vector<Field<runtime::HostClock>> clock_columns = {
-      {"host", Align::kLeft, [](const runtime::HostClock& c) { return c.host; }},
+  std::vector<const io::HostClock*> clocks;
+  for (const auto& c : state.host_clocks()) clocks.push_back(c.get());
+  const std::vector<Field<io::HostClock>> clock_columns = {
+      {"host", Align::kLeft, [](const io::HostClock& c) { return c.host; }},
       {"clock offset", Align::kRight,
-       [](const runtime::HostClock& c) {
+       [](const io::HostClock& c) {
          return c.exchanges.load() ? format_seconds(static_cast<double>(c.offset_ns.load()) * 1e-9) : std::string("-");
        }},
       {"round trip", Align::kRight,
-       [](const runtime::HostClock& c) {
+       [](const io::HostClock& c) {
          return c.exchanges.load() ? format_seconds(static_cast<double>(c.round_trip_ns.load()) * 1e-9)
                                    : std::string("-");
        }},
-      {"exchanges", Align::kRight, [](const runtime::HostClock& c) { return format_count(c.exchanges.load()); }},
+      {"exchanges", Align::kRight, [](const io::HostClock& c) { return format_count(c.exchanges.load()); }},
   };
   if (!clocks.empty())
     out += "other hosts' clocks (theirs - this host's, DDS ping-pong):\n" + render_table(clock_columns, clocks);
@@ -109,7 +110,7 @@ std::string remote_link_lines(runtime::Graph& graph) {
 
 // Each table is its list of columns: a figure is one line here, and
 // docs/figures.md says what each one is.
-std::string run_summary(runtime::Graph& graph) {
+std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
   const std::vector<Field<TaskRuntime>> task_columns = {
       {"name", Align::kLeft, [](const TaskRuntime& t) { return t.spec().name; }},
       {"frames", Align::kRight, [](const TaskRuntime& t) { return format_count(t.stats().frames.load()); }},
@@ -168,7 +169,10 @@ std::string run_summary(runtime::Graph& graph) {
   std::string out = "tasks:\n" + render_table(task_columns, tasks);
   out += "timing:\n" + render_table(timing_columns, tasks);
   if (!links.empty()) out += "links:\n" + render_table(link_columns, links) + link_health_lines(graph);
-  return out + remote_link_lines(graph) + plant_lines();
+  // Without a run's state (a virtual run, a build without DDS): the zeroes
+  // of a fresh one, so that the tables keep their shape.
+  const std::optional<io::RemoteState> fresh = remote != nullptr ? std::nullopt : std::optional<io::RemoteState>(graph);
+  return out + remote_link_lines(remote != nullptr ? *remote : *fresh) + plant_lines();
 }
 
 std::vector<Field<ReferenceError>> reference_error_columns() {
@@ -250,10 +254,11 @@ std::string range(const runtime::RunningRange& r) {
 
 // A remote link's counters (docs/figures.md, "Per remote link"); nothing
 // for a local link.
-std::string remote_json(const GraphLink& l) {
-  if (!l.remote || l.producer_local == l.consumer_local) return "";
-  const runtime::RemoteLinkStats& r = l.remote_stats;
-  return ",\"remote\":{\"topic\":" + base::json_string(l.topic) +
+std::string remote_json(const GraphLink& l, const io::RemoteState& state) {
+  const io::RemoteState::Link* e = state.find(&l);
+  if (e == nullptr) return "";
+  const io::RemoteLinkStats& r = e->stats;
+  return ",\"remote\":{\"topic\":" + base::json_string(e->topic) +
          ",\"end\":" + base::json_string(l.producer_local ? "producer" : "consumer") +
          ",\"published\":" + std::to_string(r.written.load()) +
          ",\"write_errors\":" + std::to_string(r.write_errors.load()) +
@@ -268,7 +273,9 @@ std::string remote_json(const GraphLink& l) {
 }  // namespace
 
 std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy,
-                         const std::string& recording) {
+                         const std::string& recording, const io::RemoteState* remote) {
+  const std::optional<io::RemoteState> fresh = remote != nullptr ? std::nullopt : std::optional<io::RemoteState>(graph);
+  const io::RemoteState& state = remote != nullptr ? *remote : *fresh;
   std::string out = "{\"tasks\":[";
   bool first = true;
   for (const TaskRuntime* t : local_tasks(graph)) {
@@ -309,7 +316,7 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
     out += "{\"from\":" + base::json_string(l->source) + ",\"to\":" + base::json_string(l->consumer) +
            ",\"method\":" + base::json_string(l->method) + ",\"published\":" + std::to_string(l->link->published()) +
            ",\"dropped\":" + std::to_string(l->link->dropped()) + link_health_json(*l) +
-           ",\"data_age_s\":" + range(l->stats->data_age) + remote_json(*l) + "}";
+           ",\"data_age_s\":" + range(l->stats->data_age) + remote_json(*l, state) + "}";
   }
   out += "],\"signals\":[";
   first = true;
@@ -320,10 +327,10 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
            ",\"max_error\":" + json_number(e.max) + "}";
   }
   out += "],\"plant\":" + plant_json();
-  if (!graph.host_clocks().empty()) {
+  if (!state.host_clocks().empty()) {
     out += ",\"hosts\":[";
     first = true;
-    for (const auto& c : graph.host_clocks()) {
+    for (const auto& c : state.host_clocks()) {
       out += std::string(first ? "" : ",") + "{\"name\":" + base::json_string(c->host) +
              ",\"clock_offset_s\":" + json_number(static_cast<double>(c->offset_ns.load()) * 1e-9) +
              ",\"round_trip_s\":" + json_number(static_cast<double>(c->round_trip_ns.load()) * 1e-9) +

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "io/remote_state.hpp"
 #include "runtime/graph.hpp"
 #include "runtime/recorder.hpp"
 #include "session/report/text_table.hpp"
@@ -12,7 +13,9 @@ namespace rtcosim::session {
 
 // Per-task and per-link statistics of a finished (or running) graph as a
 // table for people.
-std::string run_summary(runtime::Graph& graph);
+// `remote`: the run's DDS counters and clocks (session::RealtimeRun::remote);
+// null for a run without a bridge (its tables show a fresh state's zeroes).
+std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote = nullptr);
 
 // "link health:" and one line per degraded link (stale, rejected, fallback
 // and beyond-horizon counts, the horizon, the longest gap), or "no link
@@ -41,6 +44,6 @@ std::vector<ReferenceError> reference_errors(const runtime::Graph& graph, const 
 // started. `recording`, a JSON object, is added as "recording" when given
 // (recording_summary.hpp).
 std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError>& errors, const std::string& policy,
-                         const std::string& recording = {});
+                         const std::string& recording = {}, const io::RemoteState* remote = nullptr);
 
 }  // namespace rtcosim::session

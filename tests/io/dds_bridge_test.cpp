@@ -31,6 +31,14 @@
 namespace rtcosim::io {
 namespace {
 
+// A link's counters in the run state a host's bridge fills.
+const RemoteLinkStats& stats_of(const RemoteState& state, const runtime::GraphLink& link) {
+  const RemoteState::Link* e = state.find(&link);
+  if (e == nullptr)
+    throw std::logic_error("link " + link.source + " -> " + link.consumer + " does not leave this host");
+  return e->stats;
+}
+
 // The two-host example in a DDS domain of the test's own, so that the CLI
 // tests and the other tests of this file, which ctest runs at the same time,
 // cannot answer it (two tests in one domain saw each other's hosts);
@@ -98,8 +106,10 @@ TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
   auto [plant, hil] = both_hosts(spec);
   ASSERT_EQ(plant->remote_links().size(), 2u);
   ASSERT_EQ(hil->remote_links().size(), 2u);
-  DdsBridge plant_bridge(*plant);
-  DdsBridge hil_bridge(*hil);
+  RemoteState plant_state(*plant);
+  DdsBridge plant_bridge(*plant, plant_state);
+  RemoteState hil_state(*hil);
+  DdsBridge hil_bridge(*hil, hil_state);
   auto hil_start = std::async(std::launch::async, [&] { return hil_bridge.coordinate_start(10.0, 0.2); });
   const std::int64_t start = plant_bridge.coordinate_start(10.0, 0.2);
   ASSERT_EQ(hil_start.get(), start);  // one epoch for both
@@ -117,13 +127,13 @@ TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
     }
     throw std::logic_error("no remote link from " + producer);
   };
-  auto stats = [&](runtime::Graph& g, const std::string& producer) -> const runtime::RemoteLinkStats& {
-    return remote(g, producer).remote_stats;
+  auto stats = [&](runtime::Graph& g, const RemoteState& state, const std::string& producer) -> const RemoteLinkStats& {
+    return stats_of(state, remote(g, producer));
   };
-  const auto& airframe_out = stats(*plant, "airframe");
-  const auto& airframe_in = stats(*hil, "airframe");
-  const auto& controller_out = stats(*hil, "controller");
-  const auto& controller_in = stats(*plant, "controller");
+  const auto& airframe_out = stats(*plant, plant_state, "airframe");
+  const auto& airframe_in = stats(*hil, hil_state, "airframe");
+  const auto& controller_out = stats(*hil, hil_state, "controller");
+  const auto& controller_in = stats(*plant, plant_state, "controller");
   const std::uint64_t airframe_frames = plant->find_task("airframe")->stats().frames.load();
   const std::uint64_t controller_frames = hil->find_task("controller")->stats().frames.load();
   // Each frame's block is published into the ring (or dropped when the
@@ -149,7 +159,8 @@ TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
 TEST(DdsBridge, AMissingHostIsNamedAfterTheTimeout) {
   auto plant = rtcosim::testing::build_graph(two_hosts(43));
   plant->set_host("plant-pc");
-  DdsBridge bridge(*plant);
+  RemoteState state(*plant);
+  DdsBridge bridge(*plant, state);
   try {
     (void)bridge.coordinate_start(0.3, 0.2);
     FAIL() << "no error without hil-pc";
@@ -166,8 +177,10 @@ TEST(DdsBridge, HostsOfAnotherGraphTextAreRefused) {
       two_hosts(44, "name: flight_control_two_hosts", "name: flight_control_two_hosts # v2"));
   plant->set_host("plant-pc");
   hil->set_host("hil-pc");
-  DdsBridge plant_bridge(*plant);
-  DdsBridge hil_bridge(*hil);
+  RemoteState plant_state(*plant);
+  DdsBridge plant_bridge(*plant, plant_state);
+  RemoteState hil_state(*hil);
+  DdsBridge hil_bridge(*hil, hil_state);
   auto other = std::async(std::launch::async, [&] {
     try {
       (void)hil_bridge.coordinate_start(1.0, 0.2);
@@ -223,8 +236,10 @@ TEST(DdsBridge, SpoofedStartAnnouncesArePassedOverAndCounted) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
-  DdsBridge plant_bridge(*plant);
-  DdsBridge hil_bridge(*hil);
+  RemoteState plant_state(*plant);
+  DdsBridge plant_bridge(*plant, plant_state);
+  RemoteState hil_state(*hil);
+  DdsBridge hil_bridge(*hil, hil_state);
   // The follower listens alone first: the spoofs reach it before the first host exists.
   auto follower = std::async(std::launch::async, [&] { return hil_bridge.coordinate_start(10.0, 0.2); });
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -248,13 +263,14 @@ class ForeignWriter {
  public:
   // `deadline_s`: the offered deadline (at most the link's, or the reader
   // does not match).
-  ForeignWriter(int domain, const runtime::GraphLink& link, double deadline_s) {
+  ForeignWriter(int domain, const config::GraphSpec& spec, const runtime::GraphLink& link, double deadline_s) {
     participant_ = dds_create_participant(static_cast<dds_domainid_t>(domain), nullptr, nullptr);
     dds_qos_t* q = dds_create_qos();
     dds_qset_reliability(q, DDS_RELIABILITY_BEST_EFFORT, 0);
     dds_qset_history(q, DDS_HISTORY_KEEP_LAST, 64);
     dds_qset_deadline(q, static_cast<dds_duration_t>(deadline_s * 1e9));
-    topic_ = dds_create_topic(participant_, &rtcosim_LinkBlock_desc, link.topic.c_str(), q, nullptr);
+    topic_ = dds_create_topic(participant_, &rtcosim_LinkBlock_desc,
+                              config::dds_topic_name(spec, link.source, link.consumer).c_str(), q, nullptr);
     writer_ = dds_create_writer(participant_, topic_, q, nullptr);
     dds_delete_qos(q);
     values_.assign(link.link->signal_count(), 0.5);
@@ -296,7 +312,7 @@ runtime::GraphLink& consumed_here(runtime::Graph& g) {
 }
 
 // Waits until `count` samples were received (or 5 s passed).
-void await_received(const runtime::RemoteLinkStats& st, std::uint64_t count) {
+void await_received(const RemoteLinkStats& st, std::uint64_t count) {
   for (int i = 0; i < 500 && st.received.load() < count; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
@@ -307,9 +323,10 @@ struct HilEnd {
   explicit HilEnd(int domain)
       : spec(two_hosts(domain)),
         hil(host_graph(spec)),
-        bridge(*hil),
+        state(*hil),
+        bridge(*hil, state),
         link(consumed_here(*hil)),
-        foreign(domain, link, 0.040) {
+        foreign(domain, spec, link, 0.040) {
     hil->reset();
     bridge.start(false);
   }
@@ -320,6 +337,7 @@ struct HilEnd {
   }
   const config::GraphSpec spec;
   std::unique_ptr<runtime::Graph> hil;
+  RemoteState state;
   DdsBridge bridge;
   runtime::GraphLink& link;
   ForeignWriter foreign;
@@ -386,12 +404,14 @@ TEST(DdsBridge, WithSecurityOnlyTheFilesHostsTalk) {
   const config::GraphSpec spec = rtcosim::testing::checked(config::load_graph_text(yaml, "secure.yaml"));
   ASSERT_TRUE(spec.dds.security.enabled());
   auto [plant, hil] = both_hosts(spec);
-  DdsBridge plant_bridge(*plant);
-  DdsBridge hil_bridge(*hil);
+  RemoteState plant_state(*plant);
+  DdsBridge plant_bridge(*plant, plant_state);
+  RemoteState hil_state(*hil);
+  DdsBridge hil_bridge(*hil, hil_state);
   const runtime::GraphLink& consumed = consumed_here(*hil);
   const std::vector<std::string> common = {std::to_string(domain),
                                            config::dds_start_topic_name(spec),
-                                           consumed.topic,
+                                           config::dds_topic_name(spec, consumed.source, consumed.consumer),
                                            std::to_string(spec.text_hash),
                                            std::to_string(consumed.link->signal_count()),
                                            "plant-pc",
@@ -414,7 +434,7 @@ TEST(DdsBridge, WithSecurityOnlyTheFilesHostsTalk) {
   EXPECT_EQ(plain.status(), 0);
   EXPECT_EQ(forged.status(), 0);
   EXPECT_EQ(plant_bridge.ignored_announces() + hil_bridge.ignored_announces(), 0u);
-  const auto& stats = consumed.remote_stats;
+  const auto& stats = stats_of(hil_state, consumed);
   EXPECT_GT(stats.received.load(), 20u);  // the airframe's blocks, authenticated and decrypted
   EXPECT_EQ(stats.sequence_resets.load(), 0u);
   EXPECT_EQ(stats.malformed.load(), 0u);
@@ -423,7 +443,7 @@ TEST(DdsBridge, WithSecurityOnlyTheFilesHostsTalk) {
 
 TEST(DdsBridge, AHostileSequenceNumberIsOneResetNotBillionsLost) {
   HilEnd end(45);
-  auto& [spec, hil, bridge, link, foreign] = end;
+  auto& [spec, hil, state, bridge, link, foreign] = end;
   ASSERT_TRUE(foreign.matched(5.0));
   // The producer's frames 2, 3, 5 (4 lost), one sample claiming 2^62, then
   // the producer goes on with 6 and 7.
@@ -431,38 +451,38 @@ TEST(DdsBridge, AHostileSequenceNumberIsOneResetNotBillionsLost) {
   for (const std::uint64_t seq : {std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{5}, std::uint64_t{1} << 62,
                                   std::uint64_t{6}, std::uint64_t{7}}) {
     foreign.write(spec.text_hash, seq);
-    await_received(link.remote_stats, ++n);  // one at a time: best effort keeps their order then
+    await_received(stats_of(state, link), ++n);  // one at a time: best effort keeps their order then
   }
   bridge.stop();
-  EXPECT_EQ(link.remote_stats.received.load(), 6u);
-  EXPECT_EQ(link.remote_stats.lost.load(), 1u);
-  EXPECT_EQ(link.remote_stats.sequence_resets.load(), 2u);  // to 2^62 and back
+  EXPECT_EQ(stats_of(state, link).received.load(), 6u);
+  EXPECT_EQ(stats_of(state, link).lost.load(), 1u);
+  EXPECT_EQ(stats_of(state, link).sequence_resets.load(), 2u);  // to 2^62 and back
 }
 
 // stop() keeps the listener out of every consumer's ring; a start after it
 // lets it in again (a bridge that once stopped took nothing more).
 TEST(DdsBridge, ABridgeStartedAgainAfterItsStopReceivesAgain) {
   HilEnd end(50);
-  auto& [spec, hil, bridge, link, foreign] = end;
+  auto& [spec, hil, state, bridge, link, foreign] = end;
   ASSERT_TRUE(foreign.matched(5.0));
   foreign.write(spec.text_hash, 2);
-  await_received(link.remote_stats, 1);
+  await_received(stats_of(state, link), 1);
   bridge.stop();
-  ASSERT_EQ(link.remote_stats.received.load(), 1u);
+  ASSERT_EQ(stats_of(state, link).received.load(), 1u);
   bridge.start(false);
   foreign.write(spec.text_hash, 3);
-  await_received(link.remote_stats, 2);
+  await_received(stats_of(state, link), 2);
   bridge.stop();
-  EXPECT_EQ(link.remote_stats.received.load(), 2u);
+  EXPECT_EQ(stats_of(state, link).received.load(), 2u);
 }
 
 TEST(DdsBridge, ASilentProducerMissesTheLinksDeadlineOncePerTwoPeriods) {
   HilEnd end(46);
-  auto& [spec, hil, bridge, link, producer] = end;
+  auto& [spec, hil, state, bridge, link, producer] = end;
   ASSERT_EQ(link.producer, "airframe");
   ASSERT_TRUE(producer.matched(5.0));
   producer.write(spec.text_hash, 2);
-  await_received(link.remote_stats, 1);
+  await_received(stats_of(state, link), 1);
   const auto from = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   bridge.stop();
@@ -470,9 +490,9 @@ TEST(DdsBridge, ASilentProducerMissesTheLinksDeadlineOncePerTwoPeriods) {
   // One miss per 40 ms without a sample since the one received; the count
   // is read every 100 ms and once more when the bridge stops.
   const double expected = std::floor(silent / 0.040);
-  EXPECT_GE(static_cast<double>(link.remote_stats.deadline_missed.load()), expected - 3) << silent;
-  EXPECT_LE(static_cast<double>(link.remote_stats.deadline_missed.load()), expected + 1) << silent;
-  EXPECT_EQ(link.remote_stats.received.load(), 1u);
+  EXPECT_GE(static_cast<double>(stats_of(state, link).deadline_missed.load()), expected - 3) << silent;
+  EXPECT_LE(static_cast<double>(stats_of(state, link).deadline_missed.load()), expected + 1) << silent;
+  EXPECT_EQ(stats_of(state, link).received.load(), 1u);
 }
 
 // hil-pc's clock 5 ms ahead (a shift of its ping-pong's CLOCK_REALTIME):
@@ -483,16 +503,18 @@ TEST(DdsBridge, TheClockPingPongFindsAFakeOffsetBetweenHosts) {
   const config::GraphSpec spec = two_hosts(49);
   auto [plant, hil] = both_hosts(spec);
   constexpr std::int64_t kAhead = 50'000'000;
-  DdsBridge plant_bridge(*plant);
-  DdsBridge hil_bridge(*hil, kAhead);
+  RemoteState plant_state(*plant);
+  DdsBridge plant_bridge(*plant, plant_state);
+  RemoteState hil_state(*hil);
+  DdsBridge hil_bridge(*hil, hil_state, kAhead);
   plant->reset();
   hil->reset();
   plant_bridge.start(false);
   hil_bridge.start(false);
-  ASSERT_EQ(plant->host_clocks().size(), 1u);
-  ASSERT_EQ(hil->host_clocks().size(), 1u);
-  const runtime::HostClock& of_hil = *plant->host_clocks()[0];
-  const runtime::HostClock& of_plant = *hil->host_clocks()[0];
+  ASSERT_EQ(plant_state.host_clocks().size(), 1u);
+  ASSERT_EQ(hil_state.host_clocks().size(), 1u);
+  const HostClock& of_hil = *plant_state.host_clocks()[0];
+  const HostClock& of_plant = *hil_state.host_clocks()[0];
   EXPECT_EQ(of_hil.host, "hil-pc");
   for (int i = 0; i < 500 && (of_hil.exchanges.load() < 10 || of_plant.exchanges.load() < 10); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -516,11 +538,11 @@ TEST(DdsBridge, TheClockPingPongFindsAFakeOffsetBetweenHosts) {
     block.tag = 0.02 * static_cast<double>(seq - 1);
     ASSERT_TRUE(out->link->publish(block));
   }
-  await_received(in->remote_stats, 3);
+  await_received(stats_of(hil_state, *in), 3);
   plant_bridge.stop();
   hil_bridge.stop();
-  const auto& latency = in->remote_stats.latency;
-  EXPECT_EQ(latency.count(), in->remote_stats.received.load());
+  const auto& latency = stats_of(hil_state, *in).latency;
+  EXPECT_EQ(latency.count(), stats_of(hil_state, *in).received.load());
   EXPECT_GE(latency.count(), 3u);
   EXPECT_LT(std::abs(latency.mean()), 0.5 * static_cast<double>(kAhead) * 1e-9) << latency.mean();
   EXPECT_LT(std::abs(latency.max()), 0.5 * static_cast<double>(kAhead) * 1e-9) << latency.max();
@@ -554,14 +576,15 @@ TEST(DdsBridge, RemoteLinkEventsAreTracedAndAgreeWithTheCounters) {
   const config::GraphSpec spec = two_hosts(48);
   auto plant = rtcosim::testing::build_graph(spec);
   plant->set_host("plant-pc");
-  DdsBridge bridge(*plant);
+  RemoteState state(*plant);
+  DdsBridge bridge(*plant, state);
   runtime::GraphLink& in = consumed_here(*plant);  // controller -> actuator, 10 ms: deadline 20 ms
   runtime::GraphLink* out = nullptr;               // airframe -> controller
   for (auto* l : plant->remote_links()) {
     if (l->producer_local) out = l;
   }
   ASSERT_NE(out, nullptr);
-  ForeignWriter foreign(48, in, 0.020);
+  ForeignWriter foreign(48, spec, in, 0.020);
   plant->reset();
   bridge.start(false);
   ASSERT_TRUE(foreign.matched(5.0));
@@ -576,9 +599,9 @@ TEST(DdsBridge, RemoteLinkEventsAreTracedAndAgreeWithTheCounters) {
   for (const std::uint64_t seq :
        {std::uint64_t{2}, std::uint64_t{3}, std::uint64_t{5}, std::uint64_t{1} << 62, std::uint64_t{6}}) {
     foreign.write(spec.text_hash, seq);
-    await_received(in.remote_stats, ++n);
+    await_received(stats_of(state, in), ++n);
   }
-  for (int i = 0; i < 100 && out->remote_stats.written.load() < 3; ++i)
+  for (int i = 0; i < 100 && stats_of(state, *out).written.load() < 3; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   bridge.stop();
   (void)session->stop();
@@ -589,12 +612,12 @@ TEST(DdsBridge, RemoteLinkEventsAreTracedAndAgreeWithTheCounters) {
   const auto& sent = d.links[out->id].remote;
   const auto& got = d.links[in.id].remote;
   EXPECT_EQ(sent.sent, 3u);
-  EXPECT_EQ(sent.sent, out->remote_stats.written.load());
+  EXPECT_EQ(sent.sent, stats_of(state, *out).written.load());
   EXPECT_EQ(got.received, 5u);
   EXPECT_EQ(got.lost, 1u);    // 4
   EXPECT_EQ(got.resets, 2u);  // to 2^62 and back
-  EXPECT_EQ(got.received, in.remote_stats.received.load());
-  EXPECT_EQ(got.lost, in.remote_stats.lost.load());
+  EXPECT_EQ(got.received, stats_of(state, in).received.load());
+  EXPECT_EQ(got.lost, stats_of(state, in).lost.load());
   std::filesystem::remove_all(dir);
 }
 #endif

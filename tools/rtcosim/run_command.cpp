@@ -258,8 +258,10 @@ std::string thread_placements(runtime::Graph& graph) {
   return out + "\n";
 }
 
-void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool* fifo, session::LiveSync* live,
-                  runtime::ReplayLog* replay_log) {
+// Returns what the run's DDS bridge measured, for the summaries.
+std::shared_ptr<const io::RemoteState> run_realtime(runtime::Graph& graph, Outputs& outputs, double duration,
+                                                    bool* fifo, session::LiveSync* live,
+                                                    runtime::ReplayLog* replay_log) {
   session::RealtimeRun run(graph, &outputs.recorder, outputs.frame_log.get());
   const auto& report = run.prepare();
   for (const auto& w : report.warnings) std::cerr << "warning: " << w << '\n';
@@ -333,6 +335,7 @@ void run_realtime(runtime::Graph& graph, Outputs& outputs, double duration, bool
   const std::string bridge_placement = run.stop();
   if (run.distributed()) std::cout << "DDS bridge thread: " << bridge_placement << '\n';
   std::cout << thread_placements(graph);
+  return run.remote();
 }
 
 }  // namespace
@@ -825,7 +828,7 @@ class GraphRun {
       std::cout << "tracing to " << *trace_dir << " (LTTng session " << trace->name() << ", sub-buffers of "
                 << trace->subbuffer_bytes() / 1024 << " KiB, read every " << trace->read_timer_us() / 1000 << " ms)\n";
     }
-    run_realtime(*graph_, *outputs_, duration_, &fifo_, live_.get(), replay_log_.get());
+    remote_ = run_realtime(*graph_, *outputs_, duration_, &fifo_, live_.get(), replay_log_.get());
     if (trace) {
       graph_->trace_link_health();
       const std::uint64_t discarded = trace->stop();
@@ -859,7 +862,7 @@ class GraphRun {
       // The summary goes into the file too, with the counts of a file that
       // closes.
       outputs_->columns()->set_summary(
-          session::summary_json(*graph_, errors_, mode, session::recording_json(*graph_, recording)));
+          session::summary_json(*graph_, errors_, mode, session::recording_json(*graph_, recording), remote_.get()));
     }
     // A file that failed keeps its target as it was; its error says where
     // the samples written until then are.
@@ -904,7 +907,7 @@ class GraphRun {
   }
 
   void print_summaries(const session::RecordingState& recording) {
-    std::cout << session::run_summary(*graph_) << session::recording_summary(*graph_, recording);
+    std::cout << session::run_summary(*graph_, remote_.get()) << session::recording_summary(*graph_, recording);
     if (spec().sync.enabled) {
       config::SyncSpec sync = spec().sync;
       if (sync.measured) sync.delay = session::measured_output_delay().value_or(0.0);
@@ -937,7 +940,7 @@ class GraphRun {
     }
     if (const auto path = args_.value("json")) {
       std::ofstream json(*path, std::ios::trunc);
-      json << session::summary_json(*graph_, errors_, mode, session::recording_json(*graph_, recording));
+      json << session::summary_json(*graph_, errors_, mode, session::recording_json(*graph_, recording), remote_.get());
       if (!json) throw std::runtime_error("cannot write '" + *path + "'");
       std::cout << "summary written to " << *path << '\n';
     }
@@ -975,6 +978,7 @@ class GraphRun {
   const tasks::BlockRegistry blocks_ = tasks::BlockRegistry::with_builtins();
   std::optional<coupling::MethodRegistry> methods_;
   std::unique_ptr<runtime::Graph> graph_;
+  std::shared_ptr<const io::RemoteState> remote_;  // a real-time run's DDS counters; points into graph_
   std::unique_ptr<runtime::Recorder> recorder_;
   std::unique_ptr<session::LiveSync> live_;
   std::unique_ptr<Outputs> outputs_;

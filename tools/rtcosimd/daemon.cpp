@@ -231,6 +231,7 @@ bool Daemon::commit(Prepared&& p, std::string* errors) {
     }
     methods_ = std::move(methods);
     live_sync_.reset();
+    remote_.reset();  // the old graph's
     graph_ = std::move(graph);
     // Memory stays fixed for months: the rings, and the latest sample per
     // signal for the status preview.
@@ -279,6 +280,7 @@ bool Daemon::start_graph(std::string* error, std::uint64_t client, bool* deferre
     return false;
   }
   run_ = std::make_unique<session::RealtimeRun>(*graph_, recorder_.get());
+  remote_ = run_->remote();
   report_ = run_->prepare();
   for (const auto& w : report_.warnings) std::cerr << "warning: " << w << '\n';
   if (!report_.ok) {
@@ -423,8 +425,8 @@ std::string Daemon::end_recording() {
   if (runtime::ColumnFile* columns = recording_ ? recording_->columns() : nullptr;
       columns && graph_ && columns->flush()) {
     const session::RecordingState state{recorder_.get(), columns, nullptr, {}};
-    columns->set_summary(
-        session::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other", session::recording_json(*graph_, state)));
+    columns->set_summary(session::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other",
+                                               session::recording_json(*graph_, state), remote_.get()));
   }
   if (recording() && !recording()->commit()) error = recording()->error();
   recording_.reset();
@@ -436,7 +438,7 @@ std::string Daemon::end_recording() {
 std::string Daemon::status_json() {
   const session::RecordingState recording{recorder_.get(), this->recording(), nullptr, record_error_};
   std::string summary = graph_ ? session::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other",
-                                                       session::recording_json(*graph_, recording))
+                                                       session::recording_json(*graph_, recording), remote_.get())
                                : "null\n";
   if (!summary.empty() && summary.back() == '\n') summary.pop_back();
   return "\"running\":" + std::string(running_ ? "true" : "false") + ",\"config\":" + base::json_string(config_file_) +
@@ -1239,7 +1241,7 @@ void Daemon::shut_down() {
     std::cerr << "rtcosimd: the LTTng session daemon it started did not stop\n";
   if (const std::string error = end_recording(); !error.empty()) std::cerr << "rtcosimd: " << error << '\n';
   std::cerr << "rtcosimd: stopped\n"
-            << (graph_ ? session::run_summary(*graph_) +
+            << (graph_ ? session::run_summary(*graph_, remote_.get()) +
                              session::recording_summary(*graph_, {recorder_.get(), nullptr, nullptr, record_error_})
                        : std::string());
 }

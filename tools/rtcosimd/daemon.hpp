@@ -194,6 +194,9 @@ class Daemon {
   std::unique_ptr<session::LiveSync> live_sync_;
   // The run's task and DDS threads, from a start to its stop.
   std::unique_ptr<session::RealtimeRun> run_;
+  // The last run's DDS counters and clocks, kept after run_ goes so that
+  // status and the final summary show them; points into graph_.
+  std::shared_ptr<const io::RemoteState> remote_;
   SystemdNotifier notifier_;             // READY, STATUS, WATCHDOG, STOPPING
   std::vector<std::string> lost_hosts_;  // hosts that fell silent during this run
   runtime::RealtimeReport report_;
