@@ -1,6 +1,8 @@
 #include "session/control_request.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include <poll.h>
@@ -9,6 +11,25 @@
 #include <unistd.h>
 
 namespace rtcosim::session {
+
+namespace {
+
+// Waits up to timeout_ms for `fd` to be readable; a signal that interrupts
+// the wait is not the daemon's silence, so the wait goes on for what is left.
+// 1: readable, 0: timed out, -1: poll failed (errno set).
+int wait_readable(int fd, int timeout_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    pollfd p{fd, POLLIN, 0};
+    const int rc = poll(&p, 1, left > 0 ? static_cast<int>(left) : 0);
+    if (rc < 0 && errno == EINTR) continue;
+    return rc;
+  }
+}
+
+}  // namespace
 
 std::string control_request(const std::string& socket_path, const std::string& request, std::string* error,
                             int timeout_ms) {
@@ -25,7 +46,12 @@ std::string control_request(const std::string& socket_path, const std::string& r
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+  // A Unix socket's connect waits only for room in the listener's backlog,
+  // and one interrupted there leaves the socket unconnected: it is retried.
+  int connected = 0;
+  while ((connected = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr)) != 0 && errno == EINTR) {
+  }
+  if (connected != 0) {
     *error = "cannot reach rtcosimd at " + socket_path + ": " + std::strerror(errno) +
              " (is it running? is your user in group rtcosim?)";
     close(fd);
@@ -35,27 +61,63 @@ std::string control_request(const std::string& socket_path, const std::string& r
   for (std::size_t sent = 0; sent < line.size();) {
     // MSG_NOSIGNAL: a daemon that went away is an error here, not a SIGPIPE that ends the caller.
     const ssize_t n = send(fd, line.data() + sent, line.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      *error = std::string("sending failed: ") + std::strerror(errno);
+      *error = "sending the request to " + socket_path + " failed: " + std::strerror(n < 0 ? errno : EIO);
       close(fd);
       return {};
     }
     sent += static_cast<std::size_t>(n);
   }
-  std::string reply;
+  std::string reply, why;
   char buf[65536];
-  while (reply.find('\n') == std::string::npos) {
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, timeout_ms) <= 0) {
-      *error = "rtcosimd did not answer within " + std::to_string(timeout_ms) + " ms";
+  std::size_t searched = 0;  // reply before this holds no newline
+  for (;;) {
+    if (const auto nl = reply.find('\n', searched); nl != std::string::npos) {
+      reply.resize(nl);
       break;
     }
-    const ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
+    searched = reply.size();
+    // Whatever answers on the socket (a daemon gone wrong, another program
+    // at its path) costs at most this much memory.
+    if (reply.size() > kMaxControlReplyBytes) {
+      why = "the reply from " + socket_path + " passed " + std::to_string(kMaxControlReplyBytes) +
+            " bytes without ending its line — rtcosimd's replies are one line far shorter than that; is it "
+            "rtcosimd that listens there?";
+      break;
+    }
+    const int ready = wait_readable(fd, timeout_ms);
+    if (ready == 0) {
+      why = "rtcosimd did not answer within " + std::to_string(timeout_ms) + " ms";
+      break;
+    }
+    if (ready < 0) {
+      why = "waiting for the reply from " + socket_path + " failed: " + std::strerror(errno);
+      break;
+    }
+    // Never more than one byte past the bound is held.
+    const std::size_t room = kMaxControlReplyBytes + 1 - reply.size();
+    const ssize_t n = read(fd, buf, std::min(sizeof buf, room));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      why = "reading the reply from " + socket_path + " failed: " + std::strerror(errno);
+      break;
+    }
+    if (n == 0) {
+      // A reply cut short is not a reply: its JSON would be read as if whole.
+      why = "rtcosimd at " + socket_path + " closed the connection " +
+            (reply.empty() ? std::string("without a reply")
+                           : "after " + std::to_string(reply.size()) + " bytes, before the end of its reply line");
+      break;
+    }
     reply.append(buf, static_cast<std::size_t>(n));
   }
   close(fd);
-  if (const auto nl = reply.find('\n'); nl != std::string::npos) reply.resize(nl);
+  // Callers tell failure by an empty reply: a part of one must not pass for it.
+  if (!why.empty()) {
+    *error = why;
+    reply.clear();
+  }
   return reply;
 }
 
