@@ -1,6 +1,7 @@
 // rtcosimd's live view (issue 19): the page in a real browser against a
 // running daemon, and the HTTP/WebSocket server against hostile clients.
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 
@@ -868,6 +869,23 @@ TEST(LiveViewOptions, RenderSvgIsBoundedAndSaysWhyItFailed) {
   fs::remove(hang);
   EXPECT_EQ(daemon::render_svg("dot", std::string(2u << 20, ' '), &why), "");
   EXPECT_EQ(why, "the graph's DOT has 2097152 bytes, more than 1048576 are not laid out");
+}
+
+// A program whose exit status is never learnt (a process that ignores
+// SIGCHLD has its children reaped by the kernel) gives no SVG, even though
+// it wrote one: it may have failed after writing it. render_svg used to read
+// the status it never got as 0 and return the SVG.
+TEST(LiveViewOptions, RenderSvgWithoutAnExitStatusIsAFailure) {
+  const auto failing = fs::temp_directory_path() / ("rtcosim_svg_then_fail_" + std::to_string(getpid()));
+  std::ofstream(failing) << "#!/bin/sh\necho '<svg/>'\nexit 3\n";
+  fs::permissions(failing, fs::perms::owner_all);
+  std::string why;
+  const auto previous = std::signal(SIGCHLD, SIG_IGN);
+  const std::string svg = daemon::render_svg(failing.string(), "digraph g {}", &why);
+  std::signal(SIGCHLD, previous);
+  fs::remove(failing);
+  EXPECT_EQ(svg, "");
+  EXPECT_EQ(why, "cannot learn how '" + failing.string() + "' ended (waitpid: No child processes)");
 }
 
 // The same through the kernel: a peer that connected as nobody:nogroup

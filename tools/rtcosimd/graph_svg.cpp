@@ -62,11 +62,18 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
     close(in[1]);
     return {};
   }
+  // A file action that could not be recorded (ENOMEM) would start the
+  // program on the daemon's own standard input and output.
   posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, in[0], 0);
-  posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  int spawn_setup = posix_spawn_file_actions_init(&actions);
+  if (spawn_setup != 0) {
+    *why = std::string("cannot prepare to run '") + program + "': " + std::strerror(spawn_setup);
+    for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
+    return {};
+  }
+  spawn_setup = posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+  if (spawn_setup == 0) spawn_setup = posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+  if (spawn_setup == 0) spawn_setup = posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
   // The daemon blocks its signals (they go to a signalfd) and ignores
   // SIGPIPE; the child gets the defaults, so SIGKILL aside it ends normally.
   posix_spawnattr_t attr;
@@ -81,11 +88,18 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
   std::string arg0 = program, arg1 = "-Tsvg";
   char* argv[] = {arg0.data(), arg1.data(), nullptr};
   pid_t pid = 0;
-  const int spawned = posix_spawnp(&pid, program.c_str(), &actions, &attr, argv, environ);
+  const int spawned =
+      spawn_setup != 0 ? spawn_setup : posix_spawnp(&pid, program.c_str(), &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(in[0]);
   close(out[1]);
+  if (spawn_setup != 0) {
+    *why = std::string("cannot prepare to run '") + program + "': " + std::strerror(spawn_setup);
+    close(in[1]);
+    close(out[0]);
+    return {};
+  }
   if (spawned != 0) {
     *why = "cannot run '" + program + "': " + std::strerror(spawned) + " (Debian: apt-get install graphviz)";
     close(in[1]);
@@ -110,6 +124,7 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
   std::size_t written = 0;
   int to = in[1];
   bool eof = false, too_large = false, timed_out = false;
+  std::string io_error;  // a failed poll or read: the SVG cannot be trusted whatever the exit status
   if (dot.empty()) {
     close(to);
     to = -1;
@@ -121,11 +136,18 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
       break;
     }
     pollfd fds[2] = {{out[0], POLLIN, 0}, {to, POLLOUT, 0}};
-    if (poll(fds, to >= 0 ? 2 : 1, static_cast<int>(left)) < 0 && errno != EINTR) break;
+    if (const int rc = poll(fds, to >= 0 ? 2 : 1, static_cast<int>(left)); rc < 0) {
+      if (errno == EINTR) continue;
+      io_error = std::string("poll: ") + std::strerror(errno);
+      break;
+    }
     if (to >= 0 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
       const ssize_t n = write_no_sigpipe(to, dot.data() + written, dot.size() - written);
       if (n > 0) written += static_cast<std::size_t>(n);
-      if (n < 0 && errno != EAGAIN) written = dot.size();  // it stopped reading: its exit status tells
+      // Any other error: it stopped reading, and its exit status tells. Not
+      // EINTR: nothing was written, and closing now would hand the program
+      // a cut graph that it lays out without complaint.
+      if (n < 0 && errno != EAGAIN && errno != EINTR) written = dot.size();
       if (written == dot.size()) {
         close(to);
         to = -1;
@@ -137,8 +159,11 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
       if (n > 0) {
         svg.append(buf, static_cast<std::size_t>(n));
         too_large = svg.size() > limits.max_output;
-      } else if (n == 0 || errno != EAGAIN) {
+      } else if (n == 0) {
         eof = true;
+      } else if (errno != EAGAIN && errno != EINTR) {
+        io_error = std::string("reading its output: ") + std::strerror(errno);
+        break;
       }
     }
   }
@@ -146,9 +171,18 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
   close(out[0]);
   if (!eof) kill(pid, SIGKILL);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  pid_t waited = 0;
+  while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
-  if (timed_out) {
+  if (waited != pid) {
+    // No exit status (SIGCHLD ignored somewhere in the process reaps the
+    // child first): a program that failed after writing must not pass.
+    *why = "cannot learn how '" + program + "' ended (waitpid: " + std::strerror(errno) + ")";
+    return {};
+  }
+  if (!io_error.empty()) {
+    *why = "'" + program + "': " + io_error;
+  } else if (timed_out) {
     char seconds[32];
     std::snprintf(seconds, sizeof seconds, "%g", limits.timeout_s);
     *why = "'" + program + "' did not finish within " + seconds + " s";
