@@ -245,6 +245,30 @@ TEST(RunCommand, UsageAndFileErrorsHaveTheirExitCodes) {
   }
 }
 
+// A summary the disk refuses fails the command: the summary (2 kB) fits the
+// stream's buffer, so the full disk shows only at close, after which
+// "summary written" and exit status 0 used to follow. A link to /dev/full
+// stands for the full disk, in a directory the check before the run accepts.
+TEST(RunCommand, ASummaryTheDiskRefusesFailsTheCommand) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_run_full_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto json = dir / "summary.json";
+  std::filesystem::create_symlink("/dev/full", json);
+  std::stringstream err, out;
+  auto* old_err = std::cerr.rdbuf(err.rdbuf());
+  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  const int rc = run_run_command({"--virtual", "--duration", "0.1s", "--json", json.string(), "--record",
+                                  (dir / "rec.csv").string(), kExamples + "/two_task_sine.yaml"});
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(err.str().find("cannot write '" + json.string() + "': No space left on device"), std::string::npos)
+      << err.str();
+  EXPECT_EQ(out.str().find("summary written"), std::string::npos) << out.str();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RunCommand, TraceInVirtualTimeIsRefusedBeforeAnythingRuns) {
   const auto dir = std::filesystem::temp_directory_path() / "rtcosim_virtual_trace";
   std::filesystem::remove_all(dir);

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <sstream>
 #include <thread>
@@ -116,6 +117,37 @@ TEST(TraceReader, NamesWhatIsWrongWithABadDirectory) {
   EXPECT_FALSE(read_trace(empty.string(), d, &why));
   EXPECT_NE(why.find("no CTF trace"), std::string::npos) << why;
   std::filesystem::remove_all(empty);
+}
+
+// A report file the disk refuses is an error, not "report written": a
+// report smaller than the stream's buffer meets the full disk only at close
+// (here a link to /dev/full, in a directory the command may write).
+TEST(TraceReport, AReportTheDiskRefusesIsAnError) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_trace_full_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const auto full = dir / "report.json";
+  std::filesystem::create_symlink("/dev/full", full);
+  for (const char* option : {"--json", "--perfetto"}) {
+    std::stringstream err;
+    auto* old = std::cerr.rdbuf(err.rdbuf());
+    std::stringstream out;
+    auto* old_out = std::cout.rdbuf(out.rdbuf());
+    const int rc = run_trace_command({"report", RTCOSIM_TRACE_DIR, option, full.string()});
+    std::cout.rdbuf(old_out);
+    std::cerr.rdbuf(old);
+    EXPECT_EQ(rc, 1) << option;
+    EXPECT_NE(err.str().find("cannot write '" + full.string() + "': No space left on device"), std::string::npos)
+        << option << ": " << err.str();
+    EXPECT_EQ(out.str().find("written to"), std::string::npos) << option << ": " << out.str();
+  }
+  // An SVG directory that cannot be made is named as such.
+  TraceData d;
+  ASSERT_TRUE(read_trace(RTCOSIM_TRACE_DIR, d, nullptr));
+  std::string why;
+  EXPECT_FALSE(write_svgs(d, (full / "svg").string(), &why));
+  EXPECT_NE(why.find("cannot create the directory '" + (full / "svg").string() + "'"), std::string::npos) << why;
+  std::filesystem::remove_all(dir);
 }
 
 // The bars and markers of an SVG: (x, y, width, height) of each

@@ -1,7 +1,9 @@
 #include "tools/rtcosim/run_command.hpp"
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -939,9 +941,18 @@ class GraphRun {
       std::cout << '\n';
     }
     if (const auto path = args_.value("json")) {
+      const std::string text =
+          session::summary_json(*graph_, errors_, mode, session::recording_json(*graph_, recording), remote_.get());
+      errno = 0;
       std::ofstream json(*path, std::ios::trunc);
-      json << session::summary_json(*graph_, errors_, mode, session::recording_json(*graph_, recording), remote_.get());
-      if (!json) throw std::runtime_error("cannot write '" + *path + "'");
+      json << text;
+      // A summary smaller than the stream's buffer is written only at close:
+      // checked before it is said to be written.
+      json.close();
+      if (!json) {
+        throw std::runtime_error("cannot write '" + *path + "'" +
+                                 (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
+      }
       std::cout << "summary written to " << *path << '\n';
     }
     if (outputs_->frames_csv && !outputs_->frames_csv->failed())

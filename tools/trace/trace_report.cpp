@@ -1,8 +1,10 @@
 #include "tools/trace/trace_report.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -298,8 +300,14 @@ plot::Figure latency_histogram(const TraceData& d) {
 }
 
 bool write_svgs(const TraceData& d, const std::string& directory, std::string* error) {
+  // The SVG writer's own error would only say that a file in it cannot be
+  // written; the directory's is the one to give.
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
+  if (ec) {
+    *error = "cannot create the directory '" + directory + "': " + ec.message();
+    return false;
+  }
   plot::Figure timeline;
   // The second around the worst wake-up of any task.
   std::int64_t worst_at = d.first_ns, worst = -1;
@@ -358,10 +366,16 @@ options:
   -h, --help         this text
 )";
 
-bool write_file(const std::string& path, const std::string& text) {
+// Empty when `text` is in the file, else why not.
+std::string write_file(const std::string& path, const std::string& text) {
+  errno = 0;
   std::ofstream out(path, std::ios::trunc);
   out << text;
-  return static_cast<bool>(out);
+  // What fits the stream's buffer is written only at close: a full disk
+  // shows there, not at the <<.
+  out.close();
+  if (out) return {};
+  return "cannot write '" + path + "'" + (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string());
 }
 
 }  // namespace
@@ -394,11 +408,11 @@ int run_trace_command(const std::vector<std::string>& raw_args) {
     }
     std::cout << text_report(dir, data);
     if (const auto p = args.value("json")) {
-      if (!write_file(*p, json_report(data))) throw std::runtime_error("cannot write '" + *p + "'");
+      if (const auto error = write_file(*p, json_report(data)); !error.empty()) throw std::runtime_error(error);
       std::cout << "report written to " << *p << '\n';
     }
     if (const auto p = args.value("perfetto")) {
-      if (!write_file(*p, perfetto_json(data))) throw std::runtime_error("cannot write '" + *p + "'");
+      if (const auto error = write_file(*p, perfetto_json(data)); !error.empty()) throw std::runtime_error(error);
       std::cout << "Perfetto trace written to " << *p << '\n';
     }
     if (const auto p = args.value("svg")) {
