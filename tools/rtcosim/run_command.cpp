@@ -295,6 +295,10 @@ std::shared_ptr<const io::RemoteState> run_realtime(runtime::Graph& graph, Outpu
   struct sigaction action {};
   action.sa_handler = stop_on_signal;
   sigemptyset(&action.sa_mask);
+  // This thread writes the recording while the run lasts: without
+  // SA_RESTART, a Ctrl-C that lands in a write or read makes it fail with
+  // EINTR (stdio and iostreams report that as an error, not a retry).
+  action.sa_flags = SA_RESTART;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   // Set-up problems are known before the epoch: say them before the run.
