@@ -70,8 +70,15 @@ bool RecordFile::flush() {
     if (failed()) {
       // Part of the batch may be on disk: cut it back to the last whole
       // batch, so that no partial row stays.
-      if (done > 0 && ::ftruncate(fd_, static_cast<off_t>(offset_)) == 0) {
-        (void)::lseek(fd_, static_cast<off_t>(offset_), SEEK_SET);
+      if (done > 0) {
+        if (::ftruncate(fd_, static_cast<off_t>(offset_)) == 0) {
+          (void)::lseek(fd_, static_cast<off_t>(offset_), SEEK_SET);
+        } else {
+          // A pipe or device cannot be cut back: the reader of the file is
+          // told that it ends in a part of a row.
+          aftermath_ = "; the file ends in " + std::to_string(done) + " byte(s) of a partly written batch after byte " +
+                       std::to_string(offset_) + " (cutting it back failed: " + std::strerror(errno) + ")";
+        }
       }
       lost_ += batch_samples_;
     } else {
@@ -93,8 +100,17 @@ bool RecordFile::commit() {
     failure_ = "fsync failed";
     return false;
   }
-  ::close(fd_);
+  // Without the fsync (a file written in place) a deferred write error
+  // (NFS, a full quota) shows first at close. EINTR: the descriptor is
+  // closed all the same and nothing says the data was not written.
+  const int closed = ::close(fd_);
+  const int close_errno = errno;
   fd_ = -1;
+  if (closed != 0 && close_errno != EINTR) {
+    fail(close_errno);
+    failure_ = "closing it failed";
+    return false;
+  }
   if (temp_.empty()) return true;
   if (::rename(temp_.c_str(), path_.c_str()) != 0) {
     fail(errno);
@@ -107,7 +123,7 @@ bool RecordFile::commit() {
 
 std::string RecordFile::error() const {
   if (!failed()) return {};
-  return failure_text(*this, temp_, failure_ + ": " + std::strerror(errno_));
+  return failure_text(*this, temp_, failure_ + ": " + std::strerror(errno_)) + aftermath_;
 }
 
 void append_csv_field(std::string& out, const std::string& field) {

@@ -12,7 +12,9 @@ namespace rtcosim::runtime {
  * RecordFile: a CSV file that only ever holds whole rows. Rows are built in
  * a buffer (`rows()`) and written by `flush` in one write(2) per batch; a
  * write that fails part-way is cut back (ftruncate) to the last whole batch,
- * so a full disk leaves whole rows only. The first failure ends the file:
+ * so a full disk leaves whole rows only (a pipe or device cannot be cut
+ * back: error() then says that the file ends in a part of a batch). The
+ * first failure ends the file:
  * `failed()` turns true, later batches are counted as lost instead of
  * written, and `error()` names the file, the simulation time reached and
  * the samples lost (docs/recording.md).
@@ -65,7 +67,8 @@ class RecordFile final : public RecordTarget {
   double batch_time_ = 0.0, reached_ = 0.0;
   std::uint64_t offset_ = 0;  // bytes wholly written
   int errno_ = 0;
-  std::string failure_;  // what failed, for error()
+  std::string failure_;    // what failed, for error()
+  std::string aftermath_;  // what the failure left in the file, when not whole rows
 };
 
 // A CSV field as RFC 4180 writes it: quoted, with quotes doubled, when it

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <sstream>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -180,6 +181,27 @@ TEST(Recorder, AWriteErrorEndsTheRecordingWithFileTimeAndLoss) {
   EXPECT_EQ(recorder.counts().at(0).samples, 50u);
   EXPECT_EQ(file->error(),
             "recording to '/dev/full' failed at t = 0 s: write failed: No space left on device; 50 sample(s) lost");
+}
+
+// A batch that fails part-way on something that cannot be cut back (a pipe
+// whose reader stalls; ftruncate refuses it) leaves a part of a row there:
+// the error says so, where it used to claim only the lost samples.
+TEST(Recorder, APartialBatchThatCannotBeCutBackIsNamedInTheError) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+  const int capacity = fcntl(p[1], F_GETPIPE_SZ);
+  ASSERT_GT(capacity, 0);
+  auto file = RecordFile::adopt(p[1], "pipe");
+  file->rows().assign(static_cast<std::size_t>(capacity) * 4, 'x');
+  file->sample(0.5);
+  EXPECT_FALSE(file->flush());
+  close(p[0]);
+  EXPECT_EQ(file->error(),
+            "recording to 'pipe' failed at t = 0 s: write failed: Resource temporarily unavailable; 1 "
+            "sample(s) lost; the file ends in " +
+                std::to_string(capacity) +
+                " byte(s) of a partly written batch after byte 0 (cutting it back failed: Invalid "
+                "argument)");
 }
 
 // A file size limit (RLIMIT_FSIZE) fails writes on a regular file part-way
