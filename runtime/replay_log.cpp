@@ -176,7 +176,7 @@ ReplayLog::~ReplayLog() {
 
 void ReplayLog::write_raw(const void* data, std::size_t n) {
   if (failed_ || out_ == nullptr) return;
-  if (n > 0 && std::fwrite(data, 1, n, out_) != n) failed_ = true;
+  if (n > 0 && std::fwrite(data, 1, n, out_) != n) fail();
   bytes_ += n;
 }
 
@@ -261,8 +261,9 @@ bool ReplayLog::write_header(std::string* why) {
       write_u32(static_cast<std::uint32_t>(src.signals));
     }
   }
-  if (failed_ || std::fflush(out_) != 0) {
-    *why = "cannot write the replay log '" + (in_place_ ? path_ : temp_) + "'";
+  if (!failed_ && std::fflush(out_) != 0) fail();
+  if (failed_) {
+    *why = "cannot write the replay log '" + (in_place_ ? path_ : temp_) + "': " + std::strerror(errno_);
     return false;
   }
   return true;
@@ -289,7 +290,13 @@ void ReplayLog::drain(std::span<const std::uint64_t> recorded, std::span<const s
     write_u32(static_cast<std::uint32_t>(frame_rows.size()));
     write_raw(frame_rows.data(), frame_rows.size() * sizeof(std::uint64_t));
   }
-  if (std::fflush(out_) != 0) failed_ = true;
+  if (!failed_ && std::fflush(out_) != 0) fail();
+}
+
+void ReplayLog::fail() noexcept {
+  if (failed_) return;
+  failed_ = true;
+  errno_ = errno != 0 ? errno : EIO;
 }
 
 std::uint64_t ReplayLog::dropped() const noexcept {
@@ -302,11 +309,17 @@ bool ReplayLog::close_file(std::string* why) {
   write_u32(kTrailer);
   write_u32(static_cast<std::uint32_t>(channels_.size()));
   for (const auto& c : channels_) write_u64(c->dropped.load(std::memory_order_relaxed));
-  const bool closed = std::fclose(out_) == 0;
+  // A temporary is renamed over the target only once its bytes are on
+  // disk: a crash after the rename must not leave an empty or cut log where
+  // a whole one was (as RecordFile::commit does).
+  if (!failed_ && std::fflush(out_) != 0) fail();
+  if (!failed_ && !in_place_ && ::fsync(::fileno(out_)) != 0) fail();
+  if (std::fclose(out_) != 0) fail();
   out_ = nullptr;
   const std::string& written = in_place_ ? path_ : temp_;
-  if (failed_ || !closed) {
-    *why = "writing the replay log '" + written + "' failed (disk full?); what was written stays there";
+  if (failed_) {
+    *why =
+        "writing the replay log '" + written + "' failed: " + std::strerror(errno_) + "; what was written stays there";
     return false;
   }
   if (!in_place_) {

@@ -193,6 +193,8 @@ class ReplayLog {
     std::atomic<std::uint64_t> dropped{0};
   };
   void write_raw(const void* data, std::size_t n);
+  // The file cannot be trusted from here on; keeps the first errno.
+  void fail() noexcept;
   void write_u32(std::uint32_t v) { write_raw(&v, 4); }
   void write_u64(std::uint64_t v) { write_raw(&v, 8); }
   void write_text(const std::string& s);
@@ -219,6 +221,7 @@ class ReplayLog {
   std::uint32_t segment_ = 0;
   std::uint64_t run_id_ = 0;  // random, in every file of the log
   bool failed_ = false;
+  int errno_ = 0;  // of the first write, flush, sync or close that failed
   std::uint64_t words_ = 0, bytes_ = 0;
 };
 

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cerrno>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -979,6 +981,18 @@ TEST(ReplayRoundTrip, SamplesAndRowsTheRunsFullRingsDroppedAreDroppedAgain) {
   std::string why;
   EXPECT_TRUE(bare.run(nullptr, nullptr, &why)) << why;
   fs::remove_all(dir);
+}
+
+// A log the disk refuses says why (the errno of the write that failed), not
+// only that it failed: here its header already meets a full device.
+TEST(ReplayMismatch, ALogTheDiskRefusesNamesTheError) {
+  auto graph = build_graph(load_example("flight_control.yaml"));
+  ReplayLog log(*graph, "/dev/full", ReplayLog::Header{"fake.yaml", "sha", 0, "fake", "", {}});
+  const int fd = ::open("/dev/full", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  std::string why;
+  EXPECT_FALSE(log.adopt(fd, "/dev/full", &why));
+  EXPECT_EQ(why, "cannot write the replay log '/dev/full': No space left on device");
 }
 
 // A log that no run could have written: readings that go back, or jump so
