@@ -4,6 +4,7 @@
 // fail and count instead of blocking (libsystemd's sd_notify blocked the
 // daemon's loop there). A blocking send would hang the last test until
 // ctest's limit fails it.
+#include <cerrno>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -47,9 +48,30 @@ TEST(SystemdNotifier, WithoutASocketEverySendIsANoOp) {
   SystemdNotifier n;
   EXPECT_FALSE(n.active());
   EXPECT_FALSE(n.send("READY=1"));
+  EXPECT_EQ(n.problem(), "");
   setenv("NOTIFY_SOCKET", "tcp://somewhere", 1);
   SystemdNotifier other;
   EXPECT_FALSE(other.active());
+  unsetenv("NOTIFY_SOCKET");
+}
+
+// A $NOTIFY_SOCKET that is set but cannot be used is said (a Type=notify
+// unit would otherwise time out waiting for READY=1 with nothing logged),
+// and a send that fails keeps its errno for the daemon's message.
+TEST(SystemdNotifier, AnUnusableSocketAndAFailedSendSayWhy) {
+  setenv("NOTIFY_SOCKET", "tcp://somewhere", 1);
+  SystemdNotifier other_scheme;
+  EXPECT_NE(other_scheme.problem().find("NOTIFY_SOCKET='tcp://somewhere' is not a Unix socket"), std::string::npos)
+      << other_scheme.problem();
+  const auto dir = testing::test_scratch_dir("notify");
+  const std::string missing = (dir / "no-such-dir" / "notify.sock").string();
+  setenv("NOTIFY_SOCKET", missing.c_str(), 1);
+  SystemdNotifier n;
+  ASSERT_TRUE(n.active());
+  EXPECT_EQ(n.problem(), "");
+  EXPECT_FALSE(n.send("READY=1"));
+  EXPECT_EQ(n.last_errno(), ENOENT);
+  EXPECT_EQ(n.dropped(), 1u);
   unsetenv("NOTIFY_SOCKET");
 }
 

@@ -1059,10 +1059,25 @@ void Daemon::notify_status() {
                                  : "stopped",
                 static_cast<unsigned long long>(frames), static_cast<unsigned long long>(overruns),
                 static_cast<double>(worst) * 1e-3);
-  (void)notifier_.send(status);
+  notify(status);
   // The watchdog is fed only while every task makes progress: a hung task
   // stops the pings and systemd restarts the service.
-  if (progress) (void)notifier_.send("WATCHDOG=1");
+  if (progress) notify("WATCHDOG=1");
+}
+
+void Daemon::notify(const char* message) {
+  if (!notifier_.active()) return;
+  if (notifier_.send(message)) {
+    notify_failing_ = false;
+    return;
+  }
+  if (notify_failing_) return;
+  notify_failing_ = true;
+  const std::string_view text(message);
+  std::cerr << "rtcosimd: cannot notify systemd (" << text.substr(0, text.find('='))
+            << "): " << std::strerror(notifier_.last_errno())
+            << " — systemd may stop the service for a missed READY=1 or WATCHDOG=1; logged once until a "
+               "notification gets through again\n";
 }
 
 namespace {
@@ -1229,7 +1244,7 @@ void Daemon::accept_clients(int lfd, std::vector<ControlClient>& clients, double
 }
 
 void Daemon::shut_down() {
-  (void)notifier_.send("STOPPING=1");
+  notify("STOPPING=1");
   stop_graph();
   if (pending_trace_) pending_trace_->result.wait();
   (void)finish_trace_start();
@@ -1251,6 +1266,9 @@ int Daemon::run() {
   // nothing: writes use MSG_NOSIGNAL, and nothing else should raise SIGPIPE
   // either (a recording on a pipe-like file, a library's write).
   signal(SIGPIPE, SIG_IGN);
+  if (!notifier_.problem().empty()) {
+    std::cerr << "rtcosimd: " << notifier_.problem() << " — systemd will not hear READY=1 or WATCHDOG=1\n";
+  }
   const int sfd = signals_to_fd();
   if (sfd < 0) {
     std::cerr << "rtcosimd: cannot take signals through a signalfd: " << std::strerror(errno) << '\n';
@@ -1289,7 +1307,7 @@ int Daemon::run() {
     close_sockets();
     return 1;
   }
-  (void)notifier_.send("READY=1");
+  notify("READY=1");
   std::cerr << "rtcosimd: running " << options_.config << " (" << graph_->tasks().size() << " tasks); control socket "
             << options_.socket_path << '\n';
 

@@ -197,7 +197,11 @@ class Daemon {
   // The last run's DDS counters and clocks, kept after run_ goes so that
   // status and the final summary show them; points into graph_.
   std::shared_ptr<const io::RemoteState> remote_;
-  SystemdNotifier notifier_;             // READY, STATUS, WATCHDOG, STOPPING
+  SystemdNotifier notifier_;  // READY, STATUS, WATCHDOG, STOPPING
+  // Sends to systemd; a failure is logged once until a send works again
+  // (a lost READY=1 or WATCHDOG=1 ends in systemd stopping the service).
+  void notify(const char* message);
+  bool notify_failing_ = false;
   std::vector<std::string> lost_hosts_;  // hosts that fell silent during this run
   runtime::RealtimeReport report_;
   bool running_ = false;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace rtcosim::daemon {
@@ -27,12 +28,20 @@ class SystemdNotifier {
   [[nodiscard]] bool active() const noexcept { return fd_ >= 0; }
   // Datagrams dropped because the manager's queue was full (or the send failed).
   [[nodiscard]] unsigned long dropped() const noexcept { return dropped_; }
+  // The errno of the last send that failed (EAGAIN: the queue was full).
+  [[nodiscard]] int last_errno() const noexcept { return last_errno_; }
+  // Set when $NOTIFY_SOCKET names a manager that cannot be reached from
+  // here (another scheme, too long, no socket): it then never hears from
+  // this process, and a Type=notify unit times out, so the daemon says why.
+  [[nodiscard]] const std::string& problem() const noexcept { return problem_; }
 
  private:
   int fd_ = -1;
   unsigned address_length_ = 0;
   alignas(8) unsigned char address_[112] = {};  // a sockaddr_un
   unsigned long dropped_ = 0;
+  int last_errno_ = 0;
+  std::string problem_;
 };
 
 }  // namespace rtcosim::daemon
