@@ -5,11 +5,13 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,13 +21,28 @@ extern char** environ;
 namespace rtcosim::session {
 
 int run_command(const std::vector<std::string>& argv, std::string* output) {
+  if (output) output->clear();
+  // Close-on-exec: rtcosimd runs this on a worker while its loop may spawn
+  // dot; a write end inherited by that child would hold this read open until
+  // it exits (or forever, for a daemon it starts). dup2 in the child clears
+  // the flag on stdout and stderr.
   int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) return -1;
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    if (output) *output = "cannot run '" + argv.at(0) + "': pipe: " + std::strerror(errno);
+    return -1;
+  }
+  // A file action that could not be recorded (ENOMEM) would leave the
+  // child's output on ours, and this read without an end.
   posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  int setup = posix_spawn_file_actions_init(&actions);
+  if (setup != 0) {
+    if (output) *output = "cannot run '" + argv.at(0) + "': " + std::strerror(setup);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    return -1;
+  }
+  setup = posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
+  if (setup == 0) setup = posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDERR_FILENO);
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -43,7 +60,7 @@ int run_command(const std::vector<std::string>& argv, std::string* output) {
   posix_spawnattr_setsigdefault(&attr, &defaults);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  const int rc = setup != 0 ? setup : posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   close(pipe_fds[1]);
@@ -59,7 +76,11 @@ int run_command(const std::vector<std::string>& argv, std::string* output) {
   }
   close(pipe_fds[0]);
   if (output) *output = out;
-  if (rc != 0) return -1;
+  if (rc != 0) {
+    // The callers pass the output on: it says why nothing ran.
+    if (output) *output = "cannot run '" + argv[0] + "': " + std::strerror(rc);
+    return -1;
+  }
   // A status never read is not a success: -1 unless the child's exit is known.
   int status = 0;
   pid_t waited = 0;
@@ -205,9 +226,18 @@ std::uint64_t TraceSession::stop() {
   if (!running_) return 0;
   running_ = false;
   std::string out, all;
-  run_command({"lttng", "stop", name_}, &out);
+  // A stop that failed may have left the last sub-buffers unflushed: the
+  // trace is then short of its end, which the caller is told.
+  if (const int rc = run_command({"lttng", "stop", name_}, &out); rc != 0) {
+    stop_error_ = "'lttng stop " + name_ + "' failed (" + (rc < 0 ? "not run" : "exit status " + std::to_string(rc)) +
+                  "): " + out + " — the trace may lack its last events";
+  }
   all += out;
-  run_command({"lttng", "destroy", name_}, &out);
+  if (const int rc = run_command({"lttng", "destroy", name_}, &out); rc != 0 && stop_error_.empty()) {
+    stop_error_ = "'lttng destroy " + name_ + "' failed (" +
+                  (rc < 0 ? "not run" : "exit status " + std::to_string(rc)) + "): " + out +
+                  " — the session is left in lttng-sessiond (lttng destroy " + name_ + ")";
+  }
   all += out;
   return discarded_in(all);
 }

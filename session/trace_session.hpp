@@ -33,6 +33,8 @@ class TraceSession {
   // Stops and destroys the session; returns the discarded-event count the
   // session daemon reported (0 when it reported none).
   std::uint64_t stop();
+  // After stop: why the stop or the destroy failed, or "".
+  [[nodiscard]] const std::string& stop_error() const noexcept { return stop_error_; }
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] std::uint64_t subbuffer_bytes() const noexcept { return subbuffer_bytes_; }
   // The consumer daemon's polling period (microseconds).
@@ -42,6 +44,7 @@ class TraceSession {
   TraceSession() = default;
   std::string name_;
   bool running_ = false;
+  std::string stop_error_;
   std::uint64_t subbuffer_bytes_ = 0;
   int read_timer_us_ = 0;
 };
@@ -53,7 +56,9 @@ class TraceSession {
 bool stop_sessiond_started_here(double wait_s = 5.0);
 
 // Runs a command (argv[0] searched in PATH) and returns its exit status and
-// its standard output and error, merged.
+// its standard output and error, merged; -1 when it could not be run
+// (`output` then says why) or its exit status is unknown (killed by a
+// signal, reaped elsewhere).
 int run_command(const std::vector<std::string>& argv, std::string* output);
 
 }  // namespace rtcosim::session

@@ -150,6 +150,14 @@ TEST(TraceReport, AReportTheDiskRefusesIsAnError) {
   std::filesystem::remove_all(dir);
 }
 
+// A command that cannot be run says why in its output (its callers pass the
+// output on); it used to be empty.
+TEST(TraceSession, ACommandThatCannotRunSaysWhy) {
+  std::string out = "stale";
+  EXPECT_EQ(session::run_command({"/nonexistent/lttng", "list"}, &out), -1);
+  EXPECT_EQ(out, "cannot run '/nonexistent/lttng': No such file or directory");
+}
+
 // The bars and markers of an SVG: (x, y, width, height) of each
 // class="bar" rect, x of each class="marker" line.
 struct SvgShapes {

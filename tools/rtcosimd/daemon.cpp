@@ -619,7 +619,9 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
       if (!trace_) return reply_error(pending_trace_ ? "the trace session is still being set up" : "not tracing");
       const auto discarded = trace_->session->stop();
       const std::string dir = trace_->directory;
+      const std::string stop_error = trace_->session->stop_error();
       trace_.reset();
+      if (!stop_error.empty()) return reply_error("trace stop: " + stop_error + " (the trace is in " + dir + ")");
       return reply_ok("\"dir\":" + base::json_string(dir) + ",\"discarded_events\":" + std::to_string(discarded));
     }
     return reply_error("trace needs \"action\": \"start\" or \"stop\"");
