@@ -513,9 +513,18 @@ std::string Daemon::web_token(bool in_group) {
   if (!in_group) {
     return reply_error("a web token is only given to root, rtcosimd's user and the control socket's group");
   }
+  // GRND_NONBLOCK: before the kernel's pool is seeded (early boot) a plain
+  // getrandom waits, and this runs in the daemon's loop.
   unsigned char random[24];
-  if (getrandom(random, sizeof random, 0) != static_cast<ssize_t>(sizeof random)) {
-    return reply_error(std::string("no random bytes for a token: ") + std::strerror(errno));
+  ssize_t got = 0;
+  while ((got = getrandom(random, sizeof random, GRND_NONBLOCK)) < 0 && errno == EINTR) {
+  }
+  if (got != static_cast<ssize_t>(sizeof random)) {
+    return reply_error(got < 0 && errno == EAGAIN
+                           ? std::string("no random bytes for a token yet: the kernel's random pool is not "
+                                         "initialised (early boot) — try again in a moment")
+                           : std::string("no random bytes for a token: ") +
+                                 (got < 0 ? std::strerror(errno) : "a short read from getrandom"));
   }
   std::string token;
   for (const unsigned char b : random) {
@@ -1113,9 +1122,16 @@ double status_interval(double interval) {
 }  // namespace
 
 int Daemon::open_control_socket(std::string* why) {
+  // Neither failure stops us here, but each is the real cause when bind
+  // then fails (no directory, a socket left by a daemon of another user).
   std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(options_.socket_path).parent_path(), ec);
-  ::unlink(options_.socket_path.c_str());
+  const auto dir = std::filesystem::path(options_.socket_path).parent_path();
+  std::string before;
+  if (!dir.empty()) std::filesystem::create_directories(dir, ec);
+  if (ec) before = "; creating " + dir.string() + " failed: " + ec.message();
+  if (::unlink(options_.socket_path.c_str()) != 0 && errno != ENOENT) {
+    before += "; removing the old " + options_.socket_path + " failed: " + std::strerror(errno);
+  }
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (options_.socket_path.size() >= sizeof addr.sun_path) {
@@ -1129,7 +1145,7 @@ int Daemon::open_control_socket(std::string* why) {
   }
   std::strncpy(addr.sun_path, options_.socket_path.c_str(), sizeof addr.sun_path - 1);
   if (bind(lfd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(lfd, 16) != 0) {
-    *why = "cannot listen on " + options_.socket_path + ": " + std::strerror(errno);
+    *why = "cannot listen on " + options_.socket_path + ": " + std::strerror(errno) + before;
     close(lfd);
     return -1;
   }
