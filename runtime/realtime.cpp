@@ -1,5 +1,11 @@
 #include "runtime/realtime.hpp"
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -7,12 +13,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include <algorithm>
-#include <cerrno>
-#include <cstdint>
-#include <fcntl.h>
-#include <cstring>
 
 namespace rtcosim::runtime {
 
@@ -71,9 +71,21 @@ RealtimeReport prepare_process(config::RealtimeMode mode, int highest_priority) 
   if (dma_latency_fd < 0) {
     dma_latency_fd = open("/dev/cpu_dma_latency", O_WRONLY | O_CLOEXEC);
     const std::int32_t zero = 0;
-    if (dma_latency_fd < 0 || write(dma_latency_fd, &zero, sizeof zero) != static_cast<ssize_t>(sizeof zero)) {
-      report.warnings.push_back(std::string("cannot hold /dev/cpu_dma_latency at 0 (") + std::strerror(errno) +
+    ssize_t written = -1;
+    if (dma_latency_fd >= 0) {
+      while ((written = write(dma_latency_fd, &zero, sizeof zero)) < 0 && errno == EINTR) {
+      }
+    }
+    if (written != static_cast<ssize_t>(sizeof zero)) {
+      report.warnings.push_back(std::string("cannot hold /dev/cpu_dma_latency at 0 (") +
+                                (dma_latency_fd >= 0 ? "write: " : "open: ") +
+                                (written >= 0 ? "a short write" : std::strerror(errno)) +
                                 ") — CPUs may sleep deeply between frames and wake late; run as root");
+      // Open without the 0 it holds nothing: closed, so that the next
+      // preparation (a reload) tries again and warns again instead of
+      // taking the open descriptor for success.
+      if (dma_latency_fd >= 0) close(dma_latency_fd);
+      dma_latency_fd = -1;
     }
   }
 
