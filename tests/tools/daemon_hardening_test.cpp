@@ -93,7 +93,10 @@ TEST(DaemonArguments, BadArgumentsExit2NamingWhatWasWrong) {
            {"--config g.yaml --web-push-rate 0", "--web-push-rate '0' — expected a rate from 0.1 to 100"},
            {"--config g.yaml --web-token-lifetime 1e6", "--web-token-lifetime '1e6' — expected seconds"},
            {"--config g.yaml --socket", "option --socket needs a value"},
-           {"--config a.yaml --config b.yaml", "option --config given twice"}}) {
+           {"--config a.yaml --config b.yaml", "option --config given twice"},
+           // The reason a token file cannot be looked at, not a guess at its content.
+           {"--config g.yaml --web-token-file /nonexistent/dir/token",
+            "--web-token-file '/nonexistent/dir/token': No such file or directory"}}) {
     const auto [code, out] = run(args);
     EXPECT_EQ(code, 2) << args << ": " << out;
     EXPECT_NE(out.find("rtcosimd: " + said), std::string::npos) << args << ": " << out;

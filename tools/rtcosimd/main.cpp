@@ -1,5 +1,7 @@
 // rtcosimd: the rtcosim daemon. Thin: arguments, then Daemon::run.
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -107,7 +109,10 @@ std::optional<rtcosim::daemon::Options> parse_options(const std::vector<std::str
   if (const auto file = args.value("web-token-file")) {
     // The token is a secret: a file others may read is refused.
     struct stat st {};
-    if (::stat(file->c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+    if (::stat(file->c_str(), &st) != 0) {
+      throw UsageError("--web-token-file '" + *file + "': " + std::strerror(errno));
+    }
+    if ((st.st_mode & 077) != 0) {
       std::ostringstream mode;
       mode << std::oct << (st.st_mode & 0777);
       throw UsageError("--web-token-file '" + *file + "' may be read by group or others (mode 0" + mode.str() +
