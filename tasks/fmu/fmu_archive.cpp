@@ -121,6 +121,12 @@ ExtractedArchive::ExtractedArchive(const std::string& zip_path, const ArchiveLim
         }
         const int next = ::openat(parent.fd, parts[k].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (next < 0) {
+          // ENOTDIR/ELOOP: a file or link is where a directory must be; anything
+          // else (out of descriptors) is not the archive's fault and is named.
+          if (errno != ENOTDIR && errno != ELOOP) {
+            throw FmuError(zip_path + ": cannot open '" + parts[k] + "' for entry '" + name +
+                           "': " + std::strerror(errno));
+          }
           throw FmuError(zip_path + ": entry '" + name + "' needs '" + parts[k] + "' to be a directory — refused");
         }
         ::close(parent.fd);

@@ -1,6 +1,8 @@
 #include "tools/common/cli_args.hpp"
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -107,7 +109,8 @@ std::optional<std::string> CliArgs::output_path(const std::string& name) const {
     throw UsageError("--" + name + ": cannot write '" + *path + "': directory '" + dir + "' does not exist");
   }
   if (access(dir.c_str(), W_OK) != 0) {
-    throw UsageError("--" + name + ": cannot write '" + *path + "': directory '" + dir + "' is not writable");
+    throw UsageError("--" + name + ": cannot write '" + *path + "': directory '" + dir + "' is not writable (" +
+                     std::strerror(errno) + ")");
   }
   return path;
 }
