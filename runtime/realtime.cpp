@@ -104,7 +104,7 @@ RealtimeReport prepare_process(config::RealtimeMode mode, int highest_priority) 
   return report;
 }
 
-std::vector<int> pin_housekeeping(const std::vector<int>& task_cpus) {
+std::vector<int> pin_housekeeping(const std::vector<int>& task_cpus, std::string* problem) {
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -114,7 +114,11 @@ std::vector<int> pin_housekeeping(const std::vector<int>& task_cpus) {
     CPU_SET(static_cast<std::size_t>(cpu), &set);
     chosen.push_back(cpu);
   }
-  if (chosen.empty() || pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0) return {};
+  if (chosen.empty()) return {};
+  if (const int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set); rc != 0) {
+    if (problem != nullptr) *problem = std::string("pthread_setaffinity_np: ") + std::strerror(rc);
+    return {};
+  }
   return chosen;
 }
 

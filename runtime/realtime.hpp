@@ -37,8 +37,9 @@ RealtimeReport prepare_process(config::RealtimeMode mode, int highest_priority);
 // pinned to, when any other CPU exists, so that housekeeping (recording,
 // progress, the control socket) never shares a CPU with a task. Threads it
 // creates afterwards inherit this; task threads re-pin themselves. Returns
-// the CPUs chosen, empty when the tasks use every CPU.
-std::vector<int> pin_housekeeping(const std::vector<int>& task_cpus);
+// the CPUs chosen, empty when the tasks use every CPU or the kernel refused
+// (then `problem`, when given, says why).
+std::vector<int> pin_housekeeping(const std::vector<int>& task_cpus, std::string* problem = nullptr);
 
 // How a thread actually runs, read back from the kernel after its set-up.
 struct ThreadPlacement {

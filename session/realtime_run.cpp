@@ -28,12 +28,16 @@ const runtime::RealtimeReport& RealtimeRun::prepare() {
   return report_;
 }
 
-void RealtimeRun::pin_caller_off_task_cpus() const {
+std::string RealtimeRun::pin_caller_off_task_cpus() const {
   std::vector<int> task_cpus;
   for (const auto& t : graph_.tasks()) {
     if (t->spec().cpu >= 0) task_cpus.push_back(t->spec().cpu);
   }
-  (void)runtime::pin_housekeeping(task_cpus);
+  std::string problem;
+  (void)runtime::pin_housekeeping(task_cpus, &problem);
+  return problem.empty() ? problem
+                         : "cannot move this thread off the tasks' CPUs (" + problem +
+                               "): recording and progress may share a CPU with a task";
 }
 
 bool RealtimeRun::distributed() const noexcept { return !graph_.host().empty(); }

@@ -57,8 +57,9 @@ class RealtimeRun {
   // priority. With `required` and a missing permission, report().ok is
   // false and nothing may be started.
   const runtime::RealtimeReport& prepare();
-  // Moves the calling thread off the CPUs the tasks are pinned to.
-  void pin_caller_off_task_cpus() const;
+  // Moves the calling thread off the CPUs the tasks are pinned to; "" or a
+  // warning that says why it could not.
+  [[nodiscard]] std::string pin_caller_off_task_cpus() const;
 
   // Whether the graph runs on several hosts (a DDS bridge joins them).
   [[nodiscard]] bool distributed() const noexcept;

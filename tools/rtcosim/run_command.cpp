@@ -270,7 +270,7 @@ std::shared_ptr<const io::RemoteState> run_realtime(runtime::Graph& graph, Outpu
   for (const auto& e : report.errors) std::cerr << "error: " << e << '\n';
   if (!report.ok) throw std::runtime_error("the real-time set-up failed (realtime: required); nothing was run");
   *fifo = report.fifo;
-  run.pin_caller_off_task_cpus();
+  if (const std::string w = run.pin_caller_off_task_cpus(); !w.empty()) std::cerr << "warning: " << w << '\n';
   std::int64_t epoch_ns = 0;
   if (run.distributed()) {
     std::cout << "host " << graph.host() << ": waiting for ";
