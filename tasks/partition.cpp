@@ -32,6 +32,7 @@ constexpr std::size_t kNoState = static_cast<std::size_t>(-1);
 }  // namespace
 
 struct Partition::Impl {
+  struct Builder;  // the constructor's steps
   struct Slot {
     std::unique_ptr<Block> block;
     std::size_t x_offset = 0;
@@ -248,51 +249,68 @@ struct Partition::Impl {
   }
 };
 
-Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> blocks, const std::vector<WireSpec>& wires,
-                     std::vector<ExternalInputSpec> externals, IntegratorKind integrator)
-    : name_(std::move(name)),
-      integrator_(integrator),
-      externals_(std::move(externals)),
-      impl_(std::make_unique<Impl>()) {
-  Impl& m = *impl_;
-  const std::string where = "partition '" + name_ + "'";
+/*
+ * The steps of Partition's constructor, in the order they depend on each
+ * other: lay out the blocks, wire their inputs, order them, size the
+ * memory, bind every block's views into it. Set-up only; each step throws
+ * BlockError with what was wrong and where.
+ */
+struct Partition::Impl::Builder {
+  Builder(Impl& impl, std::string partition) : m(impl), where(std::move(partition)) {}
+
+  Impl& m;
+  const std::string where;  // "partition '<name>'", for errors
+  std::vector<std::string> names;
+  std::size_t signal_count = 0;  // block outputs
+  std::size_t ext_size = 0;      // external inputs
+  // Sources of every input port.
+  std::vector<std::vector<std::optional<Source>>> sources;
+  std::vector<std::vector<std::size_t>> edges;  // feedthrough: from -> to
+  // Only a state-only output that a feedthrough input reads without an
+  // ordering edge needs computing before the order: any other block's
+  // state_outputs would be a second evaluation of its model for nothing.
+  std::vector<unsigned char> needs_early;
 
   // Blocks, names and memory layout.
-  std::unordered_map<std::string, std::size_t>& by_name = m.by_name;
-  std::vector<std::string> names;
-  std::size_t signal_count = 0;
-  for (auto& b : blocks) {
-    if (!b) throw BlockError(where + ": null block");
-    if (!by_name.emplace(b->name(), m.slots.size()).second) {
-      throw BlockError(where + ": two blocks are named '" + b->name() + "' — block names must be unique", b->name());
+  void lay_out(std::vector<std::unique_ptr<Block>>& blocks) {
+    std::unordered_map<std::string, std::size_t>& by_name = m.by_name;
+    for (auto& b : blocks) {
+      if (!b) throw BlockError(where + ": null block");
+      if (!by_name.emplace(b->name(), m.slots.size()).second) {
+        throw BlockError(where + ": two blocks are named '" + b->name() + "' — block names must be unique", b->name());
+      }
+      names.push_back(b->name());
+      Impl::Slot slot;
+      slot.x_offset = m.nx;
+      slot.xd_offset = m.nxd;
+      m.nx += b->continuous_states();
+      m.nxd += b->discrete_states();
+      for (const auto& port : b->outputs()) {
+        slot.out_offsets.push_back(signal_count);
+        signal_count += port.width;
+      }
+      slot.discrete = b->sample_time() != 0.0;
+      if (b->time_dependent() || slot.discrete) m.autonomous = false;
+      slot.block = std::move(b);
+      m.slots.push_back(std::move(slot));
     }
-    names.push_back(b->name());
-    Impl::Slot slot;
-    slot.x_offset = m.nx;
-    slot.xd_offset = m.nxd;
-    m.nx += b->continuous_states();
-    m.nxd += b->discrete_states();
-    for (const auto& port : b->outputs()) {
-      slot.out_offsets.push_back(signal_count);
-      signal_count += port.width;
-    }
-    slot.discrete = b->sample_time() != 0.0;
-    if (b->time_dependent() || slot.discrete) m.autonomous = false;
-    slot.block = std::move(b);
-    m.slots.push_back(std::move(slot));
+    sources.resize(m.slots.size());
+    for (std::size_t i = 0; i < m.slots.size(); ++i) sources[i].resize(m.slots[i].block->inputs().size());
+    edges.resize(m.slots.size());
+    needs_early.assign(m.slots.size(), 0);
   }
-  if (!externals_.empty()) m.autonomous = false;
 
-  auto find_block = [&](const Endpoint& e, const std::string& context) -> std::size_t {
-    const auto it = by_name.find(e.block);
-    if (it != by_name.end()) return it->second;
+  std::size_t find_block(const Endpoint& e, const std::string& context) const {
+    const auto it = m.by_name.find(e.block);
+    if (it != m.by_name.end()) return it->second;
     std::string message = context + ": " + where + " has no block '" + e.block + "'";
     if (const auto guess = base::closest_match(e.block, names); !guess.empty())
       message += " (did you mean '" + guess + "'?)";
     throw BlockError(message, e.block);
-  };
-  auto find_port = [&](const std::vector<PortInfo>& ports, const Endpoint& e, const Block& b, const char* kind,
-                       const std::string& context) -> std::size_t {
+  }
+
+  static std::size_t find_port(const std::vector<PortInfo>& ports, const Endpoint& e, const Block& b, const char* kind,
+                               const std::string& context) {
     for (std::size_t p = 0; p < ports.size(); ++p) {
       if (ports[p].name == e.port) return p;
     }
@@ -306,12 +324,9 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
       message += " (did you mean '" + guess + "'?)";
     }
     throw BlockError(message, b.name());
-  };
+  }
 
-  // Sources of every input port.
-  std::vector<std::vector<std::optional<Source>>> sources(m.slots.size());
-  for (std::size_t i = 0; i < m.slots.size(); ++i) sources[i].resize(m.slots[i].block->inputs().size());
-  auto connect = [&](const Endpoint& to, Source source, std::size_t width, const std::string& context) {
+  void connect(const Endpoint& to, Source source, std::size_t width, const std::string& context) {
     const std::size_t bi = find_block(to, context);
     const Block& b = *m.slots[bi].block;
     const std::size_t p = find_port(b.inputs(), to, b, "input", context);
@@ -327,134 +342,144 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
                        b.name());
     }
     slot_source = std::move(source);
-  };
-  std::vector<std::vector<std::size_t>> edges(m.slots.size());  // feedthrough: from -> to
-  // Only a state-only output that a feedthrough input reads without an
-  // ordering edge needs computing before the order: any other block's
-  // state_outputs would be a second evaluation of its model for nothing.
-  std::vector<unsigned char> needs_early(m.slots.size(), 0);
-  m.downstream.resize(m.slots.size());
-  m.upstream.resize(m.slots.size());
-  m.feedthrough_from.resize(m.slots.size());
-  for (const auto& w : wires) {
-    const std::string context = "wire '" + w.from.str() + " -> " + w.to.str() + "'";
-    const std::size_t from_block = find_block(w.from, context);
-    const Block& fb = *m.slots[from_block].block;
-    const std::size_t from_port = find_port(fb.outputs(), w.from, fb, "output", context);
-    connect(w.to, Source{false, m.slots[from_block].out_offsets[from_port], w.from.str()},
-            fb.outputs()[from_port].width, context);
-    const std::size_t to_block = by_name.at(w.to.block);
-    m.downstream[from_block].push_back(to_block);
-    m.upstream[to_block].push_back(from_block);
-    const Block& tb = *m.slots[to_block].block;
-    const std::size_t to_port = find_port(tb.inputs(), w.to, tb, "input", context);
-    if (tb.feedthrough(to_port)) {
-      if (fb.state_only(from_port)) {
-        needs_early[from_block] = 1;
-      } else {
-        edges[from_block].push_back(to_block);
-        m.feedthrough_from[to_block].push_back(from_block);
+  }
+
+  // Every wire: its input's source, and the feedthrough edges of the order.
+  void wire(const std::vector<WireSpec>& wires) {
+    const auto& by_name = m.by_name;
+    m.downstream.resize(m.slots.size());
+    m.upstream.resize(m.slots.size());
+    m.feedthrough_from.resize(m.slots.size());
+    for (const auto& w : wires) {
+      const std::string context = "wire '" + w.from.str() + " -> " + w.to.str() + "'";
+      const std::size_t from_block = find_block(w.from, context);
+      const Block& fb = *m.slots[from_block].block;
+      const std::size_t from_port = find_port(fb.outputs(), w.from, fb, "output", context);
+      connect(w.to, Source{false, m.slots[from_block].out_offsets[from_port], w.from.str()},
+              fb.outputs()[from_port].width, context);
+      const std::size_t to_block = by_name.at(w.to.block);
+      m.downstream[from_block].push_back(to_block);
+      m.upstream[to_block].push_back(from_block);
+      const Block& tb = *m.slots[to_block].block;
+      const std::size_t to_port = find_port(tb.inputs(), w.to, tb, "input", context);
+      if (tb.feedthrough(to_port)) {
+        if (fb.state_only(from_port)) {
+          needs_early[from_block] = 1;
+        } else {
+          edges[from_block].push_back(to_block);
+          m.feedthrough_from[to_block].push_back(from_block);
+        }
       }
     }
   }
-  std::size_t ext_size = 0;
-  for (const auto& e : externals_) {
-    m.ext_offsets.push_back(ext_size);
-    for (const auto& target : e.targets) {
-      connect(target, Source{true, ext_size, "external input '" + e.name + "'"}, e.width,
-              "external input '" + e.name + "' -> " + target.str());
+
+  void wire_externals(const std::vector<ExternalInputSpec>& externals) {
+    for (const auto& e : externals) {
+      m.ext_offsets.push_back(ext_size);
+      for (const auto& target : e.targets) {
+        connect(target, Source{true, ext_size, "external input '" + e.name + "'"}, e.width,
+                "external input '" + e.name + "' -> " + target.str());
+      }
+      ext_size += e.width;
     }
-    ext_size += e.width;
+    m.ext_offsets.push_back(ext_size);  // the end of the last
   }
-  m.ext_offsets.push_back(ext_size);  // the end of the last
-  for (std::size_t i = 0; i < m.slots.size(); ++i) {
-    const Block& b = *m.slots[i].block;
-    for (std::size_t p = 0; p < b.inputs().size(); ++p) {
-      if (!sources[i][p]) {
-        throw BlockError("input '" + b.name() + "." + b.inputs()[p].name + "' of block '" + b.name() + "' (" +
-                             b.type() + ") is not connected — wire a block output or an external input to it",
-                         b.name());
+
+  void require_every_input_connected() const {
+    for (std::size_t i = 0; i < m.slots.size(); ++i) {
+      const Block& b = *m.slots[i].block;
+      for (std::size_t p = 0; p < b.inputs().size(); ++p) {
+        if (!sources[i][p]) {
+          throw BlockError("input '" + b.name() + "." + b.inputs()[p].name + "' of block '" + b.name() + "' (" +
+                               b.type() + ") is not connected — wire a block output or an external input to it",
+                           b.name());
+        }
       }
     }
   }
 
   // Evaluation order: Kahn's algorithm over feedthrough edges, stable in
   // declaration order so that the order is reproducible.
-  std::vector<std::size_t> indegree(m.slots.size(), 0);
-  for (const auto& out : edges) {
-    for (std::size_t to : out) ++indegree[to];
-  }
-  std::vector<bool> placed(m.slots.size(), false);
-  for (bool progress = true; progress;) {
-    progress = false;
-    for (std::size_t i = 0; i < m.slots.size(); ++i) {
-      if (placed[i] || indegree[i] != 0) continue;
-      placed[i] = true;
-      progress = true;
-      m.order.push_back(i);
-      for (std::size_t to : edges[i]) --indegree[to];
+  void order() {
+    std::vector<std::size_t> indegree(m.slots.size(), 0);
+    for (const auto& out : edges) {
+      for (std::size_t to : out) ++indegree[to];
     }
-  }
-  if (m.order.size() != m.slots.size()) {
-    // Walk feedthrough edges among the unplaced blocks until one repeats:
-    // that walk's tail is a loop.
-    std::size_t start = 0;
-    while (placed[start]) ++start;
-    std::vector<std::size_t> path{start};
-    std::vector<int> seen_at(m.slots.size(), -1);
-    seen_at[start] = 0;
-    for (;;) {
-      std::size_t next = path.back();
-      for (std::size_t to : edges[path.back()]) {
-        if (!placed[to]) {
-          next = to;
-          break;
-        }
+    std::vector<bool> placed(m.slots.size(), false);
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (std::size_t i = 0; i < m.slots.size(); ++i) {
+        if (placed[i] || indegree[i] != 0) continue;
+        placed[i] = true;
+        progress = true;
+        m.order.push_back(i);
+        for (std::size_t to : edges[i]) --indegree[to];
       }
-      if (seen_at[next] >= 0) {
-        std::string loop;
-        for (std::size_t k = static_cast<std::size_t>(seen_at[next]); k < path.size(); ++k) {
-          loop += m.slots[path[k]].block->name() + " -> ";
+    }
+    if (m.order.size() != m.slots.size()) {
+      // Walk feedthrough edges among the unplaced blocks until one repeats:
+      // that walk's tail is a loop.
+      std::size_t start = 0;
+      while (placed[start]) ++start;
+      std::vector<std::size_t> path{start};
+      std::vector<int> seen_at(m.slots.size(), -1);
+      seen_at[start] = 0;
+      for (;;) {
+        std::size_t next = path.back();
+        for (std::size_t to : edges[path.back()]) {
+          if (!placed[to]) {
+            next = to;
+            break;
+          }
         }
-        loop += m.slots[next].block->name();
-        throw BlockError(where + ": algebraic loop through blocks " + loop +
-                             " — every block in it passes its input straight to its output; break the loop with a "
-                             "unit_delay, an integrator or a first_order_lag",
-                         m.slots[next].block->name());
+        if (seen_at[next] >= 0) {
+          std::string loop;
+          for (std::size_t k = static_cast<std::size_t>(seen_at[next]); k < path.size(); ++k) {
+            loop += m.slots[path[k]].block->name() + " -> ";
+          }
+          loop += m.slots[next].block->name();
+          throw BlockError(where + ": algebraic loop through blocks " + loop +
+                               " — every block in it passes its input straight to its output; break the loop with a "
+                               "unit_delay, an integrator or a first_order_lag",
+                           m.slots[next].block->name());
+        }
+        seen_at[next] = static_cast<int>(path.size());
+        path.push_back(next);
       }
-      seen_at[next] = static_cast<int>(path.size());
-      path.push_back(next);
     }
   }
 
   // Memory, then the views every block's context holds into it.
-  Impl::State& s = m.s;
-  s.x.assign(m.nx, 0.0);
-  s.xd.assign(m.nxd, 0.0);
-  // One signal memory: the block outputs, then the external inputs.
-  m.ext_base = signal_count;
-  s.signals.assign(signal_count + ext_size, 0.0);
-  s.dsignals.assign(signal_count + ext_size, 0.0);
-  s.dvalid.assign(signal_count + ext_size, 0);
-  s.next_hit.assign(m.slots.size(), 0.0);
-  s.prev_main.assign(m.nx, 0.0);
-  s.prev2_main.assign(m.nx, 0.0);
-  s.prev_ext.assign(ext_size, 0.0);
-  s.prev_xd.assign(m.nxd, 0.0);
-  s.branch.assign(m.slots.size(), std::numeric_limits<double>::quiet_NaN());
-  s.jumped.assign(signal_count, 0);
-  m.walk.reserve(m.slots.size());
-  m.reached.assign(m.slots.size(), 0);
-  for (std::size_t i = 0; i < m.slots.size(); ++i) {
-    if (m.slots[i].block->jumps()) m.jumpers.push_back(i);
-    if (m.slots[i].block->has_events()) {
-      m.eventful.push_back(i);
-      m.timed.push_back(m.slots[i].block.get());
+  void allocate() {
+    Impl::State& s = m.s;
+    s.x.assign(m.nx, 0.0);
+    s.xd.assign(m.nxd, 0.0);
+    // One signal memory: the block outputs, then the external inputs.
+    m.ext_base = signal_count;
+    s.signals.assign(signal_count + ext_size, 0.0);
+    s.dsignals.assign(signal_count + ext_size, 0.0);
+    s.dvalid.assign(signal_count + ext_size, 0);
+    s.next_hit.assign(m.slots.size(), 0.0);
+    s.prev_main.assign(m.nx, 0.0);
+    s.prev2_main.assign(m.nx, 0.0);
+    s.prev_ext.assign(ext_size, 0.0);
+    s.prev_xd.assign(m.nxd, 0.0);
+    s.branch.assign(m.slots.size(), std::numeric_limits<double>::quiet_NaN());
+    s.jumped.assign(signal_count, 0);
+    m.walk.reserve(m.slots.size());
+    m.reached.assign(m.slots.size(), 0);
+    for (std::size_t i = 0; i < m.slots.size(); ++i) {
+      if (m.slots[i].block->jumps()) m.jumpers.push_back(i);
+      if (m.slots[i].block->has_events()) {
+        m.eventful.push_back(i);
+        m.timed.push_back(m.slots[i].block.get());
+      }
+      if (m.slots[i].block->can_fail()) m.fallible.push_back(i);
     }
-    if (m.slots[i].block->can_fail()) m.fallible.push_back(i);
   }
-  {
-    // What mark_jumps can ever reach: every block downstream of a jumper.
+
+  // What mark_jumps can ever reach: every block downstream of a jumper.
+  void find_reach_of_jumps() {
     std::vector<unsigned char> reach(m.slots.size(), 0);
     std::vector<std::size_t> todo(m.jumpers.begin(), m.jumpers.end());
     for (std::size_t i : todo) reach[i] = 1;
@@ -478,43 +503,67 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
       }
     }
   }
-  m.saved = s;
-  m.ext = std::span<double>(s.signals.data() + m.ext_base, ext_size);
-  m.xe.assign(m.nx, 0.0);
-  for (auto* v : {&m.k1, &m.k2, &m.k3, &m.k4, &m.xs}) v->assign(m.nx, 0.0);
-  m.scratch_xd.assign(m.nxd, 0.0);
 
-  m.in_offsets.resize(m.slots.size());
-  for (std::size_t i = 0; i < m.slots.size(); ++i) {
-    Impl::Slot& slot = m.slots[i];
-    const Block& b = *slot.block;
-    for (std::size_t p = 0; p < b.inputs().size(); ++p) {
-      const Source& src = *sources[i][p];
-      const std::size_t w = b.inputs()[p].width;
-      const std::size_t at = src.external ? m.ext_base + src.offset : src.offset;
-      m.in_offsets[i].push_back(at);
-      slot.u.emplace_back(s.signals.data() + at, w);
-      slot.du.emplace_back(s.dsignals.data() + at, w);
-      slot.du_valid.emplace_back(s.dvalid.data() + at, w);
+  // The saved state, the integrators' scratch, and every block's views.
+  void bind_views() {
+    Impl::State& s = m.s;
+    m.saved = s;
+    m.ext = std::span<double>(s.signals.data() + m.ext_base, ext_size);
+    m.xe.assign(m.nx, 0.0);
+    for (auto* v : {&m.k1, &m.k2, &m.k3, &m.k4, &m.xs}) v->assign(m.nx, 0.0);
+    m.scratch_xd.assign(m.nxd, 0.0);
+
+    m.in_offsets.resize(m.slots.size());
+    for (std::size_t i = 0; i < m.slots.size(); ++i) {
+      Impl::Slot& slot = m.slots[i];
+      const Block& b = *slot.block;
+      for (std::size_t p = 0; p < b.inputs().size(); ++p) {
+        const Source& src = *sources[i][p];
+        const std::size_t w = b.inputs()[p].width;
+        const std::size_t at = src.external ? m.ext_base + src.offset : src.offset;
+        m.in_offsets[i].push_back(at);
+        slot.u.emplace_back(s.signals.data() + at, w);
+        slot.du.emplace_back(s.dsignals.data() + at, w);
+        slot.du_valid.emplace_back(s.dvalid.data() + at, w);
+      }
+      for (std::size_t p = 0; p < b.outputs().size(); ++p) {
+        const std::size_t w = b.outputs()[p].width;
+        slot.y.emplace_back(s.signals.data() + slot.out_offsets[p], w);
+        slot.dy.emplace_back(s.dsignals.data() + slot.out_offsets[p], w);
+        slot.dy_valid.emplace_back(s.dvalid.data() + slot.out_offsets[p], w);
+      }
+      slot.context.u = slot.u;
+      slot.context.du = slot.du;
+      slot.context.du_valid = slot.du_valid;
+      slot.context.y = slot.y;
+      slot.context.dy = slot.dy;
+      slot.context.dy_valid = slot.dy_valid;
+      slot.context.x = std::span<const double>(m.xe.data() + slot.x_offset, b.continuous_states());
+      slot.context.xd = std::span<double>(s.xd.data() + slot.xd_offset, b.discrete_states());
+      if (needs_early[i]) m.early.push_back(i);
+      if (slot.discrete) m.discrete.push_back(i);
     }
-    for (std::size_t p = 0; p < b.outputs().size(); ++p) {
-      const std::size_t w = b.outputs()[p].width;
-      slot.y.emplace_back(s.signals.data() + slot.out_offsets[p], w);
-      slot.dy.emplace_back(s.dsignals.data() + slot.out_offsets[p], w);
-      slot.dy_valid.emplace_back(s.dvalid.data() + slot.out_offsets[p], w);
-    }
-    slot.context.u = slot.u;
-    slot.context.du = slot.du;
-    slot.context.du_valid = slot.du_valid;
-    slot.context.y = slot.y;
-    slot.context.dy = slot.dy;
-    slot.context.dy_valid = slot.dy_valid;
-    slot.context.x = std::span<const double>(m.xe.data() + slot.x_offset, b.continuous_states());
-    slot.context.xd = std::span<double>(s.xd.data() + slot.xd_offset, b.discrete_states());
-    if (needs_early[i]) m.early.push_back(i);
-    if (slot.discrete) m.discrete.push_back(i);
   }
-  m.mem = FrameMemory{s.signals.data(), s.dsignals.data(), s.dvalid.data(), m.xe.data(), s.xd.data()};
+};
+
+Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> blocks, const std::vector<WireSpec>& wires,
+                     std::vector<ExternalInputSpec> externals, IntegratorKind integrator)
+    : name_(std::move(name)),
+      integrator_(integrator),
+      externals_(std::move(externals)),
+      impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  Impl::Builder build(m, "partition '" + name_ + "'");
+  build.lay_out(blocks);
+  if (!externals_.empty()) m.autonomous = false;
+  build.wire(wires);
+  build.wire_externals(externals_);
+  build.require_every_input_connected();
+  build.order();
+  build.allocate();
+  build.find_reach_of_jumps();
+  build.bind_views();
+  m.mem = FrameMemory{m.s.signals.data(), m.s.dsignals.data(), m.s.dvalid.data(), m.xe.data(), m.s.xd.data()};
   m.compile();
   reset(0.0);
 }
