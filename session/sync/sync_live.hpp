@@ -84,7 +84,7 @@ class LiveSync {
   const config::GraphSpec& spec_;
   const runtime::Recorder& recorder_;
   SyncModel with_, without_;
-  std::unique_ptr<tasks::sync::StateSync> sync_, shadow_;
+  std::unique_ptr<sync::StateSync> sync_, shadow_;
   std::vector<std::size_t> column_series_;             // recorder series per measured column
   std::vector<std::size_t> simulated_series_;          // recorder series of each pair's simulated signal
   std::vector<runtime::TaskRuntime*> variable_tasks_;  // the running task of each decision variable

@@ -12,7 +12,7 @@ namespace rtcosim::session {
 
 namespace {
 
-using tasks::sync::InputFeed;
+using sync::InputFeed;
 
 std::string where(const config::GraphSpec& spec, const config::Location& at) {
   return spec.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": ";
@@ -105,7 +105,7 @@ SyncModel::SyncModel(const config::GraphSpec& spec, const tasks::BlockRegistry& 
     return column_signals_.size() - 1;
   };
   for (std::size_t c = 0; c < names_.size(); ++c) {
-    tasks::sync::Component comp{parts_[c].get(), {}};
+    sync::Component comp{parts_[c].get(), {}};
     for (const auto& x : parts_[c]->externals()) {
       const auto dot = x.name.find('.');
       const tasks::Endpoint source{x.name.substr(0, dot), x.name.substr(dot + 1)};
@@ -151,9 +151,9 @@ SyncModel::SyncModel(const config::GraphSpec& spec, const tasks::BlockRegistry& 
   settings_.step = h;
   settings_.horizon = o.horizon;
   settings_.dynamic = o.dynamic;
-  settings_.solver = o.solver == "nelder_mead" ? tasks::sync::Solver::kNelderMead
-                     : o.solver == "sbplx"     ? tasks::sync::Solver::kSbplx
-                                               : tasks::sync::Solver::kBobyqa;
+  settings_.solver = o.solver == "nelder_mead" ? sync::Solver::kNelderMead
+                     : o.solver == "sbplx"     ? sync::Solver::kSbplx
+                                               : sync::Solver::kBobyqa;
   settings_.max_evaluations = o.max_evaluations;
   settings_.max_seconds = o.max_time;
   settings_.delay_steps = std::lround(spec.sync.delay / h);
@@ -205,9 +205,9 @@ void SyncModel::replay_measurements(std::size_t samples) {
   }
 }
 
-std::unique_ptr<tasks::sync::StateSync> SyncModel::make_sync() const {
+std::unique_ptr<sync::StateSync> SyncModel::make_sync() const {
   try {
-    return std::make_unique<tasks::sync::StateSync>(components_, variables_, compared_, measured_, settings_);
+    return std::make_unique<sync::StateSync>(components_, variables_, compared_, measured_, settings_);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(where(spec_, spec_.sync.optimise.where) + e.what());
   }

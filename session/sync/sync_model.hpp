@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "rt_config/graph_spec.hpp"
+#include "session/sync/state_sync.hpp"
 #include "tasks/block_registry.hpp"
-#include "tasks/sync/state_sync.hpp"
 
 namespace rtcosim::session {
 
@@ -40,7 +40,7 @@ class SyncModel {
   [[nodiscard]] double time_budget() const noexcept { return settings_.max_seconds; }
   [[nodiscard]] int max_evaluations() const noexcept { return settings_.max_evaluations; }
   // A StateSync over this model; the model must outlive it.
-  [[nodiscard]] std::unique_ptr<tasks::sync::StateSync> make_sync() const;
+  [[nodiscard]] std::unique_ptr<sync::StateSync> make_sync() const;
 
   [[nodiscard]] double step() const noexcept { return settings_.step; }
   [[nodiscard]] long delay_steps() const noexcept { return settings_.delay_steps; }
@@ -50,8 +50,8 @@ class SyncModel {
   // "block.port" of each measured column, and the column of compared pair i.
   [[nodiscard]] const std::vector<std::string>& column_signals() const noexcept { return column_signals_; }
   [[nodiscard]] std::size_t compared_column(std::size_t pair) const { return compared_.at(pair).column; }
-  [[nodiscard]] tasks::sync::Measurements& measured() noexcept { return measured_; }
-  [[nodiscard]] const tasks::sync::Measurements& measured() const noexcept { return measured_; }
+  [[nodiscard]] sync::Measurements& measured() noexcept { return measured_; }
+  [[nodiscard]] const sync::Measurements& measured() const noexcept { return measured_; }
   // Per decision variable: "block.parameter", its task, and its block and
   // parameter index in that task's partition (the same in the graph's).
   struct Variable {
@@ -65,12 +65,12 @@ class SyncModel {
   const tasks::BlockRegistry& blocks_;
   std::vector<std::string> names_, measurement_tasks_, column_signals_;
   std::vector<std::unique_ptr<tasks::Partition>> parts_;  // components
-  std::vector<tasks::sync::Component> components_;
-  std::vector<tasks::sync::DecisionVariable> variables_;
+  std::vector<sync::Component> components_;
+  std::vector<sync::DecisionVariable> variables_;
   std::vector<Variable> variable_places_;
-  std::vector<tasks::sync::ComparedPair> compared_;
-  tasks::sync::Measurements measured_;
-  tasks::sync::SyncSettings settings_;
+  std::vector<sync::ComparedPair> compared_;
+  sync::Measurements measured_;
+  sync::SyncSettings settings_;
 };
 
 }  // namespace rtcosim::session

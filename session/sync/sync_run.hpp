@@ -7,9 +7,9 @@
 
 #include "rt_config/graph_spec.hpp"
 #include "session/report/svg_plot.hpp"
+#include "session/sync/state_sync.hpp"
 #include "session/sync/sync_report.hpp"
 #include "tasks/block_registry.hpp"
-#include "tasks/sync/state_sync.hpp"
 
 namespace rtcosim::session {
 
@@ -46,7 +46,7 @@ struct SyncRun {
   std::vector<SyncPairSeries> pairs;
   std::vector<std::string> variables;  // "block.parameter"
   std::vector<std::vector<double>> u;  // [variable][k], the u step k ran with
-  std::vector<tasks::sync::StepFigures> steps;
+  std::vector<sync::StepFigures> steps;
   std::uint64_t n_ges = 0, n_ges_without = 0;
 };
 

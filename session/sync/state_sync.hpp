@@ -8,7 +8,11 @@
 
 #include "tasks/partition.hpp"
 
-namespace rtcosim::tasks::sync {
+namespace rtcosim::session::sync {
+
+// The partitions and blocks it drives are the block layer's.
+using tasks::OutputRef;
+using tasks::Partition;
 
 /*
  * The state synchronisation of thesis 4.1-4.5 (docs/sync.md): simulation
@@ -167,4 +171,4 @@ class StateSync {
   friend double objective_trampoline(unsigned n, const double* x, double* grad, void* data);
 };
 
-}  // namespace rtcosim::tasks::sync
+}  // namespace rtcosim::session::sync

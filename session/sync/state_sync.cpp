@@ -1,4 +1,4 @@
-#include "tasks/sync/state_sync.hpp"
+#include "session/sync/state_sync.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,9 @@
 
 #include <nlopt.hpp>
 
-namespace rtcosim::tasks::sync {
+namespace rtcosim::session::sync {
+
+using namespace rtcosim::tasks;
 
 // Held external inputs of one component for the current macro step.
 class HeldInputs final : public InputSource {
@@ -393,4 +395,4 @@ double StateSync::output(std::size_t pair) const {
   return components_[p.component].partition->output(p.ref)[0];
 }
 
-}  // namespace rtcosim::tasks::sync
+}  // namespace rtcosim::session::sync

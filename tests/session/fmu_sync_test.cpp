@@ -8,10 +8,12 @@
 
 #include <gtest/gtest.h>
 
+#include "session/sync/state_sync.hpp"
 #include "tasks/diagram.hpp"
-#include "tasks/sync/state_sync.hpp"
 
-namespace rtcosim::tasks::sync {
+namespace rtcosim::session::sync {
+
+using namespace rtcosim::tasks;  // the partitions and blocks the optimiser drives
 namespace {
 
 constexpr double kStep = 0.01;
@@ -131,4 +133,4 @@ TEST(FmuSync, AnFmuThatCannotSaveItsStateIsRefusedByName) {
 }
 
 }  // namespace
-}  // namespace rtcosim::tasks::sync
+}  // namespace rtcosim::session::sync

@@ -12,10 +12,12 @@
 
 #include <gtest/gtest.h>
 
+#include "session/sync/state_sync.hpp"
 #include "tasks/block_registry.hpp"
-#include "tasks/sync/state_sync.hpp"
 
-namespace rtcosim::tasks::sync {
+namespace rtcosim::session::sync {
+
+using namespace rtcosim::tasks;  // the partitions and blocks the optimiser drives
 namespace {
 
 const BlockRegistry& registry() {
@@ -139,4 +141,4 @@ TEST(ExecutionReduction, ACycleCostsWhatTheChainDoesNineToThree) {
 }
 
 }  // namespace
-}  // namespace rtcosim::tasks::sync
+}  // namespace rtcosim::session::sync

@@ -5,7 +5,7 @@
 // inertia and no load, kept in step through its load-torque parameter.
 // Set RTCOSIM_SYNC_REPORT=1 to print the table of docs/sync.md; set
 // RTCOSIM_WRITE_MOTOR_CSV=PATH to write the recording again.
-#include "tasks/sync/state_sync.hpp"
+#include "session/sync/state_sync.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -18,7 +18,9 @@
 
 #include "tasks/block_registry.hpp"
 
-namespace rtcosim::tasks::sync {
+namespace rtcosim::session::sync {
+
+using namespace rtcosim::tasks;  // the partitions and blocks the optimiser drives
 namespace {
 
 constexpr double kTrueInertia = 0.05;   // kg m^2
@@ -440,4 +442,4 @@ TEST(StateSync, HorizonsAndSchemesForTheDocs) {
 }
 
 }  // namespace
-}  // namespace rtcosim::tasks::sync
+}  // namespace rtcosim::session::sync
