@@ -82,7 +82,6 @@ class LiveSource {
   LiveSource(const LiveSource&) = delete;
   LiveSource& operator=(const LiveSource&) = delete;
 
-  [[nodiscard]] const std::string& key() const noexcept { return key_; }
   [[nodiscard]] std::size_t signals() const noexcept { return signals_; }
   // RT: the next row, if any.
   bool pop(LiveRow& row) noexcept { return ring_.pop(row); }
