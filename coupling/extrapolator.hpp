@@ -1,6 +1,8 @@
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -18,7 +20,10 @@ namespace rtcosim::coupling {
  * the data blocks a producer sent and reconstructs the signals at any time the
  * consumer's integrator asks for: ahead of the newest tag (extrapolation) or
  * behind it (interpolation). Tags may be non-uniform and asynchronous; no
- * method assumes an integer or constant frame ratio.
+ * method assumes an integer or constant frame ratio. Behind the blocks its
+ * reconstruction is built from and the lookback (below), every built-in
+ * method answers from its stored blocks (SampleHistory::interpolate), back
+ * to `oldest_tag`, and holds the oldest one before that.
  *
  * Call order: `configure(signal_count)` and `set_tag_limits` once in the
  * set-up phase (configure allocates, may throw); then, on the real-time
@@ -67,6 +72,16 @@ class Extrapolator {
   // measured from. +inf until set.
   void set_clock(double t) noexcept { clock_ = t; }
 
+  // Set-up phase: reads down to this many seconds behind the newest tag
+  // keep the method's reconstruction even where it lies behind the blocks
+  // it was built from. A consumer whose step starts when a faster producer
+  // has already made the whole step's blocks (a rate group: the fast
+  // members run first) reads that far back in normal operation; those reads
+  // stay as the method defines them. 0 (the default): every read behind the
+  // reconstruction's blocks comes from the stored blocks.
+  void set_lookback(double seconds) noexcept { lookback_ = seconds; }
+  [[nodiscard]] double lookback() const noexcept { return lookback_; }
+
   // Reconstructed signals at simulation time t. Before any block: zeros.
   virtual void evaluate(double t, std::span<double> out) const noexcept = 0;
 
@@ -90,21 +105,22 @@ class Extrapolator {
   [[nodiscard]] std::size_t signal_count() const noexcept { return signal_count_; }
   // Newest tag taken since the last reset, or -inf.
   [[nodiscard]] virtual double newest_tag() const noexcept = 0;
+  // Oldest tag the method still keeps, or -inf when it keeps none or says
+  // nothing (a plugin). A read before it holds the oldest kept sample: how
+  // far behind a link may be read is bounded by this, as the horizon bounds
+  // how far ahead (the runtime counts the frames that read before it).
+  [[nodiscard]] virtual double oldest_tag() const noexcept { return -std::numeric_limits<double>::infinity(); }
   [[nodiscard]] const std::string& method_id() const noexcept { return method_id_; }
 
   // Status, readable from any thread.
-  [[nodiscard]] std::uint64_t stale_blocks() const noexcept {
-    return stale_blocks_.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] std::uint64_t stale_blocks() const noexcept { return stale_blocks_.load(std::memory_order_relaxed); }
   // Blocks rejected for a non-finite tag or one beyond the TagLimits.
   [[nodiscard]] std::uint64_t rejected_tags() const noexcept { return rejected_tags_.load(std::memory_order_relaxed); }
   // Blocks rejected for a non-finite value or known derivative.
   [[nodiscard]] std::uint64_t rejected_values() const noexcept {
     return rejected_values_.load(std::memory_order_relaxed);
   }
-  [[nodiscard]] std::uint64_t blocks_taken() const noexcept {
-    return blocks_taken_.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] std::uint64_t blocks_taken() const noexcept { return blocks_taken_.load(std::memory_order_relaxed); }
   // Set when a block lacked a derivative this method wanted; the method then
   // used its derivative-free variant for that signal.
   [[nodiscard]] bool used_derivative_fallback() const noexcept {
@@ -130,6 +146,15 @@ class Extrapolator {
  protected:
   virtual void do_configure(std::size_t signal_count) = 0;
   virtual void do_push(const DataBlock& block) noexcept = 0;
+  // True when the stored blocks answer a read at t: it lies behind both
+  // `built_from`, the oldest tag the current reconstruction was built from,
+  // and the lookback from `newest`. The consumer's clock and the producer's
+  // tags are sums of different steps, so a read meant at that edge may land
+  // an ulp or so before it: that one still counts as at the edge.
+  [[nodiscard]] bool behind_reconstruction(double t, double built_from, double newest) const noexcept {
+    const double edge = std::min(built_from, newest - lookback_);
+    return t < edge - 1e-12 * std::max(1.0, std::fabs(edge));
+  }
   void note_derivative_fallback() noexcept {
     fallback_now_ = true;
     derivative_fallback_.store(true, std::memory_order_relaxed);
@@ -143,6 +168,7 @@ class Extrapolator {
   mutable std::vector<double> scratch_;
   TagLimits limits_;
   double clock_ = std::numeric_limits<double>::infinity();
+  double lookback_ = 0.0;
   std::uint64_t newest_sequence_ = 0;
   bool fallback_now_ = false;
   std::atomic<std::uint64_t> stale_blocks_{0};

@@ -7,7 +7,7 @@
 namespace rtcosim::coupling::methods {
 
 void Ecd::do_configure(std::size_t signal_count) {
-  history_.configure(static_cast<std::size_t>(order_) + 1, signal_count);
+  history_.configure(kLookBackBlocks, signal_count);
   current_.configure(signal_count);
   previous_.configure(signal_count);
   interpolated_.assign(signal_count, 0.0);
@@ -22,6 +22,11 @@ void Ecd::do_push(const DataBlock& block) noexcept {
 }
 
 void Ecd::evaluate(double t, std::span<double> out) const noexcept {
+  // u is built from y^_k and y^_{k-1}: order + 2 blocks back.
+  if (behind_reconstruction(t, history_.tag_of_newest(static_cast<std::size_t>(order_) + 2), history_.newest_tag())) {
+    history_.interpolate(t, out);
+    return;
+  }
   current_.evaluate(t, out);
   if (previous_.empty() || !(shift_ > 0.0)) return;
   const double past = t - shift_;

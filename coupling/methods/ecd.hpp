@@ -18,7 +18,8 @@ namespace rtcosim::coupling::methods {
  * same polynomial, evaluated inside its span) and y^_{k-1} the one fitted a
  * block earlier. Over a macro step the correction integrates to exactly the
  * estimate's error over the previous macro step, so the integral of the
- * signal is carried over, not lost.
+ * signal is carried over, not lost. Before the oldest block y^_{k-1} was
+ * fitted on, the stored blocks answer (SampleHistory::interpolate).
  */
 class Ecd final : public Extrapolator {
  public:
@@ -31,6 +32,7 @@ class Ecd final : public Extrapolator {
     shift_ = 0.0;
   }
   void evaluate(double t, std::span<double> out) const noexcept override;
+  [[nodiscard]] double oldest_tag() const noexcept override { return history_.oldest_tag(); }
 
  private:
   void do_configure(std::size_t signal_count) override;

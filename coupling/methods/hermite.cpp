@@ -6,7 +6,7 @@
 namespace rtcosim::coupling::methods {
 
 void Hermite::do_configure(std::size_t signal_count) {
-  history_.configure(static_cast<std::size_t>(order_) + 1, signal_count);
+  history_.configure(kLookBackBlocks, signal_count);
   nodes_.assign(signal_count * kStride, 0.0);
   coeff_.assign(signal_count * kStride, 0.0);
   degree_.assign(signal_count, -1);
@@ -60,6 +60,7 @@ void Hermite::do_push(const DataBlock& block) noexcept {
 }
 
 void Hermite::evaluate(double t, std::span<double> out) const noexcept {
+  const double newest = history_.newest_tag();
   for (std::size_t s = 0; s < out.size(); ++s) {
     const int m = degree_[s];
     if (m < 0) {
@@ -67,6 +68,10 @@ void Hermite::evaluate(double t, std::span<double> out) const noexcept {
       continue;
     }
     const double* z = &nodes_[s * kStride];
+    if (behind_reconstruction(t, z[m], newest)) {
+      out[s] = history_.interpolate_one(t, s);
+      continue;
+    }
     const double* c = &coeff_[s * kStride];
     double p = c[m];
     for (int j = m - 1; j >= 0; --j) p = p * (t - z[j]) + c[j];

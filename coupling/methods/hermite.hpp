@@ -15,7 +15,8 @@ namespace rtcosim::coupling::methods {
  * only). A signal whose block has no valid derivative uses the value alone,
  * which makes the method fall back to `polynomial` for that signal; this is
  * flagged once. Nodes differ per signal, so each signal has its own Newton
- * form.
+ * form. Before a signal's oldest node the stored blocks answer for it
+ * (SampleHistory::interpolate_one).
  */
 class Hermite final : public Extrapolator {
  public:
@@ -23,6 +24,7 @@ class Hermite final : public Extrapolator {
 
   void reset() noexcept override;
   void evaluate(double t, std::span<double> out) const noexcept override;
+  [[nodiscard]] double oldest_tag() const noexcept override { return history_.oldest_tag(); }
 
  private:
   static constexpr std::size_t kStride = kMaxOrder + 1;
@@ -32,9 +34,9 @@ class Hermite final : public Extrapolator {
 
   int order_;
   SampleHistory history_;
-  std::vector<double> nodes_;   // [signal * kStride + k]
-  std::vector<double> coeff_;   // [signal * kStride + k]
-  std::vector<int> degree_;     // per signal, -1 when empty
+  std::vector<double> nodes_;  // [signal * kStride + k]
+  std::vector<double> coeff_;  // [signal * kStride + k]
+  std::vector<int> degree_;    // per signal, -1 when empty
 };
 
 }  // namespace rtcosim::coupling::methods

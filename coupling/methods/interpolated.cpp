@@ -11,7 +11,7 @@
 namespace rtcosim::coupling::methods {
 
 void Interpolated::do_configure(std::size_t signal_count) {
-  history_.configure(static_cast<std::size_t>(order_) + 1, signal_count);
+  history_.configure(kLookBackBlocks, signal_count);
   predictions_.configure(static_cast<std::size_t>(interp_order_) + 1, signal_count);
   extrapolant_.configure(signal_count);
   previous_extrapolant_.configure(signal_count);
@@ -113,8 +113,8 @@ void Interpolated::do_push(const DataBlock& block) noexcept {
       double total = 0.0;
       if (!first) {
         if (window_end_ > leftover_start) {
-          total += error_total_[s] * gauss_legendre5(leftover_start, window_end_,
-                                                     [&](double t) { return distribution_weight(t); });
+          total += error_total_[s] *
+                   gauss_legendre5(leftover_start, window_end_, [&](double t) { return distribution_weight(t); });
         }
         // E: how far k fell short of the real signal over the macro step
         // just completed; y_I is the new extrapolant inside its span.
@@ -164,6 +164,12 @@ void Interpolated::evaluate_uncorrected(double t, std::span<double> out) const n
 }
 
 void Interpolated::evaluate(double t, std::span<double> out) const noexcept {
+  const double built_from =
+      std::min(history_.tag_of_newest(static_cast<std::size_t>(order_) + 1), predictions_.oldest_tag());
+  if (behind_reconstruction(t, built_from, history_.newest_tag())) {
+    history_.interpolate(t, out);
+    return;
+  }
   evaluate_uncorrected(t, out);
   if (!energy_conserving_) return;
   const double w = distribution_weight(t);

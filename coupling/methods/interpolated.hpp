@@ -51,6 +51,10 @@ namespace rtcosim::coupling::methods {
  * consumer's micro steps need not be uniform or known here. When a block
  * arrives before the window of d ends, the rest of its integral is added to
  * the next error total.
+ *
+ * Before the oldest block the extrapolant was fitted on and the oldest
+ * prediction the interpolation runs through, the stored blocks answer
+ * (SampleHistory::interpolate): I(t) carried backwards leaves the data.
  */
 class Interpolated final : public Extrapolator {
  public:
@@ -63,6 +67,7 @@ class Interpolated final : public Extrapolator {
 
   void reset() noexcept override;
   void evaluate(double t, std::span<double> out) const noexcept override;
+  [[nodiscard]] double oldest_tag() const noexcept override { return history_.oldest_tag(); }
 
   // k(t): the output without the distributed error total (equal to
   // `evaluate` for `interpolated`). For tests and plots.
@@ -90,7 +95,7 @@ class Interpolated final : public Extrapolator {
   SampleHistory predictions_;  // predictions at the tags that came, and the newest one
   NewtonSet extrapolant_;      // plain y^_k through the real blocks
   NewtonSet previous_extrapolant_;
-  NewtonSet interpolant_;      // I(t) through the predictions
+  NewtonSet interpolant_;  // I(t) through the predictions
   // Both corrections live on the macro step after the newest block,
   // [window_start_, window_end_]: ecc's error total d(t) = error_total_[s] * w(t),
   // and the continuity jump jump_[s] * g(x).
@@ -106,8 +111,8 @@ class Interpolated final : public Extrapolator {
   // distance it actually spans.
   double correction_reference_ = 0.0;
   std::size_t correction_nodes_ = 0;
-  std::vector<double> anchor_;         // the output at the new tag, before the push
-  std::vector<double> at_tag_;         // the newest prediction, moved to the tag that came
+  std::vector<double> anchor_;  // the output at the new tag, before the push
+  std::vector<double> at_tag_;  // the newest prediction, moved to the tag that came
   std::vector<double> next_;
 };
 

@@ -16,7 +16,8 @@ void fit_newest(NewtonSet& set, const SampleHistory& history, int order) noexcep
  * Polynomial extrapolation (`polynomial`, reference eq. 1-2): Newton divided
  * differences through the newest order+1 blocks, refitted on each push, so
  * the output jumps at coupling times. With fewer blocks it uses the order
- * they allow. Evaluation is one Horner scheme per signal.
+ * they allow. Evaluation is one Horner scheme per signal; before the oldest
+ * block of the fit, the stored blocks answer (SampleHistory::interpolate).
  */
 class Polynomial final : public Extrapolator {
  public:
@@ -26,11 +27,18 @@ class Polynomial final : public Extrapolator {
     history_.clear();
     poly_.clear();
   }
-  void evaluate(double t, std::span<double> out) const noexcept override { poly_.evaluate(t, out); }
+  void evaluate(double t, std::span<double> out) const noexcept override {
+    if (behind_reconstruction(t, history_.tag_of_newest(static_cast<std::size_t>(order_) + 1), history_.newest_tag())) {
+      history_.interpolate(t, out);
+    } else {
+      poly_.evaluate(t, out);
+    }
+  }
+  [[nodiscard]] double oldest_tag() const noexcept override { return history_.oldest_tag(); }
 
  private:
   void do_configure(std::size_t signal_count) override {
-    history_.configure(static_cast<std::size_t>(order_) + 1, signal_count);
+    history_.configure(kLookBackBlocks, signal_count);
     poly_.configure(signal_count);
   }
   void do_push(const DataBlock& block) noexcept override {

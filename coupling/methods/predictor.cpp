@@ -6,7 +6,7 @@
 namespace rtcosim::coupling::methods {
 
 void Predictor::do_configure(std::size_t signal_count) {
-  history_.configure(3, signal_count);
+  history_.configure(kLookBackBlocks, signal_count);
   a_.assign(signal_count, 0.0);
   b_.assign(signal_count, 0.0);
   c_.assign(signal_count, 0.0);
@@ -81,6 +81,13 @@ void Predictor::do_push(const DataBlock& block) noexcept {
 void Predictor::evaluate(double t, std::span<double> out) const noexcept {
   if (history_.empty()) {
     std::fill(out.begin(), out.end(), 0.0);
+    return;
+  }
+  // Behind the previous block (also for a fallback's parabola, whose third
+  // value is older: the edge must not depend on the signal, or a bundle
+  // would not give each wire what a link of its own gives).
+  if (behind_reconstruction(t, history_.tag_of_newest(2), history_.tag(0))) {
+    history_.interpolate(t, out);
     return;
   }
   const double d = t - history_.tag(0);

@@ -19,7 +19,10 @@ namespace rtcosim::coupling::methods {
  * raise the fallback flag.
  *
  * Every form is stored as u = a + D (b + D c), so evaluation is two
- * multiply-adds per signal.
+ * multiply-adds per signal. Before the blocks the form was built from (the
+ * previous block's tag) the
+ * signal comes from the stored blocks instead (SampleHistory::interpolate):
+ * the polynomial carried backwards leaves the data at once.
  */
 class Predictor final : public Extrapolator {
  public:
@@ -32,6 +35,7 @@ class Predictor final : public Extrapolator {
   void do_configure(std::size_t signal_count) override;
   void do_push(const DataBlock& block) noexcept override;
   [[nodiscard]] double newest_tag() const noexcept override { return history_.newest_tag(); }
+  [[nodiscard]] double oldest_tag() const noexcept override { return history_.oldest_tag(); }
 
   SampleHistory history_;
   std::vector<double> a_, b_, c_;

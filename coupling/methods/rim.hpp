@@ -29,6 +29,7 @@ class Rim final : public Extrapolator {
   void reset() noexcept override { history_.clear(); }
   void evaluate(double t, std::span<double> out) const noexcept override;
   [[nodiscard]] double newest_tag() const noexcept override { return history_.newest_tag(); }
+  [[nodiscard]] double oldest_tag() const noexcept override { return history_.oldest_tag(); }
 
  private:
   void do_configure(std::size_t signal_count) override { history_.configure(kHistory, signal_count); }

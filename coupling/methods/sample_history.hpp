@@ -4,11 +4,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "coupling/data_block.hpp"
 
 namespace rtcosim::coupling::methods {
+
+// Blocks every built-in method keeps, whatever its order, to answer reads
+// behind the data its reconstruction is built from: a consumer that fell
+// behind in a stall reads up to this many producer blocks back from the
+// stored samples, and holds the oldest one before that.
+inline constexpr std::size_t kLookBackBlocks = 64;
 
 /*
  * SampleHistory: the newest `capacity` blocks of a link, as a ring of
@@ -109,9 +116,69 @@ class SampleHistory {
   // Spacing of the two newest tags, or 0 with fewer than two samples.
   [[nodiscard]] double newest_spacing() const noexcept { return size_ < 2 ? 0.0 : tag(0) - tag(1); }
 
+  // Oldest tag kept, or -inf when empty.
+  [[nodiscard]] double oldest_tag() const noexcept {
+    return size_ == 0 ? -std::numeric_limits<double>::infinity() : tag(size_ - 1);
+  }
+  // Tag of the oldest of the newest `count` samples (of all, if fewer are
+  // kept): where a reconstruction built on them starts. -inf when empty.
+  [[nodiscard]] double tag_of_newest(std::size_t count) const noexcept {
+    if (size_ == 0) return -std::numeric_limits<double>::infinity();
+    return tag(std::min(count, size_) - 1);
+  }
+
+  // The stored signal at t, from the samples alone: between the two kept
+  // samples around t a cubic Hermite where both have a known derivative,
+  // else the line through their values; the oldest value before the oldest
+  // tag and the newest after the newest. This is what a read behind a
+  // method's reconstruction returns: the data themselves, not a polynomial
+  // carried backwards past its nodes. Zeros when empty.
+  void interpolate(double t, std::span<double> out) const noexcept {
+    if (size_ == 0) {
+      std::fill(out.begin(), out.end(), 0.0);
+      return;
+    }
+    const std::size_t late = bracket(t);
+    if (late + 1 == size_ || !(t < tag(late))) {
+      const double* v = values_of(late);
+      std::copy(v, v + out.size(), out.begin());
+      return;
+    }
+    for (std::size_t s = 0; s < out.size(); ++s) out[s] = between(late, t, s);
+  }
+  // One signal of `interpolate`.
+  [[nodiscard]] double interpolate_one(double t, std::size_t s) const noexcept {
+    if (size_ == 0) return 0.0;
+    const std::size_t late = bracket(t);
+    if (late + 1 == size_ || !(t < tag(late))) return value(late, s);
+    return between(late, t, s);
+  }
+
  private:
   [[nodiscard]] std::size_t slot(std::size_t i) const noexcept {
     return head_ >= i ? head_ - i : head_ + capacity_ - i;
+  }
+  // The i with t in [tag(i + 1), tag(i)); else 0 (t at or after the
+  // newest tag) or size() - 1 (t before the oldest). Precondition !empty().
+  [[nodiscard]] std::size_t bracket(double t) const noexcept {
+    std::size_t i = 0;
+    while (i + 1 < size_ && tag(i + 1) > t) ++i;
+    return i;
+  }
+  // Signal s at t in [tag(late + 1), tag(late)).
+  [[nodiscard]] double between(std::size_t late, double t, std::size_t s) const noexcept {
+    const std::size_t early = late + 1;
+    const double t0 = tag(early);
+    const double h = tag(late) - t0;
+    const double y0 = value(early, s);
+    const double y1 = value(late, s);
+    const double x = (t - t0) / h;
+    if (!derivative_valid(early, s) || !derivative_valid(late, s)) return y0 + x * (y1 - y0);
+    // Cubic Hermite basis on [0, 1], the derivatives scaled by the spacing.
+    const double d0 = h * derivative(early, s);
+    const double d1 = h * derivative(late, s);
+    const double xm = x - 1.0;
+    return y0 * (1.0 + 2.0 * x) * xm * xm + d0 * x * xm * xm + y1 * x * x * (3.0 - 2.0 * x) + d1 * x * x * xm;
   }
 
   std::size_t capacity_ = 0;

@@ -22,7 +22,9 @@ namespace rtcosim::coupling::methods {
  * x = (t - t_i) / (h_s / 2); afterwards u = f_n. The output is C2 at every
  * coupling time. f_p is the previous output itself, blended or not, so a
  * block that arrives inside the previous blend window keeps the output
- * continuous too; the last kDepth outputs are kept for that.
+ * continuous too; the last kDepth outputs are kept for that. Before the
+ * oldest block the oldest of them was fitted on, the stored blocks answer
+ * (SampleHistory::interpolate).
  */
 class Smoothed final : public Extrapolator {
  public:
@@ -34,13 +36,20 @@ class Smoothed final : public Extrapolator {
     states_ = 0;
   }
   void evaluate(double t, std::span<double> out) const noexcept override {
-    evaluate_state(0, t, out);
+    // State d was fitted on blocks d .. d + order.
+    if (behind_reconstruction(t, history_.tag_of_newest(states_ + static_cast<std::size_t>(order_)),
+                              history_.newest_tag())) {
+      history_.interpolate(t, out);
+    } else {
+      evaluate_state(0, t, out);
+    }
   }
+  [[nodiscard]] double oldest_tag() const noexcept override { return history_.oldest_tag(); }
 
  private:
   struct State {
-    double start = 0.0;       // t_i: the tag of the block that made it
-    double blend_end = 0.0;   // t_s = t_i + h_s/2
+    double start = 0.0;      // t_i: the tag of the block that made it
+    double blend_end = 0.0;  // t_s = t_i + h_s/2
     NewtonSet poly;
   };
   void do_configure(std::size_t signal_count) override;

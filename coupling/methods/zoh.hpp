@@ -36,7 +36,7 @@ namespace rtcosim::coupling::methods {
  */
 class Zoh final : public Extrapolator {
  public:
-  static constexpr std::size_t kHistory = 64;
+  static constexpr std::size_t kHistory = kLookBackBlocks;
   explicit Zoh(bool averaging) : Extrapolator(averaging ? "zoh_average" : "zoh"), averaging_(averaging) {}
 
   void reset() noexcept override;
@@ -44,6 +44,7 @@ class Zoh final : public Extrapolator {
   void evaluate_mean(double t0, double t1, std::span<double> out) const noexcept override;
   void step_mean(double t0, double t1, std::span<double> out) noexcept override;
   [[nodiscard]] bool averages_over_step() const noexcept override { return averaging_; }
+  [[nodiscard]] double oldest_tag() const noexcept override { return history_.oldest_tag(); }
 
  private:
   void do_configure(std::size_t signal_count) override;

@@ -28,7 +28,7 @@ TEST(Ecd, IsThePolynomialPlusItsErrorOneMacroStepLate) {
     for (bool given_step : {false, true}) {
       auto params = order(n);
       if (given_step) params.push_back({"macro_step", "35ms"});
-      auto ex = make_method("ecd", params);
+      auto ex = make_form("ecd", params);
       const auto tags = jittered_tags(0.2, 0.04, 20);
       for (std::size_t k = 0; k < tags.size(); ++k) {
         push_sample(*ex, tags[k], sine);

@@ -16,7 +16,7 @@ ParamSettings order(int n) { return {{"order", std::to_string(n)}}; }
 
 TEST(Hermite, TwoBlocksOfOrderThreeReproduceAnyCubic) {
   for (int variant = 0; variant < 4; ++variant) {
-    auto ex = make_method("hermite", order(3));
+    auto ex = make_form("hermite", order(3));
     const double t0 = 0.2 + 0.05 * variant;
     const double t1 = t0 + 0.013 + 0.007 * variant;
     ScaledPolynomial p = test_polynomial(3, t0 + 0.003 * variant, 0.02);
@@ -32,7 +32,7 @@ TEST(Hermite, TwoBlocksOfOrderThreeReproduceAnyCubic) {
 TEST(Hermite, ReproducesPolynomialsOfItsOrderFromValuesAndDerivatives) {
   constexpr double kStep = 0.01;
   for (int n = 1; n <= 8; ++n) {
-    auto ex = make_method("hermite", order(n));
+    auto ex = make_form("hermite", order(n));
     const auto tags = jittered_tags(0.61, kStep, 8);
     const auto p = test_polynomial(n, 0.61 + 2 * kStep, kStep * (n + 1) / 2.0);
     for (std::size_t k = 0; k < tags.size(); ++k) {
@@ -50,8 +50,8 @@ TEST(Hermite, ReproducesPolynomialsOfItsOrderFromValuesAndDerivatives) {
 // block, order 2 adds the previous block's value only.
 TEST(Hermite, TakesConditionsNewestFirst) {
   const auto tags = jittered_tags(0.3, 0.02, 5);
-  auto first = make_method("hermite", order(1));
-  auto second = make_method("hermite", order(2));
+  auto first = make_form("hermite", order(1));
+  auto second = make_form("hermite", order(2));
   for (double t : tags) {
     push_sample(*first, t, sine, sine_derivative);
     push_sample(*second, t, sine, sine_derivative);
@@ -68,12 +68,12 @@ TEST(Hermite, TakesConditionsNewestFirst) {
 }
 
 TEST(Hermite, StartsWithTheTangentAndGrowsToItsOrder) {
-  auto ex = make_method("hermite", order(4));
+  auto ex = make_form("hermite", order(4));
   push_block(*ex, 0.1, {1.5}, {-2.0});
   for (double t : {0.05, 0.1, 0.13}) EXPECT_NEAR(eval1(*ex, t), 1.5 - 2.0 * (t - 0.1), 1e-14) << t;
   // Two blocks give four conditions: a cubic, although the order is 4.
   ScaledPolynomial cubic = test_polynomial(3, 0.1, 0.02);
-  auto ex2 = make_method("hermite", order(4));
+  auto ex2 = make_form("hermite", order(4));
   for (double tag : {0.1, 0.117}) push_block(*ex2, tag, {cubic(tag)}, {cubic.derivative(tag)});
   for (double t : probe_times(0.117, 0.017))
     EXPECT_NEAR(eval1(*ex2, t), cubic(t), 1e-9 * std::max(1.0, std::abs(cubic(t))));

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <numbers>
 #include <span>
@@ -31,6 +32,16 @@ using Fn = std::function<double(double)>;
 inline std::unique_ptr<Extrapolator> make_method(std::string_view id, const ParamSettings& params = {},
                                                  std::size_t signal_count = 1) {
   return MethodRegistry::with_builtins().create(id, params, signal_count);
+}
+
+// The method's reconstruction alone, also behind the blocks it is built
+// from (an unbounded lookback): for the suites that hold its closed form
+// there. history_behind_test.cpp holds what a method gives there by default.
+inline std::unique_ptr<Extrapolator> make_form(std::string_view id, const ParamSettings& params = {},
+                                               std::size_t signal_count = 1) {
+  auto ex = make_method(id, params, signal_count);
+  ex->set_lookback(std::numeric_limits<double>::infinity());
+  return ex;
 }
 
 // A block at `tag`; an empty `derivatives` means no signal has a valid one.

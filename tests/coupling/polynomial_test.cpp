@@ -19,7 +19,7 @@ TEST(Polynomial, ReproducesEveryPolynomialOfDegreeUpToItsOrder) {
   constexpr double kStep = 0.01;
   for (int n = 1; n <= 8; ++n) {
     for (int degree = 0; degree <= n; ++degree) {
-      auto ex = make_method("polynomial", order(n));
+      auto ex = make_form("polynomial", order(n));
       const auto tags = jittered_tags(0.37, kStep, 14);
       const auto p = test_polynomial(degree, 0.37 + 7 * kStep, kStep * (n + 1));
       for (std::size_t k = 0; k < tags.size(); ++k) {
@@ -36,7 +36,7 @@ TEST(Polynomial, ReproducesEveryPolynomialOfDegreeUpToItsOrder) {
 
 TEST(Polynomial, UsesTheNewestOrderPlusOneBlocks) {
   for (int n : {1, 3, 6}) {
-    auto ex = make_method("polynomial", order(n));
+    auto ex = make_form("polynomial", order(n));
     const auto tags = jittered_tags(0.05, 0.02, 16);
     for (std::size_t k = 0; k < tags.size(); ++k) {
       push_sample(*ex, tags[k], sine);
@@ -50,7 +50,7 @@ TEST(Polynomial, UsesTheNewestOrderPlusOneBlocks) {
 }
 
 TEST(Polynomial, StartsWithTheOrderTheBlocksAllow) {
-  auto ex = make_method("polynomial", order(4));
+  auto ex = make_form("polynomial", order(4));
   push_block(*ex, 0.10, {2.0});
   EXPECT_EQ(eval1(*ex, 0.05), 2.0);  // one block: constant
   EXPECT_EQ(eval1(*ex, 0.30), 2.0);

@@ -15,7 +15,7 @@ double quadratic(double t) { return 0.7 - 3.0 * t + 25.0 * t * t; }
 double quadratic_derivative(double t) { return -3.0 + 50.0 * t; }
 
 void expect_exact_on_quadratic(const std::vector<double>& tags) {
-  auto ex = make_method("predictor");
+  auto ex = make_form("predictor");
   for (std::size_t k = 0; k < tags.size(); ++k) {
     push_sample(*ex, tags[k], quadratic, quadratic_derivative);
     if (k == 0) continue;  // one block: first order only
@@ -36,7 +36,7 @@ TEST(Predictor, ExactOnQuadraticsAtNonConstantStep) {
 }
 
 TEST(Predictor, IsTheAb2PredictorOnAnySignal) {
-  auto ex = make_method("predictor");
+  auto ex = make_form("predictor");
   const auto tags = jittered_tags(0.05, 0.02, 8);
   push_sample(*ex, tags[0], sine, sine_derivative);
   for (std::size_t k = 1; k < tags.size(); ++k) {
@@ -53,17 +53,17 @@ TEST(Predictor, IsTheAb2PredictorOnAnySignal) {
 }
 
 TEST(Predictor, OneBlockIsFirstOrder) {
-  auto ex = make_method("predictor");
+  auto ex = make_form("predictor");
   push_block(*ex, 0.5, {2.0}, {-4.0});
   for (double t : {0.4, 0.5, 0.52, 0.6}) EXPECT_NEAR(eval1(*ex, t), 2.0 - 4.0 * (t - 0.5), 1e-14) << t;
   // A quadratic is no longer exact with one block: no curvature is known yet.
-  auto q = make_method("predictor");
+  auto q = make_form("predictor");
   push_sample(*q, 0.2, quadratic, quadratic_derivative);
   EXPECT_GT(std::abs(eval1(*q, 0.25) - quadratic(0.25)), 1e-3);
 }
 
 TEST(Predictor, WithoutDerivativesItIsTheParabolaThroughTheNewestThreeValues) {
-  auto ex = make_method("predictor");
+  auto ex = make_form("predictor");
   const auto tags = jittered_tags(0.05, 0.02, 9);
   for (std::size_t k = 0; k < tags.size(); ++k) {
     push_sample(*ex, tags[k], sine);
@@ -84,7 +84,7 @@ TEST(Predictor, WithoutDerivativesItIsTheParabolaThroughTheNewestThreeValues) {
 TEST(Predictor, PreviousBlockWithoutDerivativeKeepsSecondOrderAndRaisesTheFlag) {
   auto q = [](double t) { return 0.3 - 1.7 * t + 4.1 * t * t; };
   auto dq = [](double t) { return -1.7 + 8.2 * t; };
-  auto ex = make_method("predictor");
+  auto ex = make_form("predictor");
   push_sample(*ex, 0.100, q);
   EXPECT_TRUE(ex->in_derivative_fallback());  // the newest has no derivative
   push_sample(*ex, 0.113, q, dq);
