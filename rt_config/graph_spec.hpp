@@ -48,8 +48,22 @@ struct TaskSpec {
   StepPolicy step = StepPolicy::kFixed;
   OverrunPolicy overrun = OverrunPolicy::kCatchUp;  // the loader: rephase for measured steps unless given
   double max_step = 0.0;                            // seconds; 0: 4 periods
-  std::string rate_group;                           // tasks sharing one run in one thread
-  std::string host;                                 // the host it runs on (GraphSpec::hosts); empty: a one-host graph
+  // Measured steps: sub-steps a frame may integrate while it repays owed
+  // real time (0: 4), and the debt beyond which real time is given up
+  // (seconds; 0: 1 s). docs/stalls.md.
+  int max_substeps = 0;
+  double max_owed = 0.0;
+  // What stops the task as diverged (docs/stalls.md, `divergence:`): the
+  // relative local error above `tolerance` for `steps` steps in a row, or a
+  // state beyond `state_bound`; 0 turns a check off.
+  struct Divergence {
+    double tolerance = 0.25;
+    int steps = 5;
+    double state_bound = 1e12;
+    bool operator==(const Divergence&) const = default;
+  } divergence;
+  std::string rate_group;  // tasks sharing one run in one thread
+  std::string host;        // the host it runs on (GraphSpec::hosts); empty: a one-host graph
   ExecutionTimes execution;
   Location where;
 };

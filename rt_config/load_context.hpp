@@ -113,6 +113,7 @@ class GraphLoader {
   // load_tasks.cpp
   void read_tasks(const YAML::Node& list, const YAML::Node& root);
   void read_execution(const YAML::Node& node, const std::string& what, ExecutionTimes& out);
+  void read_divergence(const YAML::Node& node, const std::string& what, TaskSpec::Divergence& out);
   void check_tasks();
 
   // load_hosts_dds.cpp

@@ -1,6 +1,7 @@
 // Reads 'tasks' (with each task's 'execution') and checks CPUs, priorities, rate groups and schedulability.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <string_view>
@@ -17,8 +18,9 @@ namespace rtcosim::config::detail {
 
 namespace {
 
-const std::vector<std::string> kTaskKeys = {"name",    "period",   "cpu",        "priority",  "integrator", "step",
-                                            "overrun", "max_step", "rate_group", "execution", "host"};
+const std::vector<std::string> kTaskKeys = {"name",       "period",     "cpu",       "priority",     "integrator",
+                                            "step",       "overrun",    "max_step",  "max_substeps", "max_owed",
+                                            "divergence", "rate_group", "execution", "host"};
 
 }  // namespace
 
@@ -82,12 +84,22 @@ void GraphLoader::read_tasks(const YAML::Node& list, const YAML::Node& root) {
                                         base::format_duration(t.period) + ") — expected at least one period");
       }
     }
+    for (const char* key : {"max_substeps", "max_owed"}) {
+      if (node[key] && t.step != StepPolicy::kMeasured) {
+        in_.error(node[key], what + ": '" + key +
+                                 "' applies to measured steps only (a fixed step owes no real time) — add "
+                                 "'step: measured' or remove it");
+      }
+    }
+    if (auto n = in_.integer(node, "max_substeps", what, 1, 64)) t.max_substeps = static_cast<int>(*n);
+    if (auto o = in_.duration(node, "max_owed", what, false)) t.max_owed = *o;
     if (auto g = in_.text(node, "rate_group", what, false)) t.rate_group = *g;
     if (auto h = in_.text(node, "host", what, false)) {
       t.host = *h;
       host_locations_[graph_.tasks.size()] = location_of(node["host"]);
     }
     if (const auto ex = node["execution"]) read_execution(ex, what, t.execution);
+    if (const auto d = node["divergence"]) read_divergence(d, what, t.divergence);
     graph_.tasks.push_back(std::move(t));
   }
 }
@@ -124,6 +136,28 @@ void GraphLoader::read_execution(const YAML::Node& node, const std::string& what
     }
     out.spikes.push_back(spike);
   }
+}
+
+void GraphLoader::read_divergence(const YAML::Node& node, const std::string& what, TaskSpec::Divergence& out) {
+  const std::string where = what + ": 'divergence'";
+  if (!in_.mapping(node, where, {"tolerance", "steps", "state_bound"})) return;
+  // A non-negative finite number; 0 turns the check off.
+  auto number = [&](const char* key, double& into) {
+    const auto v = node[key];
+    if (!v) return;
+    const std::string text = v.IsScalar() ? v.Scalar() : std::string();
+    char* end = nullptr;
+    const double x = text.empty() ? std::nan("") : std::strtod(text.c_str(), &end);
+    if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(x) || x < 0.0) {
+      in_.error(v, where + ": '" + key + "' is " + (v.IsScalar() ? "'" + text + "'" : Reader::kind(v)) +
+                       " — expected a number >= 0 (0 turns the check off)");
+      return;
+    }
+    into = x;
+  };
+  number("tolerance", out.tolerance);
+  number("state_bound", out.state_bound);
+  if (auto n = in_.integer(node, "steps", where, 1, 1000000)) out.steps = static_cast<int>(*n);
 }
 
 void GraphLoader::check_tasks() {

@@ -1,9 +1,9 @@
 #include "rt_config/writer.hpp"
 
-#include <yaml-cpp/yaml.h>
-
 #include <cstdio>
 #include <variant>
+
+#include <yaml-cpp/yaml.h>
 
 namespace rtcosim::config {
 
@@ -88,6 +88,15 @@ std::string write_graph(const GraphSpec& g) {
     out << YAML::Key << "step" << YAML::Value << to_string(t.step);
     out << YAML::Key << "overrun" << YAML::Value << to_string(t.overrun);
     if (t.max_step > 0.0) out << YAML::Key << "max_step" << YAML::Value << exact_seconds(t.max_step);
+    if (t.max_substeps > 0) out << YAML::Key << "max_substeps" << YAML::Value << t.max_substeps;
+    if (t.max_owed > 0.0) out << YAML::Key << "max_owed" << YAML::Value << exact_seconds(t.max_owed);
+    if (t.divergence != TaskSpec::Divergence{}) {
+      out << YAML::Key << "divergence" << YAML::Value << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "tolerance" << YAML::Value << t.divergence.tolerance;
+      out << YAML::Key << "steps" << YAML::Value << t.divergence.steps;
+      out << YAML::Key << "state_bound" << YAML::Value << t.divergence.state_bound;
+      out << YAML::EndMap;
+    }
     if (!t.rate_group.empty()) out << YAML::Key << "rate_group" << YAML::Value << t.rate_group;
     if (!t.host.empty()) out << YAML::Key << "host" << YAML::Value << t.host;
     if (t.execution.declared) {
@@ -123,8 +132,8 @@ std::string write_graph(const GraphSpec& g) {
   out << YAML::EndSeq;
   out << YAML::Key << "wires" << YAML::Value << YAML::BeginSeq;
   for (const auto& w : g.wires) {
-    out << YAML::BeginMap << YAML::Key << "from" << YAML::Value << w.wire.from.str() << YAML::Key << "to"
-        << YAML::Value << w.wire.to.str();
+    out << YAML::BeginMap << YAML::Key << "from" << YAML::Value << w.wire.from.str() << YAML::Key << "to" << YAML::Value
+        << w.wire.to.str();
     if (w.coupling) {
       out << YAML::Key << "coupling" << YAML::Value;
       emit_coupling(out, *w.coupling);
@@ -133,8 +142,8 @@ std::string write_graph(const GraphSpec& g) {
   }
   out << YAML::EndSeq;
   if (!g.record.signals.empty()) {
-    out << YAML::Key << "record" << YAML::Value << YAML::BeginMap << YAML::Key << "signals" << YAML::Value
-        << YAML::Flow << YAML::BeginSeq;
+    out << YAML::Key << "record" << YAML::Value << YAML::BeginMap << YAML::Key << "signals" << YAML::Value << YAML::Flow
+        << YAML::BeginSeq;
     for (const auto& s : g.record.signals) out << s.str();
     out << YAML::EndSeq << YAML::Key << "file" << YAML::Value << g.record.file << YAML::EndMap;
   }
@@ -191,6 +200,9 @@ bool same_graph(const GraphSpec& a, const GraphSpec& b, std::string* difference)
     if (x.cpu != y.cpu || x.priority != y.priority) return differ(t + "cpu/priority");
     if (x.integrator != y.integrator || x.step != y.step || x.overrun != y.overrun) return differ(t + "policies");
     if (x.max_step != y.max_step) return differ(t + "max_step");
+    if (x.max_substeps != y.max_substeps) return differ(t + "max_substeps");
+    if (x.max_owed != y.max_owed) return differ(t + "max_owed");
+    if (x.divergence != y.divergence) return differ(t + "divergence");
     if (x.rate_group != y.rate_group) return differ(t + "rate_group");
     if (x.host != y.host) return differ(t + "host");
     if (x.execution.declared != y.execution.declared || x.execution.nominal != y.execution.nominal ||
@@ -213,7 +225,8 @@ bool same_graph(const GraphSpec& a, const GraphSpec& b, std::string* difference)
   if (a.wires.size() != b.wires.size()) return differ("number of wires");
   for (std::size_t i = 0; i < a.wires.size(); ++i) {
     const auto &x = a.wires[i], &y = b.wires[i];
-    if (x.wire.from.str() != y.wire.from.str() || x.wire.to.str() != y.wire.to.str()) return differ("wire " + std::to_string(i + 1));
+    if (x.wire.from.str() != y.wire.from.str() || x.wire.to.str() != y.wire.to.str())
+      return differ("wire " + std::to_string(i + 1));
     if (x.coupling.has_value() != y.coupling.has_value() || (x.coupling && !same_coupling(*x.coupling, *y.coupling))) {
       return differ("wire " + x.wire.from.str() + " coupling");
     }

@@ -36,7 +36,8 @@ void LinkInputs::bind(GraphLink* link) {
     // `finish` was forgotten never reads or writes out of bounds (it only
     // scatters nothing).
     const std::size_t n = link->bundle->link->signal_count();
-    bundled_.push_back({link->bundle, input_offsets_.back(), false, means_.size(), scratch_.size(), {}});
+    link->bundle->link->extrapolator().set_lookback(link->bundle->lookback);
+    bundled_.push_back({link->bundle, input_offsets_.back(), false, means_.size(), scratch_.size(), {}, false});
     scratch_.resize(scratch_.size() + n, 0.0);
     if (link->bundle->link->extrapolator().averages_over_step()) means_.resize(means_.size() + n, 0.0);
     bundles_.push_back(link->bundle);
@@ -78,22 +79,30 @@ void LinkInputs::evaluate(const Bundled& b, double t, double* out) noexcept {
     std::copy_n(means_.data() + b.means, n, out);
   } else {
     const double newest = e.newest_tag();
-    // Beyond the horizon every method holds its value there.
+    // Beyond the horizon every method holds its value there. Behind, the
+    // method bounds itself: its stored blocks answer, and before the oldest
+    // it holds that one (Extrapolator::oldest_tag).
     e.evaluate(std::isfinite(newest) ? std::min(t, newest + b.bundle->max_extrapolation) : t,
                std::span<double>(out, n));
   }
 }
 
-void LinkInputs::count(LinkBundle& b, double t) noexcept {
+void LinkInputs::count(Bundled& bundled, double t) noexcept {
+  LinkBundle& b = *bundled.bundle;
   const coupling::Extrapolator& e = b.link->extrapolator();
   const double newest = e.newest_tag();
   if (!std::isfinite(newest)) return;
   const double gap = t - newest;
   b.stats.extrapolation_interval.add(gap);
+  // The method holds its oldest block there (Extrapolator::oldest_tag); the
+  // step's first samples are the furthest back, so every pass is looked at.
+  bundled.behind_history = bundled.behind_history || t < e.oldest_tag();
   // The output pass comes once per frame: the frame's counters.
-  if (pass_ == tasks::InputPass::kOutput) {
+  if (pass_ == tasks::InputPass::kOutput && frame_counts_) {
     if (gap > b.max_extrapolation) base::add_single_writer(b.stats.beyond_horizon_frames);
     if (e.in_derivative_fallback()) base::add_single_writer(b.stats.fallback_frames);
+    if (bundled.behind_history) base::add_single_writer(b.stats.behind_history_frames);
+    bundled.behind_history = false;
   }
 }
 
@@ -102,7 +111,7 @@ void LinkInputs::sample(std::size_t input, double t, std::span<double> out) noex
   double* all = scratch_.data() + b.scratch;
   evaluate(b, t, all);
   std::copy_n(all + links_[input]->offset, out.size(), out.begin());
-  count(*b.bundle, t);
+  count(b, t);
 }
 
 void LinkInputs::sample_all(double t, std::span<double> ext, std::span<const std::size_t>) noexcept {
@@ -117,7 +126,7 @@ void LinkInputs::sample_all(double t, std::span<double> ext, std::span<const std
         std::copy_n(all + members[k]->offset, members[k]->width, ext.data() + b.member_inputs[k]);
       }
     }
-    count(*b.bundle, t);
+    count(b, t);
   }
 }
 
@@ -126,6 +135,7 @@ void LinkBundle::hold(GraphLink& wire, std::unique_ptr<coupling::Link> l) {
   members = {&wire};
   ids = {wire.id};
   max_extrapolation = wire.max_extrapolation;
+  lookback = wire.lookback;
   needs_derivatives = wire.method_uses_derivatives;
   wire.link = link.get();
   wire.stats = &stats;
@@ -142,12 +152,17 @@ LinkHealth GraphLink::health() const noexcept {
   h.rejected_values = e.rejected_values();
   h.fallback_frames = stats->fallback_frames.load(std::memory_order_relaxed);
   h.beyond_horizon_frames = stats->beyond_horizon_frames.load(std::memory_order_relaxed);
+  h.behind_history_frames = stats->behind_history_frames.load(std::memory_order_relaxed);
   h.longest_gap = stats->extrapolation_interval.count() ? std::max(0.0, stats->extrapolation_interval.max()) : 0.0;
   return h;
 }
 
 TaskRuntime::TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Partition> partition)
-    : spec_(spec), partition_(std::move(partition)), policy_(spec.step, spec.period, spec.max_step) {}
+    : spec_(spec),
+      partition_(std::move(partition)),
+      policy_(spec.step, spec.period, spec.max_step, spec.max_substeps, spec.max_owed) {
+  partition_->set_divergence_guard({spec.divergence.tolerance, spec.divergence.steps, spec.divergence.state_bound});
+}
 
 void TaskRuntime::reset_run() noexcept {
   stats_.reset();
@@ -217,15 +232,34 @@ void TaskRuntime::step(double h) noexcept {
     return;
   }
   if (failed()) return;
-  partition_->step(partition_->time(), h, inputs_);
-  if (partition_->failed()) {
-    // The step did not complete: nothing of it is published.
-    failed_frame_.store(stats_.frames.load(std::memory_order_relaxed), std::memory_order_release);
-    return;
+  // A frame that repays owed real time integrates it in equal sub-steps of
+  // at most max_step (StepPolicy); its outputs are staged once, at the end.
+  const int n = policy_.substeps(h);
+  const double hs = n == 1 ? h : h / n;
+  double truncation = 0.0, local_error = 0.0;
+  for (int i = 0; i < n; ++i) {
+    inputs_.count_frames(i + 1 == n);
+    partition_->step(partition_->time(), hs, inputs_);
+    if (partition_->failed()) {
+      // The step did not complete: nothing of it is published.
+      const std::uint64_t frame = stats_.frames.load(std::memory_order_relaxed);
+      trace::step_health(id_, frame, static_cast<std::uint32_t>(n), policy_.owed(), policy_.lost(),
+                         partition_->local_error(), true);
+      failed_frame_.store(frame, std::memory_order_release);
+      return;
+    }
+    truncation = std::max(truncation, partition_->truncation_error());
+    local_error = std::max(local_error, partition_->local_error());
   }
+  stats_.local_error.add(local_error);
+  const double tolerance = partition_->divergence_guard().tolerance;
+  if (n > 1 || policy_.owed() > 0.0 || (tolerance > 0.0 && local_error > tolerance)) {
+    trace::step_health(id_, stats_.frames.load(std::memory_order_relaxed), static_cast<std::uint32_t>(n),
+                       policy_.owed(), policy_.lost(), local_error, false);
+  }
+  if (n > 1) base::add_single_writer(stats_.extra_substeps, static_cast<std::uint64_t>(n - 1));
   stats_.step.add(h);
-  if (partition_->integrator() == tasks::IntegratorKind::kAb2)
-    stats_.truncation_error.add(partition_->truncation_error());
+  if (partition_->integrator() == tasks::IntegratorKind::kAb2) stats_.truncation_error.add(truncation);
   stage_outputs();
 }
 
@@ -352,6 +386,10 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       link->max_extrapolation = coupling->max_extrapolation.value_or(
           std::max({kHorizonPeriods * producer_period, producer_max + producer_period,
                     consumer->spec().period + kSlackPeriods * producer_period}));
+      // A consumer's step may start a whole step behind a faster producer on
+      // its clock (a rate group runs its fast members first): reads that far
+      // back, and one producer period more, are normal operation.
+      link->lookback = consumer->spec().period + producer_period;
       link->width = external.width;
       const auto dot = external.name.rfind('.');
       const tasks::OutputRef ref =
@@ -374,6 +412,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       if (!into) {
         g->bundles_.push_back(std::make_unique<LinkBundle>());
         g->bundles_.back()->max_extrapolation = link->max_extrapolation;
+        g->bundles_.back()->lookback = link->lookback;
         // A plugin's method is given its derivatives whatever it declares:
         // one written before derivatives were computed only where a method
         // declares it uses them may read them without saying so.
@@ -392,7 +431,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       g->links_.push_back(std::move(link));
     }
     for (Pending& p : pending) {
-      const double producer_max = p.producer->policy().max_step();
+      const double producer_max = p.producer->policy().max_frame_span();
       auto extrapolator = methods.create(p.coupling->method, p.coupling->params, p.width);
       // Twice the producer's longest step per frame: the fast members of a
       // rate group take an N-th of the slow member's step, which may exceed

@@ -24,14 +24,16 @@ namespace rtcosim::runtime {
 // How a link has degraded so far: counters of its extrapolator and its
 // LinkStats in one snapshot (docs/config.md, "Link health").
 struct LinkHealth {
-  std::uint64_t stale = 0;            // blocks not after the newest tag, ignored
-  std::uint64_t rejected_tags = 0;    // non-finite tags, tags beyond the producer's reach or the lead
-  std::uint64_t rejected_values = 0;  // non-finite values or known derivatives
-  std::uint64_t fallback_frames = 0;  // consumer frames on a derivative fallback
-  std::uint64_t beyond_horizon_frames = 0;
-  double longest_gap = 0.0;  // seconds: the furthest any sample was past the newest tag
+  std::uint64_t stale = 0;                  // blocks not after the newest tag, ignored
+  std::uint64_t rejected_tags = 0;          // non-finite tags, tags beyond the producer's reach or the lead
+  std::uint64_t rejected_values = 0;        // non-finite values or known derivatives
+  std::uint64_t fallback_frames = 0;        // consumer frames on a derivative fallback
+  std::uint64_t beyond_horizon_frames = 0;  // consumer frames held at the horizon
+  std::uint64_t behind_history_frames = 0;  // consumer frames that read before the oldest block kept
+  double longest_gap = 0.0;                 // seconds: the furthest any sample was past the newest tag
   [[nodiscard]] bool degraded() const noexcept {
-    return stale + rejected_tags + rejected_values + fallback_frames + beyond_horizon_frames > 0;
+    return stale + rejected_tags + rejected_values + fallback_frames + beyond_horizon_frames + behind_history_frames >
+           0;
   }
 };
 
@@ -51,8 +53,13 @@ struct GraphLink {
   std::string method;
   bool method_uses_derivatives = false;
   // Beyond the newest tag plus this, the consumer holds the value at that
-  // horizon (seconds).
+  // horizon (seconds); before the oldest tag its method keeps, the value
+  // there.
   double max_extrapolation = 0.0;
+  // Seconds behind the newest tag down to which the method's own
+  // reconstruction answers (Extrapolator::set_lookback); further back, the
+  // stored blocks.
+  double lookback = 0.0;
   coupling::Link* link = nullptr;  // the bundle's
   LinkStats* stats = nullptr;      // the bundle's
   LinkBundle* bundle = nullptr;
@@ -82,6 +89,7 @@ struct LinkBundle {
   std::vector<GraphLink*> members;  // in the order of their signals
   std::vector<std::uint32_t> ids;   // the members' link ids, for the trace events
   double max_extrapolation = 0.0;
+  double lookback = 0.0;  // its members', set on the extrapolator by LinkInputs::bind
   // The producer computes derivatives for it: its method uses them, or is a
   // plugin's (docs/frame-program.md).
   bool needs_derivatives = false;
@@ -107,6 +115,10 @@ class LinkInputs final : public tasks::InputSource {
   void finish();
   void begin_step(double t, double h) noexcept override;
   void begin_pass(tasks::InputPass pass) noexcept override { pass_ = pass; }
+  // The per-frame counters (beyond horizon, behind history, fallback) count
+  // at a step's output pass; a catch-up frame's sub-steps but its last are
+  // not frames of their own.
+  void count_frames(bool on) noexcept { frame_counts_ = on; }
   void sample(std::size_t input, double t, std::span<double> out) noexcept override;
   // Every input at t, one evaluation per bundle.
   void sample_all(double t, std::span<double> ext, std::span<const std::size_t> offsets) noexcept override;
@@ -121,9 +133,10 @@ class LinkInputs final : public tasks::InputSource {
     std::size_t means = 0;                   // into means_
     std::size_t scratch = 0;                 // into scratch_
     std::vector<std::size_t> member_inputs;  // per wire of the bundle, where its signals start in the inputs
+    bool behind_history = false;             // a sample of this frame so far read before the oldest block kept
   };
   void evaluate(const Bundled& b, double t, double* out) noexcept;
-  void count(LinkBundle& b, double t) noexcept;
+  void count(Bundled& b, double t) noexcept;
 
   std::vector<GraphLink*> links_;
   std::vector<LinkBundle*> bundles_;
@@ -134,6 +147,7 @@ class LinkInputs final : public tasks::InputSource {
   std::vector<double> means_;                                    // the step means of averaging bundles
   std::vector<double> scratch_;
   tasks::InputPass pass_ = tasks::InputPass::kOutput;
+  bool frame_counts_ = true;
 };
 
 // One output bundle of a partition: where to read each wire's values, the

@@ -178,15 +178,29 @@ struct TaskStats {
   LogHistogram cycle_ns;           // every cycle: its start to its end (all members' frames)
   RunningRange step;               // seconds
   RunningRange lag;                // seconds, signed: wall at the integration point - (sim after the step - period)
-  std::atomic<double> lost_real_time{0.0};
+  std::atomic<double> lost_real_time{0.0};  // measured: debt beyond max_owed, given up
+  // Measured steps through a stall (docs/stalls.md): frames whose interval
+  // exceeded max_step, those whose debt was repaid in full, frames that
+  // repaid owed time and the longest run of them, sub-steps beyond one per
+  // frame, and the real time owed after the last frame and at most.
+  std::atomic<std::uint64_t> stalls{0};
+  std::atomic<std::uint64_t> stalls_absorbed{0};
+  std::atomic<std::uint64_t> catch_up_frames{0};
+  std::atomic<std::uint64_t> longest_catch_up{0};
+  std::atomic<std::uint64_t> extra_substeps{0};
+  std::atomic<double> owed{0.0};
+  std::atomic<double> owed_max{0.0};
   RunningRange truncation_error;  // ab2's on-line estimate
+  RunningRange local_error;       // per frame: the largest relative local error of its (sub-)steps
 
   // Between runs only (no task running).
   void reset() noexcept {
-    for (auto* c : {&frames, &cycles, &overruns, &missed_periods}) c->store(0, std::memory_order_relaxed);
+    for (auto* c : {&frames, &cycles, &overruns, &missed_periods, &stalls, &stalls_absorbed, &catch_up_frames,
+                    &longest_catch_up, &extra_substeps})
+      c->store(0, std::memory_order_relaxed);
     for (auto* h : {&wakeup_latency_ns, &start_lateness_ns, &execution_ns, &cycle_ns}) h->reset();
-    for (auto* r : {&step, &lag, &truncation_error}) r->reset();
-    lost_real_time.store(0.0, std::memory_order_relaxed);
+    for (auto* r : {&step, &lag, &truncation_error, &local_error}) r->reset();
+    for (auto* d : {&lost_real_time, &owed, &owed_max}) d->store(0.0, std::memory_order_relaxed);
   }
 };
 
@@ -202,6 +216,9 @@ struct LinkStats {
   // Consumer frames whose end lay beyond the newest tag plus the link's
   // max_extrapolation: the input was held at the horizon.
   std::atomic<std::uint64_t> beyond_horizon_frames{0};
+  // Consumer frames with a sample before the oldest block the method still
+  // kept (Extrapolator::oldest_tag): the input was held at that block.
+  std::atomic<std::uint64_t> behind_history_frames{0};
 
   // Between runs only.
   void reset() noexcept {
@@ -209,6 +226,7 @@ struct LinkStats {
     extrapolation_interval.reset();
     fallback_frames.store(0, std::memory_order_relaxed);
     beyond_horizon_frames.store(0, std::memory_order_relaxed);
+    behind_history_frames.store(0, std::memory_order_relaxed);
   }
 };
 

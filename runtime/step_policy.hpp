@@ -1,6 +1,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "rt_config/policies.hpp"
@@ -16,13 +17,24 @@ namespace rtcosim::runtime {
  *             run late; the drift is reported as lag.
  *   measured  h = the wall time between this frame's integration point and
  *             the previous one's (the reference's T_n, measured just before
- *             the integration formulas); the first step is one nominal
- *             period, so that a run starts with the step it will keep
- *             (rather than with the wake-up latency of frame 0). The
- *             simulation then keeps a constant distance to the wall clock.
- *             A step longer than max_step is cut to max_step and the rest is
- *             reported as lost real time: the simulation then runs that much
- *             further behind the wall clock for good.
+ *             the integration formulas). The first step is one nominal
+ *             period, or the wall time since the epoch if the first
+ *             integration point came later than that (a first frame that
+ *             stalled owes its delay like any other). The simulation then
+ *             keeps a constant distance to the wall clock. A step is never
+ *             shorter than half a period unless that would put the
+ *             simulation more than half a period ahead of the wall clock
+ *             (back-to-back frames): no micro-step after a long frame.
+ *
+ * Time is owed, never dropped (docs/stalls.md): an interval longer than
+ * max_step is a stall; the step integrates at most max_step of it and owes
+ * the rest. Every frame integrates its own interval plus what is owed, up to
+ * max_substeps x max_step, as that many equal sub-steps of at most max_step
+ * (`substeps`), so that after a stall the task returns to its place on the
+ * wall clock within a few frames and its links read where their data is.
+ * Under sustained overload (frames that each take longer than max_substeps
+ * x max_step) the debt would grow for ever: what exceeds max_owed is given
+ * up, booked as lost real time, and the task runs that much behind for good.
  *
  * RT-safe: every function noexcept, no allocation, no system call. One
  * thread (the task's) calls `next`; `reset` only between runs.
@@ -30,46 +42,129 @@ namespace rtcosim::runtime {
 class StepPolicy {
  public:
   using Kind = config::StepPolicy;
+  static constexpr int kDefaultMaxSubsteps = 4;
+  static constexpr double kDefaultMaxOwed = 1.0;
 
-  StepPolicy(Kind kind, double period, double max_step) noexcept
-      : kind_(kind), period_(period), max_step_(max_step > 0.0 ? max_step : 4.0 * period) {}
+  StepPolicy(Kind kind, double period, double max_step, int max_substeps = 0, double max_owed = 0.0) noexcept
+      : kind_(kind),
+        period_(period),
+        max_step_(max_step > 0.0 ? max_step : 4.0 * period),
+        max_substeps_(max_substeps > 0 ? max_substeps : kDefaultMaxSubsteps),
+        max_owed_(max_owed > 0.0 ? max_owed : kDefaultMaxOwed) {}
 
   // The step of the frame whose integration point is at `wall` (seconds
-  // since the epoch).
+  // since the epoch): its whole span, to be integrated in `substeps(h)`
+  // equal sub-steps.
   [[nodiscard]] double next(double wall) noexcept {
     if (kind_ == Kind::kFixed) return period_;
-    double h = started_ ? wall - previous_wall_ : period_;
+    double interval = started_ ? wall - previous_wall_ : (wall > period_ ? wall : period_);
     started_ = true;
     previous_wall_ = wall;
-    if (h > max_step_) {
-      lost_ += h - max_step_;
-      h = max_step_;
-    }
     // Only a clock that steps backwards gives a negative interval: the task
     // then takes no step rather than integrate backwards.
-    return h > 0.0 ? h : 0.0;
+    if (!(interval > 0.0)) return 0.0;
+    // Within a relative 1e-9 of max_step is max_step: a virtual clock's
+    // nanoseconds, turned into seconds and subtracted, round either way.
+    const double cut = max_step_ * (1.0 + 1e-9);
+    if (interval > cut) {
+      ++stalls_;
+      ++pending_stalls_;
+    }
+    const double due = interval + owed_;
+    const double room = max_step_ * static_cast<double>(max_substeps_);
+    const double half = 0.5 * period_;
+    // No micro-step: a frame that integrates right after a long one (its
+    // successor released at once, as rephase and catch_up do) takes half a
+    // period and runs ahead of the wall clock by the difference, never by
+    // more than half a period; the next steps give it back.
+    const double h = due > room ? room : (due >= half ? due : (due >= 0.0 ? half : due + half));
+    const bool was_owing = owed_ > 0.0;
+    owed_ = due - h;
+    // Rounding leaves a debt of a few ulps after a repayment: not a debt
+    // that keeps the stall open.
+    if (owed_ > 0.0 && owed_ < 1e-9 * period_) owed_ = 0.0;
+    if (owed_ > max_owed_) {
+      lost_ += owed_ - max_owed_;
+      owed_ = max_owed_;
+      episode_lost_ = true;
+    }
+    if (owed_ > owed_max_) owed_max_ = owed_;
+    // A catch-up frame integrates more than a step may: what it owed, or a
+    // stall of its own it repays at once in sub-steps.
+    if (was_owing || h > cut) {
+      ++catch_up_frames_;
+      ++run_;
+      if (run_ > longest_run_) longest_run_ = run_;
+    } else {
+      run_ = 0;
+    }
+    if (owed_ <= 0.0 && pending_stalls_ > 0) {
+      if (!episode_lost_) absorbed_ += pending_stalls_;
+      pending_stalls_ = 0;
+      episode_lost_ = false;
+    }
+    return h;
+  }
+
+  // Equal sub-steps of at most max_step that integrate a step h of `next`
+  // (1 for a fixed step, at most max_substeps). The relative margin keeps a
+  // span of k max_step, rounded, from becoming k + 1 sub-steps.
+  [[nodiscard]] int substeps(double h) const noexcept {
+    if (kind_ == Kind::kFixed || !(h > max_step_)) return 1;
+    const double n = std::ceil(h / max_step_ * (1.0 - 1e-9));
+    return n < 1.0 ? 1 : (n > max_substeps_ ? max_substeps_ : static_cast<int>(n));
   }
 
   // A fresh run: the next step is again the nominal first step.
   void reset() noexcept {
     started_ = false;
     previous_wall_ = 0.0;
-    lost_ = 0.0;
+    lost_ = owed_ = owed_max_ = 0.0;
+    stalls_ = absorbed_ = pending_stalls_ = catch_up_frames_ = run_ = longest_run_ = 0;
+    episode_lost_ = false;
   }
 
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
   [[nodiscard]] double period() const noexcept { return period_; }
   [[nodiscard]] double max_step() const noexcept { return max_step_; }
-  // Real time given up by steps cut at max_step (measured only).
+  [[nodiscard]] int max_substeps() const noexcept { return max_substeps_; }
+  [[nodiscard]] double max_owed() const noexcept { return max_owed_; }
+  // The longest span one frame may integrate (its tag advance).
+  [[nodiscard]] double max_frame_span() const noexcept {
+    return kind_ == Kind::kFixed ? max_step_ : max_step_ * static_cast<double>(max_substeps_);
+  }
+  // Real time given up for good: debt beyond max_owed (measured only).
   [[nodiscard]] double lost() const noexcept { return lost_; }
+  // Real time not integrated yet, after the last frame (0 while the
+  // simulation runs ahead), and its largest value.
+  [[nodiscard]] double owed() const noexcept { return owed_ > 0.0 ? owed_ : 0.0; }
+  [[nodiscard]] double owed_max() const noexcept { return owed_max_; }
+  // Frames whose interval exceeded max_step.
+  [[nodiscard]] std::uint64_t stalls() const noexcept { return stalls_; }
+  // Stalls whose debt was repaid in full, none of it given up.
+  [[nodiscard]] std::uint64_t stalls_absorbed() const noexcept { return absorbed_; }
+  // Frames that integrated owed time, and the longest run of them in a row.
+  [[nodiscard]] std::uint64_t catch_up_frames() const noexcept { return catch_up_frames_; }
+  [[nodiscard]] std::uint64_t longest_catch_up() const noexcept { return longest_run_; }
 
  private:
   Kind kind_;
   double period_;
   double max_step_;
+  int max_substeps_;
+  double max_owed_;
   bool started_ = false;
   double previous_wall_ = 0.0;
   double lost_ = 0.0;
+  double owed_ = 0.0;  // negative: integrated ahead of the wall clock (at most half a period)
+  double owed_max_ = 0.0;
+  std::uint64_t stalls_ = 0;
+  std::uint64_t absorbed_ = 0;
+  std::uint64_t pending_stalls_ = 0;  // stalls of the debt not yet repaid
+  bool episode_lost_ = false;         // some of that debt was given up
+  std::uint64_t catch_up_frames_ = 0;
+  std::uint64_t run_ = 0;
+  std::uint64_t longest_run_ = 0;
 };
 
 /*

@@ -82,7 +82,14 @@ void ThreadUnit::frame_done(std::size_t member, std::int64_t start_ns, std::int6
   // simulation time the step reaches, as a fixed step released on its grid
   // does; a measured task keeps it constant.
   s.lag.add(wall - (t.partition().time() - t.spec().period));
-  s.lost_real_time.store(t.policy().lost(), std::memory_order_relaxed);
+  const StepPolicy& p = t.policy();
+  s.lost_real_time.store(p.lost(), std::memory_order_relaxed);
+  s.owed.store(p.owed(), std::memory_order_relaxed);
+  s.owed_max.store(p.owed_max(), std::memory_order_relaxed);
+  s.stalls.store(p.stalls(), std::memory_order_relaxed);
+  s.stalls_absorbed.store(p.stalls_absorbed(), std::memory_order_relaxed);
+  s.catch_up_frames.store(p.catch_up_frames(), std::memory_order_relaxed);
+  s.longest_catch_up.store(p.longest_catch_up(), std::memory_order_relaxed);
 }
 
 void ThreadUnit::cycle_started(std::int64_t start_ns, bool slept, std::int64_t wake_ns) noexcept {

@@ -38,6 +38,12 @@ void frame_end(std::uint32_t task, std::uint64_t frame, std::int64_t exec_ns, do
   RTCOSIM_TP(frame_end, task, frame, exec_ns, step_s, sim_s);
   (void)task, (void)frame, (void)exec_ns, (void)step_s, (void)sim_s;
 }
+void step_health(std::uint32_t task, std::uint64_t frame, std::uint32_t substeps, double owed_s, double lost_s,
+                 double local_error, bool diverged) noexcept {
+  RTCOSIM_TP(step_health, task, frame, substeps, owed_s, lost_s, local_error,
+             static_cast<std::uint8_t>(diverged ? 1 : 0));
+  (void)task, (void)frame, (void)substeps, (void)owed_s, (void)lost_s, (void)local_error, (void)diverged;
+}
 void overrun(std::uint32_t task, std::uint64_t frame, std::uint64_t missed_periods) noexcept {
   RTCOSIM_TP(overrun, task, frame, missed_periods);
   (void)task, (void)frame, (void)missed_periods;

@@ -28,6 +28,12 @@ void links_publish(const std::uint32_t* links, std::size_t count, std::uint64_t 
 void links_drain(const std::uint32_t* links, std::size_t count, std::uint32_t blocks, double newest_tag_s,
                  double age_s) noexcept;
 void task_state(std::uint32_t task, std::uint8_t state) noexcept;
+// A frame of a measured task that repaid owed real time (docs/stalls.md), or
+// whose relative local error passed its divergence tolerance, or that
+// stopped the task as diverged: sub-steps it took, real time still owed and
+// given up so far, the largest relative local error of its sub-steps.
+void step_health(std::uint32_t task, std::uint64_t frame, std::uint32_t substeps, double owed_s, double lost_s,
+                 double local_error, bool diverged) noexcept;
 // A remote link (DDS) at the bridge thread: a sample handed to dds_write
 // (`ok` false: DDS refused it), a sample taken from DDS into the consumer's
 // ring (`ring_full`: no room), and a received sequence number that showed

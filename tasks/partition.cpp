@@ -70,6 +70,20 @@ struct Partition::Impl {
     std::size_t nonfinite = kNoState;
     double nonfinite_value = 0.0;
     double nonfinite_from = 0.0;
+    // The divergence guard (docs/stalls.md): one-step methods' derivative
+    // at the last step's start and that step, each state's largest
+    // magnitude so far (its scale), the last step's relative local error
+    // and its state, steps in a row above the tolerance, and what stopped
+    // the partition (kNoState: nothing).
+    std::vector<double> prev_f, scale, scale_at_excess;
+    double prev_f_h = 0.0;
+    bool have_prev_f = false;
+    double local_error = 0.0;
+    std::size_t local_error_state = kNoState;
+    int over_tolerance = 0;
+    std::size_t diverged = kNoState;
+    double diverged_value = 0.0, diverged_error = 0.0, diverged_from = 0.0;
+    bool diverged_bound = false;
   };
 
   std::vector<Slot> slots;
@@ -462,6 +476,9 @@ struct Partition::Impl::Builder {
     s.next_hit.assign(m.slots.size(), 0.0);
     s.prev_main.assign(m.nx, 0.0);
     s.prev2_main.assign(m.nx, 0.0);
+    s.prev_f.assign(m.nx, 0.0);
+    s.scale.assign(m.nx, 0.0);
+    s.scale_at_excess.assign(m.nx, 0.0);
     s.prev_ext.assign(ext_size, 0.0);
     s.prev_xd.assign(m.nxd, 0.0);
     s.branch.assign(m.slots.size(), std::numeric_limits<double>::quiet_NaN());
@@ -768,11 +785,19 @@ void Partition::reset(double t0) noexcept {
   s.time = t0;
   s.time_error = 0.0;
   s.nonfinite = kNoState;
+  s.diverged = kNoState;
+  s.have_prev_f = false;
+  s.local_error = 0.0;
+  s.local_error_state = kNoState;
+  s.over_tolerance = 0;
   for (const auto& slot : m.slots) {
     const Block& b = *slot.block;
     b.initialize(std::span<double>(s.x.data() + slot.x_offset, b.continuous_states()),
                  std::span<double>(s.xd.data() + slot.xd_offset, b.discrete_states()));
   }
+  // The initial state sets each state's scale: a decay from it is measured
+  // against where it started.
+  for (std::size_t i = 0; i < m.nx; ++i) s.scale[i] = std::fabs(s.x[i]);
   for (std::size_t i = 0; i < m.slots.size(); ++i) {
     const double ts = m.slots[i].block->sample_time();
     // The first sample is due at the first multiple of the sample time at or after t0.
@@ -791,7 +816,7 @@ void Partition::reset(double t0) noexcept {
 void Partition::step(double t, double h, InputSource& inputs) noexcept {
   if (!(h > 0.0)) return;
   // A failed FMU is asked nothing more; states that are no numbers are not integrated on.
-  if ((!impl_->fallible.empty() || impl_->s.nonfinite != kNoState) && failed()) return;
+  if ((!impl_->fallible.empty() || impl_->s.nonfinite != kNoState || impl_->s.diverged != kNoState) && failed()) return;
   Impl& m = *impl_;
   Impl::State& s = m.s;
   const std::size_t n_ext = externals_.size();
@@ -809,6 +834,9 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   }
   std::vector<double>& x = s.x;
   const std::size_t nx = m.nx;
+  // ab2: set when this step estimated its truncation error (m.k3 then holds
+  // each state's divided difference).
+  double ab2_error_scale = -1.0;
 
   // One step of a one-step method from t0 to t0 + hs.
   auto one_step = [&](double t0, double hs) noexcept {
@@ -897,6 +925,11 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
       const double tau = t + 0.5 * h;
       sample(tau);
       m.evaluate(tau, x, m.k1);  // main: f(x_n, conditions at tau)
+      // A step more than kAb2MaxRatio times the last (the first after a
+      // stall, docs/stalls.md) restarts the history: the two-step formula
+      // would extrapolate the last derivative difference that far, with a
+      // weight growing with the ratio, and its error estimate with it.
+      if (s.history >= 1 && h > kAb2MaxRatio * s.prev_h) s.history = 0;
       bool prev_ext_is_tau = false;
       if (s.history >= 1) {
         const double r = h / (2.0 * s.prev_h);
@@ -942,6 +975,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
           for (; i < nx; ++i) w[0] = w[0] < dd[i] ? dd[i] : w[0];
           const double largest = std::max(std::max(w[0], w[1]), std::max(w[2], w[3]));
           s.truncation_error = std::fabs(factor) * (largest / d02);
+          ab2_error_scale = std::fabs(factor) / d02;  // per state: times dd_i in k3
         }
       } else {
         for (std::size_t i = 0; i < nx; ++i) x[i] += h * m.k1[i];
@@ -976,6 +1010,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     s.nonfinite_from = t;
     return;
   }
+  if (guard_divergence(t, h, ab2_error_scale)) return;
 
   // Outputs at the end of the step, with their time derivatives.
   const double y = h - s.time_error;
@@ -995,8 +1030,85 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   m.mark_jumps(true);
 }
 
+// The relative local error of the step just taken, per state
+// e_i / (|x_i| + scale_i), scale_i the largest |x_i| so far: ab2 from its
+// truncation-error estimate; the one-step methods from the change of the
+// derivative at the steps' starts, h/2 |f_n - f_{n-1}| (the local error of
+// an Euler step, an upper estimate for rk2 and rk4 where the solution is
+// resolved). Then the guard: tolerance exceeded for `steps` steps in a row,
+// or a state beyond the bound, stops the partition. True when it stopped.
+bool Partition::guard_divergence(double t, double h, double ab2_error_scale) noexcept {
+  Impl& m = *impl_;
+  Impl::State& s = m.s;
+  const std::size_t nx = m.nx;
+  const std::vector<double>& x = s.x;
+  const bool one_step = integrator_ != IntegratorKind::kAb2;
+  const bool have = one_step ? s.have_prev_f && s.prev_f_h > 0.0 : ab2_error_scale >= 0.0;
+  double worst = 0.0;
+  std::size_t at = kNoState;
+  for (std::size_t i = 0; i < nx; ++i) {
+    const double mag = std::fabs(x[i]);
+    if (mag > s.scale[i]) s.scale[i] = mag;
+    if (!have) continue;
+    const double e = one_step ? 0.5 * h * h / s.prev_f_h * std::fabs(m.k1[i] - s.prev_f[i]) : ab2_error_scale * m.k3[i];
+    const double denominator = mag + s.scale[i];
+    // A state that has been exactly 0 all along has no scale yet.
+    if (!(denominator > 0.0)) continue;
+    const double rel = e / denominator;
+    if (rel > worst) {
+      worst = rel;
+      at = i;
+    }
+  }
+  if (one_step) {
+    std::copy(m.k1.begin(), m.k1.end(), s.prev_f.begin());
+    s.prev_f_h = h;
+    s.have_prev_f = true;
+  }
+  s.local_error = worst;
+  s.local_error_state = at;
+  const DivergenceGuard& g = guard_;
+  auto stop = [&](std::size_t i, bool bound) noexcept {
+    s.diverged = i;
+    s.diverged_value = x[i];
+    s.diverged_error = worst;
+    s.diverged_from = t;
+    s.diverged_bound = bound;
+    return true;
+  };
+  if (g.state_bound > 0.0) {
+    for (std::size_t i = 0; i < nx; ++i) {
+      if (std::fabs(x[i]) > g.state_bound) return stop(i, true);
+    }
+  }
+  if (g.tolerance > 0.0 && worst > g.tolerance) {
+    // Each state's scale when the excess began: a divergence grows, a limit
+    // cycle under a held input (as large an error, step after step) does not.
+    if (s.over_tolerance++ == 0) std::copy(s.scale.begin(), s.scale.end(), s.scale_at_excess.begin());
+    if (s.over_tolerance >= g.steps && s.scale[at] >= kDivergenceGrowth * s.scale_at_excess[at]) return stop(at, false);
+  } else {
+    s.over_tolerance = 0;
+  }
+  return false;
+}
+
+double Partition::local_error() const noexcept { return impl_->s.local_error; }
+
+std::string Partition::state_owner(std::size_t state) const {
+  for (const auto& slot : impl_->slots) {
+    const Block& b = *slot.block;
+    if (state < slot.x_offset || state >= slot.x_offset + b.continuous_states()) continue;
+    return "block '" + b.name() + "' (" + b.type() + "): its state " + std::to_string(state - slot.x_offset);
+  }
+  return "state " + std::to_string(state);
+}
+
+std::string Partition::local_error_owner() const {
+  return impl_->s.local_error_state == kNoState ? std::string() : state_owner(impl_->s.local_error_state);
+}
+
 bool Partition::failed() const noexcept {
-  if (impl_->s.nonfinite != kNoState) return true;
+  if (impl_->s.nonfinite != kNoState || impl_->s.diverged != kNoState) return true;
   for (std::size_t i : impl_->fallible) {
     if (impl_->slots[i].block->failed()) return true;
   }
@@ -1008,6 +1120,24 @@ std::string Partition::failure() const {
     if (impl_->slots[i].block->failed()) return impl_->slots[i].block->failure();
   }
   const Impl::State& s = impl_->s;
+  if (s.diverged != kNoState) {
+    char figures[256];
+    if (s.diverged_bound) {
+      std::snprintf(figures, sizeof figures, "reached %.6g, beyond state_bound %.6g", s.diverged_value,
+                    guard_.state_bound);
+    } else {
+      std::snprintf(figures, sizeof figures,
+                    "had a relative local error of %.3g (value %.6g), above the tolerance %.3g for %d step(s) in a row "
+                    "while its magnitude grew %.3gx",
+                    s.diverged_error, s.diverged_value, guard_.tolerance, s.over_tolerance,
+                    s.scale_at_excess[s.diverged] > 0.0 ? s.scale[s.diverged] / s.scale_at_excess[s.diverged]
+                                                        : std::numeric_limits<double>::infinity());
+    }
+    char from[32];
+    std::snprintf(from, sizeof from, "%.9g", s.diverged_from);
+    return "the simulation diverged: " + state_owner(s.diverged) + " " + figures + ", in the step from t = " + from +
+           " s — the task stops (docs/stalls.md: the task's 'divergence' settings)";
+  }
   if (s.nonfinite == kNoState) return {};
   // The block that owns the state, and which of its states it is.
   const bool discrete = s.nonfinite >= impl_->nx;

@@ -164,6 +164,10 @@ class Partition {
   // Events handled by blocks with events (FMUs) since reset.
   [[nodiscard]] std::uint64_t events() const noexcept;
 
+  // ab2: a step longer than this many times the previous one restarts the
+  // two-step history (that step is a one-step Euler step at mid-frame).
+  static constexpr double kAb2MaxRatio = 2.0;
+
   // ab2 only: the on-line local truncation-error estimate of the last step,
   // max over states of h_n^2 (h_n/6 + h_{n-1}/4) |x'''| (the variable-step
   // form of the reference's (5/12) h^3 |x'''|, eq. 9.7), x''' from the
@@ -188,8 +192,34 @@ class Partition {
   void load_slot(std::size_t slot) noexcept;
   void clear_slots() noexcept;
 
+  // What stops a partition whose simulation diverged (docs/stalls.md):
+  // a relative local error (local_error) above `tolerance` for at least
+  // `steps` steps in a row while the magnitude of the state it is largest
+  // for grew by kDivergenceGrowth or more since the excess began, or a state
+  // whose magnitude passes `state_bound`. A zero turns that check off.
+  // Set-up only.
+  struct DivergenceGuard {
+    double tolerance = 0.0;
+    int steps = 1;
+    double state_bound = 0.0;
+  };
+  static constexpr double kDivergenceGrowth = 2.0;
+  void set_divergence_guard(const DivergenceGuard& guard) noexcept { guard_ = guard; }
+  [[nodiscard]] const DivergenceGuard& divergence_guard() const noexcept { return guard_; }
+  // The relative local error of the last step, max over states of
+  // e_i / (|x_i| + the largest |x_i| so far): e_i the ab2 truncation-error
+  // estimate, or for euler, rk2 and rk4 the local error of an Euler step
+  // from the change of the derivative, h_n^2 / (2 h_{n-1}) |f_n - f_{n-1}|.
+  // 0 until the history allows an estimate. Which block's state it was
+  // (not RT): local_error_owner.
+  [[nodiscard]] double local_error() const noexcept;
+  [[nodiscard]] std::string local_error_owner() const;
+
  private:
   struct Impl;
+  bool guard_divergence(double t, double h, double ab2_error_scale) noexcept;
+  [[nodiscard]] std::string state_owner(std::size_t state) const;
+  DivergenceGuard guard_;
   std::string name_;
   IntegratorKind integrator_;
   std::vector<ExternalInputSpec> externals_;

@@ -104,6 +104,18 @@ LTTNG_UST_TRACEPOINT_EVENT(rtcosim, remote_lost,
                                                        lttng_ust_field_integer(uint64_t, lost, lost)
                                                            lttng_ust_field_integer(uint8_t, reset, reset)))
 
+LTTNG_UST_TRACEPOINT_EVENT(rtcosim, step_health,
+    LTTNG_UST_TP_ARGS(uint32_t, task, uint64_t, frame, uint32_t, substeps, double, owed_s, double, lost_s,
+                      double, local_error, uint8_t, diverged),
+    LTTNG_UST_TP_FIELDS(
+        lttng_ust_field_integer(uint32_t, task, task)
+        lttng_ust_field_integer(uint64_t, frame, frame)
+        lttng_ust_field_integer(uint32_t, substeps, substeps)
+        lttng_ust_field_float(double, owed_s, owed_s)
+        lttng_ust_field_float(double, lost_s, lost_s)
+        lttng_ust_field_float(double, local_error, local_error)
+        lttng_ust_field_integer(uint8_t, diverged, diverged)))
+
 LTTNG_UST_TRACEPOINT_EVENT(rtcosim, task_state,
     LTTNG_UST_TP_ARGS(uint32_t, task, uint8_t, state),
     LTTNG_UST_TP_FIELDS(

@@ -129,6 +129,8 @@ std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
                     ? format_general(t.stats().truncation_error.max())
                     : std::string("-");
        }},
+      {"local err max", Align::kRight,
+       [](const TaskRuntime& t) { return format_general(t.stats().local_error.max()); }},
       {"thread", Align::kLeft, placement_of},
   };
   // Wake-up latency and execution time as the histograms saw them: the
@@ -168,6 +170,31 @@ std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
   const auto links = local_links(graph);
   std::string out = "tasks:\n" + render_table(task_columns, tasks);
   out += "timing:\n" + render_table(timing_columns, tasks);
+  // Only when a measured step met a stall: what it owed and how it repaid
+  // it (docs/stalls.md).
+  std::vector<const TaskRuntime*> stalled;
+  for (const TaskRuntime* t : tasks) {
+    if (t->stats().stalls.load() > 0 || t->stats().lost_real_time.load() > 0.0) stalled.push_back(t);
+  }
+  if (!stalled.empty()) {
+    const std::vector<Field<TaskRuntime>> stall_columns = {
+        {"name", Align::kLeft, [](const TaskRuntime& t) { return t.spec().name; }},
+        {"stalls", Align::kRight, [](const TaskRuntime& t) { return format_count(t.stats().stalls.load()); }},
+        {"absorbed", Align::kRight,
+         [](const TaskRuntime& t) { return format_count(t.stats().stalls_absorbed.load()); }},
+        {"catch-up frames", Align::kRight,
+         [](const TaskRuntime& t) { return format_count(t.stats().catch_up_frames.load()); }},
+        {"longest catch-up", Align::kRight,
+         [](const TaskRuntime& t) { return format_count(t.stats().longest_catch_up.load()); }},
+        {"extra sub-steps", Align::kRight,
+         [](const TaskRuntime& t) { return format_count(t.stats().extra_substeps.load()); }},
+        {"owed max", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().owed_max.load()); }},
+        {"owed at end", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().owed.load()); }},
+        {"lost", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().lost_real_time.load()); }},
+    };
+    out += "stalls (measured steps repay the real time a long frame took; docs/stalls.md):\n" +
+           render_table(stall_columns, stalled);
+  }
   if (!links.empty()) out += "links:\n" + render_table(link_columns, links) + link_health_lines(graph);
   // Without a run's state (a virtual run, a build without DDS): the zeroes
   // of a fresh one, so that the tables keep their shape.
@@ -202,7 +229,24 @@ std::string link_health_lines(runtime::Graph& graph) {
       {"horizon", Align::kRight, [](const GraphLink& l) { return format_seconds(l.max_extrapolation); }},
       {"longest gap", Align::kRight, [](const GraphLink& l) { return format_seconds(l.health().longest_gap); }},
   };
-  return "link health:\n" + render_table(columns, degraded);
+  // What the table's counts meant for the input, in words, per link: a
+  // link read beyond its horizon or behind its data is what makes a loop
+  // through it go wrong in a stall (issue 39).
+  std::string said;
+  for (const GraphLink* l : degraded) {
+    const runtime::LinkHealth h = l->health();
+    const std::string name = "  " + l->source + " (" + l->producer + ") -> " + l->consumer + ": ";
+    if (h.beyond_horizon_frames > 0) {
+      said += name + format_count(h.beyond_horizon_frames) + " frame(s) read beyond its " +
+              format_seconds(l->max_extrapolation) + " horizon (up to " + format_seconds(h.longest_gap) +
+              " past its newest block): the input was held at the horizon\n";
+    }
+    if (h.behind_history_frames > 0) {
+      said += name + format_count(h.behind_history_frames) +
+              " frame(s) read behind the oldest block its method keeps: the input was held at that block\n";
+    }
+  }
+  return "link health:\n" + render_table(columns, degraded) + said;
 }
 
 std::vector<ReferenceError> reference_errors(const runtime::Graph&, const runtime::Recorder& recorder,
@@ -238,7 +282,8 @@ std::string link_health_json(const runtime::GraphLink& l) {
          ",\"fallback_frames\":" + std::to_string(h.fallback_frames) +
          ",\"beyond_horizon_frames\":" + std::to_string(h.beyond_horizon_frames) +
          ",\"max_extrapolation_s\":" + json_number(l.max_extrapolation) +
-         ",\"longest_gap_s\":" + json_number(h.longest_gap);
+         ",\"longest_gap_s\":" + json_number(h.longest_gap) +
+         ",\"behind_history_frames\":" + std::to_string(h.behind_history_frames);
 }
 
 std::string percentiles(const runtime::LogHistogram& h) {
@@ -300,8 +345,14 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
            ",\"latency_ns\":" + percentiles(s.wakeup_latency_ns) +
            ",\"start_lateness_ns\":" + percentiles(s.start_lateness_ns) +
            ",\"exec_ns\":" + percentiles(s.execution_ns) + ",\"cycle_ns\":" + percentiles(s.cycle_ns) +
-           ",\"step_s\":" + range(s.step) + ",\"lag_s\":" + range(s.lag) +
+           ",\"step_s\":" + range(s.step) + ",\"lag_s\":" + range(s.lag) + ",\"local_error\":" + range(s.local_error) +
            ",\"lost_s\":" + json_number(s.lost_real_time.load()) +
+           ",\"stalls\":{\"count\":" + std::to_string(s.stalls.load()) +
+           ",\"absorbed\":" + std::to_string(s.stalls_absorbed.load()) +
+           ",\"catch_up_frames\":" + std::to_string(s.catch_up_frames.load()) +
+           ",\"longest_catch_up_frames\":" + std::to_string(s.longest_catch_up.load()) +
+           ",\"extra_substeps\":" + std::to_string(s.extra_substeps.load()) +
+           ",\"owed_max_s\":" + json_number(s.owed_max.load()) + ",\"owed_s\":" + json_number(s.owed.load()) + "}" +
            (t->failed() ? ",\"failure\":" + base::json_string(t->failure()) : std::string());
     std::string allocations;
     for (const auto& line : t->allocation_reports())

@@ -141,6 +141,80 @@ wires:
   EXPECT_EQ(c->stats().frames.load(), 40u);
 }
 
+// Behind the history: a predictor link given blocks every 10 ms up to 0.99 s
+// keeps the newest 64 (from 0.36 s on). A frame any of whose samples lies
+// before 0.36 s is counted once, at its output pass, and reads the 0.36 s
+// block's value; frames that stay within the blocks are not.
+TEST(LinkHealth, FramesThatReadBehindTheHistoryAreCountedOnceAndHoldItsOldestBlock) {
+  OneLink l("predictor", {}, 0.05);
+  for (int k = 0; k < 100; ++k) {
+    coupling::DataBlock b(1);
+    b.tag = 0.01 * k;
+    b.set(0, sine(b.tag), coupling::testing::sine_derivative(b.tag), true);
+    l.link.link->extrapolator().push(b);
+  }
+  const double oldest = 0.01 * 36;
+  ASSERT_EQ(l.link.link->extrapolator().oldest_tag(), oldest);
+  auto integration = [&](double t) {
+    double u = 0.0;
+    l.inputs.begin_pass(tasks::InputPass::kIntegration);
+    l.inputs.sample(0, t, std::span<double>(&u, 1));
+    return u;
+  };
+  const auto behind = [&] { return l.link.health().behind_history_frames; };
+  EXPECT_EQ(l.output_pass(0.99), sine(0.99));
+  EXPECT_EQ(l.output_pass(oldest), sine(oldest));  // at the oldest block: within it
+  EXPECT_EQ(behind(), 0u);
+  EXPECT_FALSE(l.link.health().degraded());
+  // A frame whose step starts behind the history and ends within it.
+  EXPECT_EQ(integration(0.3), sine(oldest));
+  EXPECT_EQ(behind(), 0u);  // counted at the output pass
+  EXPECT_NEAR(l.output_pass(0.5), sine(0.5), 1e-7);
+  EXPECT_EQ(behind(), 1u);
+  // Two samples behind in one frame: one frame.
+  integration(0.1);
+  integration(0.2);
+  EXPECT_EQ(l.output_pass(0.25), sine(oldest));
+  EXPECT_EQ(behind(), 2u);
+  // The next frame within the blocks is not counted.
+  integration(0.4);
+  l.output_pass(0.41);
+  EXPECT_EQ(behind(), 2u);
+  EXPECT_EQ(l.output_pass(-3.0), sine(oldest));
+  const LinkHealth h = l.link.health();
+  EXPECT_EQ(h.behind_history_frames, 3u);
+  EXPECT_EQ(h.beyond_horizon_frames, 0u);
+  EXPECT_TRUE(h.degraded());
+}
+
+// Reads down to one consumer period and one producer period behind the
+// newest block keep the method's own reconstruction (a rate group's slow
+// member reads its step's start that far back): the graph sets it on each
+// link's extrapolator.
+TEST(LinkHealth, TheLookbackIsTheConsumersPeriodPlusTheProducers) {
+  const auto spec = rtcosim::testing::checked(config::load_graph_text(R"(
+tasks:
+  - {name: a, period: 10ms, cpu: 0, priority: 70, integrator: rk4, step: fixed}
+  - {name: c, period: 5ms, cpu: 1, priority: 80, integrator: rk4, step: fixed}
+  - {name: d, period: 100ms, cpu: 1, priority: 60, integrator: rk4, step: fixed}
+blocks:
+  - {name: s, type: sine, task: a}
+  - {name: h, type: gain, task: c, params: {gain: 1}}
+  - {name: m, type: gain, task: d, params: {gain: 1}}
+wires:
+  - {from: s.y, to: h.u, coupling: {method: predictor}}
+  - {from: s.y, to: m.u, coupling: {method: hermite}}
+)",
+                                                                      "lookback.yaml"));
+  auto graph = rtcosim::testing::build_graph(spec);
+  ASSERT_EQ(graph->links().size(), 2u);
+  for (const auto& l : graph->links()) {
+    const double expected = l->consumer == "d" ? 0.110 : 0.015;
+    EXPECT_NEAR(l->lookback, expected, 1e-15) << l->consumer;
+    EXPECT_EQ(l->link->extrapolator().lookback(), l->lookback) << l->consumer;
+  }
+}
+
 // The horizon from the YAML, and its default from the producer's timing.
 TEST(LinkHealth, TheHorizonComesFromTheCouplingOrTheProducersPeriod) {
   const auto spec = rtcosim::testing::checked(config::load_graph_text(R"(

@@ -34,14 +34,128 @@ TEST(StepPolicy, SimulationKeepsAConstantDistanceToTheWallClock) {
   }
 }
 
-TEST(StepPolicy, AStepBeyondMaxStepIsCutAndTheRestIsLostForGood) {
-  StepPolicy p(StepPolicy::Kind::kMeasured, 0.01, 0.02);
-  EXPECT_EQ(p.next(0.0), 0.01);
-  EXPECT_DOUBLE_EQ(p.next(0.05), 0.02);  // 50 ms of wall time, 20 ms allowed
+// Period 10 ms, max_step 20 ms, 4 sub-steps: a frame may integrate 80 ms.
+TEST(StepPolicy, AStallIsOwedAndRepaidInSubStepsOfAtMostMaxStep) {
+  StepPolicy p(StepPolicy::Kind::kMeasured, 0.01, 0.02, 4, 1.0);
+  double sim = p.next(0.0);
+  EXPECT_EQ(sim, 0.01);
+  const double h1 = p.next(0.15);  // 150 ms since the last point: 80 ms now, 70 ms owed
+  EXPECT_DOUBLE_EQ(h1, 0.08);
+  EXPECT_EQ(p.substeps(h1), 4);
+  EXPECT_DOUBLE_EQ(p.owed(), 0.07);
+  EXPECT_EQ(p.stalls(), 1u);
+  EXPECT_EQ(p.stalls_absorbed(), 0u);
+  const double h2 = p.next(0.16);  // 10 ms more: 80 ms of the 80 due, nothing owed
+  EXPECT_DOUBLE_EQ(h2, 0.08);
+  EXPECT_EQ(p.substeps(h2), 4);
+  EXPECT_NEAR(p.owed(), 0.0, 1e-15);
+  EXPECT_EQ(p.stalls_absorbed(), 1u);
+  const double h3 = p.next(0.17);
+  EXPECT_NEAR(h3, 0.01, 1e-15);
+  EXPECT_EQ(p.substeps(h3), 1);
+  sim += h1 + h2 + h3;
+  // Back on its place: one period ahead of the wall, as before the stall.
+  EXPECT_NEAR(sim - 0.17, 0.01, 1e-15);
+  EXPECT_EQ(p.catch_up_frames(), 2u);
+  EXPECT_EQ(p.longest_catch_up(), 2u);
+  EXPECT_DOUBLE_EQ(p.owed_max(), 0.07);
+  EXPECT_EQ(p.lost(), 0.0);
+}
+
+TEST(StepPolicy, AStallWithinTheFramesRoomIsRepaidInTheSameFrame) {
+  StepPolicy p(StepPolicy::Kind::kMeasured, 0.02, 0.06);
+  (void)p.next(0.001);
+  const double h = p.next(0.121);  // 120 ms: two sub-steps of 60 ms
+  EXPECT_DOUBLE_EQ(h, 0.12);
+  EXPECT_EQ(p.substeps(h), 2);
+  EXPECT_EQ(p.owed(), 0.0);
+  EXPECT_EQ(p.stalls(), 1u);
+  EXPECT_EQ(p.stalls_absorbed(), 1u);
+  EXPECT_EQ(p.catch_up_frames(), 1u);
+}
+
+// With one sub-step a frame repays at most max_step minus its interval.
+TEST(StepPolicy, OneSubStepRepaysWhatTheFollowingFramesLeaveRoomFor) {
+  StepPolicy p(StepPolicy::Kind::kMeasured, 0.01, 0.02, 1, 1.0);
+  (void)p.next(0.0);
+  EXPECT_DOUBLE_EQ(p.next(0.05), 0.02);  // 50 ms: 20 now, 30 owed
+  EXPECT_DOUBLE_EQ(p.owed(), 0.03);
+  EXPECT_DOUBLE_EQ(p.next(0.06), 0.02);  // 10 of its own + 10 repaid
+  EXPECT_DOUBLE_EQ(p.next(0.07), 0.02);
+  EXPECT_DOUBLE_EQ(p.next(0.08), 0.02);
+  EXPECT_EQ(p.owed(), 0.0);
+  EXPECT_NEAR(p.next(0.09), 0.01, 1e-15);
+  // The stalled frame itself integrated no more than max_step: three repaid.
+  EXPECT_EQ(p.catch_up_frames(), 3u);
+  EXPECT_EQ(p.stalls_absorbed(), 1u);
+  EXPECT_EQ(p.lost(), 0.0);
+}
+
+// Sustained overload: 100 ms per frame, 20 ms integrable: the debt stops
+// at max_owed and the rest is given up.
+TEST(StepPolicy, DebtBeyondMaxOwedIsGivenUpAsLostRealTime) {
+  StepPolicy p(StepPolicy::Kind::kMeasured, 0.01, 0.02, 1, 0.05);
+  (void)p.next(0.0);
+  EXPECT_DOUBLE_EQ(p.next(0.1), 0.02);
+  EXPECT_DOUBLE_EQ(p.owed(), 0.05);
   EXPECT_DOUBLE_EQ(p.lost(), 0.03);
-  EXPECT_DOUBLE_EQ(p.next(0.06), 0.01);  // again the real time since the previous point
-  EXPECT_DOUBLE_EQ(p.next(0.10), 0.02);  // a second cut adds to the first
-  EXPECT_DOUBLE_EQ(p.lost(), 0.05);
+  EXPECT_DOUBLE_EQ(p.next(0.2), 0.02);
+  EXPECT_DOUBLE_EQ(p.owed(), 0.05);
+  EXPECT_DOUBLE_EQ(p.lost(), 0.11);
+  EXPECT_EQ(p.stalls(), 2u);
+  EXPECT_EQ(p.stalls_absorbed(), 0u);
+}
+
+// A first frame whose integration point comes 50 ms after the epoch owes
+// them: the run does not start 40 ms behind the other tasks.
+TEST(StepPolicy, TheFirstFramesLatenessIsOwedToo) {
+  StepPolicy p(StepPolicy::Kind::kMeasured, 0.01, 0.02);
+  const double h = p.next(0.05);
+  EXPECT_DOUBLE_EQ(h, 0.05);
+  EXPECT_EQ(p.substeps(h), 3);
+  EXPECT_EQ(p.stalls(), 1u);
+  double sim = h;
+  for (double wall : {0.06, 0.07, 0.081}) sim += p.next(wall);
+  EXPECT_NEAR(sim, 0.081, 1e-15);  // simulation time is wall time
+}
+
+// A frame that follows a long one at once (rephase, catch_up) does not take
+// the few microseconds between the two integration points.
+TEST(StepPolicy, NoMicroStepAfterALongFrame) {
+  StepPolicy p(StepPolicy::Kind::kMeasured, 0.02, 0.06);
+  double sim = p.next(0.001);
+  sim += p.next(0.021);
+  sim += p.next(0.140);
+  const double after = p.next(0.141);  // 1 ms after the long frame's point
+  EXPECT_DOUBLE_EQ(after, 0.01);       // half a period: 9 ms ahead of the wall
+  sim += after;
+  EXPECT_NEAR(sim - 0.141, 0.019 + 0.009, 1e-15);
+  sim += p.next(0.161);  // 20 ms, 9 of them already integrated
+  EXPECT_NEAR(sim - 0.161, 0.019, 1e-15);
+}
+
+// Back to back for ever: steps shrink to the interval rather than let the
+// simulation run more than half a period ahead.
+TEST(StepPolicy, BackToBackFramesNeverRunMoreThanHalfAPeriodAhead) {
+  StepPolicy p(StepPolicy::Kind::kMeasured, 0.02, 0.06);
+  double sim = p.next(0.0);
+  double wall = 0.0;
+  for (int k = 0; k < 50; ++k) {
+    wall += 0.001;
+    sim += p.next(wall);
+    EXPECT_LE(sim - wall, 0.02 + 0.01 + 1e-12) << k;
+  }
+  EXPECT_GE(sim - wall, 0.02 - 1e-12);
+}
+
+TEST(StepPolicy, SubStepsOfWholeMultiplesOfMaxStepAreExact) {
+  StepPolicy p(StepPolicy::Kind::kMeasured, 0.001, 0.003, 8, 1.0);
+  for (int k = 1; k <= 8; ++k) EXPECT_EQ(p.substeps(k * 0.003), k) << k;
+  EXPECT_EQ(p.substeps(0.003 * 1.5), 2);
+  EXPECT_EQ(p.substeps(0.0005), 1);
+  EXPECT_DOUBLE_EQ(p.max_frame_span(), 0.024);
+  StepPolicy fixed(StepPolicy::Kind::kFixed, 0.001, 0.0);
+  EXPECT_EQ(fixed.substeps(0.5), 1);
 }
 
 TEST(StepPolicy, ResetStartsAFreshRun) {
@@ -50,7 +164,10 @@ TEST(StepPolicy, ResetStartsAFreshRun) {
   (void)p.next(0.05);
   p.reset();
   EXPECT_EQ(p.lost(), 0.0);
-  EXPECT_EQ(p.next(7.0), 0.01);  // nominal again, whatever the clock reads
+  EXPECT_EQ(p.owed(), 0.0);
+  EXPECT_EQ(p.stalls(), 0u);
+  EXPECT_EQ(p.catch_up_frames(), 0u);
+  EXPECT_EQ(p.next(0.002), 0.01);  // nominal again
 }
 
 TEST(StepPolicy, NoNegativeStepWhenTheClockStepsBack) {

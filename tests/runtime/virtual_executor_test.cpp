@@ -1,10 +1,10 @@
 #include "runtime/virtual_executor.hpp"
 
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <memory>
 #include <stdexcept>
+
+#include <gtest/gtest.h>
 
 #include "rt_config/loader.hpp"
 #include "tests/support/alloc_counter.hpp"
@@ -119,21 +119,24 @@ struct Pair {
 
 std::unique_ptr<Graph> two_tasks(int cpu_b, int prio_b, const std::string& exec_b = "2ms",
                                  const std::string& period_b = "10ms", const std::string& overrun_a = "rephase") {
-  const std::string yaml = "name: pair\nrealtime: off\ntasks:\n"
-                           "  - {name: a, period: 1ms, cpu: 0, priority: 90, step: measured, max_step: 1s,"
-                           " overrun: " + overrun_a + ", execution: {nominal: 300us}}\n"
-                           "  - {name: b, period: " +
-                           period_b + ", cpu: " + std::to_string(cpu_b) + ", priority: " + std::to_string(prio_b) +
-                           ", step: measured, max_step: 1s, execution: {nominal: " + exec_b +
-                           "}}\n"
-                           "blocks:\n"
-                           "  - {name: ka, type: constant, task: a, params: {value: 1}}\n"
-                           "  - {name: ia, type: integrator, task: a}\n"
-                           "  - {name: kb, type: constant, task: b, params: {value: 1}}\n"
-                           "  - {name: ib, type: integrator, task: b}\n"
-                           "wires:\n"
-                           "  - {from: ka.y, to: ia.u}\n"
-                           "  - {from: kb.y, to: ib.u}\n";
+  const std::string yaml =
+      "name: pair\nrealtime: off\ntasks:\n"
+      "  - {name: a, period: 1ms, cpu: 0, priority: 90, step: measured, max_step: 1s,"
+      " overrun: " +
+      overrun_a +
+      ", execution: {nominal: 300us}}\n"
+      "  - {name: b, period: " +
+      period_b + ", cpu: " + std::to_string(cpu_b) + ", priority: " + std::to_string(prio_b) +
+      ", step: measured, max_step: 1s, execution: {nominal: " + exec_b +
+      "}}\n"
+      "blocks:\n"
+      "  - {name: ka, type: constant, task: a, params: {value: 1}}\n"
+      "  - {name: ia, type: integrator, task: a}\n"
+      "  - {name: kb, type: constant, task: b, params: {value: 1}}\n"
+      "  - {name: ib, type: integrator, task: b}\n"
+      "wires:\n"
+      "  - {from: ka.y, to: ia.u}\n"
+      "  - {from: kb.y, to: ib.u}\n";
   return build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "pair.yaml")));
 }
 
@@ -197,10 +200,17 @@ TEST(VirtualExecutor, TheHigherPriorityFrameRunsFirstAtAJointReleaseCatchUp) {
     EXPECT_NEAR(a[k].end, 0.0023 + 0.0003 * static_cast<double>(k), 1e-12) << k;
   }
   EXPECT_NEAR(a[3].start, 0.003, 1e-12);
-  // Measured steps: nominal first, then the time between integration
-  // points; the simulation keeps its distance to the wall clock.
-  EXPECT_NEAR(a[0].step, 0.001, 1e-12);
-  for (std::size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(a[k].sim_time - a[k].end, 0.001 - 0.0023, 1e-12) << k;
+  // Measured steps: frame 0 integrates 2.3 ms after the epoch, later than
+  // one period, and takes all of it (the first frame's lateness is owed
+  // like any other); frames 1 and 2 follow 0.3 ms apart and frame 3 0.4 ms
+  // later: no step shorter than half a period, the simulation running
+  // ahead of the wall clock by 0.2, 0.4 and (capped) 0.5 ms.
+  EXPECT_NEAR(a[0].step, 0.0023, 1e-12);
+  const double ahead[] = {0.0, 0.0002, 0.0004, 0.0005};
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    EXPECT_NEAR(a[k].step, k == 0 ? 0.0023 : 0.0005, 1e-12) << k;
+    EXPECT_NEAR(a[k].sim_time - a[k].end, ahead[k], 1e-12) << k;
+  }
   // Frame 0 ended at 2.3 ms, past its deadline (1 ms), frame 1 at 2.6 ms
   // past its deadline (2 ms), frame 2 at 2.9 ms within 3 ms: two overruns.
   // Every release got its frame: nothing missed.
@@ -317,17 +327,18 @@ class EveryExample : public ::testing::TestWithParam<const char*> {};
 // = the wall time of its integration point - (simulation time after the
 // step - period) = its execution time, 6 ms, in every frame.
 TEST(VirtualExecutor, UnpinnedTasksRunSideBySideAndLagByTheirExecutionTime) {
-  const std::string yaml = "name: unpinned\nrealtime: off\ntasks:\n"
-                           "  - {name: a, period: 10ms, priority: 90, execution: {nominal: 6ms}}\n"
-                           "  - {name: b, period: 10ms, priority: 80, execution: {nominal: 6ms}}\n"
-                           "blocks:\n"
-                           "  - {name: ka, type: constant, task: a, params: {value: 1}}\n"
-                           "  - {name: ia, type: integrator, task: a}\n"
-                           "  - {name: kb, type: constant, task: b, params: {value: 1}}\n"
-                           "  - {name: ib, type: integrator, task: b}\n"
-                           "wires:\n"
-                           "  - {from: ka.y, to: ia.u}\n"
-                           "  - {from: kb.y, to: ib.u}\n";
+  const std::string yaml =
+      "name: unpinned\nrealtime: off\ntasks:\n"
+      "  - {name: a, period: 10ms, priority: 90, execution: {nominal: 6ms}}\n"
+      "  - {name: b, period: 10ms, priority: 80, execution: {nominal: 6ms}}\n"
+      "blocks:\n"
+      "  - {name: ka, type: constant, task: a, params: {value: 1}}\n"
+      "  - {name: ia, type: integrator, task: a}\n"
+      "  - {name: kb, type: constant, task: b, params: {value: 1}}\n"
+      "  - {name: ib, type: integrator, task: b}\n"
+      "wires:\n"
+      "  - {from: ka.y, to: ia.u}\n"
+      "  - {from: kb.y, to: ib.u}\n";
   Pair p(build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "unpinned.yaml"))));
   p.executor.run(0.05);
   for (const char* name : {"a", "b"}) {

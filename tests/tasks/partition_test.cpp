@@ -270,6 +270,115 @@ TEST(Partition, AStateThatBecomesInfiniteStopsItNamingTheBlock) {
   EXPECT_EQ(p->state()[1], 1e308);
 }
 
+// x' = -k x with Euler at k h = 3: x_{n+1} = -2 x_n, a numerical blow-up.
+// From the second step on, the relative local error is exactly
+// (k h / 2) |x_n - x_{n-1}| / (|x_{n+1}| + max |x|) = 4.5 / 8 = 0.5625.
+std::unique_ptr<Partition> decay(double k, IntegratorKind integrator = IntegratorKind::kEuler) {
+  return build_partition(BlockRegistry::with_builtins(), "p",
+                         {{"x", "integrator", {{"initial", 1.0}}, ""}, {"minus_k", "gain", {{"gain", -k}}, ""}},
+                         {{{"x", "y"}, {"minus_k", "u"}}, {{"minus_k", "y"}, {"x", "u"}}}, {}, integrator);
+}
+
+TEST(Partition, TheRelativeLocalErrorOfAnEulerBlowUpIsExact) {
+  auto p = decay(3.0);
+  Sine none;
+  p->step(0.0, 1.0, none);
+  EXPECT_EQ(p->local_error(), 0.0);  // no derivative history yet
+  for (int n = 1; n < 8; ++n) {
+    p->step(n, 1.0, none);
+    EXPECT_DOUBLE_EQ(p->local_error(), 0.5625) << n;
+  }
+  EXPECT_FALSE(p->failed());  // no guard set: only measured
+  EXPECT_EQ(p->state()[0], 256.0);
+  EXPECT_EQ(p->local_error_owner(), "block 'x' (integrator): its state 0");
+}
+
+TEST(Partition, ADivergenceAboveTheToleranceForStepsInARowStopsIt) {
+  auto p = decay(3.0);
+  p->set_divergence_guard({0.5, 3, 0.0});
+  Sine none;
+  for (int n = 0; n < 3; ++n) p->step(n, 1.0, none);  // steps 2 and 3 above: 2 in a row
+  EXPECT_FALSE(p->failed());
+  p->step(3.0, 1.0, none);
+  ASSERT_TRUE(p->failed());
+  EXPECT_EQ(p->time(), 3.0);  // where the step that failed began
+  EXPECT_EQ(p->failure(),
+            "the simulation diverged: block 'x' (integrator): its state 0 had a relative local error of 0.562 (value "
+            "16), above the tolerance 0.5 for 3 step(s) in a row while its magnitude grew 4x, in the step from t = 3 s "
+            "— the task stops "
+            "(docs/stalls.md: the task's 'divergence' settings)");
+  p->reset(0.0);
+  EXPECT_FALSE(p->failed());
+  // Just above the measure: never stops.
+  p->set_divergence_guard({0.5625 * (1 + 1e-12), 1, 0.0});
+  for (int n = 0; n < 20; ++n) p->step(n, 1.0, none);
+  EXPECT_FALSE(p->failed());
+}
+
+// Euler at k h = 2: x_{n+1} = -x_n, an oscillation that neither grows nor
+// decays. Its measure is (k h / 2) |x_n - x_{n-1}| / (|x| + 1) = 1 at every
+// step, above any tolerance, but its magnitude never grows: a sustained
+// error, not a divergence, and the guard lets it run.
+TEST(Partition, ABoundedOscillationIsNotADivergence) {
+  auto p = decay(2.0);
+  p->set_divergence_guard({0.25, 5, 1e12});
+  Sine none;
+  for (int n = 0; n < 100; ++n) p->step(n, 1.0, none);
+  EXPECT_FALSE(p->failed());
+  EXPECT_DOUBLE_EQ(p->local_error(), 1.0);
+  EXPECT_EQ(std::fabs(p->state()[0]), 1.0);
+}
+
+// A stable decay (k h = 0.5) stays below the tolerance: its measure is
+// (k h / 2) |x_1 - x_0| / (|x_2| + |x_0|) = 0.125 / 1.25 at the second step
+// (the initial state is the scale), then halves with every step.
+TEST(Partition, AStableDecayStaysBelowTheTolerance) {
+  auto p = decay(0.5);
+  p->set_divergence_guard({0.11, 1, 1e12});
+  Sine none;
+  p->step(0.0, 1.0, none);
+  p->step(1.0, 1.0, none);
+  EXPECT_DOUBLE_EQ(p->local_error(), 0.125 / 1.25);
+  for (int n = 2; n < 50; ++n) p->step(n, 1.0, none);
+  EXPECT_FALSE(p->failed());
+  EXPECT_LT(p->local_error(), 1e-12);
+}
+
+// ab2: the relative measure is its truncation-error estimate over
+// |x| + the largest |x| so far (one state).
+TEST(Partition, Ab2sRelativeLocalErrorIsItsEstimateOverTheStatesScale) {
+  auto p = decay(0.3, IntegratorKind::kAb2);
+  Sine none;
+  double largest = 1.0;
+  for (int n = 0; n < 30; ++n) {
+    p->step(0.1 * n, 0.1, none);
+    const double x = std::fabs(p->state()[0]);
+    largest = std::max(largest, x);
+    if (n < 2) continue;
+    ASSERT_GT(p->truncation_error(), 0.0);
+    EXPECT_DOUBLE_EQ(p->local_error(), p->truncation_error() / (x + largest)) << n;
+  }
+}
+
+// u = 1e6: x = 1e6 t passes a bound of 1e7 in the step from t = 10 s.
+TEST(Partition, AStateBeyondTheBoundStopsIt) {
+  struct Million final : InputSource {
+    void sample(std::size_t, double, std::span<double> out) noexcept override {
+      for (double& v : out) v = 1e6;
+    }
+  } in;
+  auto p = build_partition(BlockRegistry::with_builtins(), "p", {{"acc", "integrator", {}, ""}}, {},
+                           {{"u", 1, {{"acc", "u"}}}}, IntegratorKind::kEuler);
+  p->set_divergence_guard({0.0, 1, 1e7});
+  for (int n = 0; n < 10; ++n) p->step(n, 1.0, in);
+  EXPECT_FALSE(p->failed());
+  p->step(10.0, 1.0, in);
+  ASSERT_TRUE(p->failed());
+  EXPECT_EQ(p->failure(),
+            "the simulation diverged: block 'acc' (integrator): its state 0 reached 1.1e+07, beyond state_bound 1e+07, "
+            "in the step from t = 10 s — the task stops (docs/stalls.md: the task's 'divergence' settings)");
+}
+
 }  // namespace
 }  // namespace rtcosim::tasks
 

@@ -55,6 +55,40 @@ TEST_F(Daemon, WatchdogPingsStopWhenATaskHangs) {
   EXPECT_FALSE(any(late, "WATCHDOG=1"));
 }
 
+// A task whose simulation diverges (Euler on a 1 ms lag at a 5 ms step:
+// x_{n+1} = -4 x_n) stops on its divergence guard: the graph is reported
+// failed in status and in STATUS=, the daemon keeps serving, the other task
+// runs on, and the watchdog is still fed (a restart would fail the same way).
+TEST_F(Daemon, ADivergedTaskFailsTheGraphInStatusAndTheDaemonServesOn) {
+  const auto path = configs_ / "diverging.yaml";
+  std::ofstream(path) << R"(
+realtime: off
+tasks:
+  - {name: steady, period: 10ms, integrator: rk4}
+  - {name: runaway, period: 5ms, integrator: euler}
+blocks:
+  - {name: wave, type: sine, task: steady, params: {frequency: 1}}
+  - {name: fast_lag, type: first_order_lag, task: runaway, params: {time_constant: 0.001}}
+wires:
+  - {from: wave.y, to: fast_lag.u, coupling: {method: zoh}}
+)";
+  start(path.string());
+  ASSERT_TRUE(any(notifications(1500ms), "READY=1"));
+  const auto later = notifications(1500ms);
+  EXPECT_TRUE(any(later, "STATUS=failed (task 'runaway' stopped, see status)")) << later.size();
+  EXPECT_TRUE(any(later, "WATCHDOG=1"));
+  const std::string status = request("{\"cmd\":\"status\"}");
+  const auto failed = status.find("\"failed\":[{\"task\":\"runaway\",\"failure\":\"");
+  ASSERT_NE(failed, std::string::npos) << status;
+  EXPECT_NE(status.find("the simulation diverged: block 'fast_lag' (first_order_lag)", failed), std::string::npos)
+      << status;
+  const auto steady = frames_of(status, "steady");
+  std::this_thread::sleep_for(300ms);
+  EXPECT_GT(frames_of(request("{\"cmd\":\"status\"}"), "steady"), steady);
+  kill(pid_, SIGTERM);
+  EXPECT_EQ(wait_exit(), 0);
+}
+
 TEST_F(Daemon, ControlSocketRejectsBadRequestsAndServesOthers) {
   start(write_graph("graph.yaml", "1e9"));
   ASSERT_TRUE(any(notifications(2000ms), "READY=1"));

@@ -441,6 +441,17 @@ std::string Daemon::status_json() {
                                                        session::recording_json(*graph_, recording), remote_.get())
                                : "null\n";
   if (!summary.empty() && summary.back() == '\n') summary.pop_back();
+  // A task that stopped on a failure (an FMU, a state no longer a number, a
+  // divergence, docs/stalls.md) fails the graph: the others run on and the
+  // recording is kept, but nobody should read the run as good.
+  std::string failed;
+  if (graph_) {
+    for (const auto& t : graph_->tasks()) {
+      if (!t->failed()) continue;
+      failed += std::string(failed.empty() ? "" : ",") + "{\"task\":" + base::json_string(t->spec().name) +
+                ",\"failure\":" + base::json_string(t->failure()) + "}";
+    }
+  }
   return "\"running\":" + std::string(running_ ? "true" : "false") + ",\"config\":" + base::json_string(config_file_) +
          ",\"starting\":" + std::string(pending_start_ ? "true" : "false") +
          ",\"recording\":" + (this->recording() ? base::json_string(record_path_) : std::string("null")) +
@@ -449,7 +460,8 @@ std::string Daemon::status_json() {
          ",\"replay_log_error\":" +
          (replay_log_error_.empty() ? std::string("null") : base::json_string(replay_log_error_)) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + host_json() +
-         ",\"sync\":" + (live_sync_ ? live_sync_->status_json() : std::string("null")) + ",\"status\":" + summary;
+         ",\"sync\":" + (live_sync_ ? live_sync_->status_json() : std::string("null")) + ",\"failed\":[" + failed +
+         "],\"status\":" + summary;
 }
 
 std::string Daemon::live_json() {
@@ -1053,19 +1065,26 @@ void Daemon::notify_status() {
   std::uint64_t frames = 0, overruns = 0;
   std::int64_t worst = 0;
   bool progress = true;
+  std::string failed;
   for (std::size_t i = 0; i < graph_->tasks().size(); ++i) {
     const auto& s = graph_->tasks()[i]->stats();
     const auto f = s.frames.load();
+    // A task that stopped on a failure is reported, not restarted: a
+    // restart would run the same graph into the same failure.
+    const bool stopped = graph_->tasks()[i]->failed();
+    if (stopped && failed.empty()) failed = graph_->tasks()[i]->spec().name;
     // Another host's tasks never run here.
-    if (running_ && graph_->tasks()[i]->local() && f == last_frames_[i]) progress = false;
+    if (running_ && graph_->tasks()[i]->local() && !stopped && f == last_frames_[i]) progress = false;
     last_frames_[i] = f;
     frames += f;
     overruns += s.overruns.load();
     worst = std::max(worst, s.wakeup_latency_ns.max());
   }
-  char status[256];
+  char status[320];
+  const std::string failed_state = "failed (task '" + failed.substr(0, 64) + "' stopped, see status)";
   std::snprintf(status, sizeof status, "STATUS=%s: %llu frames, %llu overruns, worst wake-up latency %.1f us",
-                running_         ? "running"
+                !failed.empty()  ? failed_state.c_str()
+                : running_       ? "running"
                 : pending_start_ ? "starting (waiting for the other hosts)"
                                  : "stopped",
                 static_cast<unsigned long long>(frames), static_cast<unsigned long long>(overruns),

@@ -34,7 +34,8 @@ td.bad{color:#b00;font-weight:bold} .hist{display:inline-block;margin:0 12px 8px
 <main>
 <section class="wide"><h2>Tasks <small>frames, overruns and missed periods since start; latency = wake-up − release, execution = frame start → end (docs/figures.md)</small></h2>
 <table id="tasks"><thead><tr><th>task</th><th>cpu</th><th>prio</th><th>frames</th><th>overruns</th><th>missed</th>
-<th>latency p50</th><th>p99</th><th>max</th><th>exec p50</th><th>p99</th><th>max</th><th>step</th><th>lag</th></tr></thead><tbody></tbody></table></section>
+<th>latency p50</th><th>p99</th><th>max</th><th>exec p50</th><th>p99</th><th>max</th><th>step</th><th>lag</th>
+<th>stalls</th><th>owed</th><th>local error</th></tr></thead><tbody></tbody></table></section>
 <section><h2>Wake-up latency <small>counts per bucket (4 per octave), log time axis</small></h2><div id="lat"></div></section>
 <section><h2>Execution time</h2><div id="exec"></div></section>
 <section><h2>Links</h2><table id="links"><thead><tr><th>link</th><th>method</th><th>published</th><th>dropped</th>
@@ -114,13 +115,18 @@ function showSvg(text,g){
 }
 function render(s){
   last=s; const st=s.status||{}; const live=s.live||{};
-  $("#state").textContent=s.running?"running":"stopped"; $("#state").className=s.running?"run":"stop";
+  const failed=s.failed||[];
+  $("#state").textContent=failed.length?"failed: "+failed.map(f=>f.task+": "+f.failure).join("; "):s.running?"running":"stopped";
+  $("#state").className=s.running&&!failed.length?"run":"stop";
   $("#config").textContent=s.config||""; $("#updated").textContent="t = "+(live.t||0).toFixed(1)+" s";
   table("#tasks",(st.tasks||[]).map(t=>`<tr id="task-${esc(t.name)}"><td>${esc(t.name)}</td><td>${t.cpu}</td><td>${t.priority}</td>`+
     `<td id="frames-${esc(t.name)}">${t.frames}</td><td class="${t.overruns?"bad":""}">${t.overruns}</td><td class="${t.missed_periods?"bad":""}">${t.missed_periods}</td>`+
     `<td>${us(t.latency_ns&&t.latency_ns.p50)}</td><td>${us(t.latency_ns&&t.latency_ns.p99)}</td><td>${us(t.latency_ns&&t.latency_ns.max)}</td>`+
     `<td>${us(t.exec_ns&&t.exec_ns.p50)}</td><td>${us(t.exec_ns&&t.exec_ns.p99)}</td><td>${us(t.exec_ns&&t.exec_ns.max)}</td>`+
-    `<td>${t.step_s?(t.step_s.last*1000).toFixed(3)+" ms":"-"}</td><td>${t.lag_s?(t.lag_s.last*1e6).toFixed(1)+" µs":"-"}</td></tr>`));
+    `<td>${t.step_s?(t.step_s.last*1000).toFixed(3)+" ms":"-"}</td><td>${t.lag_s?(t.lag_s.last*1e6).toFixed(1)+" µs":"-"}</td>`+
+    `<td class="${t.stalls&&t.stalls.count>t.stalls.absorbed?"bad":""}">${t.stalls?t.stalls.absorbed+"/"+t.stalls.count:"-"}</td>`+
+    `<td class="${t.stalls&&t.stalls.owed_s>0?"bad":""}">${t.stalls?ms(t.stalls.owed_s):"-"}</td>`+
+    `<td class="${t.failure?"bad":""}">${t.local_error?t.local_error.last.toPrecision(2):"-"}</td></tr>`));
   table("#links",(st.links||[]).map(l=>`<tr><td>${esc(l.from)} → ${esc(l.to)}</td><td>${esc(l.method)}</td><td>${l.published}</td>`+
     `<td class="${l.dropped?"bad":""}">${l.dropped}</td><td>${l.stale}</td><td class="${l.beyond_horizon_frames?"bad":""}">${l.beyond_horizon_frames}</td>`+
     `<td>${ms(l.data_age_s&&l.data_age_s.mean)}</td><td>${ms(l.data_age_s&&l.data_age_s.max)}</td><td>${ms(l.longest_gap_s)}</td></tr>`));

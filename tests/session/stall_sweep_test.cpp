@@ -1,0 +1,253 @@
+// The stall sweep (session/stall_sweep.hpp, docs/stalls.md) on two tiny
+// graphs: its figures are the runtime's own, so the stalled frame, its step
+// and the lost real time are checked against what a measured step computes
+// from the scripted execution times, the ratios against the errors they are
+// made of, and a diverging task is reported as failed, never as silent.
+#include "session/stall_sweep.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "coupling/registry.hpp"
+#include "rt_config/loader.hpp"
+#include "tasks/block_registry.hpp"
+
+namespace rtcosim::session {
+namespace {
+
+// `plant` measures its steps (max_step 4 periods) and reads `source`'s sine
+// through a second-order predictor; each of its frames executes 1 ms.
+// Unpinned, each task has a simulated processor of its own, so the stall
+// is exactly the scripted execution, with no preemption in it.
+constexpr const char* kGraph = R"(
+name: stall_test
+duration: 2s
+coupling: {method: predictor}
+tasks:
+  - {name: source, period: 10ms, integrator: rk4, step: fixed}
+  - {name: plant, period: 10ms, integrator: ab2, step: measured, max_step: 40ms, execution: {nominal: 1ms}}
+blocks:
+  - {name: input, type: sine, task: source, params: {amplitude: 1, frequency: 0.5}}
+  - {name: lag, type: first_order_lag, task: plant, params: {time_constant: 0.2, gain: 1}}
+wires:
+  - {from: input.y, to: lag.u}
+record:
+  signals: [lag.y, input.y]
+  file: stall_test.csv
+)";
+
+constexpr double kPeriod = 0.010, kNominal = 0.001, kMaxStep = 0.040;
+
+config::GraphSpec load(const char* text) {
+  auto loaded = config::load_graph_text(text, "stall_test.yaml");
+  std::string why;
+  for (const auto& d : loaded.diagnostics) why += d.str() + "\n";
+  EXPECT_TRUE(loaded.ok()) << why;
+  return std::move(loaded.graph);
+}
+
+StallSweep sweep(const config::GraphSpec& spec, const StallSweepOptions& options) {
+  static const auto blocks = tasks::BlockRegistry::with_builtins();
+  static const auto methods = coupling::MethodRegistry::with_builtins();
+  return run_stall_sweep(spec, blocks, methods, options);
+}
+
+const StallTaskFigures& figures_of(const StallCase& c, const std::string& task) {
+  const auto it = std::find_if(c.tasks.begin(), c.tasks.end(), [&](const auto& f) { return f.name == task; });
+  EXPECT_NE(it, c.tasks.end()) << task;
+  return *it;
+}
+
+// A measured step is the wall time between integration points; a frame's
+// integration point is the end of its execution. The stalled frame F starts
+// at its release F T and ends k T later, the frame before it ended c after
+// its own release (F - 1) T, so its interval is (k + 1) T - c. The whole
+// interval is integrated, in sub-steps of at most max_step (up to 4: 160 ms,
+// more than any stall here), so nothing is owed or lost. Under `rephase`
+// the next frame starts where the stall ended and integrates c later: no
+// micro-step, it takes half a period and runs ahead by T/2 - c. A second
+// stalled frame spans k T.
+double stall_step(double k) { return (k + 1.0) * kPeriod - kNominal; }
+int substeps_of(double h) { return static_cast<int>(std::ceil(h / kMaxStep - 1e-9)); }
+
+TEST(StallSweep, StalledFrameIsTheScriptedOneWithItsMeasuredStepAndLostTime) {
+  const auto spec = load(kGraph);
+  StallSweepOptions options;
+  options.periods = {1, 2, 4, 8};
+  options.tasks = {"plant"};
+  options.doubled = true;
+  const StallSweep s = sweep(spec, options);
+
+  // A quarter of 2 s is frame 50 of a 10 ms task.
+  EXPECT_EQ(stall_frame(spec.tasks[1], 2.0), 50u);
+  ASSERT_EQ(s.cases.size(), 8u);
+  const StallTaskFigures& calm = figures_of(s.unstalled, "plant");
+  EXPECT_EQ(calm.frames, 200u);
+  EXPECT_NEAR(calm.step_max, kPeriod, 1e-12);
+  EXPECT_NEAR(calm.step_min, kPeriod, 1e-12);
+  EXPECT_EQ(calm.lost, 0.0);
+  EXPECT_NEAR(calm.longest_execution, kNominal, 1e-12);
+
+  for (const StallCase& c : s.cases) {
+    SCOPED_TRACE("k = " + std::to_string(c.periods) + ", stalled frames " + std::to_string(c.stalled_frames));
+    const double k = c.periods;
+    EXPECT_EQ(c.task, "plant");
+    EXPECT_EQ(c.frame, 50u);
+    EXPECT_NEAR(c.spike, k * kPeriod, 1e-15);
+    EXPECT_FALSE(c.failed) << c.failure;
+    const StallTaskFigures& p = c.stalled();
+    EXPECT_EQ(&p, &figures_of(c, "plant"));
+    // The stall is the scripted frame, exactly as long as scripted (the
+    // first of two equal ones).
+    EXPECT_EQ(p.longest_frame, 50u);
+    EXPECT_NEAR(p.longest_execution, k * kPeriod, 1e-9);
+    EXPECT_NEAR(p.longest_frame_step, stall_step(k), 1e-9);
+    EXPECT_NEAR(p.step_max, stall_step(k), 1e-9);
+    EXPECT_NEAR(p.step_min, kPeriod / 2, 1e-9);
+    EXPECT_EQ(p.lost, 0.0);
+    EXPECT_EQ(p.owed_max, 0.0);
+    std::uint64_t stalls = stall_step(k) > kMaxStep ? 1 : 0;
+    std::uint64_t extra = static_cast<std::uint64_t>(substeps_of(stall_step(k)) - 1);
+    if (c.stalled_frames == 2) {
+      stalls += k * kPeriod > kMaxStep + 1e-12 ? 1 : 0;
+      extra += static_cast<std::uint64_t>(substeps_of(k * kPeriod) - 1);
+    }
+    EXPECT_EQ(p.stalls, stalls);
+    EXPECT_EQ(p.stalls_absorbed, stalls);
+    EXPECT_EQ(p.extra_substeps, extra);
+    // The other task has a processor of its own: untouched, bit for bit.
+    const StallTaskFigures& src = figures_of(c, "source");
+    const StallTaskFigures& src_calm = figures_of(s.unstalled, "source");
+    EXPECT_EQ(src.frames, src_calm.frames);
+    EXPECT_EQ(src.step_max, src_calm.step_max);
+    EXPECT_EQ(src.lag_max, src_calm.lag_max);
+    // The ratio is the worst signal's RMS over its unstalled RMS.
+    ASSERT_EQ(c.errors.size(), 2u);
+    ASSERT_EQ(c.ratios.size(), 2u);
+    double worst = 0.0;
+    std::string worst_signal;
+    for (std::size_t i = 0; i < 2; ++i) {
+      // The sine's samples are the reference's own: no error to scale, 1.
+      const double r = i == 1 ? 1.0 : c.errors[i].rms / s.unstalled.errors[i].rms;
+      EXPECT_EQ(c.ratios[i], r);
+      if (r > worst) {
+        worst = r;
+        worst_signal = c.errors[i].signal;
+      }
+    }
+    EXPECT_EQ(c.ratio, worst);
+    EXPECT_EQ(c.worst_signal, worst_signal);
+    // The source's signal is computed on its own grid whatever the plant did.
+    EXPECT_EQ(c.errors[1].signal, "input.y");
+    EXPECT_EQ(c.errors[1].rms, 0.0);
+    EXPECT_EQ(s.unstalled.errors[1].rms, 0.0);
+    EXPECT_GT(s.unstalled.errors[0].rms, 0.0);
+    EXPECT_EQ(c.silent_blow_up, c.ratio > 3.0);
+  }
+  // The plant's clock 49 ms behind the source's for the rest of the run:
+  // its error grows, and the unstalled run stays the reference of 1.
+  EXPECT_GT(s.cases[6].ratio, 1.0);
+  EXPECT_EQ(s.unstalled.ratio, 1.0);
+  EXPECT_FALSE(s.unstalled.silent_blow_up);
+}
+
+TEST(StallSweep, ASpikeAsLongAsTheNominalFrameChangesNothing) {
+  const auto spec = load(kGraph);
+  StallSweepOptions options;
+  options.periods = {0.1};  // 1 ms: the plant's nominal execution
+  options.tasks = {"plant"};
+  options.frame = 20;
+  const StallSweep s = sweep(spec, options);
+  ASSERT_EQ(s.cases.size(), 1u);
+  const StallCase& c = s.cases[0];
+  EXPECT_EQ(c.frame, 20u);
+  EXPECT_EQ(c.ratio, 1.0);
+  for (std::size_t i = 0; i < c.errors.size(); ++i) {
+    EXPECT_EQ(c.errors[i].rms, s.unstalled.errors[i].rms);
+    EXPECT_EQ(c.errors[i].max, s.unstalled.errors[i].max);
+  }
+  EXPECT_EQ(c.stalled().lost, 0.0);
+  EXPECT_FALSE(c.silent_blow_up);
+}
+
+TEST(StallSweep, ARatioBeyondTheFactorWithNoFailureIsASilentBlowUp) {
+  const auto spec = load(kGraph);
+  StallSweepOptions options;
+  options.periods = {8};
+  options.tasks = {"plant"};
+  const double ratio = sweep(spec, options).cases.at(0).ratio;
+  ASSERT_GT(ratio, 1.0);
+  options.factor = ratio * 0.5;
+  const StallSweep low = sweep(spec, options);
+  EXPECT_EQ(low.cases.at(0).ratio, ratio);  // deterministic
+  ASSERT_EQ(low.silent_blow_ups().size(), 1u);
+  EXPECT_EQ(low.silent_blow_ups()[0], &low.cases[0]);
+  options.factor = ratio * 2.0;
+  EXPECT_TRUE(sweep(spec, options).silent_blow_ups().empty());
+  // The text table names it.
+  const std::string text = render_stall_sweep(low, StallSweepFormat::kText);
+  EXPECT_NE(text.find("SILENT BLOW-UP"), std::string::npos) << text;
+}
+
+// Euler at 10 ms on a lag of 1/3000 s multiplies its state by 1 - 30 every
+// step: it overflows in about 210 steps and the task stops, naming the block.
+// The RK4 reference at 0.5 ms (h/tau = 1.5) stays stable.
+constexpr const char* kDiverging = R"(
+name: diverging
+duration: 3s
+tasks:
+  - {name: steady, period: 10ms, integrator: rk4}
+  - {name: runaway, period: 10ms, integrator: euler, step: measured}
+blocks:
+  - {name: drive, type: sine, task: steady}
+  - {name: fast_lag, type: first_order_lag, task: runaway, params: {time_constant: 0.00033333333333333, gain: 1}}
+wires:
+  - {from: drive.y, to: fast_lag.u}
+record:
+  signals: [fast_lag.y, drive.y]
+  file: diverging.csv
+)";
+
+TEST(StallSweep, AFailedTaskIsReportedWithItsMessageAndIsNotSilent) {
+  const auto spec = load(kDiverging);
+  StallSweepOptions options;
+  options.periods = {2, 16};
+  options.tasks = {"runaway", "steady"};
+  const StallSweep s = sweep(spec, options);
+  ASSERT_EQ(s.cases.size(), 4u);
+  EXPECT_TRUE(s.unstalled.failed);
+  for (const StallCase* c : {&s.unstalled, &s.cases[0], &s.cases[1], &s.cases[2], &s.cases[3]}) {
+    SCOPED_TRACE(c->task + " k = " + std::to_string(c->periods));
+    EXPECT_TRUE(c->failed);
+    EXPECT_EQ(c->failure.rfind("task 'runaway' stopped in frame ", 0), 0u) << c->failure;
+    EXPECT_NE(c->failure.find("block 'fast_lag'"), std::string::npos) << c->failure;
+    EXPECT_FALSE(c->silent_blow_up);
+  }
+  EXPECT_TRUE(s.silent_blow_ups().empty());
+  const std::string json = render_stall_sweep(s, StallSweepFormat::kJson);
+  EXPECT_NE(json.find("\"failed\":true,\"failure\":\"task 'runaway' stopped in frame "), std::string::npos) << json;
+}
+
+TEST(StallSweep, RefusesWhatItCannotSweepSayingWhatWouldBeRight) {
+  const auto spec = load(kGraph);
+  StallSweepOptions options;
+  options.tasks = {"plnat"};
+  try {
+    (void)sweep(spec, options);
+    FAIL() << "an unknown task was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "stall_test has no task 'plnat' — expected one of: source, plant");
+  }
+  options.tasks = {"plant"};
+  options.frame = 199;
+  options.doubled = true;  // frame 200 starts at 2 s: the end
+  EXPECT_THROW((void)sweep(spec, options), std::invalid_argument);
+  options.doubled = false;
+  EXPECT_NO_THROW((void)sweep(spec, options));
+}
+
+}  // namespace
+}  // namespace rtcosim::session
