@@ -13,6 +13,7 @@
 #include "tools/rtcosim/import_command.hpp"
 #include "tools/rtcosim/preflight_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
+#include "tools/rtcosim/stall_sweep_command.hpp"
 #include "tools/rtcosim/sync_command.hpp"
 #ifdef RTCOSIM_HAVE_BABELTRACE2
 #include "tools/trace/trace_report.hpp"
@@ -31,6 +32,7 @@ commands:
   check     validate a task-graph file; print its tasks and links, or Graphviz DOT
   run       run a task graph (--virtual: on a fake clock with scripted execution times)
   replay    a logged real-time run again, bit for bit, or a changed graph against its timing
+  stall-sweep  long frames injected task by task in virtual time: error against the reference, silent blow-ups
   preflight check the real-time set-up of this PC for a graph's CPUs
   ctl       talk to a running rtcosimd (status, stop, start, reload, record, trace)
   trace     'trace report DIR': latency, execution time and deadline misses from an LTTng trace
@@ -64,6 +66,7 @@ int main(int argc, char** argv) {
   if (verb == "check") return rtcosim::tools::run_check_command(args);
   if (verb == "run") return rtcosim::tools::run_run_command(args);
   if (verb == "replay") return rtcosim::tools::run_replay_command(args);
+  if (verb == "stall-sweep") return rtcosim::tools::run_stall_sweep_command(args);
   if (verb == "ctl") return rtcosim::tools::run_ctl_command(args);
   if (verb == "sync") return rtcosim::tools::run_sync_command(args);
   if (verb == "fmu") return rtcosim::tools::run_fmu_command(args);
