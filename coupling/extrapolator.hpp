@@ -45,6 +45,15 @@ class Extrapolator {
 
   // Set-up phase: sizes every buffer for `signal_count` signals and resets.
   void configure(std::size_t signal_count);
+  // Set-up phase, before `configure`: how many past blocks a method keeps to
+  // answer reads behind its reconstruction (at least kDefaultHistoryBlocks;
+  // the runtime sizes it from the time a consumer may read back: its
+  // longest frame over the producer's period).
+  static constexpr std::size_t kDefaultHistoryBlocks = 64;
+  void set_history_blocks(std::size_t blocks) noexcept {
+    history_blocks_ = blocks > kDefaultHistoryBlocks ? blocks : kDefaultHistoryBlocks;
+  }
+  [[nodiscard]] std::size_t history_blocks() const noexcept { return history_blocks_; }
 
   // Drops all history: the next push starts afresh.
   virtual void reset() noexcept = 0;
@@ -165,6 +174,7 @@ class Extrapolator {
 
   std::string method_id_;
   std::size_t signal_count_ = 0;
+  std::size_t history_blocks_ = kDefaultHistoryBlocks;
   mutable std::vector<double> scratch_;
   TagLimits limits_;
   double clock_ = std::numeric_limits<double>::infinity();

@@ -159,6 +159,7 @@ LinkHealth GraphLink::health() const noexcept {
 
 TaskRuntime::TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Partition> partition)
     : spec_(spec),
+      period_ns_(static_cast<std::int64_t>(std::llround(spec.period * 1e9))),
       partition_(std::move(partition)),
       policy_(spec.step, spec.period, spec.max_step, spec.max_substeps, spec.max_owed) {
   partition_->set_divergence_guard({spec.divergence.tolerance, spec.divergence.steps, spec.divergence.state_bound});
@@ -437,9 +438,20 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       // rate group take an N-th of the slow member's step, which may exceed
       // their own max_step.
       extrapolator->set_tag_limits({2.0 * producer_max, p.coupling->max_tag_lead.value_or(kDefaultMaxTagLead)});
+      // A consumer that repays a stall reads back over its longest frame
+      // (every sub-step of it): the history covers that, its own period and
+      // one producer period, and so does the ring, which fills while the
+      // consumer does not drain.
+      const double producer_period = p.producer->spec().period;
+      const double reach = consumer->policy().max_frame_span() + consumer->spec().period + producer_period;
+      const auto history = static_cast<std::size_t>(std::ceil(reach / producer_period)) + 2;
+      if (history > extrapolator->history_blocks()) {
+        extrapolator->set_history_blocks(history);
+        extrapolator->configure(p.width);
+      }
       p.bundle->link = std::make_unique<coupling::Link>(
           p.width,
-          coupling::LinkTiming{p.producer->spec().period, consumer->spec().period, consumer->policy().max_step(), 2},
+          coupling::LinkTiming{producer_period, consumer->spec().period, consumer->policy().max_frame_span(), 2},
           std::move(extrapolator));
       for (GraphLink* l : p.bundle->members) {
         l->link = p.bundle->link.get();

@@ -178,6 +178,7 @@ class TaskRuntime {
   TaskRuntime(const config::TaskSpec& spec, std::unique_ptr<tasks::Partition> partition);
 
   [[nodiscard]] const config::TaskSpec& spec() const noexcept { return spec_; }
+  [[nodiscard]] std::int64_t period_ns() const noexcept { return period_ns_; }
   // Index in the graph, the task's id in traces.
   [[nodiscard]] std::uint32_t id() const noexcept { return id_; }
   void set_id(std::uint32_t id) noexcept { id_ = id; }
@@ -257,6 +258,7 @@ class TaskRuntime {
   void stage_outputs() noexcept;
 
   const config::TaskSpec& spec_;
+  std::int64_t period_ns_ = 0;
   std::unique_ptr<tasks::Partition> partition_;
   StepPolicy policy_;
   TaskStats stats_;

@@ -61,8 +61,10 @@ class StepPolicy {
     started_ = true;
     previous_wall_ = wall;
     // Only a clock that steps backwards gives a negative interval: the task
-    // then takes no step rather than integrate backwards.
-    if (!(interval > 0.0)) return 0.0;
+    // then takes no step rather than integrate backwards. Two integration
+    // points at one instant (a frame with no execution right after a long
+    // one) are a micro-step like any other (below).
+    if (!(interval >= 0.0)) return 0.0;
     // Within a relative 1e-9 of max_step is max_step: a virtual clock's
     // nanoseconds, turned into seconds and subtracted, round either way.
     const double cut = max_step_ * (1.0 + 1e-9);

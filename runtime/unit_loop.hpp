@@ -70,6 +70,14 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
       t.drain();
     }
     clock.before_integration(t, k);
+    // A frame held up for more than a period between its drain and its
+    // integration point (preempted, stalled) drains again: it integrates
+    // that much real time and should do so with what its producers
+    // published meanwhile (docs/stalls.md). A clock that takes over the
+    // drains (a replay's log) keeps them as logged.
+    if constexpr (!requires { clock.drain(t, member); }) {
+      if (clock.now() - start > t.period_ns()) t.drain();
+    }
     const double wall = wall_of(clock.now());
     const double h = u.step_of(member, wall);
     t.step(h);

@@ -176,6 +176,9 @@ class VirtualSchedule {
     const std::size_t member = tu.plan[u.pos];
     TaskRuntime& t = *tu.members[member];
     const double wall = static_cast<double>(now) * 1e-9;
+    // As run_unit: a frame that ran longer than its period drains again at
+    // its integration point.
+    if (now - u.frame_start_ns > t.period_ns()) t.drain();
     const double h = tu.step_of(member, wall);
     t.step(h);
     tu.frame_done(member, u.frame_start_ns, now, wall);

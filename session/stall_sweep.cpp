@@ -74,7 +74,7 @@ StallCase run_case(const config::GraphSpec& spec, const tasks::BlockRegistry& bl
   });
   recorder.finish(nullptr);
   StallCase out;
-  out.errors = reference_errors(*graph, recorder, reference);
+  out.errors = reference_errors(*graph, recorder, reference, 0.75 * duration);
   for (std::size_t i = 0; i < graph->tasks().size(); ++i) {
     const auto& t = *graph->tasks()[i];
     StallTaskFigures f = task_figures(t);
@@ -90,26 +90,42 @@ StallCase run_case(const config::GraphSpec& spec, const tasks::BlockRegistry& bl
   return out;
 }
 
-// Per signal, this case's RMS over the unstalled run's.
-void compare(StallCase& c, const StallCase& unstalled, double factor) {
-  c.ratios.clear();
-  c.ratio = 1.0;
-  c.worst_signal.clear();
+// Per signal, this case's RMS over the unstalled run's (`of` picks the
+// whole run's or the last quarter's); the largest, and whose it is.
+void ratios_of(const StallCase& c, const StallCase& unstalled, double (*of)(const ReferenceError&),
+               std::vector<double>& ratios, double& worst, std::string& signal) {
+  ratios.clear();
+  worst = 1.0;
+  signal.clear();
   for (std::size_t i = 0; i < c.errors.size(); ++i) {
-    const double base = i < unstalled.errors.size() ? unstalled.errors[i].rms : 0.0;
-    const double rms = c.errors[i].rms;
+    const double base = i < unstalled.errors.size() ? of(unstalled.errors[i]) : 0.0;
+    const double rms = of(c.errors[i]);
     // A signal the unstalled run reproduces exactly (a source, a table) has
     // no error to scale: equal is 1, any error at all is infinitely worse.
     double r = base > 0.0 ? rms / base : rms == 0.0 ? 1.0 : std::numeric_limits<double>::infinity();
     if (std::isnan(rms)) r = std::numeric_limits<double>::quiet_NaN();
-    c.ratios.push_back(r);
+    ratios.push_back(r);
     // NaN (a signal that went non-finite) outranks every number.
-    if (c.worst_signal.empty() || (!std::isnan(c.ratio) && (std::isnan(r) || r > c.ratio))) {
-      c.ratio = r;
-      c.worst_signal = c.errors[i].signal;
+    if (signal.empty() || (!std::isnan(worst) && (std::isnan(r) || r > worst))) {
+      worst = r;
+      signal = c.errors[i].signal;
     }
   }
-  c.silent_blow_up = !c.failed && !(c.ratio <= factor);
+}
+
+void compare(StallCase& c, const StallCase& unstalled, double factor, double tube) {
+  ratios_of(
+      c, unstalled, [](const ReferenceError& e) { return e.rms; }, c.ratios, c.ratio, c.worst_signal);
+  ratios_of(
+      c, unstalled, [](const ReferenceError& e) { return e.rms_after; }, c.after_ratios, c.after_ratio, c.after_signal);
+  c.after_of_range = 0.0;
+  for (const ReferenceError& e : c.errors) {
+    // A constant reference has no range: any error at all is out of the tube.
+    const double f = e.range > 0.0 ? e.rms_after / e.range : (e.rms_after == 0.0 ? 0.0 : INFINITY);
+    if (std::isnan(f) || !(f <= c.after_of_range)) c.after_of_range = f;
+  }
+  c.silent_blow_up = !c.failed && !(c.after_ratio <= factor) && !(c.after_of_range <= tube);
+  c.recovered = !c.failed && !c.silent_blow_up && !(c.ratio <= factor);
 }
 
 std::string k_text(double k) {
@@ -122,7 +138,8 @@ std::string ratio_text(double r) { return std::isinf(r) ? std::string("inf") : f
 
 std::string verdict(const StallCase& c) {
   if (c.failed) return "failed";
-  return c.silent_blow_up ? "SILENT BLOW-UP" : "ok";
+  if (c.silent_blow_up) return "SILENT BLOW-UP";
+  return c.recovered ? "recovered" : "ok";
 }
 
 // TSV and Markdown cells hold no tabs, pipes or line breaks.
@@ -150,19 +167,24 @@ std::string task_json(const StallTaskFigures& f) {
 }
 
 std::string case_json(const StallCase& c) {
-  std::string out = "{\"task\":" + (c.task.empty() ? std::string("null") : json_string(c.task)) +
-                    ",\"periods\":" + json_number(c.periods) +
-                    ",\"stalled_frames\":" + std::to_string(c.stalled_frames) +
-                    ",\"frame\":" + std::to_string(c.frame) + ",\"spike_s\":" + json_number(c.spike) +
-                    ",\"ratio\":" + (std::isinf(c.ratio) ? std::string("\"inf\"") : json_number(c.ratio)) +
-                    ",\"worst_signal\":" + json_string(c.worst_signal) +
-                    ",\"failed\":" + (c.failed ? "true" : "false") + ",\"failure\":" + json_string(c.failure) +
-                    ",\"silent_blow_up\":" + (c.silent_blow_up ? "true" : "false") + ",\"signals\":[";
+  std::string out =
+      "{\"task\":" + (c.task.empty() ? std::string("null") : json_string(c.task)) +
+      ",\"periods\":" + json_number(c.periods) + ",\"stalled_frames\":" + std::to_string(c.stalled_frames) +
+      ",\"frame\":" + std::to_string(c.frame) + ",\"spike_s\":" + json_number(c.spike) +
+      ",\"ratio\":" + (std::isinf(c.ratio) ? std::string("\"inf\"") : json_number(c.ratio)) +
+      ",\"worst_signal\":" + json_string(c.worst_signal) +
+      ",\"after_ratio\":" + (std::isinf(c.after_ratio) ? std::string("\"inf\"") : json_number(c.after_ratio)) +
+      ",\"after_signal\":" + json_string(c.after_signal) +
+      ",\"after_of_range\":" + (std::isinf(c.after_of_range) ? std::string("\"inf\"") : json_number(c.after_of_range)) +
+      ",\"failed\":" + (c.failed ? "true" : "false") + ",\"failure\":" + json_string(c.failure) +
+      ",\"silent_blow_up\":" + (c.silent_blow_up ? "true" : "false") +
+      ",\"recovered\":" + (c.recovered ? "true" : "false") + ",\"signals\":[";
   for (std::size_t i = 0; i < c.errors.size(); ++i) {
     const auto& e = c.errors[i];
     const double r = i < c.ratios.size() ? c.ratios[i] : 1.0;
     out += std::string(i ? "," : "") + "{\"signal\":" + json_string(e.signal) + ",\"rms\":" + json_number(e.rms) +
            ",\"max\":" + json_number(e.max) + ",\"samples\":" + std::to_string(e.samples) +
+           ",\"rms_after\":" + json_number(e.rms_after) +
            ",\"ratio\":" + (std::isinf(r) ? std::string("\"inf\"") : json_number(r)) + "}";
   }
   out += "],\"tasks\":[";
@@ -219,6 +241,7 @@ StallSweep run_stall_sweep(const config::GraphSpec& spec, const tasks::BlockRegi
     }
   }
   if (!(options.factor > 0.0)) throw std::invalid_argument("the factor must be positive, e.g. 3");
+  if (!(options.tube >= 0.0)) throw std::invalid_argument("the tube must be a fraction >= 0, e.g. 0.01");
   std::vector<const config::TaskSpec*> stalled;
   if (options.tasks.empty()) {
     for (const auto& t : spec.tasks) stalled.push_back(&t);
@@ -256,7 +279,8 @@ StallSweep run_stall_sweep(const config::GraphSpec& spec, const tasks::BlockRegi
   sweep.reference_step = options.reference_step;
   sweep.factor = options.factor;
   sweep.unstalled = run_case(spec, blocks, methods, duration, reference);
-  compare(sweep.unstalled, sweep.unstalled, options.factor);
+  sweep.tube = options.tube;
+  compare(sweep.unstalled, sweep.unstalled, options.factor, options.tube);
   if (progress) progress(sweep.unstalled);
   for (const auto* t : stalled) {
     const std::uint64_t frame = options.frame.value_or(stall_frame(*t, duration));
@@ -278,7 +302,7 @@ StallSweep run_stall_sweep(const config::GraphSpec& spec, const tasks::BlockRegi
         c.stalled_frames = count;
         c.frame = frame;
         c.spike = spike;
-        compare(c, sweep.unstalled, options.factor);
+        compare(c, sweep.unstalled, options.factor, options.tube);
         if (progress) progress(c);
         sweep.cases.push_back(std::move(c));
       }
@@ -310,6 +334,8 @@ std::vector<Field<StallCase>> stall_sweep_columns(const StallSweep& sweep, bool 
          return std::string("-");
        }},
       {"ratio", Align::kRight, [](const StallCase& c) { return ratio_text(c.ratio); }},
+      {"after", Align::kRight, [](const StallCase& c) { return ratio_text(c.after_ratio); }},
+      {"after/range", Align::kRight, [](const StallCase& c) { return ratio_text(c.after_of_range); }},
       // The stalled task's figures, as `rtcosim run` prints them.
       {"step max", Align::kRight, [](const StallCase& c) { return format_seconds(c.stalled().step_max); }},
       {"lost", Align::kRight, [](const StallCase& c) { return format_seconds(c.stalled().lost); }},

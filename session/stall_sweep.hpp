@@ -40,7 +40,11 @@ struct StallSweepOptions {
   // stalls at about the same wall time with three quarters left to show
   // what the stall did.
   std::optional<std::uint64_t> frame;
-  double factor = 3.0;             // an error ratio above it, with no task failed, is a silent blow-up
+  // A silent blow-up: no task failed, and over the run's last quarter some
+  // signal's error is more than `factor` times the unstalled run's and
+  // more than `tube` of its range in the reference.
+  double factor = 3.0;
+  double tube = 0.01;
   double reference_step = 0.0005;  // the RK4 reference's step, as --reference-step
 };
 
@@ -85,9 +89,22 @@ struct StallCase {
   std::vector<double> ratios;
   double ratio = 1.0;
   std::string worst_signal;
+  // The same over the last quarter of the run only (RMS from 3/4 of the
+  // duration on): what the stall left behind once the task had time to
+  // recover. A blow-up is judged on it: an error that grew and stayed.
+  std::vector<double> after_ratios;
+  double after_ratio = 1.0;
+  std::string after_signal;
+  // The largest last-quarter RMS error over its signal's range in the
+  // reference: below the tube (StallSweepOptions::tube) the run is still
+  // right by the FMI Cross-Check's measure, whatever the ratio.
+  double after_of_range = 0.0;
   bool failed = false;
-  std::string failure;                  // every failed task's message, "; " between them
-  bool silent_blow_up = false;          // ratio beyond the factor (or not a number) and no task failed
+  std::string failure;  // every failed task's message, "; " between them
+  // after_ratio beyond the factor and after_of_range beyond the tube (or
+  // either not a number), and no task failed.
+  bool silent_blow_up = false;
+  bool recovered = false;               // ratio beyond the factor, after_ratio within it, no task failed
   std::vector<StallTaskFigures> tasks;  // every task of the graph, in the file's order
 
   // The stalled task's figures (the first task's for the unstalled run).
@@ -99,6 +116,7 @@ struct StallSweep {
   double duration = 0.0;
   double reference_step = 0.0;
   double factor = 0.0;
+  double tube = 0.0;
   StallCase unstalled;           // the file's own script (`task` empty); the tables repeat it before each task's cases
   std::vector<StallCase> cases;  // task by task, k by k, single before double
 

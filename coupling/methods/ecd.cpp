@@ -7,7 +7,7 @@
 namespace rtcosim::coupling::methods {
 
 void Ecd::do_configure(std::size_t signal_count) {
-  history_.configure(kLookBackBlocks, signal_count);
+  history_.configure(history_blocks(), signal_count);
   current_.configure(signal_count);
   previous_.configure(signal_count);
   interpolated_.assign(signal_count, 0.0);

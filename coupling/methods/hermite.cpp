@@ -6,7 +6,7 @@
 namespace rtcosim::coupling::methods {
 
 void Hermite::do_configure(std::size_t signal_count) {
-  history_.configure(kLookBackBlocks, signal_count);
+  history_.configure(history_blocks(), signal_count);
   nodes_.assign(signal_count * kStride, 0.0);
   coeff_.assign(signal_count * kStride, 0.0);
   degree_.assign(signal_count, -1);

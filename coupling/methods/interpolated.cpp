@@ -11,7 +11,7 @@
 namespace rtcosim::coupling::methods {
 
 void Interpolated::do_configure(std::size_t signal_count) {
-  history_.configure(kLookBackBlocks, signal_count);
+  history_.configure(history_blocks(), signal_count);
   predictions_.configure(static_cast<std::size_t>(interp_order_) + 1, signal_count);
   extrapolant_.configure(signal_count);
   previous_extrapolant_.configure(signal_count);

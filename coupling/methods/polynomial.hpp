@@ -38,7 +38,7 @@ class Polynomial final : public Extrapolator {
 
  private:
   void do_configure(std::size_t signal_count) override {
-    history_.configure(kLookBackBlocks, signal_count);
+    history_.configure(history_blocks(), signal_count);
     poly_.configure(signal_count);
   }
   void do_push(const DataBlock& block) noexcept override {

@@ -6,7 +6,7 @@
 namespace rtcosim::coupling::methods {
 
 void Predictor::do_configure(std::size_t signal_count) {
-  history_.configure(kLookBackBlocks, signal_count);
+  history_.configure(history_blocks(), signal_count);
   a_.assign(signal_count, 0.0);
   b_.assign(signal_count, 0.0);
   c_.assign(signal_count, 0.0);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coupling/data_block.hpp"
+#include "coupling/extrapolator.hpp"
 
 namespace rtcosim::coupling::methods {
 
@@ -15,7 +16,7 @@ namespace rtcosim::coupling::methods {
 // behind the data its reconstruction is built from: a consumer that fell
 // behind in a stall reads up to this many producer blocks back from the
 // stored samples, and holds the oldest one before that.
-inline constexpr std::size_t kLookBackBlocks = 64;
+inline constexpr std::size_t kLookBackBlocks = Extrapolator::kDefaultHistoryBlocks;
 
 /*
  * SampleHistory: the newest `capacity` blocks of a link, as a ring of

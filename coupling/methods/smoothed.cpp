@@ -7,7 +7,7 @@
 namespace rtcosim::coupling::methods {
 
 void Smoothed::do_configure(std::size_t signal_count) {
-  history_.configure(kLookBackBlocks, signal_count);
+  history_.configure(history_blocks(), signal_count);
   for (State& s : ring_) s.poly.configure(signal_count);
   for (auto& s : scratch_) s.assign(signal_count, 0.0);
 }

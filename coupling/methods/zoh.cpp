@@ -6,7 +6,7 @@
 namespace rtcosim::coupling::methods {
 
 void Zoh::do_configure(std::size_t signal_count) {
-  history_.configure(kHistory, signal_count);
+  history_.configure(history_blocks(), signal_count);
   since_mark_.assign(signal_count, 0.0);
   mark_value_.assign(signal_count, 0.0);
   owed_.assign(signal_count, 0.0);

@@ -250,17 +250,27 @@ std::string link_health_lines(runtime::Graph& graph) {
 }
 
 std::vector<ReferenceError> reference_errors(const runtime::Graph&, const runtime::Recorder& recorder,
-                                             const tasks::ReferenceSolver& reference) {
+                                             const tasks::ReferenceSolver& reference, double after) {
   std::vector<ReferenceError> out;
   for (const auto& s : recorder.series()) {
     ReferenceError e{s.signal, 0.0, 0.0, s.time.size()};
-    double sum = 0.0;
+    double sum = 0.0, sum_after = 0.0;
+    double low = std::numeric_limits<double>::infinity(), high = -low;
     for (std::size_t k = 0; k < s.time.size(); ++k) {
-      const double d = s.value[k] - reference.value(s.probe, s.time[k], s.element);
+      const double r = reference.value(s.probe, s.time[k], s.element);
+      low = std::min(low, r);
+      high = std::max(high, r);
+      const double d = s.value[k] - r;
       sum += d * d;
       e.max = std::max(e.max, std::fabs(d));
+      if (s.time[k] >= after) {
+        sum_after += d * d;
+        ++e.samples_after;
+      }
     }
     e.rms = s.time.empty() ? 0.0 : std::sqrt(sum / static_cast<double>(s.time.size()));
+    e.rms_after = e.samples_after == 0 ? 0.0 : std::sqrt(sum_after / static_cast<double>(e.samples_after));
+    e.range = s.time.empty() ? 0.0 : high - low;
     out.push_back(e);
   }
   return out;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,13 @@ struct ReferenceError {
   double rms = 0.0;
   double max = 0.0;
   std::size_t samples = 0;
+  // The RMS over the samples at or after `after` (reference_errors), and
+  // how many they were: what a disturbance early in the run left behind.
+  double rms_after = 0.0;
+  std::size_t samples_after = 0;
+  // The reference's range (max - min) over the recorded times: the scale
+  // an error is judged against (the FMI Cross-Check's tube is 1 % of it).
+  double range = 0.0;
 };
 
 // The columns of the table of ReferenceErrors `rtcosim run` prints.
@@ -36,7 +44,8 @@ std::vector<Field<ReferenceError>> reference_error_columns();
 // The error of every recorded series against the reference (the merged
 // diagram, RK4), interpolated at the recorded times.
 std::vector<ReferenceError> reference_errors(const runtime::Graph& graph, const runtime::Recorder& recorder,
-                                             const tasks::ReferenceSolver& reference);
+                                             const tasks::ReferenceSolver& reference,
+                                             double after = std::numeric_limits<double>::infinity());
 
 // The summary as JSON: {"tasks":[...],"links":[...],"signals":[...]}
 // (docs/figures.md defines each field). A task's policy, priority and CPU

@@ -14,6 +14,7 @@
 #include "coupling/registry.hpp"
 #include "rt_config/loader.hpp"
 #include "tasks/block_registry.hpp"
+#include "tests/support/graphs.hpp"
 
 namespace rtcosim::session {
 namespace {
@@ -145,11 +146,16 @@ TEST(StallSweep, StalledFrameIsTheScriptedOneWithItsMeasuredStepAndLostTime) {
     EXPECT_EQ(c.errors[1].rms, 0.0);
     EXPECT_EQ(s.unstalled.errors[1].rms, 0.0);
     EXPECT_GT(s.unstalled.errors[0].rms, 0.0);
-    EXPECT_EQ(c.silent_blow_up, c.ratio > 3.0);
+    // Blow-ups are judged on the last quarter: more than the factor times
+    // the unstalled error there, and beyond the tube of the signal's range.
+    const double lag_after = c.errors[0].rms_after / s.unstalled.errors[0].rms_after;
+    EXPECT_DOUBLE_EQ(c.after_ratio, std::max(1.0, lag_after));
+    EXPECT_DOUBLE_EQ(c.after_of_range, c.errors[0].rms_after / c.errors[0].range);
+    EXPECT_EQ(c.silent_blow_up, c.after_ratio > 3.0 && c.after_of_range > 0.01);
+    EXPECT_EQ(c.recovered, !c.silent_blow_up && c.ratio > 3.0);
+    // Nothing is lost any more: by the last quarter the plant is back.
+    EXPECT_FALSE(c.silent_blow_up);
   }
-  // The plant's clock 49 ms behind the source's for the rest of the run:
-  // its error grows, and the unstalled run stays the reference of 1.
-  EXPECT_GT(s.cases[6].ratio, 1.0);
   EXPECT_EQ(s.unstalled.ratio, 1.0);
   EXPECT_FALSE(s.unstalled.silent_blow_up);
 }
@@ -173,19 +179,25 @@ TEST(StallSweep, ASpikeAsLongAsTheNominalFrameChangesNothing) {
   EXPECT_FALSE(c.silent_blow_up);
 }
 
-TEST(StallSweep, ARatioBeyondTheFactorWithNoFailureIsASilentBlowUp) {
+TEST(StallSweep, ARatioBeyondTheFactorAndTheTubeWithNoFailureIsASilentBlowUp) {
   const auto spec = load(kGraph);
   StallSweepOptions options;
   options.periods = {8};
   options.tasks = {"plant"};
-  const double ratio = sweep(spec, options).cases.at(0).ratio;
-  ASSERT_GT(ratio, 1.0);
-  options.factor = ratio * 0.5;
+  const StallCase first = sweep(spec, options).cases.at(0);
+  ASSERT_GT(first.after_ratio, 1.0);
+  ASSERT_GT(first.after_of_range, 0.0);
+  options.factor = first.after_ratio * 0.5;
+  options.tube = first.after_of_range * 0.5;
   const StallSweep low = sweep(spec, options);
-  EXPECT_EQ(low.cases.at(0).ratio, ratio);  // deterministic
+  EXPECT_EQ(low.cases.at(0).after_ratio, first.after_ratio);  // deterministic
   ASSERT_EQ(low.silent_blow_ups().size(), 1u);
   EXPECT_EQ(low.silent_blow_ups()[0], &low.cases[0]);
-  options.factor = ratio * 2.0;
+  // Either bound above the case's figure: not a blow-up.
+  options.factor = first.after_ratio * 2.0;
+  EXPECT_TRUE(sweep(spec, options).silent_blow_ups().empty());
+  options.factor = first.after_ratio * 0.5;
+  options.tube = first.after_of_range * 2.0;
   EXPECT_TRUE(sweep(spec, options).silent_blow_ups().empty());
   // The text table names it.
   const std::string text = render_stall_sweep(low, StallSweepFormat::kText);
@@ -229,6 +241,69 @@ TEST(StallSweep, AFailedTaskIsReportedWithItsMessageAndIsNotSilent) {
   EXPECT_TRUE(s.silent_blow_ups().empty());
   const std::string json = render_stall_sweep(s, StallSweepFormat::kJson);
   EXPECT_NE(json.find("\"failed\":true,\"failure\":\"task 'runaway' stopped in frame "), std::string::npos) << json;
+}
+
+// The issue's own case: one or two long airframe frames of up to 8 periods
+// keep the flight-control example within 3 times its unstalled error, the
+// catch-up counted exactly: a frame of k = 4 periods (80 ms) integrates 100
+// ms of wall time (80 ms and the 20 ms before), past max_step 60 ms: one
+// stall, repaid at once in 2 sub-steps of 50 ms; k = 8: 180 ms in 3.
+TEST(StallSweep, TheFlightControlAirframeStaysWithinThreeTimesUpToEightPeriods) {
+  const auto spec = rtcosim::testing::load_example("flight_control.yaml");
+  StallSweepOptions options;
+  options.periods = {1, 2, 4, 8};
+  options.tasks = {"airframe"};
+  options.doubled = true;
+  const StallSweep s = sweep(spec, options);
+  ASSERT_EQ(s.cases.size(), 8u);
+  for (const StallCase& c : s.cases) {
+    SCOPED_TRACE("k = " + std::to_string(c.periods) + ", stalled frames " + std::to_string(c.stalled_frames));
+    EXPECT_FALSE(c.failed) << c.failure;
+    EXPECT_LE(c.ratio, 3.0);
+    EXPECT_FALSE(c.silent_blow_up);
+    const StallTaskFigures& a = c.stalled();
+    EXPECT_EQ(a.lost, 0.0);
+    EXPECT_EQ(a.owed, 0.0);
+    EXPECT_EQ(a.stalls, a.stalls_absorbed);
+    if (c.periods == 4 && c.stalled_frames == 1) {
+      EXPECT_EQ(a.stalls, 1u);
+      EXPECT_EQ(a.catch_up_frames, 1u);
+      EXPECT_EQ(a.extra_substeps, 1u);
+      EXPECT_NEAR(a.step_max, 0.100, 1e-9);
+    }
+    if (c.periods == 8 && c.stalled_frames == 1) {
+      EXPECT_EQ(a.extra_substeps, 2u);
+      EXPECT_NEAR(a.step_max, 0.180, 1e-9);
+    }
+  }
+}
+
+// Every task with measured steps in the examples that run in virtual time,
+// one or two long frames of 1 to 16 periods: never a silent blow-up (the
+// fixed-step tasks are not held here: docs/stalls.md, "What still fails").
+TEST(StallSweep, NoMeasuredTaskOfTheExamplesBlowsUpSilently) {
+  const std::pair<const char*, double> examples[] = {{"flight_control.yaml", 0.0},    {"four_task.yaml", 0.0},
+                                                     {"overrun_virtual.yaml", 5.0},   {"two_task_sine.yaml", 0.0},
+                                                     {"plant_replay.yaml", 0.0},      {"sync_delay.yaml", 0.0},
+                                                     {"motor_thesis_plant.yaml", 0.0}};
+  std::size_t swept = 0;
+  for (const auto& [file, duration] : examples) {
+    const auto spec = rtcosim::testing::load_example(file);
+    StallSweepOptions options;
+    options.doubled = true;
+    options.duration = duration;
+    for (const auto& t : spec.tasks) {
+      if (t.step == config::StepPolicy::kMeasured) options.tasks.push_back(t.name);
+    }
+    if (options.tasks.empty()) continue;
+    const StallSweep s = sweep(spec, options);
+    swept += s.cases.size();
+    for (const StallCase* c : s.silent_blow_ups()) {
+      ADD_FAILURE() << file << ": task " << c->task << ", k = " << c->periods << " x" << c->stalled_frames
+                    << ": after ratio " << c->after_ratio << ", " << c->after_of_range << " of the range";
+    }
+  }
+  EXPECT_GE(swept, 60u);
 }
 
 TEST(StallSweep, RefusesWhatItCannotSweepSayingWhatWouldBeRight) {

@@ -226,6 +226,34 @@ TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {
   std::filesystem::remove_all(dir);
 }
 
+// A task whose simulation diverges (Euler at 5 ms on a 1 ms lag: x_{n+1} =
+// -4 x_n) stops on its divergence guard: the run exits 1 and the JSON names
+// the task, the block and the figure; the other task runs to the end.
+TEST(RunCommand, ADivergedTaskFailsTheRunNamingTheBlock) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_diverge_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto graph = dir / "diverging.yaml", json = dir / "summary.json";
+  std::ofstream(graph) << "name: diverging\nrealtime: off\nduration: 1s\ntasks:\n"
+                          "  - {name: steady, period: 10ms, integrator: rk4}\n"
+                          "  - {name: runaway, period: 5ms, integrator: euler}\n"
+                          "blocks:\n"
+                          "  - {name: wave, type: sine, task: steady, params: {frequency: 1}}\n"
+                          "  - {name: fast_lag, type: first_order_lag, task: runaway, params: {time_constant: 0.001}}\n"
+                          "wires:\n  - {from: wave.y, to: fast_lag.u, coupling: {method: zoh}}\n";
+  EXPECT_EQ(run_run_command({"--virtual", "--json", json.string(), graph.string()}), 1);
+  const std::string summary = slurp(json);
+  EXPECT_NE(summary.find("\"name\":\"steady\""), std::string::npos);
+  EXPECT_NE(summary.find("\"frames\":100,"), std::string::npos) << summary;  // steady ran its whole second
+  const auto failure = summary.find("\"failure\":\"task 'runaway' stopped in frame ");
+  ASSERT_NE(failure, std::string::npos) << summary;
+  EXPECT_NE(summary.find("the simulation diverged: block 'fast_lag' (first_order_lag): its state 0 had a relative "
+                         "local error of ",
+                         failure),
+            std::string::npos)
+      << summary;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RunCommand, UsageAndFileErrorsHaveTheirExitCodes) {
   EXPECT_EQ(run_run_command({}), 2);
   EXPECT_EQ(run_run_command({"--virtual", "--duration", "-1s", kExamples + "/overrun_virtual.yaml"}), 2);
