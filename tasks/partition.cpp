@@ -1011,6 +1011,10 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     return;
   }
   if (guard_divergence(t, h, ab2_error_scale)) return;
+  // A step that landed on time events integrated in pieces: k1 is the last
+  // piece's, not the step's start, and an event may have reset states; the
+  // one-step measure skips it and the next step.
+  if (from != t) s.have_prev_f = false;
 
   // Outputs at the end of the step, with their time derivatives.
   const double y = h - s.time_error;
@@ -1023,7 +1027,11 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     // states at its end, may reset their states; the outputs below then
     // follow the reset. Multistep history across an event would
     // extrapolate over the jump.
-    if (handle_events(end)) s.history = 0;
+    if (handle_events(end)) {
+      s.history = 0;
+      // The derivative before the event says nothing about the next step's.
+      s.have_prev_f = false;
+    }
   }
   m.evaluate(end, x, m.k4, false);
   m.output_derivatives(m.k4);
