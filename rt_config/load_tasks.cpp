@@ -92,7 +92,14 @@ void GraphLoader::read_tasks(const YAML::Node& list, const YAML::Node& root) {
       }
     }
     if (auto n = in_.integer(node, "max_substeps", what, 1, 64)) t.max_substeps = static_cast<int>(*n);
-    if (auto o = in_.duration(node, "max_owed", what, false)) t.max_owed = *o;
+    if (auto o = in_.duration(node, "max_owed", what, false)) {
+      if (*o > 0.0) {
+        t.max_owed = *o;
+      } else {
+        in_.error(node["max_owed"], what + ": 'max_owed' = " + node["max_owed"].Scalar() +
+                                        " — expected a duration > 0 (the debt a stall may leave, e.g. \"1s\")");
+      }
+    }
     if (auto g = in_.text(node, "rate_group", what, false)) t.rate_group = *g;
     if (auto h = in_.text(node, "host", what, false)) {
       t.host = *h;

@@ -129,8 +129,6 @@ class StepPolicy {
   [[nodiscard]] Kind kind() const noexcept { return kind_; }
   [[nodiscard]] double period() const noexcept { return period_; }
   [[nodiscard]] double max_step() const noexcept { return max_step_; }
-  [[nodiscard]] int max_substeps() const noexcept { return max_substeps_; }
-  [[nodiscard]] double max_owed() const noexcept { return max_owed_; }
   // The longest span one frame may integrate (its tag advance).
   [[nodiscard]] double max_frame_span() const noexcept {
     return kind_ == Kind::kFixed ? max_step_ : max_step_ * static_cast<double>(max_substeps_);

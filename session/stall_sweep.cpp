@@ -342,7 +342,7 @@ std::vector<Field<StallCase>> stall_sweep_columns(const StallSweep& sweep, bool 
       {"lag max", Align::kRight, [](const StallCase& c) { return format_seconds(c.stalled().lag_max); }},
       {"overruns", Align::kRight, [](const StallCase& c) { return format_count(c.stalled().overruns); }},
       {"missed", Align::kRight, [](const StallCase& c) { return format_count(c.stalled().missed); }},
-      // How the stall was repaid (issue 39, part 1).
+      // How the stall was repaid (docs/stalls.md).
       {"absorbed", Align::kRight,
        [](const StallCase& c) {
          return format_count(c.stalled().stalls_absorbed) + "/" + format_count(c.stalled().stalls);

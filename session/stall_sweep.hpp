@@ -16,7 +16,7 @@
 namespace rtcosim::session {
 
 /*
- * The stall sweep (docs/stalls.md; issue 39, part 4): a graph run in virtual
+ * The stall sweep (docs/stalls.md): a graph run in virtual
  * time once as the file scripts it, then once per (task, k, single/double)
  * with the task's frame F (and with `doubled` also F + 1) made to execute k
  * periods of that task, exactly as an `execution: {spikes: [{frame: F,
@@ -64,7 +64,7 @@ struct StallTaskFigures {
   std::uint64_t longest_frame = 0;
   double longest_execution = 0.0;   // seconds
   double longest_frame_step = 0.0;  // the step that frame took, seconds
-  // Measured steps through a stall (issue 39, part 1; runtime::TaskStats):
+  // Measured steps through a stall (docs/stalls.md; runtime::TaskStats):
   // stalls (frames whose interval exceeded max_step) and those whose debt
   // was repaid in full, frames that repaid owed time and the longest run of
   // them, sub-steps beyond one per frame, real time still owed at the end

@@ -231,7 +231,7 @@ std::string link_health_lines(runtime::Graph& graph) {
   };
   // What the table's counts meant for the input, in words, per link: a
   // link read beyond its horizon or behind its data is what makes a loop
-  // through it go wrong in a stall (issue 39).
+  // through it go wrong in a stall (docs/stalls.md).
   std::string said;
   for (const GraphLink* l : degraded) {
     const runtime::LinkHealth h = l->health();

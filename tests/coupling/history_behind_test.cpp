@@ -1,5 +1,5 @@
-// Reads behind a method's reconstruction (issue 39, "links read within their
-// data"): for every built-in method a read further back than the blocks its
+// Reads behind a method's reconstruction (docs/stalls.md, "Links read within
+// their data"): for every built-in method a read further back than the blocks its
 // reconstruction was built from is answered from the stored blocks — a cubic
 // Hermite between the two around t where both carry a derivative, the line
 // through their values otherwise — and a read before the oldest kept block

@@ -282,10 +282,10 @@ TEST(StallSweep, TheFlightControlAirframeStaysWithinThreeTimesUpToEightPeriods) 
 // one or two long frames of 1 to 16 periods: never a silent blow-up (the
 // fixed-step tasks are not held here: docs/stalls.md, "What still fails").
 TEST(StallSweep, NoMeasuredTaskOfTheExamplesBlowsUpSilently) {
-  const std::pair<const char*, double> examples[] = {{"flight_control.yaml", 0.0},    {"four_task.yaml", 0.0},
-                                                     {"overrun_virtual.yaml", 5.0},   {"two_task_sine.yaml", 0.0},
-                                                     {"plant_replay.yaml", 0.0},      {"sync_delay.yaml", 0.0},
-                                                     {"motor_thesis_plant.yaml", 0.0}};
+  // The examples with measured steps (the others have none to stall);
+  // overrun_virtual over 5 s, its own 0.5 s being too short to settle.
+  const std::pair<const char*, double> examples[] = {
+      {"flight_control.yaml", 0.0}, {"four_task.yaml", 0.0}, {"overrun_virtual.yaml", 5.0}};
   std::size_t swept = 0;
   for (const auto& [file, duration] : examples) {
     const auto spec = rtcosim::testing::load_example(file);
