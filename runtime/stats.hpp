@@ -188,6 +188,13 @@ struct TaskStats {
   std::atomic<std::uint64_t> catch_up_frames{0};
   std::atomic<std::uint64_t> longest_catch_up{0};
   std::atomic<std::uint64_t> extra_substeps{0};
+  // Catch-up cycles of fixed-step members that waited for a lagging
+  // producer's data (ThreadUnit::data_wait), on the cycle's owner.
+  std::atomic<std::uint64_t> data_waits{0};
+  // The release of the next cycle of the task's thread, on the run's clock
+  // (ns): how far behind it runs, for its consumers' catch-up
+  // (ThreadUnit::data_wait); not a figure.
+  std::atomic<std::int64_t> next_release_ns{0};
   std::atomic<double> owed{0.0};
   std::atomic<double> owed_max{0.0};
   RunningRange truncation_error;  // ab2's on-line estimate
@@ -196,11 +203,12 @@ struct TaskStats {
   // Between runs only (no task running).
   void reset() noexcept {
     for (auto* c : {&frames, &cycles, &overruns, &missed_periods, &stalls, &stalls_absorbed, &catch_up_frames,
-                    &longest_catch_up, &extra_substeps})
+                    &longest_catch_up, &extra_substeps, &data_waits})
       c->store(0, std::memory_order_relaxed);
     for (auto* h : {&wakeup_latency_ns, &start_lateness_ns, &execution_ns, &cycle_ns}) h->reset();
     for (auto* r : {&step, &lag, &truncation_error, &local_error}) r->reset();
     for (auto* d : {&lost_real_time, &owed, &owed_max}) d->store(0.0, std::memory_order_relaxed);
+    next_release_ns.store(0, std::memory_order_relaxed);
   }
 };
 

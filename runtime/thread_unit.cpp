@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "base/counter.hpp"
@@ -51,6 +52,25 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
     }
     u.deadlines = Deadlines(0, seconds_to_ns(cycle), u.owner().spec().overrun);
     u.measured_cycle = cycle;
+    double wait = cycle;
+    for (TaskRuntime* m : u.members) {
+      if (m->spec().step != config::StepPolicy::kFixed) continue;
+      for (const LinkBundle* b : m->inputs().bundles()) {
+        const TaskRuntime* p = b->members.empty() ? nullptr : graph.find_task(b->members.front()->producer);
+        if (!p || !p->local() || !std::isfinite(b->max_extrapolation)) continue;
+        // A producer that shares the processor at a higher priority runs
+        // first at a common release: the consumer's steps then lie within
+        // its data, and a catch-up keeps it so. Otherwise a step may
+        // extrapolate the newest block by the consumer's period, as it
+        // does on time.
+        const bool first =
+            p->spec().cpu >= 0 && p->spec().cpu == m->spec().cpu && p->spec().priority > m->spec().priority;
+        const double reach = first ? m->spec().period / 2 : std::min(b->max_extrapolation, m->spec().period);
+        u.wait_links.push_back({m, b, p, reach, first});
+        wait = std::min(wait, p->spec().period);
+      }
+    }
+    u.data_wait_ns = u.wait_links.empty() ? 0 : seconds_to_ns(wait);
   }
   return units;
 }
@@ -60,6 +80,9 @@ void ThreadUnit::reset(std::int64_t first_release_ns, std::int64_t end_ns) noexc
   deadlines = Deadlines(first_release_ns, seconds_to_ns(o.spec().period), o.spec().overrun);
   deadlines.set_horizon(end_ns);
   measured_cycle = o.spec().period;
+  waiting_ = false;
+  gave_up_at_ = -std::numeric_limits<double>::infinity();
+  publish_release();
 }
 
 double ThreadUnit::step_of(std::size_t member, double wall) noexcept {
@@ -71,6 +94,52 @@ double ThreadUnit::step_of(std::size_t member, double wall) noexcept {
     return h;
   }
   return measured ? measured_cycle / static_cast<double>(frames_per_cycle[member]) : t.spec().period;
+}
+
+std::int64_t ThreadUnit::data_wait(std::int64_t now_ns) noexcept {
+  bool stale = false;
+  double oldest = std::numeric_limits<double>::infinity();
+  double patience = std::numeric_limits<double>::infinity();
+  TaskRuntime* drained = nullptr;
+  for (const WaitLink& w : wait_links) {
+    const TaskStats& ps = w.producer->stats();
+    // Behind: a period or more late. A producer that runs first on this
+    // processor is behind as soon as its release passed: this thread runs
+    // only while it is not ready, so it is waiting for its own data.
+    const std::int64_t late = now_ns - ps.next_release_ns.load(std::memory_order_acquire);
+    if ((w.first ? late <= 0 : late < w.producer->period_ns()) || w.producer->failed()) continue;
+    if (drained != w.consumer) w.consumer->drain();
+    drained = w.consumer;
+    const double newest = w.bundle->link->extrapolator().newest_tag();
+    // The tolerance absorbs the tags' rounding: a step that ends exactly
+    // at the reach is within it.
+    if (newest + w.reach < w.consumer->partition().time() + w.consumer->spec().period - 1e-9) {
+      stale = true;
+      oldest = std::min(oldest, newest);
+      patience = std::min(patience, w.bundle->max_extrapolation);
+    }
+  }
+  if (!stale) {
+    waiting_ = false;
+    return 0;
+  }
+  // A producer that published nothing since the last look may still be in
+  // a long frame: it is waited for up to the link's horizon (the lateness
+  // the link accepts) since its last progress, then given up on until it
+  // publishes again, so that one that stopped costs one horizon, once.
+  if (oldest <= gave_up_at_) return 0;
+  const bool progressed = !waiting_ || oldest > waited_newest_;
+  if (progressed) {
+    wait_since_ns_ = now_ns;
+  } else if (static_cast<double>(now_ns - wait_since_ns_) * 1e-9 >= patience) {
+    waiting_ = false;
+    gave_up_at_ = oldest;
+    return 0;
+  }
+  waiting_ = true;
+  waited_newest_ = oldest;
+  base::add_single_writer(owner().stats().data_waits);
+  return data_wait_ns;
 }
 
 void ThreadUnit::frame_done(std::size_t member, std::int64_t start_ns, std::int64_t end_ns, double wall) noexcept {
@@ -103,13 +172,19 @@ bool ThreadUnit::cycle_done(std::int64_t start_ns, std::int64_t end_ns) noexcept
   s.cycle_ns.add(end_ns - start_ns);
   base::add_single_writer(s.cycles);
   const bool overran = deadlines.advance(end_ns, start_ns);
+  publish_release();
   s.overruns.store(deadlines.overruns(), std::memory_order_relaxed);
   s.missed_periods.store(deadlines.missed_periods(), std::memory_order_relaxed);
   return overran;
 }
 
+void ThreadUnit::publish_release() noexcept {
+  for (TaskRuntime* m : members) m->stats().next_release_ns.store(deadlines.release(), std::memory_order_release);
+}
+
 void ThreadUnit::finish(std::int64_t until_ns) noexcept {
   deadlines.finish(until_ns);
+  publish_release();
   owner().stats().missed_periods.store(deadlines.missed_periods(), std::memory_order_relaxed);
 }
 

@@ -126,6 +126,15 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
       now = clock.now();
       if (!running.load(std::memory_order_relaxed)) break;
     }
+    // A fixed-step cycle whose data lags with its producer lets the producer
+    // catch up first (ThreadUnit::data_wait). A replay's drains are its log's.
+    if constexpr (!requires { clock.drain(u.owner(), std::size_t{0}); }) {
+      if (const std::int64_t wait = u.data_wait(now); wait > 0) {
+        clock.sleep_until(now + wait);
+        now = clock.now();
+        continue;
+      }
+    }
     const std::int64_t cycle_start = now;
     u.cycle_started(cycle_start, slept, now);
     first_latency = slept ? now - release : -1;

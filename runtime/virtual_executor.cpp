@@ -277,6 +277,19 @@ class VirtualSchedule {
         continue;
       }
       if (holder_[c] == w) let_go(c, now);
+      if (!w->frame_started && w->pos == 0) {
+        // As run_unit: a fixed-step cycle whose data lags with its producer
+        // sleeps while the producer catches up (ThreadUnit::data_wait).
+        if (const std::int64_t wait = w->unit->data_wait(now); wait > 0) {
+          pop_winner(c);
+          w->active = false;
+          w->slept = false;
+          w->start_ns = now + wait;
+          if (w->start_ns < end_ns_) releases_due_.emplace(w->start_ns, static_cast<std::size_t>(w - units_.data()));
+          offer(c);
+          continue;
+        }
+      }
       if (!w->frame_started) start_frame(*w, now);
       if (w->remaining_ns == 0) end_and_requeue(*w, now);
       offer(c);

@@ -3,7 +3,8 @@
 --double --format json` on each example and prints one Markdown row per
 (example, task, k): the single and the double stall's whole-run ratio, the
 last quarter's ratio and share of the range, catch-up frames, sub-steps,
-time owed at most and lost, and the verdicts.
+time owed at most and lost, the data waits of every task (fixed steps that
+waited for a lagging producer), and the verdicts.
 
   scripts/stall-table.py [BIN]   (default build/bin/rtcosim)
 """
@@ -36,8 +37,8 @@ def verdict(c):
 
 
 print("| example | task | step | k | ratio 1× / 2× | last quarter 1× / 2× | of range 1× / 2× | catch-up frames | "
-      "sub-steps | owed max | lost | verdict 1× / 2× |")
-print("|---|---|---|---:|---|---|---|---|---|---|---|---|")
+      "sub-steps | owed max | lost | data waits | verdict 1× / 2× |")
+print("|---|---|---|---:|---|---|---|---|---|---|---|---|---|")
 for name, duration in EXAMPLES:
     cmd = [BIN, "stall-sweep", f"examples/{name}.yaml", "--double", "--format", "json"]
     if duration:
@@ -55,6 +56,7 @@ for name, duration in EXAMPLES:
     for (task, k), pair in by_key.items():
         one, two = pair.get(1), pair.get(2)
         fig = lambda c: next(t for t in c["tasks"] if t["name"] == task)
+        waits = lambda c: sum(t["data_waits"] for t in c["tasks"])
         f1, f2 = fig(one), fig(two)
         print(f"| {name} | {task} | {steps.get(task, '?')} | {num(k)} | {num(one['ratio'])} / {num(two['ratio'])} | "
               f"{num(one['after_ratio'])} / {num(two['after_ratio'])} | "
@@ -62,4 +64,5 @@ for name, duration in EXAMPLES:
               f"{f1['catch_up_frames']} / {f2['catch_up_frames']} | {f1['extra_substeps']} / {f2['extra_substeps']} | "
               f"{num(1e3 * f1['owed_max_s'])} / {num(1e3 * f2['owed_max_s'])} ms | "
               f"{num(1e3 * f1['lost_real_time_s'])} / {num(1e3 * f2['lost_real_time_s'])} ms | "
+              f"{waits(one)} / {waits(two)} | "
               f"{verdict(one)} / {verdict(two)} |")

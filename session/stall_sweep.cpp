@@ -41,6 +41,7 @@ StallTaskFigures task_figures(const runtime::TaskRuntime& t) {
   f.extra_substeps = s.extra_substeps.load();
   f.owed = s.owed.load();
   f.owed_max = s.owed_max.load();
+  f.data_waits = s.data_waits.load();
   return f;
 }
 
@@ -163,7 +164,7 @@ std::string task_json(const StallTaskFigures& f) {
          ",\"catch_up_frames\":" + std::to_string(f.catch_up_frames) +
          ",\"longest_catch_up\":" + std::to_string(f.longest_catch_up) +
          ",\"extra_substeps\":" + std::to_string(f.extra_substeps) + ",\"owed_s\":" + json_number(f.owed) +
-         ",\"owed_max_s\":" + json_number(f.owed_max) + "}";
+         ",\"owed_max_s\":" + json_number(f.owed_max) + ",\"data_waits\":" + std::to_string(f.data_waits) + "}";
 }
 
 std::string case_json(const StallCase& c) {
@@ -200,6 +201,12 @@ const StallTaskFigures& StallCase::stalled() const {
   }
   if (tasks.empty()) throw std::logic_error("StallCase::stalled(): a case without task figures");
   return tasks.front();
+}
+
+std::uint64_t StallCase::data_waits() const noexcept {
+  std::uint64_t n = 0;
+  for (const auto& t : tasks) n += t.data_waits;
+  return n;
 }
 
 std::vector<const StallCase*> StallSweep::silent_blow_ups() const {
@@ -351,6 +358,7 @@ std::vector<Field<StallCase>> stall_sweep_columns(const StallSweep& sweep, bool 
       {"sub-steps", Align::kRight, [](const StallCase& c) { return format_count(c.stalled().extra_substeps); }},
       {"owed max", Align::kRight, [](const StallCase& c) { return format_seconds(c.stalled().owed_max); }},
       {"owed", Align::kRight, [](const StallCase& c) { return format_seconds(c.stalled().owed); }},
+      {"waits", Align::kRight, [](const StallCase& c) { return format_count(c.data_waits()); }},
       {"verdict", Align::kLeft, verdict},
       {"failure", Align::kLeft, [](const StallCase& c) { return c.failed ? c.failure : std::string("-"); }},
   };

@@ -74,6 +74,8 @@ struct StallTaskFigures {
   std::uint64_t catch_up_frames = 0, longest_catch_up = 0;
   std::uint64_t extra_substeps = 0;
   double owed = 0.0, owed_max = 0.0;  // seconds
+  // Fixed steps: cycles that waited for a lagging producer's data.
+  std::uint64_t data_waits = 0;
 };
 
 struct StallCase {
@@ -109,6 +111,8 @@ struct StallCase {
 
   // The stalled task's figures (the first task's for the unstalled run).
   [[nodiscard]] const StallTaskFigures& stalled() const;
+  // Every task's data waits: a stall makes its partners wait too.
+  [[nodiscard]] std::uint64_t data_waits() const noexcept;
 };
 
 struct StallSweep {

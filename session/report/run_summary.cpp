@@ -174,7 +174,8 @@ std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
   // it (docs/stalls.md).
   std::vector<const TaskRuntime*> stalled;
   for (const TaskRuntime* t : tasks) {
-    if (t->stats().stalls.load() > 0 || t->stats().lost_real_time.load() > 0.0) stalled.push_back(t);
+    const runtime::TaskStats& s = t->stats();
+    if (s.stalls.load() > 0 || s.lost_real_time.load() > 0.0 || s.data_waits.load() > 0) stalled.push_back(t);
   }
   if (!stalled.empty()) {
     const std::vector<Field<TaskRuntime>> stall_columns = {
@@ -191,9 +192,12 @@ std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
         {"owed max", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().owed_max.load()); }},
         {"owed at end", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().owed.load()); }},
         {"lost", Align::kRight, [](const TaskRuntime& t) { return format_seconds(t.stats().lost_real_time.load()); }},
+        {"data waits", Align::kRight, [](const TaskRuntime& t) { return format_count(t.stats().data_waits.load()); }},
     };
-    out += "stalls (measured steps repay the real time a long frame took; docs/stalls.md):\n" +
-           render_table(stall_columns, stalled);
+    out +=
+        "stalls (measured steps repay the real time a long frame took, fixed steps wait for lagging data; "
+        "docs/stalls.md):\n" +
+        render_table(stall_columns, stalled);
   }
   if (!links.empty()) out += "links:\n" + render_table(link_columns, links) + link_health_lines(graph);
   // Without a run's state (a virtual run, a build without DDS): the zeroes
@@ -362,7 +366,8 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
            ",\"catch_up_frames\":" + std::to_string(s.catch_up_frames.load()) +
            ",\"longest_catch_up_frames\":" + std::to_string(s.longest_catch_up.load()) +
            ",\"extra_substeps\":" + std::to_string(s.extra_substeps.load()) +
-           ",\"owed_max_s\":" + json_number(s.owed_max.load()) + ",\"owed_s\":" + json_number(s.owed.load()) + "}" +
+           ",\"owed_max_s\":" + json_number(s.owed_max.load()) + ",\"owed_s\":" + json_number(s.owed.load()) +
+           ",\"data_waits\":" + std::to_string(s.data_waits.load()) + "}" +
            (t->failed() ? ",\"failure\":" + base::json_string(t->failure()) : std::string());
     std::string allocations;
     for (const auto& line : t->allocation_reports())

@@ -262,6 +262,82 @@ TEST(UnitLoop, AStallIsRepaidWithExactCountsInBothExecutors) {
   }
 }
 
+// A fixed step does not run ahead of a producer that lags: `a` (20 ms, the
+// higher priority) shares CPU 0 with `b` (1 ms), whose sine it integrates.
+// a's frame 10 (released at 200 ms) executes 80 ms; b cannot run meanwhile.
+// At 280 ms a's frame 11 would integrate 220-240 ms on b's block of 200 ms,
+// 40 ms past it: b is 80 periods behind, so a waits one b period (one data
+// wait); b repays its 81 frames back to back at 280 ms, and from 281 ms a
+// repays frames 11-14 on b's blocks, nothing read past a horizon.
+TEST(UnitLoop, AFixedStepWaitsOnceForAProducerThatLagsOnItsProcessor) {
+  const std::string tasks =
+      "  - {name: a, period: 20ms, cpu: 0, priority: 80, integrator: rk4, step: fixed%s}\n"
+      "  - {name: b, period: 1ms, cpu: 0, priority: 70, integrator: rk4, step: fixed}\n";
+  const std::string blocks =
+      "  - {name: s, type: sine, task: b, params: {amplitude: 1, frequency: 2}}\n"
+      "  - {name: i, type: integrator, task: a}\n";
+  const std::string wires = "  - {from: s.y, to: i.u, coupling: {method: polynomial, order: 1}}\n";
+  auto with = [&](const std::string& execution) {
+    std::string t = tasks;
+    t.replace(t.find("%s"), 2, execution);
+    return graph_of(t, blocks, wires);
+  };
+  auto stalled = with(", execution: {nominal: 0s, spikes: [{frame: 10, time: 80ms}]}");
+  auto steady = with("");
+  VirtualExecutor(*stalled, false).run(0.5);
+  VirtualExecutor(*steady, false).run(0.5);
+  const TaskRuntime& a = *stalled->find_task("a");
+  EXPECT_EQ(a.stats().data_waits.load(), 1u);
+  EXPECT_EQ(stalled->find_task("b")->stats().data_waits.load(), 0u);
+  EXPECT_EQ(steady->find_task("a")->stats().data_waits.load(), 0u);
+  const LinkHealth h = stalled->links().front()->health();
+  EXPECT_EQ(h.beyond_horizon_frames, 0u);
+  EXPECT_EQ(h.behind_history_frames, 0u);
+  // The stalled frame itself extrapolates 20 ms, as every frame of `a` does
+  // on time; the catch-up frames interpolate b's blocks.
+  EXPECT_NEAR(h.longest_gap, 0.020, 1e-12);
+  // At 0.5 s the state of the run with the stall is within 7e-5 of the
+  // steady run's (-2.5e-3: both extrapolate b's sine 20 ms per frame; the
+  // exact integral is 0). Without the wait, frames 11-14 read b held 40 to
+  // 97 ms past its block of 200 ms (5 frames beyond the horizon) and the
+  // state ends 0.038 away.
+  const double x = a.partition().state()[0], x_steady = steady->find_task("a")->partition().state()[0];
+  EXPECT_NEAR(a.partition().time(), 0.5, 1e-12);
+  EXPECT_NEAR(x_steady, -2.5e-3, 1e-4);
+  EXPECT_NEAR(x, x_steady, 2e-4);
+}
+
+// A producer that publishes nothing (here: its thread never runs) is waited
+// for up to the link's horizon since the first wait, then given up on: the
+// consumer (10 ms) finds b (5 ms) a period behind at frame 1 (10 ms), waits
+// 5 ms three times (10, 15, 20 ms: 0, 5 and 10 ms after the first, all
+// within the 12 ms horizon), gives up at 25 ms and never waits again, so
+// that a stopped producer costs one horizon, once.
+TEST(UnitLoop, AProducerThatPublishesNothingIsWaitedForOneHorizonOnce) {
+  auto graph = graph_of(
+      "  - {name: a, period: 10ms, step: fixed}\n"
+      "  - {name: b, period: 5ms, step: fixed}\n",
+      "  - {name: s, type: sine, task: b}\n"
+      "  - {name: i, type: integrator, task: a}\n",
+      "  - {from: s.y, to: i.u, coupling: {method: polynomial, order: 1, max_extrapolation: 12ms}}\n");
+  graph->reset();
+  auto units = thread_units(*graph);
+  ThreadUnit& a = units.front();
+  ASSERT_EQ(a.owner().spec().name, "a");
+  a.reset(0, seconds_to_ns(0.1));
+  FakeClock clock;
+  const std::atomic<bool> running{true};
+  run_unit(a, clock, 0, seconds_to_ns(0.1), running, UnitSinks{});
+  const TaskStats& s = a.owner().stats();
+  EXPECT_EQ(s.data_waits.load(), 3u);
+  // Frame 1 started 15 ms late and so ended past its deadline (one
+  // overrun); catch_up runs frame 2 at once, and the grid holds from frame
+  // 3 on: 10 frames in 100 ms.
+  EXPECT_EQ(s.frames.load(), 10u);
+  EXPECT_EQ(s.start_lateness_ns.max(), 15'000'000);
+  EXPECT_EQ(s.overruns.load(), 1u);
+}
+
 // Periods 1, 2 and 4 ms in one rate group: 4 + 2 + 1 frames per 4 ms cycle,
 // each member at its own step, all at simulation time 1 s after 1 s.
 TEST(UnitLoop, ARateGroupOfThreeRunsEachMemberAtItsRate) {

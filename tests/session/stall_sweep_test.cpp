@@ -306,6 +306,47 @@ TEST(StallSweep, NoMeasuredTaskOfTheExamplesBlowsUpSilently) {
   EXPECT_GE(swept, 60u);
 }
 
+// The fixed-step pairs that share a processor: a stall of either task, of
+// 1 to 16 periods, once or twice in a row, leaves no silent blow-up (the
+// catch-up waits for lagging data: runtime::ThreadUnit::data_wait).
+TEST(StallSweep, NoFixedStepTaskOfTheRimExamplesBlowsUpSilently) {
+  std::size_t swept = 0;
+  for (const char* file :
+       {"rim_two_mass.yaml", "rim_two_mass_two_way.yaml", "rim_arm_contact.yaml", "rim_arm_contact_flexible.yaml"}) {
+    StallSweepOptions options;
+    options.doubled = true;
+    const StallSweep s = sweep(rtcosim::testing::load_example(file), options);
+    swept += s.cases.size();
+    for (const StallCase* c : s.silent_blow_ups()) {
+      ADD_FAILURE() << file << ": task " << c->task << ", k = " << c->periods << " x" << c->stalled_frames
+                    << ": after ratio " << c->after_ratio << ", " << c->after_of_range << " of the range";
+    }
+  }
+  EXPECT_EQ(swept, 4u * 2u * 5u * 2u);
+}
+
+// Two-way RIM: body2 (20 ms, the higher priority) stalls for 2 to 16
+// periods. While it runs late, body1 waits for each of its blocks and body2
+// for body1's, so the two repay in the order they run on time: every
+// recorded signal is bit for bit the unstalled run's (its RMS error equal).
+TEST(StallSweep, AStallOfTwoWayRimBody2RepaysBitForBit) {
+  StallSweepOptions options;
+  options.doubled = true;
+  options.tasks = {"body2"};
+  options.periods = {2, 4, 8, 16};
+  const StallSweep s = sweep(rtcosim::testing::load_example("rim_two_mass_two_way.yaml"), options);
+  ASSERT_EQ(s.cases.size(), 8u);
+  for (const StallCase& c : s.cases) {
+    EXPECT_GT(c.data_waits(), 0u) << c.periods << " x" << c.stalled_frames;
+    ASSERT_EQ(c.errors.size(), s.unstalled.errors.size());
+    for (std::size_t i = 0; i < c.errors.size(); ++i) {
+      EXPECT_EQ(c.errors[i].rms, s.unstalled.errors[i].rms)
+          << c.errors[i].signal << ", k = " << c.periods << " x" << c.stalled_frames;
+    }
+  }
+  EXPECT_EQ(s.unstalled.data_waits(), 0u);
+}
+
 TEST(StallSweep, RefusesWhatItCannotSweepSayingWhatWouldBeRight) {
   const auto spec = load(kGraph);
   StallSweepOptions options;
