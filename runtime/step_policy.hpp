@@ -108,6 +108,15 @@ class StepPolicy {
     return h;
   }
 
+  // The frame integrates only h - d of the step `next` returned: a lagging
+  // producer's data ends there (ThreadUnit). d is owed like a stall's
+  // rest and repaid by the next frames.
+  void hold(double d) noexcept {
+    if (!(d > 0.0)) return;
+    owed_ += d;
+    if (owed_ > owed_max_) owed_max_ = owed_;
+  }
+
   // Equal sub-steps of at most max_step that integrate a step h of `next`
   // (1 for a fixed step, at most max_substeps). The relative margin keeps a
   // span of k max_step, rounded, from becoming k + 1 sub-steps.

@@ -54,10 +54,14 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
     u.measured_cycle = cycle;
     double wait = cycle;
     for (TaskRuntime* m : u.members) {
-      if (m->spec().step != config::StepPolicy::kFixed) continue;
+      const bool fixed = m->spec().step == config::StepPolicy::kFixed;
+      // A measured task holds its own step (below); a measured rate group
+      // divides its owner's, which is not held.
+      if (!fixed && u.members.size() > 1) continue;
       for (const LinkBundle* b : m->inputs().bundles()) {
         const TaskRuntime* p = b->members.empty() ? nullptr : graph.find_task(b->members.front()->producer);
         if (!p || !p->local() || !std::isfinite(b->max_extrapolation)) continue;
+        if (std::find(u.members.begin(), u.members.end(), p) != u.members.end()) continue;  // its own thread
         // A producer that shares the processor at a higher priority runs
         // first at a common release: the consumer's steps then lie within
         // its data, and a catch-up keeps it so. Otherwise a step may
@@ -66,11 +70,25 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
         const bool first =
             p->spec().cpu >= 0 && p->spec().cpu == m->spec().cpu && p->spec().priority > m->spec().priority;
         const double reach = first ? m->spec().period / 2 : std::min(b->max_extrapolation, m->spec().period);
-        u.wait_links.push_back({m, b, p, reach, first});
-        wait = std::min(wait, p->spec().period);
+        u.wait_links.push_back({m, b, p, reach, first, fixed});
+        if (fixed) wait = std::min(wait, p->spec().period);
       }
     }
-    u.data_wait_ns = u.wait_links.empty() ? 0 : seconds_to_ns(wait);
+    // A fixed step that repays missed frames back to back can publish
+    // faster than a consumer drains: it waits for room in the ring rather
+    // than drop its newest blocks.
+    for (TaskRuntime* m : u.members) {
+      if (m->spec().step != config::StepPolicy::kFixed) continue;
+      for (const OutputBinding& o : m->outputs_view()) {
+        if (!o.bundle || o.bundle->members.empty()) continue;
+        const TaskRuntime* c = graph.find_task(o.bundle->members.front()->consumer);
+        if (!c || !c->local() || std::find(u.members.begin(), u.members.end(), c) != u.members.end()) continue;
+        u.full_links.push_back({o.bundle->link.get(), c});
+        wait = std::min(wait, c->spec().period);
+      }
+    }
+    const bool waits = std::any_of(u.wait_links.begin(), u.wait_links.end(), [](const auto& w) { return w.fixed; });
+    u.data_wait_ns = waits || !u.full_links.empty() ? seconds_to_ns(wait) : 0;
   }
   return units;
 }
@@ -79,9 +97,11 @@ void ThreadUnit::reset(std::int64_t first_release_ns, std::int64_t end_ns) noexc
   const TaskRuntime& o = owner();
   deadlines = Deadlines(first_release_ns, seconds_to_ns(o.spec().period), o.spec().overrun);
   deadlines.set_horizon(end_ns);
+  deadlines_epoch_ns_ = first_release_ns;
   measured_cycle = o.spec().period;
   waiting_ = false;
   gave_up_at_ = -std::numeric_limits<double>::infinity();
+  full_since_ns_ = -1;
   publish_release();
 }
 
@@ -89,25 +109,54 @@ double ThreadUnit::step_of(std::size_t member, double wall) noexcept {
   TaskRuntime& t = *members[member];
   const bool measured = t.spec().step == config::StepPolicy::kMeasured;
   if (is_owner(member)) {
-    const double h = t.policy().next(wall);
+    double h = t.policy().next(wall);
+    if (measured && wait_for_data && members.size() == 1 && !wait_links.empty()) h = hold(t, wall, h);
     if (measured) measured_cycle = h;
     return h;
   }
   return measured ? measured_cycle / static_cast<double>(frames_per_cycle[member]) : t.spec().period;
 }
 
+bool ThreadUnit::lags(const WaitLink& w, std::int64_t now_ns) noexcept {
+  const TaskStats& ps = w.producer->stats();
+  if (w.producer->failed()) return false;
+  // Behind: a period or more late, or owing a period or more (a measured
+  // step that holds for its own data). A producer that runs first on this
+  // processor is behind as soon as its release passed: this thread runs
+  // only while it is not ready, so it is waiting for its own data.
+  const std::int64_t late = now_ns - ps.next_release_ns.load(std::memory_order_acquire);
+  const double period = w.producer->spec().period;
+  return (w.first ? late > 0 : late >= w.producer->period_ns()) || ps.owed.load(std::memory_order_relaxed) >= period;
+}
+
+bool ThreadUnit::keep_waiting(std::int64_t now_ns, double oldest, double patience) noexcept {
+  // A producer that published nothing since the last look may still be in
+  // a long frame: it is waited for up to `patience` since its last
+  // progress, then given up on until it publishes again, so that one that
+  // hangs costs that once.
+  if (oldest <= gave_up_at_) return false;
+  const bool progressed = !waiting_ || oldest > waited_newest_;
+  if (progressed) {
+    wait_since_ns_ = now_ns;
+  } else if (static_cast<double>(now_ns - wait_since_ns_) * 1e-9 >= patience) {
+    waiting_ = false;
+    gave_up_at_ = oldest;
+    return false;
+  }
+  waiting_ = true;
+  waited_newest_ = oldest;
+  return true;
+}
+
 std::int64_t ThreadUnit::data_wait(std::int64_t now_ns) noexcept {
+  // A lone measured task holds its step instead (`hold`, which keeps the
+  // waiting state).
+  if (data_wait_ns <= 0 || !wait_for_data) return 0;
   bool stale = false;
   double oldest = std::numeric_limits<double>::infinity();
-  double patience = std::numeric_limits<double>::infinity();
   TaskRuntime* drained = nullptr;
   for (const WaitLink& w : wait_links) {
-    const TaskStats& ps = w.producer->stats();
-    // Behind: a period or more late. A producer that runs first on this
-    // processor is behind as soon as its release passed: this thread runs
-    // only while it is not ready, so it is waiting for its own data.
-    const std::int64_t late = now_ns - ps.next_release_ns.load(std::memory_order_acquire);
-    if ((w.first ? late <= 0 : late < w.producer->period_ns()) || w.producer->failed()) continue;
+    if (!w.fixed || !lags(w, now_ns)) continue;
     if (drained != w.consumer) w.consumer->drain();
     drained = w.consumer;
     const double newest = w.bundle->link->extrapolator().newest_tag();
@@ -116,30 +165,50 @@ std::int64_t ThreadUnit::data_wait(std::int64_t now_ns) noexcept {
     if (newest + w.reach < w.consumer->partition().time() + w.consumer->spec().period - 1e-9) {
       stale = true;
       oldest = std::min(oldest, newest);
-      patience = std::min(patience, w.bundle->max_extrapolation);
     }
   }
-  if (!stale) {
-    waiting_ = false;
+  if (stale && keep_waiting(now_ns, oldest, kDataPatience)) {
+    base::add_single_writer(owner().stats().data_waits);
+    return data_wait_ns;
+  }
+  if (!stale) waiting_ = false;
+  // Room for this cycle's blocks in the rings of its consumers (a block
+  // per member frame at most, one is enough to look at: a consumer drains
+  // all at once). Waited for up to kDataPatience while none drains, then
+  // not again until one has drained.
+  bool full = false;
+  for (const FullLink& f : full_links) full = full || (!f.consumer->failed() && !f.link->has_room());
+  if (!full) {
+    full_since_ns_ = -1;
     return 0;
   }
-  // A producer that published nothing since the last look may still be in
-  // a long frame: it is waited for up to the link's horizon (the lateness
-  // the link accepts) since its last progress, then given up on until it
-  // publishes again, so that one that stopped costs one horizon, once.
-  if (oldest <= gave_up_at_) return 0;
-  const bool progressed = !waiting_ || oldest > waited_newest_;
-  if (progressed) {
-    wait_since_ns_ = now_ns;
-  } else if (static_cast<double>(now_ns - wait_since_ns_) * 1e-9 >= patience) {
-    waiting_ = false;
-    gave_up_at_ = oldest;
-    return 0;
-  }
-  waiting_ = true;
-  waited_newest_ = oldest;
+  if (full_since_ns_ < 0) full_since_ns_ = now_ns;
+  if (static_cast<double>(now_ns - full_since_ns_) * 1e-9 >= kDataPatience) return 0;
   base::add_single_writer(owner().stats().data_waits);
   return data_wait_ns;
+}
+
+double ThreadUnit::hold(TaskRuntime& t, double wall, double h) noexcept {
+  const std::int64_t now_ns = deadlines_epoch_ns_ + seconds_to_ns(wall);
+  double end = std::numeric_limits<double>::infinity();
+  double oldest = end;
+  for (const WaitLink& w : wait_links) {
+    if (w.consumer != &t || !lags(w, now_ns)) continue;
+    const double newest = w.bundle->link->extrapolator().newest_tag();
+    end = std::min(end, newest + w.reach);
+    oldest = std::min(oldest, newest);
+  }
+  const double room = end - t.partition().time();
+  if (!(h > room + 1e-9 * t.spec().period)) {
+    waiting_ = false;
+    return h;
+  }
+  const double max_owed = t.spec().max_owed > 0.0 ? t.spec().max_owed : StepPolicy::kDefaultMaxOwed;
+  if (!keep_waiting(now_ns, oldest, max_owed)) return h;
+  const double take = room > 0.0 ? room : 0.0;
+  t.policy().hold(h - take);
+  base::add_single_writer(t.stats().data_waits);
+  return take;
 }
 
 void ThreadUnit::frame_done(std::size_t member, std::int64_t start_ns, std::int64_t end_ns, double wall) noexcept {

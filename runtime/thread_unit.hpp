@@ -39,18 +39,32 @@ struct ThreadUnit {
   std::vector<std::size_t> plan;              // the member of each frame of a cycle, in order
   Deadlines deadlines{0, 1, Deadlines::Overrun::kCatchUp};
   double measured_cycle = 0.0;  // the owner's last step, for the fast steps of a measured group
-  // The input links a cycle may wait for (`data_wait`): those of its
-  // fixed-step members with a finite horizon whose producer runs in this
-  // process, and how long a wait lasts before the cycle looks again: the
-  // shortest of those producers' periods, at most the owner's.
+  // Off where a replay log takes over the drains (writing or replaying
+  // one): a wait or a hold depends on where the other threads are, which
+  // the log does not record.
+  bool wait_for_data = true;
+  // The input links a task may wait or hold for (`data_wait`, `hold`):
+  // those with a finite horizon whose producer runs in this process in
+  // another thread, of its fixed-step members and of a lone measured task;
+  // and how long a wait lasts before the cycle looks again: the shortest
+  // period among those producers and the consumers of `full_links`, at most
+  // the owner's.
   struct WaitLink {
     TaskRuntime* consumer = nullptr;
     const LinkBundle* bundle = nullptr;
     const TaskRuntime* producer = nullptr;
     double reach = 0.0;  // seconds past the newest tag a step may end while the producer lags
     bool first = false;  // the producer runs first: same processor, higher priority
+    bool fixed = true;   // the consumer's step is fixed: it waits; measured: it holds its step
   };
   std::vector<WaitLink> wait_links;
+  // The output links of its fixed-step members into another thread of
+  // this process: a catch-up waits for room in their rings.
+  struct FullLink {
+    const coupling::Link* link = nullptr;
+    const TaskRuntime* consumer = nullptr;
+  };
+  std::vector<FullLink> full_links;
   std::int64_t data_wait_ns = 0;
 
   [[nodiscard]] TaskRuntime& owner() const noexcept { return *members.back(); }
@@ -76,27 +90,42 @@ struct ThreadUnit {
   // and missed periods, next release. Returns whether it overran.
   bool cycle_done(std::int64_t start_ns, std::int64_t end_ns) noexcept;
 
-  // Whether the cycle about to start at now_ns waits for data first, and
-  // for how long (0: start now): a fixed step does not run ahead of a
-  // producer that lags (docs/stalls.md, "A fixed step waits for its
-  // data"). A member's step would end past the newest tag of a `wait_links`
-  // link plus its reach (the consumer's period; half of it where the
-  // producer runs first on the shared processor, as its data then always
-  // lies ahead) while that producer is behind its releases (a period or
-  // more; where it runs first, at all, since this thread runs only while
-  // that one is not ready). Running on would extrapolate that link beyond
-  // anything normal operation does; waiting gives the producer the
-  // processor for its own catch-up, so the two interleave as they run on
-  // time. A producer that publishes nothing is waited for up to the link's
-  // horizon since its last progress, then not again until it publishes;
-  // a failed one not at all. Drains the members' links (the frames drain
-  // again).
+  // Whether the cycle about to start at now_ns waits first, and for how
+  // long (0: start now): a fixed step does not run ahead of a producer that
+  // lags (docs/stalls.md, "No task runs ahead of a producer that lags"). A
+  // member's step would end past the newest tag of a `wait_links` link plus
+  // its reach (the consumer's period; half of it where the producer runs
+  // first on the shared processor, as its data then always lies ahead)
+  // while that producer is behind: a period or more past its release
+  // (where it runs first, at all: this thread runs only while that one is
+  // not ready) or owing a period or more. Running on would extrapolate
+  // that link beyond anything normal operation does; waiting gives the
+  // producer the processor for its own catch-up, so the two interleave as
+  // they run on time. It also waits while a consumer's ring (`full_links`)
+  // has no room, rather than drop its newest blocks. A producer that
+  // publishes nothing, or a consumer that drains nothing, is waited for up
+  // to kDataPatience since its last progress, then not again until it
+  // progresses; a failed one not at all. Drains the members' links (the
+  // frames drain again).
   std::int64_t data_wait(std::int64_t now_ns) noexcept;
 
   // The run ends at until_ns: releases left unserved are missed.
   void finish(std::int64_t until_ns) noexcept;
 
+  // How long a fixed step waits for a producer that publishes nothing
+  // (still in a long frame, or hung) before it goes on without it: a
+  // measured step holds for up to its max_owed, the same default.
+  static constexpr double kDataPatience = StepPolicy::kDefaultMaxOwed;
+
  private:
+  [[nodiscard]] static bool lags(const WaitLink& w, std::int64_t now_ns) noexcept;
+  bool keep_waiting(std::int64_t now_ns, double oldest, double patience) noexcept;
+  // A lone measured task's step h at `wall`, cut where a lagging
+  // producer's data ends (its newest tag plus the reach); the rest is owed
+  // (StepPolicy::hold) and repaid once the data is there.
+  double hold(TaskRuntime& t, double wall, double h) noexcept;
+  std::int64_t deadlines_epoch_ns_ = 0;  // the first release: wall 0
+  std::int64_t full_since_ns_ = -1;      // a consumer's ring has been full since (-1: none is)
   // Every member's TaskStats::next_release_ns, for its consumers' data_wait.
   void publish_release() noexcept;
   bool waiting_ = false;                                          // the last cycle check waited

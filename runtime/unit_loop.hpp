@@ -107,6 +107,7 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
     trace::frame_end(t.id(), k, end - start, h, t.partition().time());
   };
 
+  u.wait_for_data = !requires { clock.drain(u.owner(), std::size_t{0}); };
   for (const TaskRuntime* m : u.members) trace::task_state(m->id(), 0);
   std::int64_t now = clock.now();
   while (running.load(std::memory_order_relaxed)) {
@@ -127,13 +128,12 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
       if (!running.load(std::memory_order_relaxed)) break;
     }
     // A fixed-step cycle whose data lags with its producer lets the producer
-    // catch up first (ThreadUnit::data_wait). A replay's drains are its log's.
-    if constexpr (!requires { clock.drain(u.owner(), std::size_t{0}); }) {
-      if (const std::int64_t wait = u.data_wait(now); wait > 0) {
-        clock.sleep_until(now + wait);
-        now = clock.now();
-        continue;
-      }
+    // catch up first (ThreadUnit::data_wait); not where a replay log takes
+    // over the drains (wait_for_data, above).
+    if (const std::int64_t wait = u.data_wait(now); wait > 0) {
+      clock.sleep_until(now + wait);
+      now = clock.now();
+      continue;
     }
     const std::int64_t cycle_start = now;
     u.cycle_started(cycle_start, slept, now);

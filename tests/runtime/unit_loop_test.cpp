@@ -307,35 +307,79 @@ TEST(UnitLoop, AFixedStepWaitsOnceForAProducerThatLagsOnItsProcessor) {
   EXPECT_NEAR(x, x_steady, 2e-4);
 }
 
+// A measured step holds for a lagging producer, and a fixed step that
+// repays back to back waits for room in its consumer's ring: `src` (10 ms,
+// fixed) stalls 160 ms on CPU 0 under `c` (2 ms, measured, the higher
+// priority), which reads its sine. Before, c integrated those 160 ms on the
+// sine held at its horizon and src's 16 catch-up blocks overflowed the
+// 6-block ring (10 dropped); now c integrates only as far as src's data
+// reaches (plus its own period) and owes the rest, src waits for c to drain,
+// and c repays once the blocks are there.
+TEST(UnitLoop, AMeasuredStepHoldsForALaggingProducerThatWaitsForRoom) {
+  const std::string tasks =
+      "  - {name: src, period: 10ms, cpu: 0, priority: 70, integrator: rk4, step: fixed%s}\n"
+      "  - {name: c, period: 2ms, cpu: 0, priority: 80, integrator: ab2, step: measured, max_step: 8ms}\n";
+  const std::string blocks =
+      "  - {name: s, type: sine, task: src, params: {amplitude: 1, frequency: 2}}\n"
+      "  - {name: i, type: integrator, task: c}\n";
+  const std::string wires = "  - {from: s.y, to: i.u, coupling: {method: polynomial, order: 2}}\n";
+  auto with = [&](const std::string& execution) {
+    std::string t = tasks;
+    t.replace(t.find("%s"), 2, execution);
+    return graph_of(t, blocks, wires);
+  };
+  auto stalled = with(", execution: {nominal: 0s, spikes: [{frame: 25, time: 160ms}]}");
+  auto steady = with("");
+  VirtualExecutor(*stalled, false).run(1.0);
+  VirtualExecutor(*steady, false).run(1.0);
+  const TaskRuntime& c = *stalled->find_task("c");
+  const GraphLink& link = *stalled->links().front();
+  EXPECT_EQ(link.link->dropped(), 0u);
+  EXPECT_EQ(link.health().beyond_horizon_frames, 0u);
+  EXPECT_GT(c.stats().data_waits.load(), 0u);
+  EXPECT_GT(stalled->find_task("src")->stats().data_waits.load(), 0u);
+  // c owed most of the stall (160 ms less what src's last block and c's
+  // reach covered), and repaid all of it.
+  EXPECT_GT(c.stats().owed_max.load(), 0.120);
+  EXPECT_EQ(c.stats().owed.load(), 0.0);
+  EXPECT_EQ(c.stats().lost_real_time.load(), 0.0);
+  EXPECT_NEAR(c.partition().time(), steady->find_task("c")->partition().time(), 1e-9);
+  // c integrates the sine, so what it read wrong stays in its state: at
+  // 1 s it is within 7.3e-5 of the steady run's; without the hold and the
+  // wait for room (58 frames beyond the horizon, 10 blocks dropped) 0.024.
+  const double y = c.partition().state()[0], y_steady = steady->find_task("c")->partition().state()[0];
+  EXPECT_NEAR(y, y_steady, 2e-4);
+}
+
 // A producer that publishes nothing (here: its thread never runs) is waited
-// for up to the link's horizon since the first wait, then given up on: the
-// consumer (10 ms) finds b (5 ms) a period behind at frame 1 (10 ms), waits
-// 5 ms three times (10, 15, 20 ms: 0, 5 and 10 ms after the first, all
-// within the 12 ms horizon), gives up at 25 ms and never waits again, so
-// that a stopped producer costs one horizon, once.
-TEST(UnitLoop, AProducerThatPublishesNothingIsWaitedForOneHorizonOnce) {
+// for up to ThreadUnit::kDataPatience (1 s) since the first wait, then given
+// up on: the consumer (10 ms) finds b (5 ms) a period behind at frame 1
+// (10 ms) and waits 5 ms at a time, 200 times (10 to 1005 ms), gives up at
+// 1010 ms and never waits again, so that a hung producer costs that once.
+TEST(UnitLoop, AProducerThatPublishesNothingIsWaitedForOnceAndThenGivenUp) {
   auto graph = graph_of(
       "  - {name: a, period: 10ms, step: fixed}\n"
       "  - {name: b, period: 5ms, step: fixed}\n",
       "  - {name: s, type: sine, task: b}\n"
       "  - {name: i, type: integrator, task: a}\n",
-      "  - {from: s.y, to: i.u, coupling: {method: polynomial, order: 1, max_extrapolation: 12ms}}\n");
+      "  - {from: s.y, to: i.u, coupling: {method: polynomial, order: 1}}\n");
   graph->reset();
   auto units = thread_units(*graph);
   ThreadUnit& a = units.front();
   ASSERT_EQ(a.owner().spec().name, "a");
-  a.reset(0, seconds_to_ns(0.1));
+  ASSERT_EQ(ThreadUnit::kDataPatience, 1.0);
+  a.reset(0, seconds_to_ns(1.2));
   FakeClock clock;
   const std::atomic<bool> running{true};
-  run_unit(a, clock, 0, seconds_to_ns(0.1), running, UnitSinks{});
+  run_unit(a, clock, 0, seconds_to_ns(1.2), running, UnitSinks{});
   const TaskStats& s = a.owner().stats();
-  EXPECT_EQ(s.data_waits.load(), 3u);
-  // Frame 1 started 15 ms late and so ended past its deadline (one
-  // overrun); catch_up runs frame 2 at once, and the grid holds from frame
-  // 3 on: 10 frames in 100 ms.
-  EXPECT_EQ(s.frames.load(), 10u);
-  EXPECT_EQ(s.start_lateness_ns.max(), 15'000'000);
-  EXPECT_EQ(s.overruns.load(), 1u);
+  EXPECT_EQ(s.data_waits.load(), 200u);
+  // Frame 1 started 1 s late; catch_up runs frames 2-101 back to back at
+  // 1010 ms, of which those released before 1000 ms end past their
+  // deadlines (frames 1-99: 99 overruns); every release is served.
+  EXPECT_EQ(s.frames.load(), 120u);
+  EXPECT_EQ(s.start_lateness_ns.max(), 1'000'000'000);
+  EXPECT_EQ(s.overruns.load(), 99u);
 }
 
 // Periods 1, 2 and 4 ms in one rate group: 4 + 2 + 1 frames per 4 ms cycle,

@@ -265,15 +265,17 @@ TEST(StallSweep, TheFlightControlAirframeStaysWithinThreeTimesUpToEightPeriods) 
     EXPECT_EQ(a.lost, 0.0);
     EXPECT_EQ(a.owed, 0.0);
     EXPECT_EQ(a.stalls, a.stalls_absorbed);
-    if (c.periods == 4 && c.stalled_frames == 1) {
-      EXPECT_EQ(a.stalls, 1u);
-      EXPECT_EQ(a.catch_up_frames, 1u);
-      EXPECT_EQ(a.extra_substeps, 1u);
-      EXPECT_NEAR(a.step_max, 0.100, 1e-9);
-    }
-    if (c.periods == 8 && c.stalled_frames == 1) {
-      EXPECT_EQ(a.extra_substeps, 2u);
-      EXPECT_NEAR(a.step_max, 0.180, 1e-9);
+    EXPECT_EQ(a.stalls, static_cast<std::uint64_t>(c.periods >= 4 ? c.stalled_frames : 0)) << a.stalls;
+    // From 2 periods the loop holds: the controller (fixed) waits for the
+    // stalled airframe's pitch, the actuator holds its step at the
+    // controller's output and the airframe at the actuator's, so the
+    // stalled frame's 100 ms (k = 4) or 180 ms (k = 8) are integrated
+    // as the data arrives, in frames of at most 50 ms, none beyond its
+    // max_step of 60 ms.
+    if (c.periods >= 2) {
+      EXPECT_GT(c.data_waits(), 0u);
+      EXPECT_GT(a.catch_up_frames, 0u);
+      EXPECT_LE(a.step_max, 0.050 + 1e-9);
     }
   }
 }
