@@ -45,6 +45,26 @@ std::unique_ptr<Graph> graph_of(const std::string& tasks, const std::string& blo
   return build_graph(checked(config::load_graph_text(yaml, "scenario.yaml")));
 }
 
+// The same graph stalled and steady, both run in virtual time for
+// `duration`: `tasks` has a "%s" where the stalled run's first task takes
+// `execution`.
+std::pair<std::unique_ptr<Graph>, std::unique_ptr<Graph>> stalled_and_steady(const std::string& tasks,
+                                                                             const std::string& execution,
+                                                                             const std::string& blocks,
+                                                                             const std::string& wires,
+                                                                             double duration) {
+  auto with = [&](const std::string& e) {
+    std::string t = tasks;
+    t.replace(t.find("%s"), 2, e);
+    return graph_of(t, blocks, wires);
+  };
+  auto stalled = with(execution);
+  auto steady = with("");
+  VirtualExecutor(*stalled, false).run(duration);
+  VirtualExecutor(*steady, false).run(duration);
+  return {std::move(stalled), std::move(steady)};
+}
+
 // One task: period 10 ms, every frame 15 ms of work, one integrator.
 std::unique_ptr<Graph> overloaded(const std::string& overrun, const std::string& step = "fixed") {
   return graph_of(
@@ -277,15 +297,8 @@ TEST(UnitLoop, AFixedStepWaitsOnceForAProducerThatLagsOnItsProcessor) {
       "  - {name: s, type: sine, task: b, params: {amplitude: 1, frequency: 2}}\n"
       "  - {name: i, type: integrator, task: a}\n";
   const std::string wires = "  - {from: s.y, to: i.u, coupling: {method: polynomial, order: 1}}\n";
-  auto with = [&](const std::string& execution) {
-    std::string t = tasks;
-    t.replace(t.find("%s"), 2, execution);
-    return graph_of(t, blocks, wires);
-  };
-  auto stalled = with(", execution: {nominal: 0s, spikes: [{frame: 10, time: 80ms}]}");
-  auto steady = with("");
-  VirtualExecutor(*stalled, false).run(0.5);
-  VirtualExecutor(*steady, false).run(0.5);
+  const auto [stalled, steady] =
+      stalled_and_steady(tasks, ", execution: {nominal: 0s, spikes: [{frame: 10, time: 80ms}]}", blocks, wires, 0.5);
   const TaskRuntime& a = *stalled->find_task("a");
   EXPECT_EQ(a.stats().data_waits.load(), 1u);
   EXPECT_EQ(stalled->find_task("b")->stats().data_waits.load(), 0u);
@@ -323,15 +336,8 @@ TEST(UnitLoop, AMeasuredStepHoldsForALaggingProducerThatWaitsForRoom) {
       "  - {name: s, type: sine, task: src, params: {amplitude: 1, frequency: 2}}\n"
       "  - {name: i, type: integrator, task: c}\n";
   const std::string wires = "  - {from: s.y, to: i.u, coupling: {method: polynomial, order: 2}}\n";
-  auto with = [&](const std::string& execution) {
-    std::string t = tasks;
-    t.replace(t.find("%s"), 2, execution);
-    return graph_of(t, blocks, wires);
-  };
-  auto stalled = with(", execution: {nominal: 0s, spikes: [{frame: 25, time: 160ms}]}");
-  auto steady = with("");
-  VirtualExecutor(*stalled, false).run(1.0);
-  VirtualExecutor(*steady, false).run(1.0);
+  const auto [stalled, steady] =
+      stalled_and_steady(tasks, ", execution: {nominal: 0s, spikes: [{frame: 25, time: 160ms}]}", blocks, wires, 1.0);
   const TaskRuntime& c = *stalled->find_task("c");
   const GraphLink& link = *stalled->links().front();
   EXPECT_EQ(link.link->dropped(), 0u);
