@@ -450,15 +450,22 @@ TEST(UnitLoop, SteadyStateCyclesAllocateNothing) {
     graph->reset();
     auto units = thread_units(*graph);
     const std::atomic<bool> running{true};
+    std::uint64_t waits = 0;
     for (auto& u : units) {
       u.reset(0);
       FakeClock clock;
       run_unit(u, clock, 0, seconds_to_ns(0.5), running, UnitSinks{});  // warm-up
+      const std::uint64_t waits_before = u.owner().stats().data_waits.load();
       rtcosim::testing::AllocationScope scope;
       run_unit(u, clock, 0, seconds_to_ns(1.5), running, UnitSinks{});
       EXPECT_EQ(scope.count(), 0u) << example << ": " << u.owner().spec().name;
       EXPECT_GT(clock.sleeps, 0u);
+      waits += u.owner().stats().data_waits.load() - waits_before;
     }
+    // Run one after the other, a thread finds those that have not run yet
+    // lagging: waits and holds (up to the 1 s give-up) are among the
+    // frames counted.
+    EXPECT_GT(waits, 0u) << example;
   }
 }
 
