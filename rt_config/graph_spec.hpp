@@ -53,6 +53,11 @@ struct TaskSpec {
   // (seconds; 0: 1 s). docs/stalls.md.
   int max_substeps = 0;
   double max_owed = 0.0;
+  // Whether the task waits (fixed step) or holds its step (measured) for a
+  // producer that lags, and a fixed step for room in a consumer's ring
+  // (docs/stalls.md); false for a task that must keep its wall-clock
+  // deadlines whatever its inputs (one that drives hardware).
+  bool wait_for_data = true;
   // What stops the task as diverged (docs/stalls.md, `divergence:`): the
   // relative local error above `tolerance` for `steps` steps in a row, or a
   // state beyond `state_bound`; 0 turns a check off.

@@ -20,7 +20,7 @@ namespace {
 
 const std::vector<std::string> kTaskKeys = {"name",       "period",     "cpu",       "priority",     "integrator",
                                             "step",       "overrun",    "max_step",  "max_substeps", "max_owed",
-                                            "divergence", "rate_group", "execution", "host"};
+                                            "divergence", "rate_group", "execution", "host",         "wait_for_data"};
 
 }  // namespace
 
@@ -100,6 +100,7 @@ void GraphLoader::read_tasks(const YAML::Node& list, const YAML::Node& root) {
                                         " — expected a duration > 0 (the debt a stall may leave, e.g. \"1s\")");
       }
     }
+    if (auto w = in_.boolean(node, "wait_for_data", what)) t.wait_for_data = *w;
     if (auto g = in_.text(node, "rate_group", what, false)) t.rate_group = *g;
     if (auto h = in_.text(node, "host", what, false)) {
       t.host = *h;

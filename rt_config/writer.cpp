@@ -90,6 +90,7 @@ std::string write_graph(const GraphSpec& g) {
     if (t.max_step > 0.0) out << YAML::Key << "max_step" << YAML::Value << exact_seconds(t.max_step);
     if (t.max_substeps > 0) out << YAML::Key << "max_substeps" << YAML::Value << t.max_substeps;
     if (t.max_owed > 0.0) out << YAML::Key << "max_owed" << YAML::Value << exact_seconds(t.max_owed);
+    if (!t.wait_for_data) out << YAML::Key << "wait_for_data" << YAML::Value << false;
     if (t.divergence != TaskSpec::Divergence{}) {
       out << YAML::Key << "divergence" << YAML::Value << YAML::Flow << YAML::BeginMap;
       out << YAML::Key << "tolerance" << YAML::Value << t.divergence.tolerance;
@@ -202,6 +203,7 @@ bool same_graph(const GraphSpec& a, const GraphSpec& b, std::string* difference)
     if (x.max_step != y.max_step) return differ(t + "max_step");
     if (x.max_substeps != y.max_substeps) return differ(t + "max_substeps");
     if (x.max_owed != y.max_owed) return differ(t + "max_owed");
+    if (x.wait_for_data != y.wait_for_data) return differ(t + "wait_for_data");
     if (x.divergence != y.divergence) return differ(t + "divergence");
     if (x.rate_group != y.rate_group) return differ(t + "rate_group");
     if (x.host != y.host) return differ(t + "host");

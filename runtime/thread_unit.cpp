@@ -54,6 +54,7 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
     u.measured_cycle = cycle;
     double wait = cycle;
     for (TaskRuntime* m : u.members) {
+      if (!m->spec().wait_for_data) continue;
       const bool fixed = m->spec().step == config::StepPolicy::kFixed;
       // A measured task holds its own step (below); a measured rate group
       // divides its owner's, which is not held.
@@ -78,7 +79,7 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
     // faster than a consumer drains: it waits for room in the ring rather
     // than drop its newest blocks.
     for (TaskRuntime* m : u.members) {
-      if (m->spec().step != config::StepPolicy::kFixed) continue;
+      if (m->spec().step != config::StepPolicy::kFixed || !m->spec().wait_for_data) continue;
       for (const OutputBinding& o : m->outputs_view()) {
         if (!o.bundle || o.bundle->members.empty()) continue;
         const TaskRuntime* c = graph.find_task(o.bundle->members.front()->consumer);

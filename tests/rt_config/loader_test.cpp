@@ -615,6 +615,37 @@ TEST(ParsedValues, ExecutionTimesAndRateGroups) {
   EXPECT_DOUBLE_EQ(g.tasks[1].execution.spikes[0].time, 20e-3);
 }
 
+// wait_for_data: on unless a task says false; written back only when off; a
+// value that is not a boolean is named where it stands.
+TEST(ParsedValues, WaitForDataIsOnUnlessATaskTurnsItOff) {
+  const std::string text = R"(tasks:
+  - {name: fast, period: 1ms, cpu: 0, priority: 80, wait_for_data: false}
+  - {name: slow, period: 4ms, cpu: 1, priority: 70}
+blocks:
+  - {name: src, type: constant, task: slow, params: {value: 1}}
+  - {name: out, type: gain, task: fast, params: {gain: 2}}
+wires:
+  - {from: src.y, to: out.u}
+)";
+  const LoadResult r = load_graph_text(text, "wait.yaml", two_cpus());
+  ASSERT_TRUE(r.ok()) << all_of(r);
+  EXPECT_FALSE(r.graph.tasks[0].wait_for_data);
+  EXPECT_TRUE(r.graph.tasks[1].wait_for_data);
+  const std::string written = write_graph(r.graph);
+  EXPECT_NE(written.find("wait_for_data: false"), std::string::npos) << written;
+  EXPECT_EQ(written.find("wait_for_data: true"), std::string::npos) << written;
+  const LoadResult again = load_graph_text(written, "again.yaml", two_cpus());
+  ASSERT_TRUE(again.ok()) << all_of(again);
+  EXPECT_TRUE(same_graph(r.graph, again.graph));
+
+  std::string bad = text;
+  bad.replace(bad.find("wait_for_data: false"), 20, "wait_for_data: maybe");
+  const LoadResult b = load_graph_text(bad, "bad.yaml", two_cpus());
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.diagnostics.front().line, 2) << b.diagnostics.front().str();
+  EXPECT_NE(b.diagnostics.front().str().find("wait_for_data"), std::string::npos) << b.diagnostics.front().str();
+}
+
 TEST(ParsedValues, OptionalSectionsAndDefaults) {
   const std::string text = std::string(kSmall) + R"(name: with_extras
 duration: 1.5 min

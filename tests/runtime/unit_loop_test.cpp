@@ -318,6 +318,14 @@ TEST(UnitLoop, AFixedStepWaitsOnceForAProducerThatLagsOnItsProcessor) {
   EXPECT_NEAR(a.partition().time(), 0.5, 1e-12);
   EXPECT_NEAR(x_steady, -2.5e-3, 1e-4);
   EXPECT_NEAR(x, x_steady, 2e-4);
+
+  // `wait_for_data: false` (a task that keeps its deadlines whatever its
+  // inputs) runs on as before the rule: no wait, 5 frames held at the horizon.
+  const auto [off, off_steady] = stalled_and_steady(
+      tasks, ", wait_for_data: false, execution: {nominal: 0s, spikes: [{frame: 10, time: 80ms}]}", blocks, wires, 0.5);
+  EXPECT_EQ(off->find_task("a")->stats().data_waits.load(), 0u);
+  EXPECT_EQ(off->links().front()->health().beyond_horizon_frames, 5u);
+  EXPECT_NEAR(off->find_task("a")->partition().state()[0] - x_steady, 0.038, 0.002);
 }
 
 // A measured step holds for a lagging producer, and a fixed step that
