@@ -195,6 +195,9 @@ struct TaskStats {
   // (ns): how far behind it runs, for its consumers' catch-up
   // (ThreadUnit::data_wait); not a figure.
   std::atomic<std::int64_t> next_release_ns{0};
+  // The thread is sleeping for a lagging producer's data (data_wait); not a
+  // figure either.
+  std::atomic<bool> waiting_for_data{false};
   std::atomic<double> owed{0.0};
   std::atomic<double> owed_max{0.0};
   RunningRange truncation_error;  // ab2's on-line estimate
@@ -209,6 +212,7 @@ struct TaskStats {
     for (auto* r : {&step, &lag, &truncation_error, &local_error}) r->reset();
     for (auto* d : {&lost_real_time, &owed, &owed_max}) d->store(0.0, std::memory_order_relaxed);
     next_release_ns.store(0, std::memory_order_relaxed);
+    waiting_for_data.store(false, std::memory_order_relaxed);
   }
 };
 

@@ -114,6 +114,11 @@ class StepPolicy {
   void hold(double d) noexcept {
     if (!(d > 0.0)) return;
     owed_ += d;
+    if (owed_ > max_owed_) {
+      lost_ += owed_ - max_owed_;
+      owed_ = max_owed_;
+      episode_lost_ = true;
+    }
     if (owed_ > owed_max_) owed_max_ = owed_;
   }
 

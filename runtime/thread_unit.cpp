@@ -28,6 +28,14 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
     units.back().members.push_back(tasks[i].get());
     units.back().index.push_back(i);
   }
+  // Each task's thread cycle (a rate group's: its slowest member's period),
+  // against which its lateness counts.
+  std::map<const TaskRuntime*, std::int64_t> cycle_of;
+  for (auto& u : units) {
+    double cycle = 0.0;
+    for (const TaskRuntime* m : u.members) cycle = std::max(cycle, m->spec().period);
+    for (const TaskRuntime* m : u.members) cycle_of[m] = seconds_to_ns(cycle);
+  }
   for (auto& u : units) {
     std::vector<std::size_t> order(u.members.size());
     for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
@@ -70,8 +78,15 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
         // does on time.
         const bool first =
             p->spec().cpu >= 0 && p->spec().cpu == m->spec().cpu && p->spec().priority > m->spec().priority;
-        const double reach = first ? m->spec().period / 2 : std::min(b->max_extrapolation, m->spec().period);
-        u.wait_links.push_back({m, b, p, reach, first, fixed});
+        // On time such a producer is one of its own periods ahead when the
+        // consumer's step starts (at most half the consumer's, the
+        // tolerance of the tags' rounding); otherwise the consumer's step
+        // may extrapolate the newest block by its own period. With these
+        // reaches a consumer waits only for data that ends before its own
+        // time, so two tasks never wait for each other (docs/stalls.md).
+        const double ahead = std::min(p->spec().period, m->spec().period / 2);
+        const double reach = first ? m->spec().period - ahead : m->spec().period;
+        u.wait_links.push_back({m, b, p, reach, first, fixed, cycle_of.at(p)});
         if (fixed) wait = std::min(wait, p->spec().period);
       }
     }
@@ -121,13 +136,16 @@ double ThreadUnit::step_of(std::size_t member, double wall) noexcept {
 bool ThreadUnit::lags(const WaitLink& w, std::int64_t now_ns) noexcept {
   const TaskStats& ps = w.producer->stats();
   if (w.producer->failed()) return false;
-  // Behind: a period or more late, or owing a period or more (a measured
-  // step that holds for its own data). A producer that runs first on this
-  // processor is behind as soon as its release passed: this thread runs
-  // only while it is not ready, so it is waiting for its own data.
+  // Behind: a cycle or more late, or owing a period or more (a measured
+  // step that holds for its own data), or, for a producer that runs first
+  // on this processor, waiting for its own data: its release passed and
+  // this thread runs only while that one is not ready. (Its lateness alone
+  // would not say so where the scheduler is not SCHED_FIFO, or within its
+  // wake-up latency.)
   const std::int64_t late = now_ns - ps.next_release_ns.load(std::memory_order_acquire);
   const double period = w.producer->spec().period;
-  return (w.first ? late > 0 : late >= w.producer->period_ns()) || ps.owed.load(std::memory_order_relaxed) >= period;
+  return late >= w.producer_cycle_ns || ps.owed.load(std::memory_order_relaxed) >= period ||
+         (w.first && ps.waiting_for_data.load(std::memory_order_acquire));
 }
 
 bool ThreadUnit::keep_waiting(std::int64_t now_ns, double oldest, double patience) noexcept {
@@ -153,6 +171,16 @@ std::int64_t ThreadUnit::data_wait(std::int64_t now_ns) noexcept {
   // A lone measured task holds its step instead (`hold`, which keeps the
   // waiting state).
   if (data_wait_ns <= 0 || !wait_for_data) return 0;
+  // Whether this cycle waits, for the consumers of a producer that runs
+  // first (`lags`); while it waits, its members keep draining, so that
+  // their producers' rings do not fill.
+  auto waits = [this](bool wait) noexcept -> std::int64_t {
+    for (TaskRuntime* m : members) m->stats().waiting_for_data.store(wait, std::memory_order_release);
+    if (!wait) return 0;
+    for (TaskRuntime* m : members) m->drain();
+    base::add_single_writer(owner().stats().data_waits);
+    return data_wait_ns;
+  };
   bool stale = false;
   double oldest = std::numeric_limits<double>::infinity();
   TaskRuntime* drained = nullptr;
@@ -168,10 +196,7 @@ std::int64_t ThreadUnit::data_wait(std::int64_t now_ns) noexcept {
       oldest = std::min(oldest, newest);
     }
   }
-  if (stale && keep_waiting(now_ns, oldest, kDataPatience)) {
-    base::add_single_writer(owner().stats().data_waits);
-    return data_wait_ns;
-  }
+  if (stale && keep_waiting(now_ns, oldest, kDataPatience)) return waits(true);
   if (!stale) waiting_ = false;
   // Room for this cycle's blocks in the rings of its consumers (a block
   // per member frame at most, one is enough to look at: a consumer drains
@@ -181,12 +206,11 @@ std::int64_t ThreadUnit::data_wait(std::int64_t now_ns) noexcept {
   for (const FullLink& f : full_links) full = full || (!f.consumer->failed() && !f.link->has_room());
   if (!full) {
     full_since_ns_ = -1;
-    return 0;
+    return waits(false);
   }
   if (full_since_ns_ < 0) full_since_ns_ = now_ns;
-  if (static_cast<double>(now_ns - full_since_ns_) * 1e-9 >= kDataPatience) return 0;
-  base::add_single_writer(owner().stats().data_waits);
-  return data_wait_ns;
+  if (static_cast<double>(now_ns - full_since_ns_) * 1e-9 >= kDataPatience) return waits(false);
+  return waits(true);
 }
 
 double ThreadUnit::hold(TaskRuntime& t, double wall, double h) noexcept {
@@ -254,7 +278,11 @@ void ThreadUnit::publish_release() noexcept {
 
 void ThreadUnit::finish(std::int64_t until_ns) noexcept {
   deadlines.finish(until_ns);
-  publish_release();
+  // The thread runs no more cycles: no consumer waits for it.
+  for (TaskRuntime* m : members) {
+    m->stats().next_release_ns.store(std::numeric_limits<std::int64_t>::max(), std::memory_order_release);
+    m->stats().waiting_for_data.store(false, std::memory_order_release);
+  }
   owner().stats().missed_periods.store(deadlines.missed_periods(), std::memory_order_relaxed);
 }
 

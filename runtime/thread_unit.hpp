@@ -53,9 +53,10 @@ struct ThreadUnit {
     TaskRuntime* consumer = nullptr;
     const LinkBundle* bundle = nullptr;
     const TaskRuntime* producer = nullptr;
-    double reach = 0.0;  // seconds past the newest tag a step may end while the producer lags
-    bool first = false;  // the producer runs first: same processor, higher priority
-    bool fixed = true;   // the consumer's step is fixed: it waits; measured: it holds its step
+    double reach = 0.0;                  // seconds past the newest tag a step may end while the producer lags
+    bool first = false;                  // the producer runs first: same processor, higher priority
+    bool fixed = true;                   // the consumer's step is fixed: it waits; measured: it holds its step
+    std::int64_t producer_cycle_ns = 1;  // the producer thread's cycle: a cycle late is behind
   };
   std::vector<WaitLink> wait_links;
   // The output links of its fixed-step members into another thread of

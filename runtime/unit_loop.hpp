@@ -1,5 +1,6 @@
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 
@@ -131,7 +132,10 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
     // catch up first (ThreadUnit::data_wait); not where a replay log takes
     // over the drains (wait_for_data, above).
     if (const std::int64_t wait = u.data_wait(now); wait > 0) {
-      clock.sleep_until(now + wait);
+      // Never past the end, and within kStopCheckNs of a stop.
+      std::int64_t until = now + std::min(wait, kStopCheckNs);
+      if (end_ns != 0 && until > end_ns) until = end_ns;
+      clock.sleep_until(until);
       now = clock.now();
       continue;
     }

@@ -327,6 +327,53 @@ TEST(StallSweep, NoFixedStepTaskOfTheRimExamplesBlowsUpSilently) {
   EXPECT_EQ(swept, 4u * 2u * 5u * 2u);
 }
 
+// The usual priorities (the shorter period higher) on one CPU, coupled both
+// ways with fixed steps: a fast producer runs first, so the slow consumer
+// may extrapolate it by the difference of their periods, and the two never
+// wait for each other, whichever stalls. A mutual wait would last the 1 s
+// of patience (a thousand 1 ms waits, a second of lag) and come back; the
+// rule before this test waited so (its slow consumer wanted the fast one
+// half a slow period ahead, which the fast one, holding one of its own
+// periods past the slow one's data, never reached).
+TEST(StallSweep, AFastHighPriorityAndASlowTaskCoupledBothWaysNeverWaitForEachOther) {
+  const auto spec = load(R"(
+name: pair
+duration: 2s
+tasks:
+  - {name: fast, period: 1ms, cpu: 0, priority: 90, integrator: rk4, step: fixed}
+  - {name: slow, period: 20ms, cpu: 0, priority: 80, integrator: rk4, step: fixed}
+blocks:
+  - {name: drive, type: sine, task: fast, params: {amplitude: 1, frequency: 1}}
+  - {name: mix, type: sum, task: fast, params: {signs: "+-"}}
+  - {name: fast_lag, type: first_order_lag, task: fast, params: {time_constant: 0.05}}
+  - {name: slow_lag, type: first_order_lag, task: slow, params: {time_constant: 0.2}}
+wires:
+  - {from: drive.y, to: mix.u1}
+  - {from: slow_lag.y, to: mix.u2, coupling: {method: polynomial, order: 1}}
+  - {from: mix.y, to: fast_lag.u}
+  - {from: fast_lag.y, to: slow_lag.u, coupling: {method: polynomial, order: 1}}
+record:
+  signals: [fast_lag.y, slow_lag.y]
+  file: pair.csv
+)");
+  StallSweepOptions options;
+  options.doubled = true;
+  options.periods = {1, 2, 4, 8};
+  const StallSweep s = sweep(spec, options);
+  ASSERT_EQ(s.cases.size(), 2u * 4u * 2u);
+  for (const StallCase& c : s.cases) {
+    SCOPED_TRACE(c.task + ", k = " + std::to_string(c.periods) + " x" + std::to_string(c.stalled_frames));
+    EXPECT_FALSE(c.failed) << c.failure;
+    EXPECT_FALSE(c.silent_blow_up);
+    // Each task falls behind by the stall at most (the fast one holds while
+    // the slow one is stalled, reading it no further than on time), plus a
+    // slow period: never by the second a mutual wait would cost.
+    const double stall = c.stalled_frames * c.periods * (c.task == "slow" ? 0.020 : 0.001);
+    for (const auto& t : c.tasks) EXPECT_LE(t.lag_max, stall + 0.020 + 1e-9) << t.name;
+    EXPECT_LT(c.data_waits(), 2u * static_cast<std::uint64_t>(stall / 0.001) + 10u);
+  }
+}
+
 // Two-way RIM: body2 (20 ms, the higher priority) stalls for 2 to 16
 // periods. While it runs late, body1 waits for each of its blocks and body2
 // for body1's, so the two repay in the order they run on time: every
