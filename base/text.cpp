@@ -1,6 +1,7 @@
 #include "base/text.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace rtcosim::base {
 
@@ -34,6 +35,18 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
     }
   }
   return best;
+}
+
+std::string values_text(const std::vector<double>& values) {
+  auto one = [](double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", x);
+    return std::string(buf);
+  };
+  if (values.size() == 1) return one(values[0]);
+  std::string out = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + one(values[i]);
+  return out + "]";
 }
 
 }  // namespace rtcosim::base

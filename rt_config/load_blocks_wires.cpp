@@ -297,6 +297,10 @@ void GraphLoader::check_diagram() {
       const std::string key = info.block->name() + "." + port.name;
       if (wires_unread_ || wired_inputs_.count(key)) {
         wiring_ok = false;
+      } else if (!driver.count(key) && port.start.size() == port.width) {
+        // FMI and SSP: an unconnected input keeps its start value.
+        in_.warning(info.where, "input '" + key + "' of block '" + info.block->name() + "' (" + info.block->type() +
+                                    ") is not connected: it keeps its start value " + base::values_text(port.start));
       } else if (!driver.count(key)) {
         in_.error(info.where, "input '" + key + "' of block '" + info.block->name() + "' (" + info.block->type() +
                                   ") is not connected — wire a block output to it");

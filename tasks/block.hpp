@@ -15,10 +15,13 @@ class LiveSource;
 
 class KernelFamily;
 
-// A named input or output port carrying `width` signals.
+// A named input or output port carrying `width` signals. An input with a
+// `start` (one value per signal) may be left unconnected and then holds it:
+// an FMU's input keeps its start value, as FMI and SSP say.
 struct PortInfo {
   std::string name;
   std::size_t width = 1;
+  std::vector<double> start;  // empty: the input must be wired
 };
 
 /*
@@ -223,13 +226,13 @@ class Block {
   [[nodiscard]] virtual const KernelFamily* kernel_family() const noexcept { return nullptr; }
 
  protected:
-  std::size_t add_input(std::string name, std::size_t width, bool feedthrough = true) {
-    inputs_.push_back({std::move(name), width});
+  std::size_t add_input(std::string name, std::size_t width, bool feedthrough = true, std::vector<double> start = {}) {
+    inputs_.push_back({std::move(name), width, std::move(start)});
     feedthrough_.push_back(feedthrough ? 1 : 0);
     return inputs_.size() - 1;
   }
   std::size_t add_output(std::string name, std::size_t width, bool state_only = false) {
-    outputs_.push_back({std::move(name), width});
+    outputs_.push_back({std::move(name), width, {}});
     state_only_.push_back(state_only ? 1 : 0);
     return outputs_.size() - 1;
   }

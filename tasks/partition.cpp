@@ -21,8 +21,9 @@ namespace {
 // an external input.
 struct Source {
   bool external = false;
-  std::size_t offset = 0;  // in signals (block output) or in the external buffer
+  std::size_t offset = 0;  // in signals (block output), the external buffer or the held starts
   std::string description;
+  bool held = false;  // an unconnected input that holds its port's start value
 };
 
 }  // namespace
@@ -162,6 +163,15 @@ struct Partition::Impl {
   std::size_t kept_used = 0;
   // The external inputs: the tail of the signal memory, after the block outputs.
   std::size_t ext_base = 0;
+  // The values unconnected inputs hold (their ports' starts), at held_base
+  // in the signal memory; put back by every reset.
+  std::vector<double> held;
+  std::size_t held_base = 0;
+  void put_back_held() noexcept {
+    const auto at = static_cast<std::ptrdiff_t>(held_base);
+    std::copy(held.begin(), held.end(), s.signals.begin() + at);
+    std::fill(s.dvalid.begin() + at, s.dvalid.begin() + at + static_cast<std::ptrdiff_t>(held.size()), 1);
+  }
   std::span<double> ext;
   std::vector<std::size_t> ext_offsets;
   std::vector<double> xe;  // the state an evaluation sees
@@ -275,8 +285,9 @@ struct Partition::Impl::Builder {
   Impl& m;
   const std::string where;  // "partition '<name>'", for errors
   std::vector<std::string> names;
-  std::size_t signal_count = 0;  // block outputs
-  std::size_t ext_size = 0;      // external inputs
+  std::size_t signal_count = 0;     // block outputs
+  std::size_t ext_size = 0;         // external inputs
+  std::vector<double> held_starts;  // the values of unconnected inputs, after the external inputs
   // Sources of every input port.
   std::vector<std::vector<std::optional<Source>>> sources;
   std::vector<std::vector<std::size_t>> edges;  // feedthrough: from -> to
@@ -399,10 +410,18 @@ struct Partition::Impl::Builder {
     m.ext_offsets.push_back(ext_size);  // the end of the last
   }
 
-  void require_every_input_connected() const {
+  // An unconnected input holds its port's start value (an FMU's, as FMI
+  // and SSP say) where it has one; otherwise it is an error.
+  void require_every_input_connected() {
     for (std::size_t i = 0; i < m.slots.size(); ++i) {
       const Block& b = *m.slots[i].block;
       for (std::size_t p = 0; p < b.inputs().size(); ++p) {
+        const PortInfo& port = b.inputs()[p];
+        if (!sources[i][p] && port.start.size() == port.width) {
+          sources[i][p] =
+              Source{false, held_starts.size(), "the start value of '" + b.name() + "." + port.name + "'", true};
+          held_starts.insert(held_starts.end(), port.start.begin(), port.start.end());
+        }
         if (!sources[i][p]) {
           throw BlockError("input '" + b.name() + "." + b.inputs()[p].name + "' of block '" + b.name() + "' (" +
                                b.type() + ") is not connected — wire a block output or an external input to it",
@@ -468,11 +487,16 @@ struct Partition::Impl::Builder {
     Impl::State& s = m.s;
     s.x.assign(m.nx, 0.0);
     s.xd.assign(m.nxd, 0.0);
-    // One signal memory: the block outputs, then the external inputs.
     m.ext_base = signal_count;
-    s.signals.assign(signal_count + ext_size, 0.0);
-    s.dsignals.assign(signal_count + ext_size, 0.0);
-    s.dvalid.assign(signal_count + ext_size, 0);
+    // One signal memory: the block outputs, the external inputs, then the
+    // start values unconnected inputs hold (constant: derivative 0).
+    const std::size_t all = signal_count + ext_size + held_starts.size();
+    s.signals.assign(all, 0.0);
+    s.dsignals.assign(all, 0.0);
+    s.dvalid.assign(all, 0);
+    m.held = held_starts;
+    m.held_base = signal_count + ext_size;
+    m.put_back_held();
     s.next_hit.assign(m.slots.size(), 0.0);
     s.prev_main.assign(m.nx, 0.0);
     s.prev2_main.assign(m.nx, 0.0);
@@ -537,7 +561,9 @@ struct Partition::Impl::Builder {
       for (std::size_t p = 0; p < b.inputs().size(); ++p) {
         const Source& src = *sources[i][p];
         const std::size_t w = b.inputs()[p].width;
-        const std::size_t at = src.external ? m.ext_base + src.offset : src.offset;
+        const std::size_t at = src.held       ? m.ext_base + ext_size + src.offset
+                               : src.external ? m.ext_base + src.offset
+                                              : src.offset;
         m.in_offsets[i].push_back(at);
         slot.u.emplace_back(s.signals.data() + at, w);
         slot.du.emplace_back(s.dsignals.data() + at, w);
@@ -811,6 +837,7 @@ void Partition::reset(double t0) noexcept {
   std::fill(s.signals.begin(), s.signals.end(), 0.0);
   std::fill(s.dsignals.begin(), s.dsignals.end(), 0.0);
   std::fill(s.dvalid.begin(), s.dvalid.end(), 0);
+  m.put_back_held();
 }
 
 void Partition::step(double t, double h, InputSource& inputs) noexcept {

@@ -54,17 +54,26 @@ std::optional<std::uint64_t> unsigned_of(const std::string& text) {
   return v;
 }
 
-// "2", "[1, 2, 3]": start values as given, for messages.
-std::string fmu_values_text(const std::vector<double>& values) {
-  auto one = [](double x) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", x);
-    return std::string(buf);
-  };
-  if (values.size() == 1) return one(values[0]);
-  std::string out = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + one(values[i]);
-  return out + "]";
+// An input's declared start as one double per signal of its port: one item
+// per element, or one for all; Booleans as 1 and 0. Empty when it has none
+// or one that does not read so (the input must then be wired).
+std::vector<double> start_of_input(const fmu::Variable& v, std::size_t width) {
+  std::vector<double> values;
+  for (const auto& item : fmu::start_items(v.start)) {
+    if (v.type == VarType::kBoolean && (item == "true" || item == "false")) {
+      values.push_back(item == "true" ? 1.0 : 0.0);
+      continue;
+    }
+    double x = 0.0;
+    const char* b = item.data() + (!item.empty() && item[0] == '+' ? 1 : 0);
+    const char* e = item.data() + item.size();
+    const auto [p, ec] = std::from_chars(b, e, x);
+    if (ec != std::errc() || p != e) return {};
+    values.push_back(x);
+  }
+  if (values.size() == 1 && width > 1) values.assign(width, values[0]);
+  if (values.size() != width) values.clear();
+  return values;
 }
 
 /*
@@ -182,7 +191,7 @@ class FmuBlock final : public Block {
         }
         if (!why.empty()) {
           throw BlockError("block '" + name + "' (fmu): '" + var + "' is a structural parameter (" + v->type_name +
-                               ", it sizes arrays) and " + why + " — got " + fmu_values_text(values),
+                               ", it sizes arrays) and " + why + " — got " + base::values_text(values),
                            name, key);
         }
         structural.emplace_back(v->value_reference, static_cast<std::uint64_t>(x));
@@ -217,6 +226,12 @@ class FmuBlock final : public Block {
                              std::to_string(size) + " values, or one for every element",
                          name, start_keys[k]);
       }
+    }
+    // The inputs among them are also what those inputs hold unconnected.
+    std::vector<std::pair<std::string, std::vector<double>>> input_starts;
+    for (const auto& [var, values] : start) {
+      if (const fmu::Variable* v = md.find(var); v && v->causality == Causality::kInput)
+        input_starts.emplace_back(var, values);
     }
     try {
       fmu_->start(std::move(start));
@@ -331,7 +346,16 @@ class FmuBlock final : public Block {
         }
       }
       // A co-simulated FMU's outputs at t + h come from its inputs at t.
-      add_input(md.variables[input_vars[j]].name, in_width_[j], through);
+      // Left unconnected, an input keeps its start value (FMI, SSP): the
+      // block's `start:` for it, else the FMU's.
+      const fmu::Variable& in = md.variables[input_vars[j]];
+      std::vector<double> held = start_of_input(in, in_width_[j]);
+      for (const auto& [var, values] : input_starts) {
+        if (var != in.name) continue;
+        held = values.size() == 1 ? std::vector<double>(in_width_[j], values[0]) : values;
+        if (held.size() != in_width_[j]) held.clear();
+      }
+      add_input(in.name, in_width_[j], through, std::move(held));
     }
     in_val_.assign(in_values, 0.0);
     out_val_.assign(out_values, 0.0);

@@ -49,8 +49,8 @@ TEST(FmuConfig, AnFmusVariablesArePortsAndStartValuesAreAMapping) {
 
 TEST(FmuConfig, MisspeltNamesGetDidYouMeanAtTheirLineAndColumn) {
   auto e = errors_of(graph("file: " + kDir + "/msd2.fmu", "{from: f.y, to: plant.f}"));
-  ASSERT_EQ(e.size(), 2u);  // and plant.F is not connected
-  EXPECT_EQ(e[1],
+  ASSERT_EQ(e.size(), 1u);  // plant.F, not connected, keeps its start value: a warning
+  EXPECT_EQ(e[0],
             "plant.yaml:7:21: error: block 'plant' (fmu) has no input port 'f' (did you mean 'F'?) — its inputs: F");
   const std::string text = graph("file: " + kDir + "/msd2.fmu, start: {mm: 2}");
   e = errors_of(text);
@@ -65,6 +65,37 @@ TEST(FmuConfig, MisspeltNamesGetDidYouMeanAtTheirLineAndColumn) {
   EXPECT_NE(e[0].find("does not declare (did you mean 'm'?)"), std::string::npos) << e[0];
 }
 
+// FMI and SSP: an FMU input left unconnected keeps its start value. The
+// graph loads with one warning per such input at the block, naming the
+// value; a native block's unconnected input stays an error.
+TEST(FmuConfig, AnUnconnectedFmuInputKeepsItsStartValueWithAWarning) {
+  const std::string text =
+      "tasks:\n  - {name: t, period: 10ms, integrator: rk4, step: fixed}\n"
+      "blocks:\n"
+      "  - {name: m, type: fmu, task: t, params: {file: " +
+      kDir + "/count2.fmu}}\n" + "record: {file: out.csv, signals: [m.counter]}\n";
+  const auto r = load_graph_text(text, "plant.yaml");
+  ASSERT_TRUE(r.ok());
+  std::vector<std::string> warnings;
+  for (const auto& d : r.diagnostics) {
+    if (d.severity == Diagnostic::Severity::kWarning) warnings.push_back(d.str());
+  }
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0],
+            "plant.yaml:4:5: warning: input 'm.inc' of block 'm' (fmu) is not connected: it keeps its start value 1");
+  EXPECT_EQ(
+      warnings[1],
+      "plant.yaml:4:5: warning: input 'm.enable' of block 'm' (fmu) is not connected: it keeps its start value 1");
+  const auto e = errors_of(
+      "tasks:\n  - {name: t, period: 10ms, integrator: rk4, step: fixed}\n"
+      "blocks:\n"
+      "  - {name: g, type: gain, task: t, params: {gain: 1}}\n");
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(e[0].find("input 'g.u' of block 'g' (gain) is not connected — wire a block output to it"),
+            std::string::npos)
+      << e[0];
+}
+
 TEST(FmuConfig, CausalityIsChecked) {
   // An input used as an output, an output given a start value.
   auto e = errors_of(graph("file: " + kDir + "/msd2.fmu", "{from: plant.F, to: plant.F}"));
@@ -73,8 +104,8 @@ TEST(FmuConfig, CausalityIsChecked) {
       << e[0];
   // A parameter wired as an input: the FMU says what it is instead.
   e = errors_of(graph("file: " + kDir + "/msd2.fmu", "{from: f.y, to: plant.k}"));
-  ASSERT_EQ(e.size(), 2u);  // and plant.F is not connected
-  EXPECT_EQ(e[1],
+  ASSERT_EQ(e.size(), 1u);  // plant.F keeps its start value
+  EXPECT_EQ(e[0],
             "plant.yaml:7:21: error: block 'plant' (fmu) has no input port 'k' ('k' is a fixed parameter Real variable "
             "of the FMU — only its inputs and outputs are ports (a parameter takes a start value: start.k)) — its "
             "inputs: F");

@@ -91,6 +91,43 @@ TEST(FmuTypes, TheCounterIsFloorOfTimeAtEveryFrameAndJumpsExactlyInTheEventsFram
   }
 }
 
+// An FMU input left unconnected keeps its start value, as FMI and SSP say:
+// count2 and count3 with none of their inputs wired (inc starts at 1, enable
+// at true, count3's other inputs at 0) count exactly as with every input
+// driven by those constants, in both interfaces, bit for bit.
+TEST(FmuTypes, UnconnectedInputsKeepTheirStartValues) {
+  for (const char* file : kCounters) {
+    for (const char* iface : kInterfaces) {
+      auto unwired = build_partition(BlockRegistry::with_builtins(), "p",
+                                     {{"m", "fmu", BlockParams{{"file", fmu(file)}, {"interface", iface}}, ""}}, {}, {},
+                                     IntegratorKind::kRk4);
+      auto wired = counter(file, iface, IntegratorKind::kRk4);
+      NoInputs in;
+      const auto count = unwired->find_output({"m", "counter"}), x = unwired->find_output({"m", "x"});
+      const auto count_w = wired->find_output({"m", "counter"}), x_w = wired->find_output({"m", "x"});
+      for (int i = 0; i < 250; ++i) {
+        unwired->step(i * 0.01, 0.01, in);
+        wired->step(i * 0.01, 0.01, in);
+        ASSERT_FALSE(unwired->failed()) << unwired->failure();
+        ASSERT_EQ(unwired->output(count)[0], floor_t(unwired->time())) << file << " " << iface;
+        ASSERT_EQ(unwired->output(count)[0], wired->output(count_w)[0]) << file << " " << iface;
+        ASSERT_EQ(unwired->output(x)[0], wired->output(x_w)[0]) << file << " " << iface;
+      }
+      // A reset starts again from the start values.
+      unwired->reset(0.0);
+      unwired->step(0.0, 1.5, in);
+      EXPECT_EQ(unwired->output(count)[0], 1.0) << file << " " << iface;
+      // The block's own start for an input is the value it keeps.
+      auto by_two = build_partition(
+          BlockRegistry::with_builtins(), "p",
+          {{"m", "fmu", BlockParams{{"file", fmu(file)}, {"interface", iface}, {"start.inc", 2.0}}, ""}}, {}, {},
+          IntegratorKind::kRk4);
+      for (int i = 0; i < 250; ++i) by_two->step(i * 0.01, 0.01, in);
+      EXPECT_EQ(by_two->output(by_two->find_output({"m", "counter"}))[0], 4.0) << file << " " << iface;
+    }
+  }
+}
+
 // Frames of 0.3 s (and, as a measured step would, alternating 0.13 and
 // 0.37 s) hold the events at 1, 2, 3 s inside them: euler, rk2 and rk4 end
 // a sub-step on each, so x, whose derivative jumps there, stays exact; ab2
