@@ -188,8 +188,10 @@ struct TaskStats {
   std::atomic<std::uint64_t> catch_up_frames{0};
   std::atomic<std::uint64_t> longest_catch_up{0};
   std::atomic<std::uint64_t> extra_substeps{0};
-  // Catch-up cycles of fixed-step members that waited for a lagging
-  // producer's data (ThreadUnit::data_wait), on the cycle's owner.
+  // Looks before a cycle that slept for a lagging producer's data or for
+  // room in a consumer's ring (ThreadUnit::data_wait), on the cycle's
+  // owner, and measured frames held at a lagging producer's data
+  // (ThreadUnit::hold). docs/figures.md, "data waits".
   std::atomic<std::uint64_t> data_waits{0};
   // The release of the next cycle of the task's thread, on the run's clock
   // (ns): how far behind it runs, for its consumers' catch-up

@@ -72,10 +72,7 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
         if (!p || !p->local() || !std::isfinite(b->max_extrapolation)) continue;
         if (std::find(u.members.begin(), u.members.end(), p) != u.members.end()) continue;  // its own thread
         // A producer that shares the processor at a higher priority runs
-        // first at a common release: the consumer's steps then lie within
-        // its data, and a catch-up keeps it so. Otherwise a step may
-        // extrapolate the newest block by the consumer's period, as it
-        // does on time.
+        // first at a common release.
         const bool first =
             p->spec().cpu >= 0 && p->spec().cpu == m->spec().cpu && p->spec().priority > m->spec().priority;
         // On time such a producer is one of its own periods ahead when the

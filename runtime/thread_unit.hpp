@@ -95,11 +95,11 @@ struct ThreadUnit {
   // long (0: start now): a fixed step does not run ahead of a producer that
   // lags (docs/stalls.md, "No task runs ahead of a producer that lags"). A
   // member's step would end past the newest tag of a `wait_links` link plus
-  // its reach (the consumer's period; half of it where the producer runs
-  // first on the shared processor, as its data then always lies ahead)
-  // while that producer is behind: a period or more past its release
-  // (where it runs first, at all: this thread runs only while that one is
-  // not ready) or owing a period or more. Running on would extrapolate
+  // its reach (the consumer's period, less the lead of a producer that runs
+  // first on the shared processor: one of its periods, at most half the
+  // consumer's) while that producer is behind (`lags`: a cycle or more
+  // past its release, owing a period or more, or, where it runs first,
+  // sleeping for its own data). Running on would extrapolate
   // that link beyond anything normal operation does; waiting gives the
   // producer the processor for its own catch-up, so the two interleave as
   // they run on time. It also waits while a consumer's ring (`full_links`)
