@@ -27,7 +27,7 @@ std::uint64_t graph_text_hash(std::string_view text) noexcept {
 }
 
 std::string dds_topic_name(const GraphSpec& graph, const std::string& source, const std::string& consumer) {
-  const auto dot = source.rfind('.');
+  const auto dot = source.find('.');  // block names have none
   const std::string block = dot == std::string::npos ? source : source.substr(0, dot);
   const std::string port = dot == std::string::npos ? std::string() : source.substr(dot + 1);
   return "rtcosim_" + topic_part(graph.name.empty() ? "graph" : graph.name) + "_" + topic_part(block) + "__" +

@@ -36,6 +36,14 @@ void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
     const auto type = in_.text(node, "type", what, true);
     const auto task = in_.text(node, "task", what, true);
     if (name) spec.name = *name;
+    // "block.port" is split at its first dot: a block's name has none (a
+    // port's may: an FMU's structured variable names).
+    if (name && name->find('.') != std::string::npos) {
+      std::string plain = *name;
+      std::replace(plain.begin(), plain.end(), '.', '_');
+      in_.error(node["name"],
+                what + ": a block's name has no '.' — \"block.port\" is split at the first dot (e.g. '" + plain + "')");
+    }
     if (type) spec.type = *type;
     if (task) spec.task = *task;
     bool params_ok = true;

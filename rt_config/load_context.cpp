@@ -213,7 +213,9 @@ std::optional<tasks::Endpoint> Reader::endpoint(const YAML::Node& node, const st
     return std::nullopt;
   }
   const std::string& s = node.Scalar();
-  const auto dot = s.rfind('.');
+  // At the first dot: a block's name has none, a port's may (an FMU's
+  // structured variable names: 'a.b', 'x[1].y', 'der(x)').
+  const auto dot = s.find('.');
   if (dot == std::string::npos || dot == 0 || dot + 1 == s.size()) {
     error(node, what + " is '" + s + "' — expected \"block.port\", e.g. \"airframe.y\"");
     return std::nullopt;

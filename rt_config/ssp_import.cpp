@@ -703,10 +703,6 @@ class Importer {
       ssd_.fail(k, "the connection is driven by the system's input connector '" + from.conn.name +
                        "' — rtcosim imports a closed system: nothing outside drives its inputs");
     }
-    if (from.conn.name.find('.') != std::string::npos) {
-      ssd_.fail(k, "'" + from.conn.name + "' of component '" + from.comp->name +
-                       "' has a '.' in its name — rtcosim's wires name \"block.port\", split at the last dot");
-    }
     if (!to.comp) {  // a system output: recorded
       if (std::find(extra_records_.begin(), extra_records_.end(), from.comp->block + "." + from.conn.name) ==
           extra_records_.end()) {
@@ -714,10 +710,6 @@ class Importer {
       }
       system_outputs_.push_back("# system output '" + to.conn.name + "' = " + from.comp->block + "." + from.conn.name);
       return;
-    }
-    if (to.conn.name.find('.') != std::string::npos) {
-      ssd_.fail(k, "'" + to.conn.name + "' of component '" + to.comp->name +
-                       "' has a '.' in its name — rtcosim's wires name \"block.port\", split at the last dot");
     }
     const std::string key = to.comp->block + "." + to.conn.name;
     if (auto it = driven_.find(key); it != driven_.end()) {
@@ -962,7 +954,7 @@ class Importer {
     std::vector<std::string> records;
     for (const auto& c : components_) {
       for (const auto& k : c.connectors) {
-        if (k.kind != "output" || k.name.find('.') != std::string::npos) continue;
+        if (k.kind != "output") continue;
         // Real outputs only: a wired Integer or Boolean output is recorded
         // below, where the fmu block takes it as a port.
         if (type_of(*c.md->find(k.name)) != SspType::kReal) continue;

@@ -171,6 +171,13 @@ void TaskRuntime::reset_run() noexcept {
   stats_.reset();
   policy_.reset();
   failed_frame_.store(kNotFailed, std::memory_order_relaxed);
+  ended_frame_.store(kNotFailed, std::memory_order_relaxed);
+}
+
+std::string TaskRuntime::ending() const {
+  if (!ended()) return {};
+  return "task '" + spec_.name + "' ended the run in frame " +
+         std::to_string(ended_frame_.load(std::memory_order_acquire)) + ": " + partition_->termination();
 }
 
 std::string TaskRuntime::failure() const {
@@ -234,7 +241,7 @@ void TaskRuntime::step(double h) noexcept {
     stats_.step.add(h);
     return;
   }
-  if (failed()) return;
+  if (failed() || ended()) return;
   // A frame that repays owed real time integrates it in equal sub-steps of
   // at most max_step (StepPolicy); its outputs are staged once, at the end.
   const int n = policy_.substeps(h);
@@ -253,6 +260,13 @@ void TaskRuntime::step(double h) noexcept {
     }
     truncation = std::max(truncation, partition_->truncation_error());
     local_error = std::max(local_error, partition_->local_error());
+    if (partition_->terminated()) {
+      // The model ended itself: this step completed and is published; the
+      // graph's tasks stop at their next cycle.
+      ended_frame_.store(stats_.frames.load(std::memory_order_relaxed), std::memory_order_release);
+      if (run_end_) run_end_->store(true, std::memory_order_release);
+      break;
+    }
   }
   stats_.local_error.add(local_error);
   const double tolerance = partition_->divergence_guard().tolerance;
@@ -344,6 +358,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
                                                           it->second->externals, ts.integrator);
     g->tasks_.push_back(std::make_unique<TaskRuntime>(ts, std::move(partition)));
     g->tasks_.back()->set_id(static_cast<std::uint32_t>(g->tasks_.size() - 1));
+    g->tasks_.back()->set_run_end(&g->model_ended_);
   }
   std::unordered_map<std::string_view, TaskRuntime*> task_named;
   for (auto& t : g->tasks_) task_named.emplace(t->spec().name, t.get());
@@ -369,7 +384,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
     std::unordered_map<std::string, std::size_t> pending_keyed;  // key -> index in pending
     const std::size_t first_link = g->links_.size();
     for (const auto& external : consumer->partition().externals()) {
-      const auto from = task_of_block.find(std::string_view(external.name).substr(0, external.name.rfind('.')));
+      const auto from = task_of_block.find(std::string_view(external.name).substr(0, external.name.find('.')));
       const auto producer_it = from == task_of_block.end() ? task_named.end() : task_named.find(*from->second);
       if (producer_it == task_named.end())
         throw tasks::BlockError("internal: no producer task for link '" + external.name + "'");
@@ -394,7 +409,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
       // back, and one producer period more, are normal operation.
       link->lookback = consumer->spec().period + producer_period;
       link->width = external.width;
-      const auto dot = external.name.rfind('.');
+      const auto dot = external.name.find('.');  // block names have none
       const tasks::OutputRef ref =
           producer->partition().find_output({external.name.substr(0, dot), external.name.substr(dot + 1)});
       const bool alone = !bundle_links || link->remote || !methods.per_signal(coupling->method) ||
@@ -555,6 +570,7 @@ void Graph::trace_link_health() const noexcept {
 }
 
 void Graph::reset() noexcept {
+  model_ended_.store(false, std::memory_order_relaxed);
   for (auto& b : bundles_) {
     b->link->drain_to([](const coupling::DataBlock&) noexcept {});
     b->link->extrapolator().reset();

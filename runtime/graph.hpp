@@ -250,6 +250,19 @@ class TaskRuntime {
   // in which frame.
   [[nodiscard]] bool failed() const noexcept { return failed_frame_.load(std::memory_order_acquire) != kNotFailed; }
   [[nodiscard]] std::string failure() const;
+  // True once this task's model ended the simulation itself (an FMU's
+  // terminateSimulation, tasks::Partition::terminated): the frame that said
+  // so completed and published, the task steps no more, and every task of
+  // the graph ends its loop at its next cycle (run_ended). No failure: the
+  // run ends normally. `ending` (not RT) says which block, when and how.
+  [[nodiscard]] bool ended() const noexcept { return ended_frame_.load(std::memory_order_acquire) != kNotFailed; }
+  [[nodiscard]] std::string ending() const;
+  // True once any task of this task's graph ended the run (above).
+  [[nodiscard]] bool run_ended() const noexcept {
+    return run_end_ != nullptr && run_end_->load(std::memory_order_acquire);
+  }
+  // Set-up: the graph's flag that ended() raises.
+  void set_run_end(std::atomic<bool>* flag) noexcept { run_end_ = flag; }
   // One line per block whose foreign code (an FMU) allocated in this run's
   // frames, where that can be detected (Block::foreign_allocations); not RT.
   [[nodiscard]] std::vector<std::string> allocation_reports() const;
@@ -273,6 +286,8 @@ class TaskRuntime {
   // Written by the task's thread (release: the block's failure is written
   // before), read by the status thread while it runs.
   std::atomic<std::uint64_t> failed_frame_{kNotFailed};
+  std::atomic<std::uint64_t> ended_frame_{kNotFailed};
+  std::atomic<bool>* run_end_ = nullptr;  // the graph's
   struct ParameterUpdate {
     std::size_t block = 0, parameter = 0;
     double value = 0.0;
@@ -324,8 +339,12 @@ class Graph {
   // reset, initial outputs published.
   void reset() noexcept;
 
+  // True once a task's model ended the run (TaskRuntime::ended).
+  [[nodiscard]] bool model_ended() const noexcept { return model_ended_.load(std::memory_order_acquire); }
+
  private:
   explicit Graph(const config::GraphSpec& spec) : spec_(spec) {}
+  std::atomic<bool> model_ended_{false};
   config::GraphSpec spec_;
   std::string host_;
   std::vector<std::unique_ptr<TaskRuntime>> tasks_;

@@ -113,6 +113,9 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
   std::int64_t now = clock.now();
   while (running.load(std::memory_order_relaxed)) {
     if (end_ns != 0 && u.deadlines.start_at(now) >= end_ns) break;
+    // A model that ended the simulation itself ends every thread's loop at
+    // its next cycle (TaskRuntime::ended).
+    if (u.owner().run_ended()) break;
     const std::int64_t release = u.deadlines.release();
     const bool slept = release > now;
     if (slept) {
@@ -148,7 +151,7 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
     // A task whose FMU failed stops here, cleanly: the frame is accounted,
     // its thread leaves the loop, the other units run on.
     bool failed = false;
-    for (const TaskRuntime* m : u.members) failed = failed || m->failed();
+    for (const TaskRuntime* m : u.members) failed = failed || m->failed() || m->ended();
     TaskRuntime& owner = u.owner();
     const std::uint64_t missed_before = u.deadlines.missed_periods();
     if (u.cycle_done(cycle_start, now)) {

@@ -76,6 +76,7 @@ class VirtualSchedule {
         observer_(observer),
         frames_(frames),
         end_ns_(seconds_to_ns(duration)),
+        stop_ns_(end_ns_),
         thread_units_(thread_units(graph)),
         units_(thread_units_.size()) {
     place_units(duration);
@@ -111,6 +112,7 @@ class VirtualSchedule {
       while (!releases_due_.empty() && releases_due_.top().first == now) {
         const std::size_t i = releases_due_.top().second;
         releases_due_.pop();
+        if (now >= stop_ns_) continue;
         release(i);
         touch(units_[i].cpu);
       }
@@ -123,7 +125,7 @@ class VirtualSchedule {
       if (next == kNever) break;
       now = next;
     }
-    for (auto& u : units_) u.unit->finish(end_ns_);
+    for (auto& u : units_) u.unit->finish(stop_ns_);
   }
 
  private:
@@ -189,6 +191,9 @@ class VirtualSchedule {
     if (frames_) frames_->push_back(record);
     if (observer_) observer_(t, record);
     t.publish();
+    // A model that ended the simulation itself: no cycle starts from now on;
+    // those in progress finish (as run_unit's threads do at their next cycle).
+    if (t.run_ended()) stop_ns_ = std::min(stop_ns_, now);
     u.frame_started = false;
     if (++u.pos < tu.plan.size()) return;
     tu.cycle_done(u.cycle_start_ns, now);
@@ -249,7 +254,7 @@ class VirtualSchedule {
     end_frame(u, now);
     if (u.active) return;
     pop_winner(u.cpu);
-    if (u.start_ns < end_ns_) releases_due_.emplace(u.start_ns, static_cast<std::size_t>(&u - units_.data()));
+    if (u.start_ns < stop_ns_) releases_due_.emplace(u.start_ns, static_cast<std::size_t>(&u - units_.data()));
   }
 
   // Gives every touched processor to its winner; frames that need no
@@ -285,7 +290,7 @@ class VirtualSchedule {
           w->active = false;
           w->slept = false;
           w->start_ns = now + wait;
-          if (w->start_ns < end_ns_) releases_due_.emplace(w->start_ns, static_cast<std::size_t>(w - units_.data()));
+          if (w->start_ns < stop_ns_) releases_due_.emplace(w->start_ns, static_cast<std::size_t>(w - units_.data()));
           offer(c);
           continue;
         }
@@ -315,6 +320,7 @@ class VirtualSchedule {
   const Observer& observer_;
   std::vector<FrameRecord>* frames_;  // null: not kept
   const std::int64_t end_ns_;
+  std::int64_t stop_ns_;  // end_ns_, or earlier when a model ended the run
   std::vector<ThreadUnit> thread_units_;
   std::vector<Unit> units_;
   std::size_t processors_ = 0;

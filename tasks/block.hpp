@@ -200,6 +200,15 @@ class Block {
   [[nodiscard]] virtual bool failed() const noexcept { return false; }
   [[nodiscard]] virtual std::string failure() const { return {}; }
   [[nodiscard]] bool can_fail() const noexcept { return can_fail_; }
+  // For such a block: true once its model ended the simulation itself (an
+  // FMU's terminateSimulation). The step that said so completed; the run
+  // then ends normally, at the end of that frame (docs/fmi.md,
+  // "Termination"). `termination` (not RT) says who, when and how.
+  [[nodiscard]] virtual bool terminated() const noexcept { return false; }
+  [[nodiscard]] virtual std::string termination() const { return {}; }
+  // The model time at which it ended (an FMU's last successful time, which
+  // may lie inside the step): the partition's step ends there.
+  [[nodiscard]] virtual double termination_time() const noexcept { return std::numeric_limits<double>::infinity(); }
 
   // Heap requests the block's foreign code (an FMU) made in its frames
   // since the run started, where they can be detected (an FMI 2.0 FMU's

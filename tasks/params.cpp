@@ -1,5 +1,6 @@
 #include "tasks/params.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -53,7 +54,8 @@ double BlockParams::number(const std::string& block, const std::string& name, do
 
 double BlockParams::positive(const std::string& block, const std::string& name) const {
   const double v = number(block, name);
-  if (!(v > 0.0)) throw BlockError(where(block, name) + " = " + describe(v) + " — expected a positive number", block, name);
+  if (!(v > 0.0))
+    throw BlockError(where(block, name) + " = " + describe(v) + " — expected a positive number", block, name);
   return v;
 }
 
@@ -67,8 +69,8 @@ double BlockParams::non_negative(const std::string& block, const std::string& na
   return v;
 }
 
-std::size_t BlockParams::count(const std::string& block, const std::string& name, std::size_t fallback,
-                               std::size_t min, std::size_t max) const {
+std::size_t BlockParams::count(const std::string& block, const std::string& name, std::size_t fallback, std::size_t min,
+                               std::size_t max) const {
   if (!has(name)) {
     used_.insert(name);
     return fallback;
@@ -106,19 +108,21 @@ std::optional<Matrix> BlockParams::matrix_if(const std::string& block, const std
   if (!v) return std::nullopt;
   if (const auto* d = std::get_if<double>(v)) return Matrix{{*d}};
   if (const auto* vec = std::get_if<Vector>(v)) {
-    if (vec->empty()) throw BlockError(where(block, name) + " is empty — expected a matrix (a list of rows)", block, name);
+    if (vec->empty())
+      throw BlockError(where(block, name) + " is empty — expected a matrix (a list of rows)", block, name);
     return Matrix{*vec};  // one row
   }
   const auto* m = std::get_if<Matrix>(v);
-  if (!m) throw BlockError(where(block, name) + " is " + describe(*v) + " — expected a matrix (a list of rows)", block, name);
+  if (!m)
+    throw BlockError(where(block, name) + " is " + describe(*v) + " — expected a matrix (a list of rows)", block, name);
   if (m->empty() || m->front().empty()) {
     throw BlockError(where(block, name) + " is empty — expected a matrix (a list of rows)", block, name);
   }
   for (std::size_t r = 0; r < m->size(); ++r) {
     if ((*m)[r].size() != m->front().size()) {
       throw BlockError(where(block, name) + ": row " + std::to_string(r + 1) + " has " +
-                           std::to_string((*m)[r].size()) + " columns, row 1 has " +
-                           std::to_string(m->front().size()) + " — expected a rectangular matrix",
+                           std::to_string((*m)[r].size()) + " columns, row 1 has " + std::to_string(m->front().size()) +
+                           " — expected a rectangular matrix",
                        block, name);
     }
     for (double x : (*m)[r]) {
@@ -173,6 +177,20 @@ void BlockParams::check_all_used(const std::string& block, const std::string& ty
     }
     throw BlockError(message, block, name);
   }
+}
+
+std::vector<std::string> split_names(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    std::string name = text.substr(start, comma - start);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (!name.empty()) out.push_back(name);
+    start = comma + 1;
+  }
+  return out;
 }
 
 }  // namespace rtcosim::tasks

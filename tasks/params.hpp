@@ -29,6 +29,10 @@ using Vector = std::vector<double>;
 using Matrix = std::vector<std::vector<double>>;  // rows
 using ParamValue = std::variant<double, Vector, Matrix, std::string, bool>;
 
+// A text parameter that lists names ("a, b, c"): the names, trimmed, empty
+// ones dropped.
+std::vector<std::string> split_names(const std::string& text);
+
 /*
  * BlockParams: the parameters of one block as the configuration gave them
  * (numbers, vectors, matrices as lists of rows, strings, booleans). A block

@@ -842,6 +842,8 @@ void Partition::reset(double t0) noexcept {
 
 void Partition::step(double t, double h, InputSource& inputs) noexcept {
   if (!(h > 0.0)) return;
+  // A model that ended the simulation is asked nothing more.
+  if (!impl_->fallible.empty() && terminated()) return;
   // A failed FMU is asked nothing more; states that are no numbers are not integrated on.
   if ((!impl_->fallible.empty() || impl_->s.nonfinite != kNoState || impl_->s.diverged != kNoState) && failed()) return;
   Impl& m = *impl_;
@@ -858,6 +860,13 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   if (!m.discrete.empty()) {
     sample(t, InputPass::kDiscrete);
     m.major_pass(t, h);
+    // A co-simulated model that ended itself inside the step (its last
+    // successful time) ends the partition's step there too.
+    if (!m.fallible.empty() && terminated()) {
+      double te = std::numeric_limits<double>::infinity();
+      for (std::size_t i : m.fallible) te = std::min(te, m.slots[i].block->termination_time());
+      if (te > t && te < t + h) h = te - t;
+    }
   }
   std::vector<double>& x = s.x;
   const std::size_t nx = m.nx;
@@ -932,6 +941,15 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
       sample(te, InputPass::kEvent);
       (void)handle_events(te);
       if (!m.fallible.empty() && failed()) return;
+      // A model that ended itself at the event ends the step there, with
+      // the outputs after the event (a terminated FMU's are only read).
+      if (!m.fallible.empty() && terminated()) {
+        s.time = te;
+        m.evaluate(te, x, m.k4, false);
+        m.output_derivatives(m.k4);
+        m.mark_jumps(true);
+        return;
+      }
       from = te;
     }
   }
@@ -1148,6 +1166,21 @@ bool Partition::failed() const noexcept {
     if (impl_->slots[i].block->failed()) return true;
   }
   return false;
+}
+
+bool Partition::terminated() const noexcept {
+  for (std::size_t i : impl_->fallible) {
+    if (impl_->slots[i].block->terminated()) return true;
+  }
+  return false;
+}
+
+std::string Partition::termination() const {
+  for (std::size_t i : impl_->fallible) {
+    const Block& b = *impl_->slots[i].block;
+    if (b.terminated()) return "block '" + b.name() + "' (" + b.type() + "): " + b.termination();
+  }
+  return {};
 }
 
 std::string Partition::failure() const {

@@ -161,6 +161,13 @@ class Partition {
   // message, naming the block. `reset` and `restore` clear the latter.
   [[nodiscard]] bool failed() const noexcept;
   [[nodiscard]] std::string failure() const;
+  // True once a block's model ended the simulation itself (an FMU's
+  // terminateSimulation, Block::terminated): the step that said so
+  // completed (to the event's time when it ended at an event inside the
+  // step) and no block is asked anything more. `termination` (not RT)
+  // names the block and what it said.
+  [[nodiscard]] bool terminated() const noexcept;
+  [[nodiscard]] std::string termination() const;
   // Events handled by blocks with events (FMUs) since reset.
   [[nodiscard]] std::uint64_t events() const noexcept;
 

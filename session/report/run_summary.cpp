@@ -368,7 +368,8 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
            ",\"extra_substeps\":" + std::to_string(s.extra_substeps.load()) +
            ",\"owed_max_s\":" + json_number(s.owed_max.load()) + ",\"owed_s\":" + json_number(s.owed.load()) +
            ",\"data_waits\":" + std::to_string(s.data_waits.load()) + "}" +
-           (t->failed() ? ",\"failure\":" + base::json_string(t->failure()) : std::string());
+           (t->failed() ? ",\"failure\":" + base::json_string(t->failure()) : std::string()) +
+           (t->ended() ? ",\"ended_run\":" + base::json_string(t->ending()) : std::string());
     std::string allocations;
     for (const auto& line : t->allocation_reports())
       allocations += (allocations.empty() ? "" : ",") + base::json_string(line);

@@ -93,6 +93,9 @@ typedef fmi2Status fmi2GetRealOutputDerivativesTYPE(fmi2Component c, const fmi2V
                                                     const fmi2Integer order[], fmi2Real value[]);
 typedef fmi2Status fmi2DoStepTYPE(fmi2Component c, fmi2Real currentCommunicationPoint, fmi2Real communicationStepSize,
                                   fmi2Boolean noSetFMUStatePriorToCurrentCommunicationPoint);
+typedef enum { fmi2DoStepStatus, fmi2PendingStatus, fmi2LastSuccessfulTime, fmi2Terminated } fmi2StatusKind;
+typedef fmi2Status fmi2GetRealStatusTYPE(fmi2Component c, const fmi2StatusKind s, fmi2Real* value);
+typedef fmi2Status fmi2GetBooleanStatusTYPE(fmi2Component c, const fmi2StatusKind s, fmi2Boolean* value);
 
 // ---- FMI 3.0 -------------------------------------------------------------
 typedef void* fmi3Instance;

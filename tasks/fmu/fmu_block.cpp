@@ -112,6 +112,10 @@ class FmuBlock final : public Block {
     fmu::FmuOptions options;
     options.instance_name = name;
     options.logging = params.flag(name, "logging", false);
+    // The experiment the FMU is told of (a co-simulated FMU's own solver
+    // takes the tolerance; stop time: the end it may prepare for).
+    if (params.has("tolerance")) options.tolerance = params.positive(name, "tolerance");
+    if (params.has("stop_time")) options.stop_time = params.positive(name, "stop_time");
     if (!iface.empty()) {
       options.interface = iface == "model_exchange" ? FmuInterface::kModelExchange : FmuInterface::kCoSimulation;
     }
@@ -296,10 +300,9 @@ class FmuBlock final : public Block {
       o += fmu_->size_of(md.states[st]);
     }
     std::size_t n_out = 0, out_values = 0, deriv_values = 0;
-    for (std::size_t k = 0; k < md.outputs.size(); ++k) {
-      const auto& v = md.variables[md.outputs[k]];
-      if (!port_type(v)) continue;
-      const std::size_t w = fmu_->size_of(md.outputs[k]);
+    auto add_output_port = [&](std::size_t index, std::optional<std::vector<std::size_t>> deps, bool observed) {
+      const auto& v = md.variables[index];
+      const std::size_t w = fmu_->size_of(index);
       add_output(v.name, w);
       Group& g = group_of(out_groups_, v.type);
       g.vr.push_back(v.value_reference);
@@ -313,7 +316,7 @@ class FmuBlock final : public Block {
       any_discrete_out_ = any_discrete_out_ || discrete;
       // Output derivatives (co-simulation) exist for continuous Real/Float64 outputs only.
       deriv_offset_.push_back(-1);
-      if (v.type == VarType::kReal && !discrete) {
+      if (v.type == VarType::kReal && !discrete && !observed) {
         deriv_offset_.back() = static_cast<std::ptrdiff_t>(deriv_values);
         deriv_vr_.push_back(v.value_reference);
         deriv_values += w;
@@ -327,8 +330,43 @@ class FmuBlock final : public Block {
         }
       }
       out_state_.push_back(state);
-      out_deps_.push_back(md.output_dependencies[k]);
+      out_deps_.push_back(std::move(deps));
       ++n_out;
+    };
+    for (std::size_t k = 0; k < md.outputs.size(); ++k) {
+      if (port_type(md.variables[md.outputs[k]])) add_output_port(md.outputs[k], md.output_dependencies[k], false);
+    }
+    // Variables that are no outputs (locals, parameters), read like outputs
+    // after each step so that they can be recorded, probed and wired on: a
+    // user looking into a model. They declare no dependency on the inputs
+    // (so that looking creates no algebraic loop); read inside a task's
+    // loop they may lag its inputs by one evaluation.
+    for (const std::string& var : split_names(params.text(name, "observe", ""))) {
+      const fmu::Variable* v = md.find(var);
+      if (!v) {
+        std::string message =
+            "block '" + name + "' (fmu): 'observe' names '" + var + "', which " + file + " does not declare";
+        if (const auto guess = base::closest_match(var, names); !guess.empty())
+          message += " (did you mean '" + guess + "'?)";
+        throw BlockError(message, name, "observe");
+      }
+      if (!fmu::is_port_type(v->type)) {
+        throw BlockError("block '" + name + "' (fmu): 'observe' names '" + var + "', of type " + v->type_name +
+                             " — only numeric variables (Real/Float, Integer/Int/UInt, Boolean, Enumeration) can be "
+                             "observed",
+                         name, "observe");
+      }
+      if (v->causality == Causality::kInput || v->causality == Causality::kOutput) {
+        throw BlockError("block '" + name + "' (fmu): 'observe' names '" + var + "', which is already a port (" +
+                             fmu::causality_name(v->causality) + ") — record or wire it as " + name + "." + var,
+                         name, "observe");
+      }
+      for (std::size_t o = 0; o < outputs().size(); ++o) {
+        if (outputs()[o].name == var)
+          throw BlockError("block '" + name + "' (fmu): 'observe' names '" + var + "' twice", name, "observe");
+      }
+      (void)port_type(*v);
+      add_output_port(static_cast<std::size_t>(v - md.variables.data()), std::vector<std::size_t>{}, true);
     }
     std::size_t widest = 1;
     for (auto* groups : {&in_groups_, &out_groups_}) {
@@ -400,7 +438,8 @@ class FmuBlock final : public Block {
     const std::string what = "'" + name + "' is a " + fmu::variability_name(v->variability) + " " +
                              fmu::causality_name(v->causality) + " " + v->type_name + " variable of the FMU";
     if (v->causality != Causality::kInput && v->causality != Causality::kOutput)
-      return what + " — only its inputs and outputs are ports (a parameter takes a start value: start." + name + ")";
+      return what + " — only its inputs and outputs are ports; to record, probe or wire it, name it in the block's " +
+             "'observe' (params: {observe: \"" + name + "\"}); a parameter takes a start value: start." + name;
     if (v->type == VarType::kString) return what + " — String variables are not ports (a port carries numbers)";
     if (!fmu::is_port_type(v->type))
       return what + " — only numeric scalars (Real/Float, Integer/Int/UInt, Boolean, Enumeration) are ports";
@@ -428,6 +467,12 @@ class FmuBlock final : public Block {
   void output(const BlockContext& c) const noexcept override {
     if (me_) {
       dirty_ = true;
+      // A model that ended itself is in event mode: its outputs there can
+      // still be read (FMI: getters are allowed), nothing can be set.
+      if (fmu_->terminated()) {
+        if (read_outputs(out_val_)) show(c, out_val_);
+        return;
+      }
       gather_inputs(c);
       if (fmu_->set_time(c.t) && fmu_->set_states(c.x.data(), nx_) && write_inputs() && read_outputs(out_val_)) {
         show(c, out_val_);
@@ -439,7 +484,7 @@ class FmuBlock final : public Block {
 
   void derivatives(const BlockContext& c, std::span<double> dx) const noexcept override {
     (void)c;
-    if (!fmu_->get_derivatives(dx.data(), nx_)) std::fill(dx.begin(), dx.end(), 0.0);
+    if (fmu_->terminated() || !fmu_->get_derivatives(dx.data(), nx_)) std::fill(dx.begin(), dx.end(), 0.0);
   }
 
   void output_derivatives(const BlockContext& c, std::span<const double> dx) const noexcept override {
@@ -475,7 +520,8 @@ class FmuBlock final : public Block {
         break;
       }
     }
-    t_next_ = c.t + c.h;
+    // A model that ended inside the step reached only its last successful time.
+    t_next_ = fmu_->terminated() ? fmu_->terminated_time() : c.t + c.h;
   }
 
   bool event(const BlockContext& c, std::span<double> x) const noexcept override {
@@ -496,6 +542,9 @@ class FmuBlock final : public Block {
     bool changed = false;
     if (!fmu_->handle_event(c.t, &changed, &next_event_)) return false;
     ++events_;
+    // A model that ended itself stays in event mode, where its states
+    // cannot be set: the frame ends here (terminated()).
+    if (fmu_->terminated()) return true;
     if (changed && !fmu_->get_states(x.data(), nx_)) return false;
     if (!fmu_->set_states(x.data(), nx_) || !fmu_->get_event_indicators(z_prev_.data(), z_prev_.size())) return false;
     return true;
@@ -512,6 +561,9 @@ class FmuBlock final : public Block {
   }
   [[nodiscard]] bool failed() const noexcept override { return fmu_->failed(); }
   [[nodiscard]] std::string failure() const override { return fmu_->failure(); }
+  [[nodiscard]] bool terminated() const noexcept override { return fmu_->terminated(); }
+  [[nodiscard]] std::string termination() const override { return fmu_->termination(); }
+  [[nodiscard]] double termination_time() const noexcept override { return fmu_->terminated_time(); }
   [[nodiscard]] std::uint64_t foreign_allocations() const noexcept override { return fmu_->allocations(); }
   [[nodiscard]] std::string run_notice() const override {
     const std::uint64_t n = fmu_->inexact_reads();
@@ -623,7 +675,15 @@ void register_fmu_blocks(BlockRegistry& registry) {
                  {"start", "mapping", "",
                   "start values by variable name, e.g. {m: 2.0, k: [1, 2, 3]} (a list for an array; one number: every "
                   "element); a structural parameter sizes arrays"},
-                 {"logging", "boolean", "false", "the FMU's loggingOn; its messages go to stderr"}},
+                 {"logging", "boolean", "false", "the FMU's loggingOn; its messages go to stderr"},
+                 {"observe", "text", "",
+                  "comma-separated variables that are no outputs (locals, parameters) to read after each step as "
+                  "extra output ports: recorded, probed, wired like outputs"},
+                 {"tolerance", "number", "undefined",
+                  "relative tolerance passed to fmi2SetupExperiment / fmi3EnterInitializationMode (the FMU's own "
+                  "solver)"},
+                 {"stop_time", "number", "undefined",
+                  "stop time in seconds passed the same way; the FMU may refuse to step past it"}},
                 make_factory<FmuBlock>()});
 }
 

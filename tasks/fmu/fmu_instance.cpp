@@ -210,7 +210,9 @@ struct FmuInstance::Api {
   fmi2SetContinuousStatesTYPE* set_x2 = nullptr;
   fmi2GetRealVectorTYPE *get_dx2 = nullptr, *get_z2 = nullptr, *get_x2 = nullptr;
   fmi2DoStepTYPE* do_step2 = nullptr;
-  fmi2GetRealOutputDerivativesTYPE* get_dy2 = nullptr;  // optional
+  fmi2GetRealStatusTYPE* get_real_status2 = nullptr;     // optional: why a step was discarded
+  fmi2GetBooleanStatusTYPE* get_bool_status2 = nullptr;  // optional
+  fmi2GetRealOutputDerivativesTYPE* get_dy2 = nullptr;   // optional
   fmi2CallbackFunctions callbacks{};
   // FMI 3.0
   fmi3InstantiateModelExchangeTYPE* instantiate_me3 = nullptr;
@@ -396,6 +398,8 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
       lib.get(a.get_x2, "fmi2GetContinuousStates");
     } else {
       lib.get(a.do_step2, "fmi2DoStep");
+      lib.get(a.get_real_status2, "fmi2GetRealStatus", true);
+      lib.get(a.get_bool_status2, "fmi2GetBooleanStatus", true);
       lib.get(a.get_dy2, "fmi2GetRealOutputDerivatives", true);
     }
     a.callbacks = fmi2CallbackFunctions{fmi2_logger, fmi2_allocate, fmi2_free, nullptr, this};
@@ -632,14 +636,21 @@ void FmuInstance::initialize_instance() {
   Api& a = *api_;
   const bool me = interface_ == FmuInterface::kModelExchange;
   if (a.v2) {
-    if (!check(a.setup2(instance_, 0, 0.0, 0.0, 0, 0.0), "fmi2SetupExperiment")) throw FmuError(failure());
+    const auto& o = options_;
+    if (!check(a.setup2(instance_, o.tolerance ? 1 : 0, o.tolerance.value_or(0.0), 0.0, o.stop_time ? 1 : 0,
+                        o.stop_time.value_or(0.0)),
+               "fmi2SetupExperiment"))
+      throw FmuError(failure());
     apply_start_values();
     if (!check(a.enter_init2(instance_), "fmi2EnterInitializationMode")) throw FmuError(failure());
     if (!check(a.exit_init2(instance_), "fmi2ExitInitializationMode")) throw FmuError(failure());
   } else {
     configure();
     apply_start_values();
-    if (!check(a.enter_init3(instance_, false, 0.0, 0.0, false, 0.0), "fmi3EnterInitializationMode"))
+    const auto& o = options_;
+    if (!check(a.enter_init3(instance_, o.tolerance.has_value(), o.tolerance.value_or(0.0), 0.0,
+                             o.stop_time.has_value(), o.stop_time.value_or(0.0)),
+               "fmi3EnterInitializationMode"))
       throw FmuError(failure());
     if (!check(a.exit_init3(instance_), "fmi3ExitInitializationMode")) throw FmuError(failure());
   }
@@ -659,6 +670,7 @@ bool FmuInstance::reinitialize() noexcept {
   Api& a = *api_;
   failed_function_ = nullptr;
   last_error_[0] = '\0';
+  terminated_.store(false, std::memory_order_relaxed);
   const int reset = a.v2 ? static_cast<int>(a.reset2(instance_)) : static_cast<int>(a.reset3(instance_));
   if (!check(reset, a.v2 ? "fmi2Reset" : "fmi3Reset")) return false;
   try {
@@ -1004,10 +1016,12 @@ bool FmuInstance::completed_integrator_step(bool* enter_event_mode) noexcept {
     fmi2Boolean enter = 0, terminate = 0;
     if (!check(a.completed2(instance_, 1, &enter, &terminate), "fmi2CompletedIntegratorStep")) return false;
     *enter_event_mode = enter != 0;
+    if (terminate) end_simulation("fmi2CompletedIntegratorStep", time_);
   } else {
     fmi3Boolean enter = false, terminate = false;
     if (!check(a.completed3(instance_, true, &enter, &terminate), "fmi3CompletedIntegratorStep")) return false;
     *enter_event_mode = enter;
+    if (terminate) end_simulation("fmi3CompletedIntegratorStep", time_);
   }
   return true;
 }
@@ -1024,6 +1038,7 @@ bool FmuInstance::handle_event_iteration(bool* states_changed, double* next_even
       again = info.newDiscreteStatesNeeded != 0;
       *states_changed = *states_changed || info.valuesOfContinuousStatesChanged != 0;
       *next_event = info.nextEventTimeDefined ? info.nextEventTime : std::numeric_limits<double>::infinity();
+      if (info.terminateSimulation) end_simulation("fmi2NewDiscreteStates", time_);
     } else {
       fmi3Boolean need = false, terminate = false, nominals = false, values = false, defined = false;
       double t_next = 0.0;
@@ -1034,7 +1049,11 @@ bool FmuInstance::handle_event_iteration(bool* states_changed, double* next_even
       again = need;
       *states_changed = *states_changed || values;
       *next_event = defined ? t_next : std::numeric_limits<double>::infinity();
+      if (terminate) end_simulation("fmi3UpdateDiscreteStates", time_);
     }
+    // A model that ended itself is asked nothing more (FMI: the importer
+    // only terminates it then).
+    if (terminated_) return true;
     if (!again) {
       return a.v2 ? check(a.enter_ct2(instance_), "fmi2EnterContinuousTimeMode")
                   : check(a.enter_ct3(instance_), "fmi3EnterContinuousTimeMode");
@@ -1062,13 +1081,50 @@ bool FmuInstance::handle_event(double t, bool* states_changed, double* next_even
 
 bool FmuInstance::do_step(double t, double h) noexcept {
   if (failed()) return false;
+  if (terminated()) return true;
   const Charging charge(this);
   time_ = t;
   Api& a = *api_;
-  if (a.v2) return check(a.do_step2(instance_, t, h, 1), "fmi2DoStep");
+  if (a.v2) {
+    const fmi2Status status = a.do_step2(instance_, t, h, 1);
+    // Discard with fmi2Terminated: the model ended the simulation itself
+    // (FMI 2.0.4, 4.2.3); its outputs at its last successful time are valid.
+    if (status == fmi2Discard && a.get_bool_status2) {
+      fmi2Boolean ended = 0;
+      if (a.get_bool_status2(instance_, fmi2Terminated, &ended) == fmi2OK && ended) {
+        fmi2Real last = t + h;
+        if (!a.get_real_status2 || a.get_real_status2(instance_, fmi2LastSuccessfulTime, &last) != fmi2OK) last = t + h;
+        end_simulation("fmi2DoStep (fmi2Terminated)", last);
+        return true;
+      }
+    }
+    return check(status, "fmi2DoStep");
+  }
   fmi3Boolean event = false, terminate = false, early = false;
-  double last = 0.0;
-  return check(a.do_step3(instance_, t, h, true, &event, &terminate, &early, &last), "fmi3DoStep");
+  double last = t + h;
+  const int status = a.do_step3(instance_, t, h, true, &event, &terminate, &early, &last);
+  // terminateSimulation: the model ended itself at lastSuccessfulTime, with
+  // OK (FMI 3.0, 4.2.4) or, from some exporters, Discard.
+  if (terminate && (status == 0 || status == 1 || status == 2)) {
+    end_simulation("fmi3DoStep (terminateSimulation)", last);
+    return true;
+  }
+  return check(status, "fmi3DoStep");
+}
+
+void FmuInstance::end_simulation(const char* function, double t) noexcept {
+  if (terminated_.load(std::memory_order_relaxed)) return;
+  terminated_function_ = function;
+  terminated_time_ = t;
+  terminated_.store(true, std::memory_order_release);
+}
+
+std::string FmuInstance::termination() const {
+  if (!terminated()) return {};
+  std::ostringstream out;
+  out << "FMU '" << options_.instance_name << "' ended the simulation at t = " << terminated_time_ << " s ("
+      << terminated_function_ << ")";
+  return out.str();
 }
 
 bool FmuInstance::has_output_derivatives() const noexcept {

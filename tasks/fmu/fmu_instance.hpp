@@ -47,6 +47,10 @@ struct FmuOptions {
   std::optional<FmuInterface> interface;
   std::string instance_name = "fmu";
   bool logging = false;  // the FMU's loggingOn
+  // The experiment as fmi2SetupExperiment and fmi3EnterInitializationMode
+  // take it (start time 0); none: undefined, the FMU's own defaults.
+  std::optional<double> tolerance;
+  std::optional<double> stop_time;
   // Variable name and value(s), checked by the caller: one value for a
   // scalar; for an array one value (every element takes it, as a single
   // start value in modelDescription.xml does) or one per element, in the
@@ -192,6 +196,17 @@ class FmuInstance {
 
   [[nodiscard]] bool failed() const noexcept { return failed_function_ != nullptr; }
   [[nodiscard]] std::string failure() const;
+  // True once the model ended the simulation itself (FMI 2.0: fmi2DoStep
+  // returned Discard with fmi2Terminated, or terminateSimulation from an
+  // event iteration or a completed integrator step; FMI 3.0:
+  // terminateSimulation from fmi3DoStep, fmi3UpdateDiscreteStates or
+  // fmi3CompletedIntegratorStep). That is no failure: the call that said it
+  // returns true, its outputs are valid, and do_step does nothing more.
+  // `termination` (not RT) says which call and at what model time.
+  [[nodiscard]] bool terminated() const noexcept { return terminated_.load(std::memory_order_acquire); }
+  [[nodiscard]] std::string termination() const;
+  // The model time at which it ended (FMI's last successful time).
+  [[nodiscard]] double terminated_time() const noexcept { return terminated_time_; }
   // Heap blocks this FMU requested through the FMI 2.0 allocateMemory
   // callback from inside the RT functions above since it finished
   // initialising: an FMU that allocates while stepping shows here. The
@@ -213,6 +228,7 @@ class FmuInstance {
   struct Api;
   struct Ring;
   bool check(int status, const char* function) noexcept;
+  void end_simulation(const char* function, double t) noexcept;
   void require_serialization(const char* what) const;
   void initialize_instance();  // start values, initialisation mode, first event iteration
   void instantiate();
@@ -243,6 +259,9 @@ class FmuInstance {
   int failed_status_ = 0;
   double failed_time_ = 0.0;
   char last_error_[464] = {};
+  std::atomic<bool> terminated_{false};
+  const char* terminated_function_ = nullptr;
+  double terminated_time_ = 0.0;
   std::atomic<std::uint64_t> allocations_{0};
   std::atomic<std::uint64_t> log_dropped_{0};
   std::atomic<std::uint64_t> inexact_reads_{0};

@@ -22,15 +22,23 @@ std::string_view trim(std::string_view s) noexcept {
 }
 
 // A signal name becomes an output port and appears as "block.port" in
-// wires: letters, digits and '_', not starting with a digit.
+// wires: letters, digits and '_', not starting with a digit; and the
+// characters of FMI's structured names ('.', '[', ']', '(', ')'), so that a
+// column can be named as the FMU input it drives (an input file of the FMI
+// Cross-Check: "Input.value", "x[2]").
 bool valid_name(std::string_view s) noexcept {
-  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9') || s[0] == '.') return false;
   return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+           c == '[' || c == ']' || c == '(' || c == ')';
   });
 }
 
-// Splits one line at commas, each cell trimmed, with the column it starts at.
+// Splits one line at commas, each cell trimmed, with the column it starts
+// at. A cell in double quotes (RFC 4180, as FMPy, fmusim and the FMI
+// Cross-Check write their headers: "time","u") is its text without them;
+// a quoted cell holding a comma or a quote is no signal name or number
+// anyway, and is refused as such by the caller.
 void split(std::string_view line, std::vector<CsvCell>& out) {
   out.clear();
   std::size_t start = 0;
@@ -40,7 +48,12 @@ void split(std::string_view line, std::vector<CsvCell>& out) {
     std::string_view raw = line.substr(start, end - start);
     std::size_t lead = 0;
     while (lead < raw.size() && (raw[lead] == ' ' || raw[lead] == '\t')) ++lead;
-    out.push_back({trim(raw), start + lead + 1});
+    std::string_view cell = trim(raw);
+    if (cell.size() >= 2 && cell.front() == '"' && cell.back() == '"') {
+      cell = cell.substr(1, cell.size() - 2);
+      ++lead;
+    }
+    out.push_back({cell, start + lead + 1});
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -85,7 +98,9 @@ CsvHeader CsvHeader::parse(std::string_view line, const std::vector<std::string>
     const std::string name(cells[c].text);
     column = cells[c].column;
     if (!valid_name(cells[c].text)) {
-      why = "signal name '" + name + "' — expected letters, digits and '_', not starting with a digit";
+      why = "signal name '" + name +
+            "' — expected letters, digits, '_' and the '.', '[]', '()' of structured names, not starting with a digit "
+            "or '.'";
       return {};
     }
     if (std::find(h.signals.begin(), h.signals.end(), name) != h.signals.end()) {
@@ -184,12 +199,21 @@ CsvTable CsvTable::parse(const std::string& text, const std::string& label, cons
     }
     double time = 0.0;
     if (!rows->parse(line, time, values, why, column)) fail(line_no, column, why);
-    if (!t.time_.empty() && !(time > t.time_.back())) {
+    // A time written twice marks a step at that instant (the FMI
+    // Cross-Check's and FMPy's input files): the first row is the value
+    // just before, the second the value from then on.
+    const bool repeat = !t.time_.empty() && time == t.time_.back();
+    if (repeat && t.time_.size() >= 2 && t.time_[t.time_.size() - 2] == time) {
       fail(line_no, column,
            "time " + std::string(trim(line.substr(0, line.find(',')))) +
-               " is not after the row before — expected strictly increasing times");
+               " appears a third time — a time may be written twice, to mark a step (the value before and after)");
     }
-    if (!t.time_.empty()) {
+    if (!t.time_.empty() && !repeat && !(time > t.time_.back())) {
+      fail(line_no, column,
+           "time " + std::string(trim(line.substr(0, line.find(',')))) +
+               " is not after the row before — expected increasing times (one written twice marks a step)");
+    }
+    if (!t.time_.empty() && !repeat) {
       // Every value between two rows is shown by interpolation: its slope must be a number.
       for (std::size_t s = 0; s < values.size(); ++s) {
         if (!std::isfinite((values[s] - columns[s].back()) / (time - t.time_.back()))) {

@@ -68,9 +68,11 @@ struct CsvOptions {
 /*
  * CsvTable: a timestamped recording read whole and validated before the
  * run starts: a header (the first column's name is free, the others name
- * the signals), then rows of a strictly increasing, finite time and one
- * finite value per signal, comma-separated; blank lines and lines starting
- * with '#' are skipped. Values are stored column by column (each signal one
+ * the signals, each may be in double quotes), then rows of an increasing,
+ * finite time and one finite value per signal, comma-separated; a time
+ * written on two rows in a row is a step at that instant (the first row's
+ * values just before, the second's from then on: `find` gives the second);
+ * blank lines and lines starting with '#' are skipped. Values are stored column by column (each signal one
  * contiguous array) so that a frame reads them by index only: `find` and
  * the accessors are noexcept and allocate nothing. Set-up (`read`) throws
  * CsvError naming the first wrong place.
@@ -87,7 +89,8 @@ class CsvTable {
     return {values_.data() + signal * rows(), rows()};
   }
   [[nodiscard]] bool is_event(std::size_t signal) const noexcept { return event_[signal] != 0; }
-  // The last row whose time is <= t; 0 when t is before the first row.
+  // The last row whose time is <= t (of a step's two rows, the second); 0
+  // when t is before the first row.
   [[nodiscard]] std::size_t find(double t) const noexcept;
 
  private:

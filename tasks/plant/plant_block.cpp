@@ -12,20 +12,6 @@ namespace rtcosim::tasks {
 
 namespace {
 
-std::vector<std::string> split_names(const std::string& text) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t comma = std::min(text.find(',', start), text.size());
-    std::string name = text.substr(start, comma - start);
-    name.erase(0, name.find_first_not_of(" \t"));
-    name.erase(name.find_last_not_of(" \t") + 1);
-    if (!name.empty()) out.push_back(name);
-    start = comma + 1;
-  }
-  return out;
-}
-
 // How simulation time maps to the plant's time, and whether every signal holds.
 struct Replay {
   double start = 0.0;
@@ -82,14 +68,16 @@ class PlantCsv final : public Block {
       add_output(table_.signals()[s], 1);
     }
     set_time_dependent();
-    // A held signal jumps where its value changes: the branch is the count
-    // of rows so far at which any held value changed, so that the links it
-    // drives restart their methods exactly there.
+    // A held signal jumps where its value changes, and any signal at a time
+    // written twice (a step): the branch is the count of rows so far at
+    // which one jumped, so that the links it drives restart their methods
+    // exactly there.
     changes_.assign(table_.rows(), 0.0);
     for (std::size_t r = 1; r < table_.rows(); ++r) {
+      const bool step = table_.time()[r] == table_.time()[r - 1];
       bool changed = false;
       for (std::size_t s = 0; s < n; ++s)
-        changed = changed || (held_[s] && table_.column(s)[r] != table_.column(s)[r - 1]);
+        changed = changed || ((held_[s] || step) && table_.column(s)[r] != table_.column(s)[r - 1]);
       changes_[r] = changes_[r - 1] + (changed ? 1.0 : 0.0);
     }
     set_jumps(table_.rows() > 1 && changes_.back() > 0.0);

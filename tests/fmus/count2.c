@@ -8,7 +8,12 @@
  * Each type has its own value references, as FMI 2.0 allows: an importer
  * that sets an Integer with fmi2SetReal sets nothing (Error). Model
  * exchange: no event indicators, nextEventTime from every event iteration;
- * co-simulation: fmi2DoStep steps across the events itself. */
+ * co-simulation: fmi2DoStep steps across the events itself. The Integer
+ * parameter stop_at (0: never) ends the simulation at the event where the
+ * counter reaches it: terminateSimulation from fmi2NewDiscreteStates, or
+ * fmi2DoStep returns Discard with fmi2Terminated and fmi2LastSuccessfulTime
+ * that event's time. The Real locals tolerance and stop_time show what
+ * fmi2SetupExperiment was given (-1: undefined). */
 #include <stdio.h>
 #include <string.h>
 
@@ -17,13 +22,14 @@
 #include "tests/fmus/counter_model.h"
 #include "tests/fmus/fmi2_common.h"
 
-enum { R_X, R_DX, NR };
-enum { I_COUNTER, I_INC, I_INC_OUT, I_MODE, NI };
+enum { R_X, R_DX, R_TOLERANCE, R_STOP_TIME, NR };
+enum { I_COUNTER, I_INC, I_INC_OUT, I_MODE, I_STOP_AT, NI };
 enum { B_ENABLE, B_ENABLE_OUT, B_ODD, NB };
 
 typedef struct {
   Counter c;
   double time;
+  double tolerance, stop_time; /* as fmi2SetupExperiment gave them; -1: undefined */
   int inc;
   int enable;
   fmi2CallbackFunctions cb;
@@ -32,6 +38,7 @@ typedef struct {
 
 static void defaults(Model* m) {
   counter_init(&m->c);
+  m->c.stop_at = 0;
   m->time = 0.0;
   m->inc = 1;
   m->enable = 1;
@@ -60,12 +67,26 @@ EXPORT fmi2Component fmi2Instantiate(fmi2String name, fmi2Type type, fmi2String 
 EXPORT void fmi2FreeInstance(fmi2Component c) { ((Model*)c)->cb.freeMemory(c); }
 EXPORT fmi2Status fmi2SetupExperiment(fmi2Component c, fmi2Boolean a, fmi2Real b, fmi2Real t0, fmi2Boolean d,
                                       fmi2Real e) {
-  (void)a, (void)b, (void)d, (void)e;
-  ((Model*)c)->time = t0;
+  Model* m = (Model*)c;
+  m->time = t0;
+  m->tolerance = a ? b : -1.0;
+  m->stop_time = d ? e : -1.0;
   return fmi2OK;
 }
 EXPORT fmi2Status fmi2ExitInitializationMode(fmi2Component c) {
   counter_init(&((Model*)c)->c);
+  return fmi2OK;
+}
+EXPORT fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s, fmi2Boolean* value) {
+  Model* m = (Model*)c;
+  if (s != fmi2Terminated) return fmi2Discard;
+  *value = m->c.ended;
+  return fmi2OK;
+}
+EXPORT fmi2Status fmi2GetRealStatus(fmi2Component c, const fmi2StatusKind s, fmi2Real* value) {
+  Model* m = (Model*)c;
+  if (s != fmi2LastSuccessfulTime) return fmi2Discard;
+  *value = m->time;
   return fmi2OK;
 }
 EXPORT fmi2Status fmi2Reset(fmi2Component c) {
@@ -79,6 +100,10 @@ EXPORT fmi2Status fmi2GetReal(fmi2Component c, const fmi2ValueReference vr[], si
       v[i] = m->c.x;
     } else if (vr[i] == R_DX) {
       v[i] = (double)m->c.counter;
+    } else if (vr[i] == R_TOLERANCE) {
+      v[i] = m->tolerance;
+    } else if (vr[i] == R_STOP_TIME) {
+      v[i] = m->stop_time;
     } else {
       return bad(m, "fmi2GetReal: not a Real");
     }
@@ -103,6 +128,9 @@ EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[],
       case I_MODE:
         v[i] = 1 + (int)(((m->c.counter % 3) + 3) % 3);
         break;
+      case I_STOP_AT:
+        v[i] = (int)m->c.stop_at;
+        break;
       default:
         return bad(m, "fmi2GetInteger: not an Integer");
     }
@@ -112,7 +140,11 @@ EXPORT fmi2Status fmi2GetInteger(fmi2Component c, const fmi2ValueReference vr[],
 EXPORT fmi2Status fmi2SetInteger(fmi2Component c, const fmi2ValueReference vr[], size_t n, const fmi2Integer v[]) {
   Model* m = (Model*)c;
   for (size_t i = 0; i < n; ++i) {
-    if (vr[i] != I_INC) return bad(m, "fmi2SetInteger: only inc can be set");
+    if (vr[i] == I_STOP_AT) {
+      m->c.stop_at = v[i];
+      continue;
+    }
+    if (vr[i] != I_INC) return bad(m, "fmi2SetInteger: only inc and stop_at can be set");
     m->inc = v[i];
   }
   return fmi2OK;
@@ -150,6 +182,7 @@ EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo* e) {
   (void)counter_event(&m->c, m->time, m->inc, m->enable);
   e->nextEventTimeDefined = 1;
   e->nextEventTime = m->c.next;
+  e->terminateSimulation = m->c.ended;
   return fmi2OK;
 }
 EXPORT fmi2Status fmi2GetEventIndicators(fmi2Component c, fmi2Real z[], size_t n) {
@@ -178,7 +211,7 @@ EXPORT fmi2Status fmi2GetDerivatives(fmi2Component c, fmi2Real dx[], size_t n) {
 EXPORT fmi2Status fmi2DoStep(fmi2Component c, fmi2Real t, fmi2Real h, fmi2Boolean no) {
   Model* m = (Model*)c;
   (void)no;
-  counter_step(&m->c, t, h, m->inc, m->enable);
-  m->time = t + h;
-  return fmi2OK;
+  if (m->c.ended) return bad(m, "fmi2DoStep after the simulation ended");
+  m->time = counter_step(&m->c, t, h, m->inc, m->enable);
+  return m->c.ended ? fmi2Discard : fmi2OK;
 }

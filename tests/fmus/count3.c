@@ -6,7 +6,12 @@
  *   Int64 output big = offset + counter (offset an Int64 parameter),
  *   and inputs u8, i16, u16, u32, u64, i64 (UInt8 ... Int64) and f32
  *   (Float32), each echoed by an output of its type (u8_out, ...).
- * Each getter and setter refuses a value reference of another type. */
+ * Each getter and setter refuses a value reference of another type. The
+ * Int64 parameter stop_at (0: never) ends the simulation at the event where
+ * the counter reaches it: terminateSimulation from fmi3UpdateDiscreteStates,
+ * or from fmi3DoStep with lastSuccessfulTime that event's time. The Float64
+ * locals tolerance and stop_time show what fmi3EnterInitializationMode was
+ * given (-1: undefined). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,25 +49,31 @@ enum {
   VR_I64_OUT,
   VR_EVEN,
   VR_INC_OUT,
+  VR_STOP_AT,
+  VR_TOLERANCE,
+  VR_STOP_TIME,
   NVR
 };
 enum Kind { K_F64, K_F32, K_I8, K_U8, K_I16, K_U16, K_I32, K_U32, K_I64, K_U64, K_BOOL, K_ENUM };
 
 static const enum Kind kind[NVR] = {
-    [VR_TIME] = K_F64,    [VR_X] = K_F64,       [VR_DX] = K_F64,      [VR_COUNTER] = K_I32, [VR_INC] = K_I8,
-    [VR_ENABLE] = K_BOOL, [VR_BIG] = K_I64,     [VR_OFFSET] = K_I64,  [VR_MODE] = K_ENUM,   [VR_U8] = K_U8,
-    [VR_U8_OUT] = K_U8,   [VR_I16] = K_I16,     [VR_I16_OUT] = K_I16, [VR_U16] = K_U16,     [VR_U16_OUT] = K_U16,
-    [VR_U32] = K_U32,     [VR_U32_OUT] = K_U32, [VR_U64] = K_U64,     [VR_U64_OUT] = K_U64, [VR_F32] = K_F32,
-    [VR_F32_OUT] = K_F32, [VR_I64] = K_I64,     [VR_I64_OUT] = K_I64, [VR_EVEN] = K_BOOL,   [VR_INC_OUT] = K_I8};
+    [VR_TIME] = K_F64,    [VR_X] = K_F64,         [VR_DX] = K_F64,       [VR_COUNTER] = K_I32, [VR_INC] = K_I8,
+    [VR_ENABLE] = K_BOOL, [VR_BIG] = K_I64,       [VR_OFFSET] = K_I64,   [VR_MODE] = K_ENUM,   [VR_U8] = K_U8,
+    [VR_U8_OUT] = K_U8,   [VR_I16] = K_I16,       [VR_I16_OUT] = K_I16,  [VR_U16] = K_U16,     [VR_U16_OUT] = K_U16,
+    [VR_U32] = K_U32,     [VR_U32_OUT] = K_U32,   [VR_U64] = K_U64,      [VR_U64_OUT] = K_U64, [VR_F32] = K_F32,
+    [VR_F32_OUT] = K_F32, [VR_I64] = K_I64,       [VR_I64_OUT] = K_I64,  [VR_EVEN] = K_BOOL,   [VR_INC_OUT] = K_I8,
+    [VR_STOP_AT] = K_I64, [VR_TOLERANCE] = K_F64, [VR_STOP_TIME] = K_F64};
 /* The inputs and the parameter: the only variables that can be set. */
-static const int settable[NVR] = {[VR_INC] = 1, [VR_ENABLE] = 1, [VR_OFFSET] = 1, [VR_U8] = 1,  [VR_I16] = 1,
-                                  [VR_U16] = 1, [VR_U32] = 1,    [VR_U64] = 1,    [VR_F32] = 1, [VR_I64] = 1};
+static const int settable[NVR] = {
+    [VR_INC] = 1, [VR_ENABLE] = 1, [VR_OFFSET] = 1, [VR_U8] = 1,  [VR_I16] = 1,    [VR_U16] = 1,
+    [VR_U32] = 1, [VR_U64] = 1,    [VR_F32] = 1,    [VR_I64] = 1, [VR_STOP_AT] = 1};
 
 typedef struct {
   Counter c;
   double time;
-  int64_t i[NVR];  /* every signed integer, the enumeration */
-  uint64_t u[NVR]; /* every unsigned integer */
+  double tolerance, stop_time; /* as fmi3EnterInitializationMode gave them; -1: undefined */
+  int64_t i[NVR];              /* every signed integer, the enumeration */
+  uint64_t u[NVR];             /* every unsigned integer */
   float f[NVR];
   bool b[NVR];
   fmi3InstanceEnvironment env;
@@ -104,8 +115,10 @@ static fmi3Status bad(Model* m, const char* what) {
 FMI3_INSTANTIATION("{count-3}")
 EXPORT fmi3Status fmi3EnterInitializationMode(fmi3Instance i, fmi3Boolean td, fmi3Float64 tol, fmi3Float64 t0,
                                               fmi3Boolean sd, fmi3Float64 stop) {
-  (void)td, (void)tol, (void)sd, (void)stop;
-  ((Model*)i)->time = t0;
+  Model* m = (Model*)i;
+  m->time = t0;
+  m->tolerance = td ? tol : -1.0;
+  m->stop_time = sd ? stop : -1.0;
   return fmi3OK;
 }
 EXPORT fmi3Status fmi3ExitInitializationMode(fmi3Instance i) {
@@ -122,8 +135,10 @@ FMI3_NOTHING_TO_DO(fmi3EnterContinuousTimeMode)
 EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean* need, fmi3Boolean* term, fmi3Boolean* nom,
                                            fmi3Boolean* values, fmi3Boolean* defined, fmi3Float64* next) {
   Model* m = (Model*)i;
+  m->c.stop_at = m->i[VR_STOP_AT];
   (void)counter_event(&m->c, m->time, m->i[VR_INC], m->b[VR_ENABLE]);
   *need = *term = *nom = *values = false;
+  *term = m->c.ended;
   *defined = true;
   *next = m->c.next;
   return fmi3OK;
@@ -142,6 +157,12 @@ EXPORT fmi3Status fmi3GetFloat64(fmi3Instance i, const fmi3ValueReference vr[], 
         break;
       case VR_DX:
         v[k] = (double)m->c.counter;
+        break;
+      case VR_TOLERANCE:
+        v[k] = m->tolerance;
+        break;
+      case VR_STOP_TIME:
+        v[k] = m->stop_time;
         break;
       default:
         return bad(m, "fmi3GetFloat64: not a Float64");
@@ -221,9 +242,11 @@ EXPORT fmi3Status fmi3DoStep(fmi3Instance i, fmi3Float64 t, fmi3Float64 h, fmi3B
                              fmi3Boolean* term, fmi3Boolean* early, fmi3Float64* last) {
   Model* m = (Model*)i;
   (void)no;
-  counter_step(&m->c, t, h, m->i[VR_INC], m->b[VR_ENABLE]);
-  m->time = t + h;
-  *event = *term = *early = false;
-  *last = t + h;
+  if (m->c.ended) return bad(m, "fmi3DoStep after the simulation ended");
+  m->c.stop_at = m->i[VR_STOP_AT];
+  m->time = counter_step(&m->c, t, h, m->i[VR_INC], m->b[VR_ENABLE]);
+  *event = *early = false;
+  *term = m->c.ended;
+  *last = m->time;
   return fmi3OK;
 }

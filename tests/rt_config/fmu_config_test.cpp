@@ -107,8 +107,8 @@ TEST(FmuConfig, CausalityIsChecked) {
   ASSERT_EQ(e.size(), 1u);  // plant.F keeps its start value
   EXPECT_EQ(e[0],
             "plant.yaml:7:21: error: block 'plant' (fmu) has no input port 'k' ('k' is a fixed parameter Real variable "
-            "of the FMU — only its inputs and outputs are ports (a parameter takes a start value: start.k)) — its "
-            "inputs: F");
+            "of the FMU — only its inputs and outputs are ports; to record, probe or wire it, name it in the block's "
+            "'observe' (params: {observe: \"k\"}); a parameter takes a start value: start.k) — its inputs: F");
   e = errors_of(graph("file: " + kDir + "/msd2.fmu, start: {a: 1}"));
   ASSERT_EQ(e.size(), 1u);
   EXPECT_NE(e[0].find("'a' is a continuous output without a start value — only parameters, inputs and variables with a "

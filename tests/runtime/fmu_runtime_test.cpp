@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
 #include <gtest/gtest.h>
 
+#include "runtime/recorder.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "tasks/block_registry.hpp"
 #include "tasks/diagram.hpp"
@@ -197,6 +199,160 @@ TEST(FmuRuntime, ACountersJumpsRestartTheLinksDownstream) {
     EXPECT_EQ(part.output(part.find_output({"h", "y"}))[0], 3.0) << file;
     EXPECT_FALSE(producer->failed()) << producer->failure();
   }
+}
+
+// A model that ends the simulation itself (issue 40: the Reference FMU
+// Stair's case) ends the run there, normally: count2 and count3 with
+// stop_at 3 end at their event at t = 3 s, inside the 0.4 s frame from 2.8
+// to 3.2, in both interfaces. The frame that said so completes to 3 s
+// exactly (co-simulation: the FMU's last successful time; model exchange:
+// the landed time event) with the outputs after the event, its task is not
+// failed, and the other task stops at its next cycle instead of running
+// the 10 s.
+TEST(FmuRuntime, AModelThatEndsTheSimulationEndsTheRunThereNormally) {
+  struct Case {
+    const char *file, *iface, *function;
+  };
+  for (const Case& k : {Case{"count2.fmu", "co_simulation", "fmi2DoStep (fmi2Terminated)"},
+                        Case{"count2.fmu", "model_exchange", "fmi2NewDiscreteStates"},
+                        Case{"count3.fmu", "co_simulation", "fmi3DoStep (terminateSimulation)"},
+                        Case{"count3.fmu", "model_exchange", "fmi3UpdateDiscreteStates"}}) {
+    const std::string yaml = std::string(
+                                 "tasks:\n"
+                                 "  - {name: p, period: 400ms, cpu: 0, priority: 70, integrator: rk4, step: fixed}\n"
+                                 "  - {name: c, period: 100ms, cpu: 1, priority: 80, integrator: rk4, step: fixed}\n"
+                                 "blocks:\n"
+                                 "  - {name: m, type: fmu, task: p, params: {file: ") +
+                             kDir + "/" + k.file + ", interface: " + k.iface +
+                             ", start: {stop_at: 3}}}\n"
+                             "  - {name: h, type: gain, task: c, params: {gain: 1}}\n"
+                             "wires:\n"
+                             "  - {from: m.counter, to: h.u, coupling: {method: zoh}}\n";
+    const auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "ends.yaml"));
+    auto graph = rtcosim::testing::build_graph(spec);
+    VirtualExecutor(*graph).run(10.0);
+    const std::string where = std::string(k.file) + " " + k.iface;
+    TaskRuntime* p = graph->find_task("p");
+    ASSERT_FALSE(p->failed()) << where << ": " << p->failure();
+    ASSERT_TRUE(p->ended()) << where;
+    EXPECT_TRUE(graph->model_ended()) << where;
+    EXPECT_EQ(p->ending(), std::string("task 'p' ended the run in frame 7: block 'm' (fmu): FMU 'm' ended the "
+                                       "simulation at t = 3 s (") +
+                               k.function + ")")
+        << where;
+    const auto& part = p->partition();
+    EXPECT_EQ(part.time(), 3.0) << where;
+    EXPECT_EQ(part.output(part.find_output({"m", "counter"}))[0], 3.0) << where;
+    // x integrates the counter: 0 + 1 + 2 over the three seconds.
+    EXPECT_NEAR(part.output(part.find_output({"m", "x"}))[0], 3.0, 1e-12) << where;
+    EXPECT_EQ(p->stats().frames.load(), 8u) << where;
+    const TaskRuntime* c = graph->find_task("c");
+    EXPECT_FALSE(c->failed() || c->ended()) << where;
+    EXPECT_EQ(c->stats().frames.load(), 29u) << where;
+  }
+}
+
+// Structured variable names as Modelica exports give them (issue 40):
+// dotted2 is count2 with 'body.x', 'c[1].count', 'in.inc', 'out.inc' and an
+// unconnected "'en able'". "block.port" splits at the first dot, so each is
+// wired (into the FMU, out of it across tasks), recorded and probed by its
+// own name. inc = 2: the counter is 2 floor(t), x its integral.
+TEST(FmuRuntime, StructuredVariableNamesAreWiredRecordedAndProbed) {
+  const std::string yaml =
+      "tasks:\n"
+      "  - {name: p, period: 250ms, cpu: 0, priority: 80, step: fixed}\n"
+      "  - {name: c, period: 250ms, cpu: 0, priority: 70, step: fixed}\n"
+      "blocks:\n"
+      "  - {name: k, type: constant, task: p, params: {value: 2}}\n"
+      "  - {name: m, type: fmu, task: p, params: {file: " +
+      kDir +
+      "/dotted2.fmu, interface: co_simulation}}\n"
+      "  - {name: g, type: gain, task: c, params: {gain: 10}}\n"
+      "wires:\n"
+      "  - from: k.y\n"
+      "    to: m.in.inc\n"
+      "  - {from: \"m.c[1].count\", to: g.u, coupling: {method: zoh}}\n"
+      "record:\n"
+      "  file: unused.csv\n"
+      "  signals: [m.body.x, \"m.c[1].count\", m.out.inc, g.y]\n";
+  const auto loaded = config::load_graph_text(yaml, "dotted.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.diagnostics.front().str();
+  // The one input left open keeps its start value, by its quoted name.
+  ASSERT_EQ(loaded.diagnostics.size(), 1u);
+  EXPECT_NE(loaded.diagnostics[0].message.find("input 'm.'en able'' of block 'm' (fmu) is not connected"),
+            std::string::npos)
+      << loaded.diagnostics[0].str();
+  auto graph = rtcosim::testing::build_graph(loaded.graph);
+  Recorder recorder(*graph, {.keep = Recorder::kKeepAll, .probes = 1, .probe_samples = 64});
+  ASSERT_TRUE(recorder.set_probe(0, recorder.find_probeable("m.c[1].count")));
+  VirtualExecutor executor(*graph);
+  executor.run(2.0, [&](TaskRuntime& t, const FrameRecord&) { recorder.sample(t); });
+  recorder.drain();
+  std::map<std::string, std::vector<double>> last;
+  for (const auto& series : recorder.series()) {
+    ASSERT_EQ(series.time.size(), 8u) << series.signal;
+    last[series.signal] = series.value;
+  }
+  const std::vector<double> count = {0, 0, 0, 2, 2, 2, 2, 4};
+  EXPECT_EQ(last["m.c[1].count"], count);
+  EXPECT_EQ(last["m.out.inc"], std::vector<double>(8, 2.0));
+  EXPECT_EQ(last["m.body.x"], (std::vector<double>{0, 0, 0, 0, 0.5, 1.0, 1.5, 2.0}));
+  // The consumer, after the producer on the shared CPU, reads each frame's end.
+  std::vector<double> ten;
+  for (const double v : count) ten.push_back(10.0 * v);
+  EXPECT_EQ(last["g.y"], ten);
+  EXPECT_EQ(recorder.probes()[0].value, count);
+}
+
+// Any variable can be looked at (issue 40): `observe` makes the locals
+// tolerance and stop_time of count2 and count3 output ports, and they show
+// the experiment the block passed to fmi2SetupExperiment and
+// fmi3EnterInitializationMode: the block's tolerance and stop_time, or -1
+// where it gave none (undefined), in both interfaces.
+TEST(FmuRuntime, ObservedLocalsShowTheExperimentTheFmuWasGiven) {
+  for (const char* file : {"count2.fmu", "count3.fmu"}) {
+    for (const char* iface : {"co_simulation", "model_exchange"}) {
+      for (const bool given : {true, false}) {
+        const std::string yaml = std::string(
+                                     "tasks:\n"
+                                     "  - {name: p, period: 100ms, step: fixed}\n"
+                                     "blocks:\n"
+                                     "  - {name: m, type: fmu, task: p, params: {file: ") +
+                                 kDir + "/" + file + ", interface: " + iface + ", observe: \"tolerance, stop_time\"" +
+                                 (given ? ", tolerance: 1e-7, stop_time: 5" : "") + "}}\n";
+        const auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "observe.yaml"));
+        auto graph = rtcosim::testing::build_graph(spec);
+        VirtualExecutor(*graph).run(0.5);
+        const auto& part = graph->find_task("p")->partition();
+        const std::string where = std::string(file) + " " + iface + (given ? " given" : " not given");
+        EXPECT_EQ(part.output(part.find_output({"m", "tolerance"}))[0], given ? 1e-7 : -1.0) << where;
+        EXPECT_EQ(part.output(part.find_output({"m", "stop_time"}))[0], given ? 5.0 : -1.0) << where;
+        EXPECT_EQ(part.output(part.find_output({"m", "counter"}))[0], 0.0) << where;
+      }
+    }
+  }
+  auto error = [](const std::string& observe) {
+    const auto loaded = config::load_graph_text(
+        "tasks:\n  - {name: p, period: 100ms}\nblocks:\n"
+        "  - {name: m, type: fmu, task: p, params: {file: " +
+            kDir + "/count2.fmu, observe: \"" + observe + "\"}}\n",
+        "observe.yaml");
+    for (const auto& d : loaded.diagnostics) {
+      if (d.severity == config::Diagnostic::Severity::kError) return d.message;
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("tolerence")
+                .find("'observe' names 'tolerence', which " + kDir +
+                      "/count2.fmu does not declare (did you mean 'tolerance'?)"),
+            std::string::npos)
+      << error("tolerence");
+  EXPECT_NE(error("counter").find("'observe' names 'counter', which is already a port (output) — record or wire it "
+                                  "as m.counter"),
+            std::string::npos)
+      << error("counter");
+  EXPECT_NE(error("label").find("'observe' names 'label', of type String — only numeric variables"), std::string::npos)
+      << error("label");
 }
 
 // FMI 3.0 co-simulation output derivatives into a hermite link (issue 28):

@@ -102,6 +102,28 @@ TEST(PlantCsv, HoldAndOnChangeSignalsKeepTheLastValueAtTheFrameTimes) {
   EXPECT_EQ(held.y("p", "x"), 2.0);
 }
 
+// The input files of the FMI Cross-Check, FMPy and fmusim (issue 40): a
+// header in double quotes, and a time written on two rows for a step at
+// that instant. u rises 0 -> 1 over [0, 1], steps to 5 at t = 1 and rises
+// to 6 at t = 2; n steps 0 -> 1 at t = 1. At t = 1 the value is the one from
+// then on, the derivative the next segment's slope, and the outputs are
+// flagged as jumping there (the links restart their methods), nowhere else.
+TEST(PlantCsv, AQuotedHeaderAndATimeWrittenTwiceMarkAStepAtThatInstant) {
+  const auto dir = rtcosim::testing::test_scratch_dir("plant_csv");
+  const auto file = write(dir, "step.csv", "\"time\",\"u\", \"n\"\n0,0,0\n1,1,0\n1,5,1\n2,6,1\n");
+  Rig rig({{"p", "plant", {{"file", file}}}}, {}, {});
+  const auto& part = rig.partition();
+  const double u[] = {0.25, 0.5, 0.75, 5.0, 5.25, 5.5, 5.75, 6.0};
+  for (long k = 1; k <= 8; ++k) {
+    rig.step_at(k - 1, 0.25);
+    const double t = 0.25 * static_cast<double>(k);
+    EXPECT_EQ(rig.y("p", "u"), u[k - 1]) << "t = " << t;
+    EXPECT_EQ(rig.y("p", "n"), t < 1.0 ? 0.0 : 1.0) << "t = " << t;
+    EXPECT_EQ(rig.dy("p", "u"), t < 2.0 ? 1.0 : 0.0) << "t = " << t;
+    EXPECT_EQ(part.output_jumped(part.find_output({"p", "u"})), k == 4) << "t = " << t;
+  }
+}
+
 TEST(PlantCsv, SteadyStateFramesAllocateNothing) {
   const auto dir = rtcosim::testing::test_scratch_dir("plant_csv");
   const auto file = write_sine(dir, 0.001, 20.0);
@@ -134,7 +156,14 @@ TEST(PlantCsv, AWrongRecordingIsRefusedNamingLineAndColumn) {
     const std::string m = testing::creation_error("plant", params);
     return m.substr(m.find("bad.csv") + 7);
   };
-  EXPECT_EQ(error("t,a\n0,1\n0,2\n"), ":3:1: time 0 is not after the row before — expected strictly increasing times");
+  EXPECT_EQ(error("t,a\n1,1\n0,2\n"),
+            ":3:1: time 0 is not after the row before — expected increasing times (one written twice marks a step)");
+  EXPECT_EQ(error("t,a\n0,1\n0,2\n0,3\n"),
+            ":4:1: time 0 appears a third time — a time may be written twice, to mark a step (the value before and "
+            "after)");
+  EXPECT_EQ(error("\"t\",\"a b\"\n0,1\n"),
+            ":1:6: signal name 'a b' — expected letters, digits, '_' and the '.', '[]', '()' of structured names, not "
+            "starting with a digit or '.'");
   EXPECT_EQ(error("t,a,b\n0,1,2\n1, 1\n"), ":3:4: 2 cells — expected 3 (the time and one per signal of the header)");
   EXPECT_EQ(error("t,a\n0,1\n1,nan\n"), ":3:3: value of 'a' 'nan' — expected a finite number");
   EXPECT_EQ(error("t,a\n0,1\n1,\n"), ":3:3: value of 'a' '' — expected a finite number");
@@ -144,7 +173,9 @@ TEST(PlantCsv, AWrongRecordingIsRefusedNamingLineAndColumn) {
             ":3:1: value of 'a' steps from the row before with a slope beyond the largest double — expected values "
             "and times that linear interpolation can span");
   EXPECT_NE(error("t,a\n0,0\n1e-320,1\n").find(":3:1: value of 'a' steps"), std::string::npos);
-  EXPECT_EQ(error("t,a.b\n"), ":1:3: signal name 'a.b' — expected letters, digits and '_', not starting with a digit");
+  EXPECT_EQ(error("t,a;b\n"),
+            ":1:3: signal name 'a;b' — expected letters, digits, '_' and the '.', '[]', '()' of structured names, not "
+            "starting with a digit or '.'");
   EXPECT_EQ(error("t,a,a\n0,1,1\n"), ":1:5: signal 'a' is named twice — expected unique names");
   EXPECT_EQ(error("t,a\n"), ":1:1: no rows after the header — expected at least one");
   EXPECT_EQ(error("t,a\n0,1\n", {{"events", std::string("b")}}),

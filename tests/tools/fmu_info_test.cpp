@@ -11,6 +11,19 @@ std::string info(const std::string& name) {
   return format_fmu_info(path, tasks::fmu::inspect(path));
 }
 
+// How a port is named in a graph (issue 40): the first-dot rule with one of
+// the FMU's own names, and the YAML quotes only where a name needs them.
+TEST(FmuInfo, SaysHowToNameAStructuredVariable) {
+  const std::string dotted = info("dotted2");
+  EXPECT_NE(dotted.find("  naming            BLOCK.<name> in wires, record and probes, split at the first dot: e.g. "
+                        "fmu.body.x\n                    in a YAML {...} or [...] quote a name with [ ] { } , # : ' or "
+                        "a space: \"fmu.c[1].count\"\n"),
+            std::string::npos)
+      << dotted;
+  const std::string plain = info("count2");
+  EXPECT_NE(plain.find("split at the first dot: e.g. fmu.x\n    name "), std::string::npos) << plain;
+}
+
 TEST(FmuInfo, ListsThePortsWithTheirTypes) {
   const std::string two = info("count2");
   EXPECT_NE(two.find("  input ports       inc (Integer), enable (Boolean)\n"), std::string::npos) << two;

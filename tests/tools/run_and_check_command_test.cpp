@@ -254,6 +254,34 @@ TEST(RunCommand, ADivergedTaskFailsTheRunNamingTheBlock) {
   std::filesystem::remove_all(dir);
 }
 
+// A model that ends the simulation itself (an FMU's terminateSimulation,
+// issue 40) ends the run normally: exit 0, the summary says who ended it and
+// when, and the recording stops at that instant (count2 with stop_at 2: its
+// event at t = 2 s).
+TEST(RunCommand, AModelThatEndsTheSimulationEndsTheRunWithExitZero) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_ends_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto graph = dir / "ends.yaml", json = dir / "summary.json", csv = dir / "out.csv";
+  std::ofstream(graph) << "name: ends\nrealtime: off\nduration: 10s\ntasks:\n"
+                          "  - {name: p, period: 250ms, step: fixed}\n"
+                          "blocks:\n"
+                          "  - {name: m, type: fmu, task: p, params: {file: " RTCOSIM_FMU_DIR
+                          "/count2.fmu, interface: co_simulation, start: {stop_at: 2}}}\n"
+                          "record: {file: "
+                       << csv.string() << ", signals: [m.counter]}\n";
+  EXPECT_EQ(run_run_command({"--virtual", "--json", json.string(), graph.string()}), 0);
+  const std::string summary = slurp(json);
+  EXPECT_NE(summary.find("\"ended_run\":\"task 'p' ended the run in frame 7: block 'm' (fmu): FMU 'm' ended the "
+                         "simulation at t = 2 s (fmi2DoStep (fmi2Terminated))\""),
+            std::string::npos)
+      << summary;
+  EXPECT_EQ(summary.find("\"failure\""), std::string::npos) << summary;
+  const std::string recording = slurp(csv);
+  EXPECT_NE(recording.find("\n2,p,m.counter,2\n"), std::string::npos) << recording;
+  EXPECT_EQ(recording.find("\n2.25,"), std::string::npos) << recording;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RunCommand, UsageAndFileErrorsHaveTheirExitCodes) {
   EXPECT_EQ(run_run_command({}), 2);
   EXPECT_EQ(run_run_command({"--virtual", "--duration", "-1s", kExamples + "/overrun_virtual.yaml"}), 2);

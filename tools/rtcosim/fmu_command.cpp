@@ -98,6 +98,22 @@ std::string format_fmu_info(const std::string& path, const tasks::fmu::FmuInfo& 
   }
   out << "  input ports       " << (inputs.empty() ? "none" : inputs) << '\n';
   out << "  output ports      " << (outputs.empty() ? "none" : outputs) << '\n';
+  // How a port is named in a graph: structured names ('Input.value',
+  // 'x[1].y', 'der(x)') are split from the block at the first dot; YAML's
+  // flow collections need the ones with [ ] { } , or a space in quotes.
+  std::string example, quoted;
+  for (const auto& v : md.variables) {
+    if (!is_port_type(v.type) || (v.causality != Causality::kInput && v.causality != Causality::kOutput)) continue;
+    if (example.empty()) example = v.name;
+    if (quoted.empty() && v.name.find_first_of("[]{},#: '") != std::string::npos) quoted = v.name;
+  }
+  if (!example.empty()) {
+    out << "  naming            BLOCK.<name> in wires, record and probes, split at the first dot: e.g. fmu." << example
+        << '\n';
+    if (!quoted.empty())
+      out << "                    in a YAML {...} or [...] quote a name with [ ] { } , # : ' or a space: \"fmu."
+          << quoted << "\"\n";
+  }
   for (const auto& v : md.variables) {
     std::string port = "-";
     if (is_port_type(v.type)) {

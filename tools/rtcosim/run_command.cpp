@@ -883,6 +883,10 @@ class GraphRun {
       for (const auto& line : t->allocation_reports())
         std::cerr << "rtcosim " << verb_ << ": warning: " << line << '\n';
     }
+    // A model that ended the simulation itself ended the run normally.
+    for (const auto& t : graph_->tasks()) {
+      if (t->ended()) std::cout << "rtcosim " << verb_ << ": " << t->ending() << '\n';
+    }
     bool task_failed = false;
     for (const auto& t : graph_->tasks()) {
       if (!t->failed()) continue;

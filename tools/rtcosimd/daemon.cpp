@@ -1065,7 +1065,7 @@ void Daemon::notify_status() {
   std::uint64_t frames = 0, overruns = 0;
   std::int64_t worst = 0;
   bool progress = true;
-  std::string failed;
+  std::string failed, ended;
   for (std::size_t i = 0; i < graph_->tasks().size(); ++i) {
     const auto& s = graph_->tasks()[i]->stats();
     const auto f = s.frames.load();
@@ -1073,8 +1073,11 @@ void Daemon::notify_status() {
     // restart would run the same graph into the same failure.
     const bool stopped = graph_->tasks()[i]->failed();
     if (stopped && failed.empty()) failed = graph_->tasks()[i]->spec().name;
+    // A model that ended the run stopped every task, normally.
+    if (graph_->tasks()[i]->ended() && ended.empty()) ended = graph_->tasks()[i]->spec().name;
     // Another host's tasks never run here.
-    if (running_ && graph_->tasks()[i]->local() && !stopped && f == last_frames_[i]) progress = false;
+    if (running_ && graph_->tasks()[i]->local() && !stopped && !graph_->model_ended() && f == last_frames_[i])
+      progress = false;
     last_frames_[i] = f;
     frames += f;
     overruns += s.overruns.load();
@@ -1082,8 +1085,10 @@ void Daemon::notify_status() {
   }
   char status[320];
   const std::string failed_state = "failed (task '" + failed.substr(0, 64) + "' stopped, see status)";
+  const std::string ended_state = "ended (the model of task '" + ended.substr(0, 64) + "' ended the run, see status)";
   std::snprintf(status, sizeof status, "STATUS=%s: %llu frames, %llu overruns, worst wake-up latency %.1f us",
                 !failed.empty()  ? failed_state.c_str()
+                : !ended.empty() ? ended_state.c_str()
                 : running_       ? "running"
                 : pending_start_ ? "starting (waiting for the other hosts)"
                                  : "stopped",
