@@ -142,6 +142,12 @@ void Recorder::drop(const TaskRuntime& task) noexcept {
   }
 }
 
+void Recorder::sample_start(Graph& graph) noexcept {
+  for (const auto& t : graph.tasks()) {
+    if (t->local()) (void)sample(*t);
+  }
+}
+
 bool Recorder::sample(const TaskRuntime& task) noexcept {
   for (auto& slot : probe_slots_) {
     // Acquire: the ring is the same, but the choice was made after the

@@ -61,6 +61,12 @@ class Recorder {
   // Task thread: records the task's signals at its current time; false
   // when its full ring dropped the sample (counted).
   bool sample(const TaskRuntime& task) noexcept;
+  // Before a run's first frame, after the graph's reset: every task this
+  // process runs recorded at t = 0 with its initial outputs, so that a
+  // recording starts at the start time as the FMI tools' references do
+  // (docs/recording.md). Called by the executors, on the thread that starts
+  // the task threads (which then own the rings).
+  void sample_start(Graph& graph) noexcept;
   // Task thread: counts one of the task's samples as dropped without
   // recording it (a replay repeats the run's drops, docs/replay.md).
   void drop(const TaskRuntime& task) noexcept;

@@ -491,6 +491,8 @@ bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* w
     sources_[k].source->set_tap(taps.back().get());
   }
   graph_.reset();
+  // As the logged run: the recording starts with every task at t = 0.
+  if (recorder != nullptr) recorder->sample_start(graph_);
   for (std::size_t i = 0; i < units_.size(); ++i) {
     units_[i].reset(0, end_ns);
     for (TaskRuntime* m : units_[i].members) m->set_placement(ThreadPlacement{"replay", 0, -1, {}});

@@ -54,6 +54,7 @@ void RealtimeExecutor::start(double duration, double start_delay, std::int64_t e
   // of another host included), which a replay computes again: the log's
   // blocks from other hosts start with the first frame.
   if (replay_log_ != nullptr) replay_log_->tap_links();
+  if (recorder_ != nullptr) recorder_->sample_start(graph_);
   graph_.trace_names();
   {
     std::lock_guard lock(errors_mutex_);

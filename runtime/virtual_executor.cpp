@@ -340,9 +340,10 @@ class VirtualSchedule {
 
 }  // namespace
 
-void VirtualExecutor::run(double duration, const Observer& observer) {
+void VirtualExecutor::run(double duration, const Observer& observer, const std::function<void(Graph&)>& at_start) {
   frames_.clear();
   graph_.reset();
+  if (at_start) at_start(graph_);
   VirtualSchedule(graph_, duration, timing_, observer, keep_frames_ ? &frames_ : nullptr).run();
 }
 

@@ -52,8 +52,10 @@ class VirtualExecutor {
   // frame and the executor's memory stays fixed however long the run.
   explicit VirtualExecutor(Graph& graph, bool keep_frames = false);
 
-  // Resets the graph and runs frames that start before `duration`.
-  void run(double duration, const Observer& observer = {});
+  // Resets the graph and runs frames that start before `duration`;
+  // `at_start` (optional) sees the graph after the reset, before the first
+  // frame (a recording's t = 0 sample: Recorder::sample_start).
+  void run(double duration, const Observer& observer = {}, const std::function<void(Graph&)>& at_start = {});
 
   // Timing other than the file's script (a replay's what-if with another
   // period, docs/replay.md): `execution` gives frame `frame` of a task that

@@ -309,6 +309,7 @@ std::unique_ptr<Sinks> run_logged(Graph& graph, const fs::path& dir, const fs::p
   const std::int64_t end_ns = s.epoch_ns + seconds_to_ns(s.duration);
   for (auto& u : units) u.reset(s.epoch_ns, end_ns);
   auto sinks = std::make_unique<Sinks>(graph, dir, "run", s.sink_ring);
+  sinks->recorder.sample_start(graph);  // as RealtimeExecutor::start: the t = 0 sample
   const std::int64_t start_ns = s.epoch_ns - 1'000'000;
   std::uint64_t drains = 0, files = 1;
   Lockstep steps(units.size(), start_ns, 50'000'000, [&] {

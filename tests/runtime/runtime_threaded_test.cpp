@@ -53,10 +53,13 @@ TEST(RealtimeExecutor, RunsEveryTaskAndRecordsWhatItProduces) {
     const auto* producer = graph->find_task(l->producer);
     EXPECT_EQ(l->link->published() + l->link->dropped(), producer->stats().frames.load() + 1);
   }
-  // Every sample the fast task produced is in the recording, in order.
+  // Every sample the fast task produced is in the recording, in order: one
+  // per frame and the initial one at t = 0.
   ASSERT_EQ(recorder.series().size(), 3u);
   const auto& s = recorder.series()[0];
-  EXPECT_EQ(s.time.size(), graph->find_task("fast")->stats().frames.load());
+  EXPECT_EQ(s.time.size(), graph->find_task("fast")->stats().frames.load() + 1);
+  ASSERT_FALSE(s.time.empty());
+  EXPECT_EQ(s.time[0], 0.0);
   EXPECT_EQ(recorder.dropped(), 0u);
   for (std::size_t k = 1; k < s.time.size(); ++k) EXPECT_GT(s.time[k], s.time[k - 1]);
 }

@@ -212,7 +212,8 @@ TEST(RunCommand, VirtualRunWritesJsonFramesAndRecording) {
     ASSERT_NE(c, std::string::npos) << line;
     ++samples[line.substr(b + 1, c - b - 1)];
   }
-  EXPECT_EQ(samples, (std::map<std::string, std::size_t>{{"actuator.y", 88}, {"airframe_pitch.y", 11}}));
+  // One per frame and the t = 0 sample.
+  EXPECT_EQ(samples, (std::map<std::string, std::size_t>{{"actuator.y", 89}, {"airframe_pitch.y", 12}}));
   // Errors against the reference: 0.000396 and 0.000156 when this was
   // written; the bounds leave 25 %.
   for (const auto& [signal, bound] : {std::pair{"actuator.y", 0.0005}, std::pair{"airframe_pitch.y", 0.0002}}) {
@@ -439,7 +440,8 @@ TEST(RunCommand, ARunKilledWithSigkillLeavesTheTargetAsItWas) {
 }
 
 // Per-task recording counts in --json and in the summary: the fast task
-// (1 ms, the one that records) has one sample per frame, none dropped.
+// (1 ms, the one that records) has one sample per frame and one at t = 0,
+// none dropped.
 TEST(RunCommand, TheSummaryAndJsonCountRecordedAndDroppedSamplesPerTask) {
   const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_run_counts_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
@@ -452,14 +454,14 @@ TEST(RunCommand, TheSummaryAndJsonCountRecordedAndDroppedSamplesPerTask) {
   ASSERT_EQ(rc, 0) << out.str();
   EXPECT_NE(out.str().find("recording:\n  name               samples     dropped   frame log dropped\n"
                            "  slow                     0           0                   0\n"
-                           "  fast                   200           0                   0\n"),
+                           "  fast                   201           0                   0\n"),
             std::string::npos)
       << out.str();
   EXPECT_NE(slurp(dir / "s.json")
                 .find(",\"recording\":{\"file\":\"" + (dir / "r.csv").string() +
-                      "\",\"error\":null,\"samples_written\":200,\"samples_lost\":0,"
+                      "\",\"error\":null,\"samples_written\":201,\"samples_lost\":0,"
                       "\"time_reached_s\":0.2,\"tasks\":[{\"name\":\"slow\",\"samples\":0,"
-                      "\"dropped\":0,\"frame_log_dropped\":0},{\"name\":\"fast\",\"samples\":200,"
+                      "\"dropped\":0,\"frame_log_dropped\":0},{\"name\":\"fast\",\"samples\":201,"
                       "\"dropped\":0,\"frame_log_dropped\":0}],\"latest\":[]}}"),
             std::string::npos)
       << slurp(dir / "s.json");
@@ -507,7 +509,7 @@ TEST(RunCommand, ADiskThatFillsEndsTheRecordingWithAnErrorAndKeepsTheOldFile) {
     const auto at = summary.find("\"" + key + "\":");
     return at == std::string::npos ? -1.0 : std::stod(summary.substr(at + key.size() + 3));
   };
-  EXPECT_EQ(number_after("samples_written") + number_after("samples_lost"), 20000.0) << summary;
+  EXPECT_EQ(number_after("samples_written") + number_after("samples_lost"), 20001.0) << summary;  // t = 0 too
   // The last row on disk is at the time the error names.
   const auto last_row = part.substr(part.rfind('\n', part.size() - 2) + 1);
   EXPECT_DOUBLE_EQ(std::stod(last_row), number_after("time_reached_s")) << last_row;

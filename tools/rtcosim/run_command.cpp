@@ -470,18 +470,22 @@ void run_virtual(runtime::VirtualExecutor& executor, runtime::Graph& graph, runt
   std::unordered_map<const runtime::TaskRuntime*, std::size_t> task_index;
   for (std::size_t i = 0; i < graph.tasks().size(); ++i) task_index[graph.tasks()[i].get()] = i;
   std::size_t frames = 0;
-  executor.run(duration, [&](runtime::TaskRuntime& task, const runtime::FrameRecord& f) {
-    (void)recorder.sample(task);
-    if (outputs.frame_log) {
-      (void)outputs.frame_log->add(task_index[&task],
-                                   runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
-                                                     std::llround((f.end - f.start) * 1e9), f.start_lateness_ns});
-    }
-    if (++frames % (live ? 16 : 4096) == 0) {
-      outputs.drain();
-      if (live) live->poll();
-    }
-  });
+  const auto at_start = [&](runtime::Graph& g) { recorder.sample_start(g); };
+  executor.run(
+      duration,
+      [&](runtime::TaskRuntime& task, const runtime::FrameRecord& f) {
+        (void)recorder.sample(task);
+        if (outputs.frame_log) {
+          (void)outputs.frame_log->add(task_index[&task],
+                                       runtime::FrameRow{f.frame, f.end, f.sim_time, f.step, f.latency_ns,
+                                                         std::llround((f.end - f.start) * 1e9), f.start_lateness_ns});
+        }
+        if (++frames % (live ? 16 : 4096) == 0) {
+          outputs.drain();
+          if (live) live->poll();
+        }
+      },
+      at_start);
 }
 
 // The body of `rtcosim run` and of `rtcosim replay` (docs/replay.md): the
