@@ -4,7 +4,8 @@
 
   scripts/fmi-crosscheck.py ROOT [--rtcosim BIN] [--out DIR] [--markdown FILE]
                                  [--only SUBSTR] [--jobs N] [--timeout S]
-                                 [--max-frames N]
+                                 [--max-frames N] [--frames-per-step K]
+                                 [--me-integrator euler|ab2|rk2|rk4]
 
 ROOT is a checkout of github.com/modelica/fmi-cross-check (or the output of
 scripts/reference-fmus.sh), or its fmus/ directory. Every model directory
@@ -14,8 +15,8 @@ a <model>_ref.csv is one check:
 - A task graph (OUT/work/<...>/graph.yaml) runs the FMU as one `fmu` block
   (`interface: co_simulation` under cs/, `model_exchange` under me/) in one
   task whose period is the StepSize of <model>_ref.opt (else the reference
-  CSV's smallest positive time step), `step: fixed`, `integrator: rk4` for
-  model exchange. With a <model>_in.csv, a `plant` block (`source: csv`,
+  CSV's smallest positive time step) divided by --frames-per-step, `step:
+  fixed`, `integrator: rk4` (--me-integrator) for model exchange. With a <model>_in.csv, a `plant` block (`source: csv`,
   `interpolation: linear`) reads it as it is and drives the FMU's inputs of
   the same names; inputs of variability discrete (every Integer, Boolean and
   Enumeration, and discrete Reals) are named in `events:`, so they are held
@@ -372,14 +373,15 @@ def duration(seconds):
     return repr(float(seconds)) + "s"
 
 
-def write_graph(path, fmu_path, iface, period, dur, input_csv, wires, events, observe, signals, result):
+def write_graph(path, fmu_path, iface, period, dur, input_csv, wires, events, observe, signals, result,
+                integrator="rk4"):
     lines = [
         f"name: {yq('crosscheck')}",
         f"duration: {yq(duration(dur))}",
         "realtime: \"off\"",
         "tasks:",
         "  - {name: \"sim\", period: %s, step: \"fixed\"%s}" % (
-            yq(duration(period)), ", integrator: \"rk4\"" if iface == "me" else ""),
+            yq(duration(period)), ", integrator: \"%s\"" % integrator if iface == "me" else ""),
         "blocks:",
         "  - {name: \"fmu\", type: \"fmu\", task: \"sim\", params: {file: %s, interface: %s%s}}" % (
             yq(fmu_path), yq("co_simulation" if iface == "cs" else "model_exchange"),
@@ -610,7 +612,7 @@ def check_model(m, args):
     dur = stop - start
     if not dur > 0:
         raise HarnessError(f"StopTime {stop:g} is not after StartTime {start:g}")
-    frames = dur / step
+    frames = dur / step * args.frames_per_step
     if frames > args.max_frames:
         raise Skip(f"{dur:g} s in steps of {step:g} s is {frames:.3g} frames, beyond --max-frames {args.max_frames:g}")
     if start != 0:
@@ -690,8 +692,8 @@ def check_model(m, args):
         result = os.path.join(work, f"result{tag}.csv")
         if os.path.exists(result):
             os.remove(result)
-        write_graph(graph, os.path.abspath(fmu_path), iface, step, dur, input_csv, wires, events, observe, sigs,
-                    result)
+        write_graph(graph, os.path.abspath(fmu_path), iface, step / args.frames_per_step, dur, input_csv, wires,
+                    events, observe, sigs, result, args.me_integrator)
         cmd = [bin_path, "run", graph, "--virtual", "--duration", duration(dur), "--record", result]
         rc, timed_out, lines, _ = run_rtcosim(cmd, work, args.timeout, tag)
         return result, rc, timed_out, lines
@@ -804,6 +806,12 @@ def main():
                    help="models checked at once (default 1: each rtcosim run has the CPUs to itself)")
     p.add_argument("--timeout", metavar="S", type=float, default=120.0,
                    help="seconds a model's rtcosim run may take before it is killed (default 120)")
+    p.add_argument("--frames-per-step", metavar="K", type=int, default=1,
+                   help="frames per StepSize: the task's period is StepSize/K (default 1); the Cross-Check lets the "
+                        "importer choose its own steps, and a model-exchange FMU's state events land on frame ends")
+    p.add_argument("--me-integrator", metavar="NAME", default="rk4", choices=["euler", "ab2", "rk2", "rk4"],
+                   help="the integrator of model-exchange runs (default rk4; euler reproduces a reference "
+                        "computed with fmusim's forward Euler)")
     p.add_argument("--max-frames", metavar="N", type=float, default=1e6,
                    help="skip a model whose (StopTime-StartTime)/StepSize exceeds N (default 1e6)")
     args = p.parse_args()

@@ -7,7 +7,9 @@
 #   OUT/fmus/<2.0|3.0>/<cs|me>/linux64/Reference-FMUs/<version>/<Model>/
 #       <Model>.fmu       the built FMU
 #       <Model>_ref.csv   SRC/<Model>/<Model>_out.csv (the project's own result)
-#       <Model>_in.csv    SRC/<Model>/<Model>_in.csv, where there is one
+#       (no <Model>_in.csv: the project's _out.csv files are its default
+#       experiment run without inputs, as its fmi-ls-ref.xml says; paired
+#       with Feedthrough_in.csv, the inputs would make a correct result fail)
 #       <Model>_ref.opt   StartTime/StopTime/StepSize from the <DefaultExperiment>
 #                         of SRC/<Model>/FMI<2|3>.xml; RelTol its tolerance, else
 #                         1e-4 (what the cross-check's own files mostly give)
@@ -148,7 +150,6 @@ for fmi in 2 3; do
       mkdir -p "$dest" || { status=1; continue; }
       cp "$fmu" "$dest/$model.fmu" || status=1
       [ -f "$ref" ] && { cp "$ref" "$dest/${model}_ref.csv" || status=1; }
-      [ -f "$dir/${model}_in.csv" ] && { cp "$dir/${model}_in.csv" "$dest/${model}_in.csv" || status=1; }
       {
         echo "StartTime, $start"
         [ -n "$stop" ] && echo "StopTime, $stop"

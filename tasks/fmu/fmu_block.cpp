@@ -272,11 +272,11 @@ class FmuBlock final : public Block {
       }
       return true;
     };
-    auto group_of = [](std::vector<Group>& groups, VarType type) -> Group& {
+    auto group_of = [](std::vector<Group>& groups, VarType type, bool discrete = false) -> Group& {
       for (auto& g : groups) {
-        if (g.type == type) return g;
+        if (g.type == type && g.discrete == discrete) return g;
       }
-      groups.push_back(Group{type, {}, {}, 0, {}});
+      groups.push_back(Group{type, {}, {}, 0, {}, discrete, {}});
       return groups.back();
     };
     std::size_t in_values = 0;
@@ -284,7 +284,12 @@ class FmuBlock final : public Block {
       const auto& v = md.variables[i];
       if (v.causality != Causality::kInput || !port_type(v)) continue;
       const std::size_t w = fmu_->size_of(i);
-      Group& g = group_of(in_groups_, v.type);
+      // Model exchange: a discrete input can be set in Event Mode only (FMI
+      // 2.0 3.2.3, FMI 3.0 3.2.2); it gets a group of its own.
+      const bool discrete = me_ && (fmu::is_integer_type(v.type) || v.type == VarType::kBoolean ||
+                                    v.variability != fmu::Variability::kContinuous);
+      Group& g = group_of(in_groups_, v.type, discrete);
+      any_discrete_in_ = any_discrete_in_ || discrete;
       g.vr.push_back(v.value_reference);
       g.port.push_back(input_vars.size());
       g.n_values += w;
@@ -372,6 +377,7 @@ class FmuBlock final : public Block {
     for (auto* groups : {&in_groups_, &out_groups_}) {
       for (auto& g : *groups) {
         g.val.assign(g.n_values, 0.0);
+        if (g.discrete) g.set.assign(g.n_values, 0.0);
         widest = std::max(widest, g.n_values);
       }
     }
@@ -406,11 +412,12 @@ class FmuBlock final : public Block {
       // the FMU says it needs no such call and has neither state nor time
       // events: then it can have none.
       if (!z_.empty() || std::isfinite(fmu_->initial_next_event()) ||
-          !md.model_exchange.completed_integrator_step_not_needed) {
+          !md.model_exchange.completed_integrator_step_not_needed || any_discrete_in_) {
         set_events();
         set_jumps();
       }
       initial_indicators();
+      read_discrete_inputs();
     } else {
       set_sample_time(kEveryMajorStep);
       y_next_.assign(out_values, 0.0);
@@ -452,7 +459,10 @@ class FmuBlock final : public Block {
     // time: Partition::reset runs before the frames).
     if (dirty_) {
       dirty_ = false;
-      if (fmu_->reinitialize() && me_) initial_indicators();
+      if (fmu_->reinitialize() && me_) {
+        initial_indicators();
+        read_discrete_inputs();
+      }
     }
     if (me_) std::copy(fmu_->initial_states().begin(), fmu_->initial_states().end(), x.begin());
     next_event_ = fmu_->initial_next_event();
@@ -535,12 +545,17 @@ class FmuBlock final : public Block {
     bool crossed = false;
     for (std::size_t i = 0; i < z_.size(); ++i) crossed = crossed || ((z_[i] > 0.0) != (z_prev_[i] > 0.0));
     const bool timed = c.t >= next_event_ - 1e-12 * std::max(1.0, std::fabs(c.t));
-    if (!(enter || crossed || timed)) {
+    // A wired discrete input that changed is set in Event Mode: an event.
+    const bool inputs = any_discrete_in_ && discrete_inputs_changed();
+    if (!(enter || crossed || timed || inputs)) {
       std::copy(z_.begin(), z_.end(), z_prev_.begin());
       return false;
     }
     bool changed = false;
-    if (!fmu_->handle_event(c.t, &changed, &next_event_)) return false;
+    if (!fmu_->enter_event_mode(c.t) || (inputs && !write_discrete_inputs()) ||
+        !fmu_->event_iteration(&changed, &next_event_)) {
+      return false;
+    }
     ++events_;
     // A model that ended itself stays in event mode, where its states
     // cannot be set: the frame ends here (terminated()).
@@ -600,8 +615,11 @@ class FmuBlock final : public Block {
     }
   }
   // The inputs (in_val_, flat by port) through one typed setter per type.
+  // Every input (co-simulation), or the continuous ones (model exchange:
+  // the discrete ones only at events, write_discrete_inputs).
   bool write_inputs() const noexcept {
     for (const Group& g : in_groups_) {
+      if (g.discrete) continue;
       std::size_t k = 0;
       for (const std::size_t p : g.port) {
         for (std::size_t i = 0; i < in_width_[p]; ++i) g.val[k++] = in_val_[in_off_[p] + i];
@@ -609,6 +627,40 @@ class FmuBlock final : public Block {
       if (!fmu_->set_values(g.type, g.vr.data(), g.vr.size(), g.val.data(), g.n_values, scratch_.data())) return false;
     }
     return true;
+  }
+  // Model exchange: true when a wired discrete input differs from what the
+  // FMU holds (an event); with `write` (in Event Mode), sets them.
+  bool discrete_inputs_changed() const noexcept {
+    for (const Group& g : in_groups_) {
+      if (!g.discrete) continue;
+      std::size_t k = 0;
+      for (const std::size_t p : g.port) {
+        for (std::size_t i = 0; i < in_width_[p]; ++i, ++k) {
+          if (std::memcmp(&in_val_[in_off_[p] + i], &g.set[k], sizeof(double)) != 0) return true;
+        }
+      }
+    }
+    return false;
+  }
+  bool write_discrete_inputs() const noexcept {
+    for (const Group& g : in_groups_) {
+      if (!g.discrete) continue;
+      std::size_t k = 0;
+      for (const std::size_t p : g.port) {
+        for (std::size_t i = 0; i < in_width_[p]; ++i) g.val[k++] = in_val_[in_off_[p] + i];
+      }
+      if (!fmu_->set_values(g.type, g.vr.data(), g.vr.size(), g.val.data(), g.n_values, scratch_.data())) return false;
+      std::copy(g.val.begin(), g.val.end(), g.set.begin());
+    }
+    return true;
+  }
+  // What the FMU holds in its discrete inputs (after (re)initialisation).
+  void read_discrete_inputs() const noexcept {
+    for (const Group& g : in_groups_) {
+      if (!g.discrete) continue;
+      if (!fmu_->get_values(g.type, g.vr.data(), g.vr.size(), g.set.data(), g.n_values, scratch_.data()))
+        std::fill(g.set.begin(), g.set.end(), std::numeric_limits<double>::quiet_NaN());
+    }
   }
   // The outputs, flat by port, into `to` through one typed getter per type.
   bool read_outputs(std::vector<double>& to) const noexcept {
@@ -640,6 +692,11 @@ class FmuBlock final : public Block {
     std::vector<std::size_t> port;
     std::size_t n_values = 0;
     mutable std::vector<double> val;
+    // Model exchange: discrete inputs, set at events only; `set` holds what
+    // the FMU has (read back after initialisation), so that a change of
+    // the wired value is an event.
+    bool discrete = false;
+    mutable std::vector<double> set;
   };
   std::vector<Group> in_groups_, out_groups_;
   // Per port: width (an array's elements, else 1) and where its values
@@ -647,6 +704,7 @@ class FmuBlock final : public Block {
   std::vector<std::size_t> in_off_, in_width_, out_off_, out_width_;
   std::vector<unsigned char> out_discrete_;  // per output port: discrete (its derivative is zero)
   bool any_discrete_out_ = false;
+  bool any_discrete_in_ = false;              // model exchange: inputs set at events only
   std::vector<std::uint32_t> deriv_vr_;       // continuous Real outputs, for Get(Real)OutputDerivatives
   std::vector<std::ptrdiff_t> deriv_offset_;  // per output port: where its derivatives begin in dy_next_, or -1
   std::vector<std::ptrdiff_t> out_state_;     // per output port: where its state begins in x, or -1

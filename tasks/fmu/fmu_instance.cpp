@@ -1067,16 +1067,23 @@ bool FmuInstance::handle_event_iteration(bool* states_changed, double* next_even
   return false;
 }
 
-bool FmuInstance::handle_event(double t, bool* states_changed, double* next_event) noexcept {
+bool FmuInstance::enter_event_mode(double t) noexcept {
   if (failed()) return false;
   const Charging charge(this);
   time_ = t;
   Api& a = *api_;
-  if (!(a.v2 ? check(a.enter_event2(instance_), "fmi2EnterEventMode")
-             : check(a.enter_event3(instance_), "fmi3EnterEventMode"))) {
-    return false;
-  }
+  return a.v2 ? check(a.enter_event2(instance_), "fmi2EnterEventMode")
+              : check(a.enter_event3(instance_), "fmi3EnterEventMode");
+}
+
+bool FmuInstance::event_iteration(bool* states_changed, double* next_event) noexcept {
+  if (failed()) return false;
+  const Charging charge(this);
   return handle_event_iteration(states_changed, next_event);
+}
+
+bool FmuInstance::handle_event(double t, bool* states_changed, double* next_event) noexcept {
+  return enter_event_mode(t) && event_iteration(states_changed, next_event);
 }
 
 bool FmuInstance::do_step(double t, double h) noexcept {

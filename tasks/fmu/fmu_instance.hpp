@@ -164,6 +164,10 @@ class FmuInstance {
   // caller to re-read the continuous states; `next_event` is the next time
   // event (+inf: none).
   bool handle_event(double t, bool* states_changed, double* next_event) noexcept;
+  // The same in two calls, so that discrete inputs can be set in Event
+  // Mode between them (they may be set only there).
+  bool enter_event_mode(double t) noexcept;
+  bool event_iteration(bool* states_changed, double* next_event) noexcept;
   bool do_step(double t, double h) noexcept;
   [[nodiscard]] bool has_output_derivatives() const noexcept;
   // The first time derivatives of n Float64 outputs (n_values values in

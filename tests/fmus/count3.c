@@ -11,7 +11,9 @@
  * the counter reaches it: terminateSimulation from fmi3UpdateDiscreteStates,
  * or from fmi3DoStep with lastSuccessfulTime that event's time. The Float64
  * locals tolerance and stop_time show what fmi3EnterInitializationMode was
- * given (-1: undefined). */
+ * given (-1: undefined). Like the Reference FMUs, model exchange refuses
+ * to set its inputs (all discrete) in Continuous-Time Mode: only in Event
+ * Mode (FMI 3.0, 3.2.2). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +74,7 @@ typedef struct {
   Counter c;
   double time;
   double tolerance, stop_time; /* as fmi3EnterInitializationMode gave them; -1: undefined */
+  bool continuous_time;        /* model exchange: in Continuous-Time Mode */
   int64_t i[NVR];              /* every signed integer, the enumeration */
   uint64_t u[NVR];             /* every unsigned integer */
   float f[NVR];
@@ -89,6 +92,7 @@ static void defaults(Model* m) {
   memset(m->b, 0, sizeof m->b);
   m->i[VR_INC] = 1;
   m->b[VR_ENABLE] = true;
+  m->continuous_time = false;
 }
 
 /* The outputs from the inputs and the counter. */
@@ -130,8 +134,14 @@ EXPORT fmi3Status fmi3Reset(fmi3Instance i) {
   defaults((Model*)i);
   return fmi3OK;
 }
-FMI3_NOTHING_TO_DO(fmi3EnterEventMode)
-FMI3_NOTHING_TO_DO(fmi3EnterContinuousTimeMode)
+EXPORT fmi3Status fmi3EnterEventMode(fmi3Instance i) {
+  ((Model*)i)->continuous_time = false;
+  return fmi3OK;
+}
+EXPORT fmi3Status fmi3EnterContinuousTimeMode(fmi3Instance i) {
+  ((Model*)i)->continuous_time = true;
+  return fmi3OK;
+}
 EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean* need, fmi3Boolean* term, fmi3Boolean* nom,
                                            fmi3Boolean* values, fmi3Boolean* defined, fmi3Float64* next) {
   Model* m = (Model*)i;
@@ -195,6 +205,7 @@ EXPORT fmi3Status fmi3SetFloat64(fmi3Instance i, const fmi3ValueReference vr[], 
     for (size_t k = 0; k < n; ++k) {                                                                              \
       if (vr[k] >= NVR || (kind[vr[k]] != K && kind[vr[k]] != K2)) return bad(m, "fmi3Set" #T ": not a " #T);     \
       if (!settable[vr[k]]) return bad(m, "fmi3Set" #T ": not an input or parameter");                            \
+      if (m->continuous_time) return bad(m, "fmi3Set" #T ": a discrete variable is set in Event Mode only");      \
       m->STORE[vr[k]] = v[k];                                                                                     \
     }                                                                                                             \
     return fmi3OK;                                                                                                \

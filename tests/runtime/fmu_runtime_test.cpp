@@ -167,12 +167,9 @@ TEST(FmuRuntime, ACountersJumpsRestartTheLinksDownstream) {
         kDir + "/" + file + ", interface: " + iface +
         "}}\n"
         "  - {name: h, type: gain, task: c, params: {gain: 1}}\n"
-        "wires:\n" +
-        std::string(file == "count3.fmu" ? "  - {from: one.y, to: m.u8}\n  - {from: one.y, to: m.i16}\n"
-                                           "  - {from: one.y, to: m.u16}\n  - {from: one.y, to: m.u32}\n"
-                                           "  - {from: one.y, to: m.u64}\n  - {from: one.y, to: m.f32}\n"
-                                           "  - {from: one.y, to: m.i64}\n"
-                                         : "") +
+        // count3's other inputs keep their start values: wired to 1 they
+        // would change at the first step, an event of their own (below).
+        "wires:\n"
         "  - {from: one.y, to: m.inc}\n"
         "  - {from: one.y, to: m.enable}\n"
         "  - {from: m.counter, to: h.u, coupling: {method: hermite, order: 3}}\n";
@@ -199,6 +196,39 @@ TEST(FmuRuntime, ACountersJumpsRestartTheLinksDownstream) {
     EXPECT_EQ(part.output(part.find_output({"h", "y"}))[0], 3.0) << file;
     EXPECT_FALSE(producer->failed()) << producer->failure();
   }
+}
+
+// A model-exchange FMU's discrete inputs are set in Event Mode only (FMI
+// 3.0 3.2.2; the Reference FMU Feedthrough refuses them in Continuous-Time
+// Mode, as count3 now does): a wired value that differs from what the FMU
+// holds is an event at the end of the step where it changed, and the
+// outputs after that event follow it. u8 steps 0 -> 3 at t = 0.25 s (a
+// step source in the same 0.1 s task): u8_out is 0 until the step that
+// sees it, 3 from its end on, and the change is one event.
+TEST(FmuRuntime, DiscreteInputsOfAModelExchangeFmuAreSetAtEvents) {
+  const std::string yaml =
+      "tasks:\n"
+      "  - {name: p, period: 100ms, integrator: rk4, step: fixed}\n"
+      "blocks:\n"
+      "  - {name: s, type: step, task: p, params: {time: 0.25, initial: 0, final: 3}}\n"
+      "  - {name: m, type: fmu, task: p, params: {file: " +
+      kDir +
+      "/count3.fmu, interface: model_exchange}}\n"
+      "wires:\n"
+      "  - {from: s.y, to: m.u8}\n";
+  const auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "discrete.yaml"));
+  auto graph = rtcosim::testing::build_graph(spec);
+  std::vector<double> u8_out;
+  VirtualExecutor(*graph).run(0.6, [&](TaskRuntime& t, const FrameRecord&) {
+    const auto& part = t.partition();
+    u8_out.push_back(part.output(part.find_output({"m", "u8_out"}))[0]);
+  });
+  const TaskRuntime* p = graph->find_task("p");
+  ASSERT_FALSE(p->failed()) << p->failure();
+  // Frames end at 0.1 ... 0.6 s; the step's value reaches the FMU at the
+  // end of the frame in which the step source first shows 3 (t = 0.3).
+  EXPECT_EQ(u8_out, (std::vector<double>{0, 0, 3, 3, 3, 3}));
+  EXPECT_EQ(p->partition().events(), 1u);
 }
 
 // A model that ends the simulation itself (issue 40: the Reference FMU
