@@ -2,6 +2,8 @@
 
 #include <filesystem>
 
+#include "base/duration.hpp"
+
 namespace rtcosim::config {
 
 const TaskSpec* GraphSpec::find_task(const std::string& task_name) const {
@@ -32,11 +34,24 @@ std::string to_string(OverrunPolicy p) {
 }
 std::string to_string(RealtimeMode m) {
   switch (m) {
-    case RealtimeMode::kRequired: return "required";
-    case RealtimeMode::kPreferred: return "preferred";
-    case RealtimeMode::kOff: return "off";
+    case RealtimeMode::kRequired:
+      return "required";
+    case RealtimeMode::kPreferred:
+      return "preferred";
+    case RealtimeMode::kOff:
+      return "off";
   }
   return "?";
+}
+
+std::string GraphSpec::realtime_refusal() const {
+  for (const auto& t : tasks) {
+    if (t.period < kMinPeriod * (1.0 - 1e-9)) {
+      return "task '" + t.name + "' runs every " + base::format_duration(t.period) +
+             ", below the real-time floor of 1us — such a period runs only in virtual time (rtcosim run --virtual)";
+    }
+  }
+  return {};
 }
 
 }  // namespace rtcosim::config

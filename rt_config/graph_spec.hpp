@@ -31,10 +31,12 @@ struct ExecutionTimes {
   std::vector<ExecutionSpike> spikes;
 };
 
-// The shortest task period accepted at all: below it a frame's own
-// bookkeeping (clock read, sleep, statistics) outlasts the period, and
-// nanosecond arithmetic on the period loses its meaning.
+// The shortest task period a real-time run accepts: below it a frame's own
+// bookkeeping (clock read, sleep, statistics) outlasts the period.
 inline constexpr double kMinPeriod = 1e-6;
+// The shortest period at all: virtual time counts whole nanoseconds (a
+// model's reference step of 0.1 us runs there, not in real time).
+inline constexpr double kMinVirtualPeriod = 1e-9;
 // Below this a period is accepted with a warning: wake-up latency alone
 // (tens of microseconds on PREEMPT_RT) is a whole period or more.
 inline constexpr double kPracticalMinPeriod = 20e-6;
@@ -168,6 +170,9 @@ struct GraphSpec {
 
   [[nodiscard]] const TaskSpec* find_task(const std::string& name) const;
   [[nodiscard]] const HostSpec* find_host(const std::string& name) const;
+  // Why the graph cannot run in real time (a task period below
+  // kMinPeriod, which only virtual time runs); empty when it can.
+  [[nodiscard]] std::string realtime_refusal() const;
   // The coupling a cross-task wire uses: its own or the default.
   [[nodiscard]] const CouplingSpec& coupling_of(const WireEntry& wire) const {
     return wire.coupling ? *wire.coupling : default_coupling;

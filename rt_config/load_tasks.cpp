@@ -49,9 +49,15 @@ void GraphLoader::read_tasks(const YAML::Node& list, const YAML::Node& root) {
       if (!(*p > 0.0)) {
         in_.error(node["period"], what + ": 'period' = " + node["period"].Scalar() +
                                       " is not positive — expected a duration > 0, e.g. \"5ms\"");
-      } else if (*p < kMinPeriod * (1.0 - 1e-9)) {  // "1us" parses a hair below 1e-6
+      } else if (*p < kMinVirtualPeriod * (1.0 - 1e-9)) {
         in_.error(node["period"], what + ": 'period' = " + node["period"].Scalar() + " is below the floor of " +
-                                      base::format_duration(kMinPeriod) + " — expected at least \"1us\"");
+                                      base::format_duration(kMinVirtualPeriod) +
+                                      " (virtual time counts whole nanoseconds) — expected at least \"1ns\"");
+      } else if (*p < kMinPeriod * (1.0 - 1e-9)) {  // "1us" parses a hair below 1e-6
+        in_.warning(location_of(node["period"]),
+                    what + ": 'period' = " + node["period"].Scalar() +
+                        " is below 1us: it runs only in virtual time (rtcosim run --virtual); a real-time run "
+                        "refuses it");
       } else if (*p < kPracticalMinPeriod * (1.0 - 1e-9)) {
         in_.warning(location_of(node["period"]),
                     what + ": 'period' = " + node["period"].Scalar() + " is below " +

@@ -232,11 +232,24 @@ TEST(Loader, PeriodsBelowTheFloorsAreAnErrorOrAWarning) {
     return "tasks:\n  - {name: t, period: " + period +
            "}\nblocks:\n  - {name: k, type: constant, task: t, params: {value: [1]}}\nwires: []\n";
   };
-  const LoadResult tiny = load_graph_text(with_period("1ns"), "tiny.yaml");
+  const LoadResult tiny = load_graph_text(with_period("0.5ns"), "tiny.yaml");
   EXPECT_FALSE(tiny.ok());
   ASSERT_EQ(tiny.diagnostics.size(), 1u) << all_of(tiny);
   EXPECT_EQ(tiny.diagnostics[0].str(),
-            "tiny.yaml:2:23: error: task 't': 'period' = 1ns is below the floor of 1 us — expected at least \"1us\"");
+            "tiny.yaml:2:23: error: task 't': 'period' = 0.5ns is below the floor of 1 ns (virtual time counts whole "
+            "nanoseconds) — expected at least \"1ns\"");
+  // Below 1 us: virtual time only (a model's reference step of 0.1 us), a
+  // warning here, refused by a real-time run (GraphSpec::realtime_refusal).
+  const LoadResult sub_us = load_graph_text(with_period("100ns"), "sub.yaml");
+  EXPECT_TRUE(sub_us.ok()) << all_of(sub_us);
+  ASSERT_EQ(sub_us.diagnostics.size(), 1u) << all_of(sub_us);
+  EXPECT_EQ(sub_us.diagnostics[0].str(),
+            "sub.yaml:2:23: warning: task 't': 'period' = 100ns is below 1us: it runs only in virtual time (rtcosim "
+            "run --virtual); a real-time run refuses it");
+  EXPECT_EQ(sub_us.graph.realtime_refusal(),
+            "task 't' runs every 100 ns, below the real-time floor of 1us — such a period runs only in virtual time "
+            "(rtcosim run --virtual)");
+  EXPECT_EQ(load_graph_text(with_period("1us"), "one.yaml").graph.realtime_refusal(), "");
   const LoadResult fast = load_graph_text(with_period("10us"), "fast.yaml");
   EXPECT_TRUE(fast.ok()) << all_of(fast);
   ASSERT_EQ(fast.diagnostics.size(), 1u) << all_of(fast);

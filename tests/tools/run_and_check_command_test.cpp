@@ -283,6 +283,33 @@ TEST(RunCommand, AModelThatEndsTheSimulationEndsTheRunWithExitZero) {
   std::filesystem::remove_all(dir);
 }
 
+// A period under 1 us (issue 40: the Rectifier's reference step is 0.1 us)
+// runs in virtual time, which counts whole nanoseconds: 10 us of a 100 ns
+// task are 100 frames; a real-time run refuses it before anything runs.
+TEST(RunCommand, ASubMicrosecondPeriodRunsInVirtualTimeOnly) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_subus_test_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const auto graph = dir / "fast.yaml", json = dir / "summary.json";
+  std::ofstream(graph) << "name: fast\nrealtime: off\nduration: 10us\ntasks:\n"
+                          "  - {name: t, period: 100ns, integrator: rk4}\n"
+                          "blocks:\n  - {name: k, type: constant, task: t, params: {value: 1}}\n"
+                          "  - {name: i, type: integrator, task: t}\n"
+                          "wires:\n  - {from: k.y, to: i.u}\n";
+  EXPECT_EQ(run_run_command({"--virtual", "--json", json.string(), graph.string()}), 0);
+  EXPECT_NE(slurp(json).find("\"name\":\"t\",\"cpu\":-1,\"policy\":\"virtual\""), std::string::npos) << slurp(json);
+  EXPECT_NE(slurp(json).find("\"frames\":100,"), std::string::npos) << slurp(json);
+  std::stringstream err;
+  auto* old = std::cerr.rdbuf(err.rdbuf());
+  const int rc = run_run_command({graph.string()});
+  std::cerr.rdbuf(old);
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.str().find("task 't' runs every 100 ns, below the real-time floor of 1us — such a period runs only "
+                           "in virtual time (rtcosim run --virtual)"),
+            std::string::npos)
+      << err.str();
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RunCommand, UsageAndFileErrorsHaveTheirExitCodes) {
   EXPECT_EQ(run_run_command({}), 2);
   EXPECT_EQ(run_run_command({"--virtual", "--duration", "-1s", kExamples + "/overrun_virtual.yaml"}), 2);

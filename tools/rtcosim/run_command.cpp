@@ -592,6 +592,9 @@ class GraphRun {
     virtual_time_ = args_.flag("virtual");
     if (virtual_time_ && !(duration_ > 0.0))
       throw UsageError(file_ + " runs until stopped; a virtual run needs --duration");
+    if (!virtual_time_) {
+      if (const std::string why = spec().realtime_refusal(); !why.empty()) throw UsageError(file_ + ": " + why);
+    }
     for (const char* output : {"record", "frames", "json", "plot", "sync-csv"}) (void)args_.output_path(output);
     if (args_.value("sync-csv") && !spec().sync.optimise.enabled) {
       throw UsageError("--sync-csv needs a 'sync.optimise' section in " + file_ + " (docs/sync.md)");

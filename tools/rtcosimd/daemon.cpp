@@ -164,6 +164,11 @@ Daemon::Prepared Daemon::prepare(const config::LoadResult& loaded, const std::st
     return p;
   }
   if (!diagnostics.empty()) std::cerr << diagnostics;
+  // The daemon runs in real time only.
+  if (const std::string why = loaded.graph.realtime_refusal(); !why.empty()) {
+    p.error = label + ": " + why + "\n";
+    return p;
+  }
   try {
     // The running graph's registry is replaced only once the new graph is
     // built: a file that fails leaves everything as it was.
