@@ -263,6 +263,83 @@ int line_of(const std::string& text, const std::string& needle) {
 #define EXPECT_STARTS(text, prefix) EXPECT_EQ((text).rfind(prefix, 0), 0u) << (text)
 #define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << (text)
 
+// Issue 40: an SSD that leaves inputs unconnected (as the Reference FMU
+// Feedthrough's systems do) and whose connectors have structured names
+// imports, checks with a warning per open input, and runs on the inputs'
+// start values: dotted2 (count2 under structured names: 'body.x',
+// 'c[1].count', 'in.inc', "'en able'") with in.inc (start 1) and
+// 'en able' (start true) open counts floor(t), so body.x = 1 at t = 2 s; its
+// body.x drives msd2's F through a connection between dotted names.
+TEST(SspImport, UnconnectedInputsAndStructuredNamesRunOnTheirStartValues) {
+  TempDir dir("open");
+  const std::string ssd_text = R"(<?xml version="1.0"?>
+<ssd:SystemStructureDescription version="1.0" name="open" xmlns:ssd="http://ssp-standard.org/SSP1/SystemStructureDescription"
+    xmlns:ssc="http://ssp-standard.org/SSP1/SystemStructureCommon">
+  <ssd:System name="s">
+    <ssd:Elements>
+      <ssd:Component name="counter" source="resources/dotted2.fmu">
+        <ssd:Connectors>
+          <ssd:Connector name="body.x" kind="output"><ssc:Real/></ssd:Connector>
+          <ssd:Connector name="in.inc" kind="input"><ssc:Integer/></ssd:Connector>
+          <ssd:Connector name="'en able'" kind="input"><ssc:Boolean/></ssd:Connector>
+        </ssd:Connectors>
+      </ssd:Component>
+      <ssd:Component name="plant" source="resources/msd2.fmu">
+        <ssd:Connectors>
+          <ssd:Connector name="F" kind="input"><ssc:Real/></ssd:Connector>
+          <ssd:Connector name="x" kind="output"><ssc:Real/></ssd:Connector>
+        </ssd:Connectors>
+      </ssd:Component>
+    </ssd:Elements>
+    <ssd:Connections>
+      <ssd:Connection startElement="counter" startConnector="body.x" endElement="plant" endConnector="F"/>
+    </ssd:Connections>
+  </ssd:System>
+</ssd:SystemStructureDescription>
+)";
+  const std::string ssp = (dir.path / "open.ssp").string();
+  {
+    ZipWriter z(ssp);
+    z.add("SystemStructure.ssd", ssd_text);
+    z.add("resources/dotted2.fmu", slurp(kFmus + "/dotted2.fmu"));
+    z.add("resources/msd2.fmu", slurp(kFmus + "/msd2.fmu"));
+    z.close();
+  }
+  config::SspImportOptions options;
+  options.graph_dir = dir.path.string();
+  options.fmu_dir = (dir.path / "fmus").string();
+  const auto imported = config::import_ssp(ssp, options);
+  EXPECT_NE(imported.yaml.find("{from: \"counter.body.x\", to: \"plant.F\"}"), std::string::npos) << imported.yaml;
+  spit(dir.path / "open.yaml", imported.yaml);
+  const auto loaded = config::load_graph_file((dir.path / "open.yaml").string());
+  ASSERT_TRUE(loaded.ok()) << (loaded.diagnostics.empty() ? "" : loaded.diagnostics.front().str());
+  std::vector<std::string> warnings;
+  for (const auto& d : loaded.diagnostics) warnings.push_back(d.message);
+  EXPECT_EQ(warnings,
+            (std::vector<std::string>{
+                "input 'counter.in.inc' of block 'counter' (fmu) is not connected: it keeps its start value 1",
+                "input 'counter.'en able'' of block 'counter' (fmu) is not connected: it keeps its start "
+                "value 1"}));
+  // rtcosim check lists them and accepts the file.
+  std::ostringstream out, err;
+  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  auto* old_err = std::cerr.rdbuf(err.rdbuf());
+  const int rc = run_check_command({(dir.path / "open.yaml").string()});
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  EXPECT_EQ(rc, 0) << out.str() << err.str();
+  EXPECT_NE((out.str() + err.str()).find("warning: input 'counter.in.inc' of block 'counter' (fmu) is not connected"),
+            std::string::npos)
+      << out.str() << err.str();
+  const std::string csv = run_virtual(dir.path / "open.yaml", dir.path / "open.csv", "2s");
+  // The FMU sums x in 1 ms pieces: 1 to a few ulps.
+  const std::string row = "\n2,counter,counter.body.x,";
+  const auto at_two = csv.find(row);
+  ASSERT_NE(at_two, std::string::npos) << csv.substr(0, 400);
+  EXPECT_NEAR(std::stod(csv.substr(at_two + row.size())), 1.0, 1e-12);
+  EXPECT_NE(csv.find("\n0,counter,counter.body.x,0\n"), std::string::npos) << csv.substr(0, 400);
+}
+
 TEST_F(SspErrors, TheBaseSsdImports) { EXPECT_EQ(error_of(ssd({})), ""); }
 
 TEST_F(SspErrors, MalformedXmlGivesItsLine) {
