@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -229,6 +230,47 @@ TEST(FmuRuntime, DiscreteInputsOfAModelExchangeFmuAreSetAtEvents) {
   // end of the frame in which the step source first shows 3 (t = 0.3).
   EXPECT_EQ(u8_out, (std::vector<double>{0, 0, 3, 3, 3, 3}));
   EXPECT_EQ(p->partition().events(), 1u);
+}
+
+// An input file as FMPy, fmusim and the FMI Cross-Check write them (issue
+// 40): quoted header, the time 1 written twice for a step of u8 from 0 to
+// 7 at that instant. Read by a plant block, it drives count3's u8 with the
+// step at its instant: co-simulation takes the inputs at a step's start, so
+// the step from t = 1 sees 7 (u8_out 7 at 1.5); model exchange sets the
+// discrete input at the event at the end of the step that reaches t = 1
+// (u8_out 7 at 1.0), together with the counter's own time event there (the
+// other event is the counter's at 2 s).
+TEST(FmuRuntime, AnFmpyStyleInputFileDrivesAnFmuWithItsStepAtItsInstant) {
+  const std::string csv = std::string(::testing::TempDir()) + "fmpy_input.csv";
+  std::ofstream(csv) << "\"time\",\"u8\"\n0,0\n1,0\n1,7\n2,7\n";
+  for (const char* iface : {"co_simulation", "model_exchange"}) {
+    const std::string yaml = std::string(
+                                 "tasks:\n"
+                                 "  - {name: p, period: 500ms, integrator: rk4, step: fixed}\n"
+                                 "blocks:\n"
+                                 "  - {name: in, type: plant, task: p, params: {file: ") +
+                             csv +
+                             "}}\n"
+                             "  - {name: m, type: fmu, task: p, params: {file: " +
+                             kDir + "/count3.fmu, interface: " + iface +
+                             "}}\n"
+                             "wires:\n"
+                             "  - {from: in.u8, to: m.u8}\n";
+    const auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "fmpy.yaml"));
+    auto graph = rtcosim::testing::build_graph(spec);
+    std::vector<double> u8_out;
+    VirtualExecutor(*graph).run(2.0, [&](TaskRuntime& t, const FrameRecord&) {
+      const auto& part = t.partition();
+      u8_out.push_back(part.output(part.find_output({"m", "u8_out"}))[0]);
+    });
+    const TaskRuntime* p = graph->find_task("p");
+    ASSERT_FALSE(p->failed()) << p->failure();
+    const bool cs = std::string(iface) == "co_simulation";
+    EXPECT_EQ(u8_out, cs ? (std::vector<double>{0, 0, 7, 7}) : (std::vector<double>{0, 7, 7, 7})) << iface;
+    if (!cs) {
+      EXPECT_EQ(p->partition().events(), 2u);
+    }
+  }
 }
 
 // A model that ends the simulation itself (issue 40: the Reference FMU
