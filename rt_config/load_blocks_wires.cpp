@@ -15,6 +15,30 @@ namespace {
 const std::vector<std::string> kBlockKeys = {"name", "type", "task", "params"};
 const std::vector<std::string> kWireKeys = {"from", "to", "coupling"};
 
+// The ports of `block` that wires (their `from`) and `record.signals` name,
+// as written, for the blocks that can observe a variable on demand.
+std::vector<std::string> named_ports(const YAML::Node& root, const std::string& block) {
+  std::vector<std::string> out;
+  auto take = [&](const YAML::Node& n) {
+    if (!n || !n.IsScalar()) return;
+    const std::string& s = n.Scalar();
+    if (s.size() > block.size() + 1 && s.compare(0, block.size(), block) == 0 && s[block.size()] == '.' &&
+        std::find(out.begin(), out.end(), s.substr(block.size() + 1)) == out.end())
+      out.push_back(s.substr(block.size() + 1));
+  };
+  if (const auto wires = root["wires"]; wires && wires.IsSequence()) {
+    for (const auto& w : wires) {
+      if (w.IsMap()) take(w["from"]);
+    }
+  }
+  if (const auto record = root["record"]; record && record.IsMap()) {
+    if (const auto signals = record["signals"]; signals && signals.IsSequence()) {
+      for (const auto& s : signals) take(s);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
@@ -88,6 +112,25 @@ void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
     if (name && type && params_ok) {
       try {
         info.block = blocks_.create(*type, *name, spec.params);
+        // A variable a wire or the recording names that the block can show
+        // as an output (an FMU's local or parameter): observed, as if its
+        // `observe` named it, so that a user looking into a model need not.
+        std::vector<std::string> observe;
+        for (const auto& port : named_ports(root, *name)) {
+          if (info.block->can_observe(port)) observe.push_back(port);
+        }
+        if (!observe.empty()) {
+          const auto* given =
+              std::get_if<std::string>(spec.params.has("observe") ? &spec.params.all().at("observe") : nullptr);
+          std::string observed = given ? *given : std::string();
+          for (const auto& o : observe) observed += (observed.empty() ? "" : ", ") + o;
+          spec.params.set("observe", observed);
+          info.block = blocks_.create(*type, *name, spec.params);
+          std::string names;
+          for (const auto& o : observe) names += (names.empty() ? "'" : ", '") + o + "'";
+          in_.note(info.where, what + ": observes " + names +
+                                   " (no output of the FMU; named by a wire or record.signals), as 'observe' would");
+        }
       } catch (const tasks::BlockError& e) {
         Location where = location_of(node["type"]);
         if (const auto it = info.param_locations.find(e.parameter()); it != info.param_locations.end()) {

@@ -229,6 +229,15 @@ class Block {
   // (docs/replay.md).
   [[nodiscard]] virtual plant::LiveSource* live_source() const noexcept { return nullptr; }
 
+  // Set-up only: true when `name` is no port of this block but can become an
+  // output port when the block is made again with it in its `observe`
+  // parameter (an FMU's local or parameter): the loader does that for a
+  // variable that a wire or `record.signals` names.
+  [[nodiscard]] virtual bool can_observe(const std::string& name) const {
+    (void)name;
+    return false;
+  }
+
   // The kernel family that evaluates runs of blocks of this type in one
   // loop (tasks/kernel.hpp, docs/frame-program.md); null: the partition
   // calls this block's virtual functions, as a kernel of one.

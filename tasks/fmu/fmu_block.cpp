@@ -439,6 +439,16 @@ class FmuBlock final : public Block {
     set_can_fail();
   }
 
+  bool can_observe(const std::string& name) const override {
+    const fmu::Variable* v = fmu_->description().find(name);
+    if (!v || !fmu::is_port_type(v->type) || v->causality == Causality::kInput || v->causality == Causality::kOutput)
+      return false;
+    for (const auto& o : outputs()) {
+      if (o.name == name) return false;
+    }
+    return true;
+  }
+
   std::string why_not_a_port(const std::string& name) const override {
     const fmu::Variable* v = fmu_->description().find(name);
     if (!v) return {};

@@ -427,6 +427,35 @@ TEST(FmuRuntime, ObservedLocalsShowTheExperimentTheFmuWasGiven) {
       << error("label");
 }
 
+// A local that a wire or record.signals names is observed without being
+// listed in `observe` (the loader makes the block with it, and notes it):
+// count2's tolerance recorded and wired on, stop_time in `observe` as well.
+TEST(FmuRuntime, ALocalThatTheGraphNamesIsObservedWithANote) {
+  const std::string yaml =
+      "tasks:\n  - {name: p, period: 100ms, step: fixed}\nblocks:\n"
+      "  - {name: m, type: fmu, task: p, params: {file: " +
+      kDir +
+      "/count2.fmu, interface: co_simulation, observe: stop_time, tolerance: 1e-5}}\n"
+      "  - {name: g, type: gain, task: p, params: {gain: 2}}\n"
+      "wires:\n  - {from: m.tolerance, to: g.u}\n"
+      "record: {file: unused.csv, signals: [m.tolerance, m.stop_time, g.y]}\n";
+  const auto loaded = config::load_graph_text(yaml, "auto.yaml");
+  ASSERT_TRUE(loaded.ok()) << loaded.diagnostics.front().str();
+  std::vector<std::string> notes;
+  for (const auto& d : loaded.diagnostics) notes.push_back(d.str());
+  // The note, then the warnings of the two open inputs.
+  ASSERT_EQ(notes.size(), 3u);
+  EXPECT_EQ(notes[0],
+            "auto.yaml:4:5: note: block 'm': observes 'tolerance' (no output of the FMU; named by a wire or "
+            "record.signals), as 'observe' would");
+  auto graph = rtcosim::testing::build_graph(loaded.graph);
+  VirtualExecutor(*graph).run(0.3);
+  const auto& part = graph->find_task("p")->partition();
+  EXPECT_EQ(part.output(part.find_output({"m", "tolerance"}))[0], 1e-5);
+  EXPECT_EQ(part.output(part.find_output({"m", "stop_time"}))[0], -1.0);
+  EXPECT_EQ(part.output(part.find_output({"g", "y"}))[0], 2e-5);
+}
+
 // FMI 3.0 co-simulation output derivatives into a hermite link (issue 28):
 // vec3 in a 10 ms task, s = sin(3 t) with its derivative 3 cos(3 t) from
 // fmi3GetOutputDerivatives, read by a 1 ms task. With the derivatives the
