@@ -77,7 +77,8 @@ class Reader {
 
   std::optional<tasks::Vector> numbers(const YAML::Node& node, const std::string& what);
 
-  // "block.port", split at the last dot.
+  // "block.port", split at the first dot (a block name has none, a port
+  // name may: structured FMU names).
   std::optional<tasks::Endpoint> endpoint(const YAML::Node& node, const std::string& what);
 
  private:

@@ -54,7 +54,6 @@ void RealtimeExecutor::start(double duration, double start_delay, std::int64_t e
   // of another host included), which a replay computes again: the log's
   // blocks from other hosts start with the first frame.
   if (replay_log_ != nullptr) replay_log_->tap_links();
-  if (recorder_ != nullptr) recorder_->sample_start(graph_);
   graph_.trace_names();
   {
     std::lock_guard lock(errors_mutex_);
@@ -81,6 +80,10 @@ void RealtimeExecutor::start(double duration, double start_delay, std::int64_t e
   epoch_ns_ = epoch_ns != 0 ? epoch_ns : clock.now() + seconds_to_ns(start_delay);
   end_ns_ = duration > 0.0 ? epoch_ns_ + seconds_to_ns(duration) : 0;
   for (auto& u : units_) u.reset(epoch_ns_, end_ns_);
+  // The t = 0 sample once the start can no longer be refused (a refused
+  // one would leave it in the rings for the next start); the threads wait
+  // for go_ and touch no ring before it.
+  if (recorder_ != nullptr) recorder_->sample_start(graph_);
   go_.store(kRun);
   go_.notify_all();
 }

@@ -58,6 +58,9 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
   std::int64_t first_latency = -1, first_lateness = -1;
   auto frame = [&](std::size_t member) noexcept {
     TaskRuntime& t = *u.members[member];
+    // A member of a rate group that stopped (failed, or its model ended the
+    // run) takes no more frames in the cycles its group finishes.
+    if (t.failed() || t.ended()) return;
     const std::int64_t start = clock.now();
     const std::uint64_t k = t.stats().frames.load(std::memory_order_relaxed);
     trace::frame_start(t.id(), k, first_latency);
@@ -114,8 +117,11 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
   while (running.load(std::memory_order_relaxed)) {
     if (end_ns != 0 && u.deadlines.start_at(now) >= end_ns) break;
     // A model that ended the simulation itself ends every thread's loop at
-    // its next cycle (TaskRuntime::ended).
-    if (u.owner().run_ended()) break;
+    // its next cycle (TaskRuntime::ended); a replay's log says where each
+    // thread's loop ended instead (its cycles after the end are logged).
+    if constexpr (!requires { clock.drain(u.owner(), std::size_t{0}); }) {
+      if (u.owner().run_ended()) break;
+    }
     const std::int64_t release = u.deadlines.release();
     const bool slept = release > now;
     if (slept) {

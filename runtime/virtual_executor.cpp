@@ -195,7 +195,12 @@ class VirtualSchedule {
     // those in progress finish (as run_unit's threads do at their next cycle).
     if (t.run_ended()) stop_ns_ = std::min(stop_ns_, now);
     u.frame_started = false;
-    if (++u.pos < tu.plan.size()) return;
+    // As run_unit: a member of a rate group that stopped (failed, or its
+    // model ended the run) takes no more frames in the cycle.
+    ++u.pos;
+    while (u.pos < tu.plan.size() && (tu.members[tu.plan[u.pos]]->failed() || tu.members[tu.plan[u.pos]]->ended()))
+      ++u.pos;
+    if (u.pos < tu.plan.size()) return;
     tu.cycle_done(u.cycle_start_ns, now);
     u.active = false;
     u.start_ns = tu.deadlines.start_at(now);

@@ -186,6 +186,16 @@ class Block {
     return false;
   }
   [[nodiscard]] bool has_events() const noexcept { return events_; }
+  // For a block with events: called when the partition's outputs are
+  // refreshed outside a step (the start of a run, a restored snapshot),
+  // with the inputs known and write access to its states; true when it
+  // handled an event there (a model-exchange FMU whose wired discrete
+  // inputs differ from its start values sets them in Event Mode at t0, as
+  // an importer sets inputs before the first step).
+  virtual bool inputs_event(const BlockContext& c, std::span<double> x) const noexcept {
+    (void)c, (void)x;
+    return false;
+  }
   // For a block with events that knows its next time event in advance (an
   // FMU's nextEventTime): that time, +inf when none. A partition whose
   // integrator is a one-step method (euler, rk2, rk4) ends a sub-step

@@ -1233,6 +1233,16 @@ void Partition::refresh_outputs(InputSource& inputs) noexcept {
   inputs.begin_pass(InputPass::kOutput);
   if (!externals_.empty()) inputs.sample_all(t, m.ext, m.ext_offsets);
   m.evaluate(t, m.s.x, m.k4, false);
+  // Inputs known now that a block applies in an event (an FMU's discrete
+  // inputs at t0): then the outputs again, after it.
+  bool handled = false;
+  for (std::size_t i : m.eventful) {
+    Impl::Slot& slot = m.slots[i];
+    handled = slot.block->inputs_event(
+                  slot.context, std::span<double>(m.s.x.data() + slot.x_offset, slot.block->continuous_states())) ||
+              handled;
+  }
+  if (handled) m.evaluate(t, m.s.x, m.k4, false);
   m.output_derivatives(m.k4);
   m.mark_jumps(false);
 }

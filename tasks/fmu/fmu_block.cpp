@@ -548,10 +548,11 @@ class FmuBlock final : public Block {
     if (!fmu_->set_time(c.t) || !fmu_->set_states(x.data(), nx_)) return false;
     gather_inputs(c);
     bool enter = false;
-    if (!write_inputs() || !fmu_->completed_integrator_step(&enter) ||
-        !fmu_->get_event_indicators(z_.data(), z_.size())) {
-      return false;
-    }
+    if (!write_inputs() || !fmu_->completed_integrator_step(&enter)) return false;
+    // A model that asked to end here is asked nothing more (FMI: only
+    // Terminate follows).
+    if (fmu_->terminated()) return false;
+    if (!fmu_->get_event_indicators(z_.data(), z_.size())) return false;
     bool crossed = false;
     for (std::size_t i = 0; i < z_.size(); ++i) crossed = crossed || ((z_[i] > 0.0) != (z_prev_[i] > 0.0));
     const bool timed = c.t >= next_event_ - 1e-12 * std::max(1.0, std::fabs(c.t));
@@ -573,6 +574,20 @@ class FmuBlock final : public Block {
     if (changed && !fmu_->get_states(x.data(), nx_)) return false;
     if (!fmu_->set_states(x.data(), nx_) || !fmu_->get_event_indicators(z_prev_.data(), z_prev_.size())) return false;
     return true;
+  }
+
+  bool inputs_event(const BlockContext& c, std::span<double> x) const noexcept override {
+    if (!me_ || !any_discrete_in_ || fmu_->failed() || fmu_->terminated()) return false;
+    gather_inputs(c);
+    if (!discrete_inputs_changed()) return false;
+    bool changed = false;
+    if (!fmu_->set_time(c.t) || !fmu_->set_states(x.data(), nx_) || !write_inputs() || !fmu_->enter_event_mode(c.t) ||
+        !write_discrete_inputs() || !fmu_->event_iteration(&changed, &next_event_)) {
+      return false;
+    }
+    if (fmu_->terminated()) return true;
+    if (changed && !fmu_->get_states(x.data(), nx_)) return false;
+    return fmu_->get_event_indicators(z_prev_.data(), z_prev_.size());
   }
 
   // Model exchange: the events handled; co-simulation: the steps after

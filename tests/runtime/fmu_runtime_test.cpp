@@ -207,29 +207,35 @@ TEST(FmuRuntime, ACountersJumpsRestartTheLinksDownstream) {
 // step source in the same 0.1 s task): u8_out is 0 until the step that
 // sees it, 3 from its end on, and the change is one event.
 TEST(FmuRuntime, DiscreteInputsOfAModelExchangeFmuAreSetAtEvents) {
-  const std::string yaml =
-      "tasks:\n"
-      "  - {name: p, period: 100ms, integrator: rk4, step: fixed}\n"
-      "blocks:\n"
-      "  - {name: s, type: step, task: p, params: {time: 0.25, initial: 0, final: 3}}\n"
-      "  - {name: m, type: fmu, task: p, params: {file: " +
-      kDir +
-      "/count3.fmu, interface: model_exchange}}\n"
-      "wires:\n"
-      "  - {from: s.y, to: m.u8}\n";
-  const auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "discrete.yaml"));
-  auto graph = rtcosim::testing::build_graph(spec);
-  std::vector<double> u8_out;
-  VirtualExecutor(*graph).run(0.6, [&](TaskRuntime& t, const FrameRecord&) {
-    const auto& part = t.partition();
-    u8_out.push_back(part.output(part.find_output({"m", "u8_out"}))[0]);
-  });
-  const TaskRuntime* p = graph->find_task("p");
-  ASSERT_FALSE(p->failed()) << p->failure();
-  // Frames end at 0.1 ... 0.6 s; the step's value reaches the FMU at the
-  // end of the frame in which the step source first shows 3 (t = 0.3).
-  EXPECT_EQ(u8_out, (std::vector<double>{0, 0, 3, 3, 3, 3}));
-  EXPECT_EQ(p->partition().events(), 1u);
+  // initial: the wired value at t0 (0: the FMU's start value; 2: set in an
+  // event at t0, before the first step, as an importer sets its inputs).
+  for (const double initial : {0.0, 2.0}) {
+    const std::string yaml =
+        "tasks:\n"
+        "  - {name: p, period: 100ms, integrator: rk4, step: fixed}\n"
+        "blocks:\n"
+        "  - {name: s, type: step, task: p, params: {time: 0.25, initial: " +
+        std::to_string(initial) +
+        ", final: 3}}\n"
+        "  - {name: m, type: fmu, task: p, params: {file: " +
+        kDir +
+        "/count3.fmu, interface: model_exchange}}\n"
+        "wires:\n"
+        "  - {from: s.y, to: m.u8}\n";
+    const auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "discrete.yaml"));
+    auto graph = rtcosim::testing::build_graph(spec);
+    std::vector<double> u8_out;
+    VirtualExecutor(*graph).run(0.6, [&](TaskRuntime& t, const FrameRecord&) {
+      const auto& part = t.partition();
+      u8_out.push_back(part.output(part.find_output({"m", "u8_out"}))[0]);
+    });
+    const TaskRuntime* p = graph->find_task("p");
+    ASSERT_FALSE(p->failed()) << p->failure();
+    // Frames end at 0.1 ... 0.6 s; the step's value reaches the FMU at the
+    // end of the frame in which the step source first shows 3 (t = 0.3).
+    EXPECT_EQ(u8_out, (std::vector<double>{initial, initial, 3, 3, 3, 3}));
+    EXPECT_EQ(p->partition().events(), 1u);
+  }
 }
 
 // An input file as FMPy, fmusim and the FMI Cross-Check write them (issue
@@ -322,6 +328,34 @@ TEST(FmuRuntime, AModelThatEndsTheSimulationEndsTheRunThereNormally) {
     EXPECT_FALSE(c->failed() || c->ended()) << where;
     EXPECT_EQ(c->stats().frames.load(), 29u) << where;
   }
+}
+
+// In a rate group the member whose model ended the run takes no more frames
+// in the cycle the group finishes (no repeated sample at the end time): a
+// 100 ms member ending at t = 3 s has 30 frames, its 400 ms partner the 8
+// cycles that started before 3 s.
+TEST(FmuRuntime, ARateGroupMemberThatEndedTakesNoMoreFrames) {
+  const std::string yaml =
+      "tasks:\n"
+      "  - {name: p, period: 100ms, rate_group: g, cpu: 0, priority: 80, step: fixed}\n"
+      "  - {name: s, period: 400ms, rate_group: g, cpu: 0, priority: 80, step: fixed}\n"
+      "blocks:\n"
+      "  - {name: m, type: fmu, task: p, params: {file: " +
+      kDir +
+      "/count2.fmu, interface: co_simulation, start: {stop_at: 3}}}\n"
+      "  - {name: h, type: gain, task: s, params: {gain: 1}}\n"
+      "wires:\n  - {from: m.counter, to: h.u, coupling: {method: zoh}}\n";
+  const auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "group.yaml"));
+  auto graph = rtcosim::testing::build_graph(spec);
+  std::size_t at_three = 0;
+  VirtualExecutor(*graph).run(10.0, [&](TaskRuntime& t, const FrameRecord& f) {
+    if (t.spec().name == "p" && f.sim_time == 3.0) ++at_three;
+  });
+  const TaskRuntime* p = graph->find_task("p");
+  ASSERT_TRUE(p->ended());
+  EXPECT_EQ(p->stats().frames.load(), 30u);
+  EXPECT_EQ(at_three, 1u);
+  EXPECT_EQ(graph->find_task("s")->stats().frames.load(), 8u);
 }
 
 // Structured variable names as Modelica exports give them (issue 40):

@@ -405,9 +405,20 @@ TEST(RunCommand, APeriodScaleBelowTheFloorIsAUsageError) {
       {"--virtual", "--duration", "0.1s", "--period-scale", "1e-11", kExamples + "/two_task_sine.yaml"});
   std::cerr.rdbuf(old);
   EXPECT_EQ(rc, 2);
-  EXPECT_NE(err.str().find("--period-scale 1e-11 makes task 'slow' run every 0.0004 ns, below the floor of 1 us"),
+  // In virtual time the floor is 1 ns (whole nanoseconds), in real time 1 us.
+  EXPECT_NE(err.str().find("--period-scale 1e-11 makes task 'slow' run every 0.0004 ns, below the floor of 1 ns — "
+                           "expected a scale that keeps every period at 1ns or more"),
             std::string::npos)
       << err.str();
+  std::stringstream err_rt;
+  old = std::cerr.rdbuf(err_rt.rdbuf());
+  const int rc_rt =
+      run_run_command({"--duration", "0.1s", "--period-scale", "1e-4", kExamples + "/two_task_sine.yaml"});
+  std::cerr.rdbuf(old);
+  EXPECT_EQ(rc_rt, 2);
+  EXPECT_NE(err_rt.str().find("--period-scale 1e-4 makes task 'fast' run every 100 ns, below the floor of 1 us"),
+            std::string::npos)
+      << err_rt.str();
 }
 
 // Plots and reference errors keep every sample in memory: only for a run

@@ -566,15 +566,17 @@ class GraphRun {
     if (end == scale_text->c_str() || *end != '\0' || !(scale > 0.0)) {
       throw UsageError("--period-scale: '" + *scale_text + "' — expected a positive number, e.g. 0.5");
     }
+    // Virtual time runs periods down to its nanosecond; real time to 1 us.
+    const bool virtual_time = args_.flag("virtual");
+    const double floor = virtual_time ? config::kMinVirtualPeriod : config::kMinPeriod;
     for (auto& t : spec().tasks) {
       t.period *= scale;
       t.max_step *= scale;
-      if (t.period < config::kMinPeriod * (1.0 - 1e-9)) {
+      if (t.period < floor * (1.0 - 1e-9)) {
         throw UsageError("--period-scale " + *scale_text + " makes task '" + t.name + "' run every " +
-                         base::format_duration(t.period) + ", below the floor of " +
-                         base::format_duration(config::kMinPeriod) +
-                         " — expected a scale that keeps every period at "
-                         "1us or more");
+                         base::format_duration(t.period) + ", below the floor of " + base::format_duration(floor) +
+                         " — expected a scale that keeps every period at " + (virtual_time ? "1ns" : "1us") +
+                         " or more");
       }
     }
   }
@@ -592,7 +594,8 @@ class GraphRun {
     virtual_time_ = args_.flag("virtual");
     if (virtual_time_ && !(duration_ > 0.0))
       throw UsageError(file_ + " runs until stopped; a virtual run needs --duration");
-    if (!virtual_time_) {
+    // A replay repeats a logged real-time run: its graph ran on the clock.
+    if (!virtual_time_ && !replaying_) {
       if (const std::string why = spec().realtime_refusal(); !why.empty()) throw UsageError(file_ + ": " + why);
     }
     for (const char* output : {"record", "frames", "json", "plot", "sync-csv"}) (void)args_.output_path(output);
