@@ -241,7 +241,7 @@ void TaskRuntime::step(double h) noexcept {
     stats_.step.add(h);
     return;
   }
-  if (failed() || ended()) return;
+  if (stopped()) return;
   // A frame that repays owed real time integrates it in equal sub-steps of
   // at most max_step (StepPolicy); its outputs are staged once, at the end.
   const int n = policy_.substeps(h);

@@ -261,6 +261,8 @@ class TaskRuntime {
   [[nodiscard]] bool run_ended() const noexcept {
     return run_end_ != nullptr && run_end_->load(std::memory_order_acquire);
   }
+  // Steps no more: failed, or its model ended the run.
+  [[nodiscard]] bool stopped() const noexcept { return failed() || ended(); }
   // Set-up: the graph's flag that ended() raises.
   void set_run_end(std::atomic<bool>* flag) noexcept { run_end_ = flag; }
   // One line per block whose foreign code (an FMU) allocated in this run's

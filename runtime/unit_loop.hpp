@@ -60,7 +60,7 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
     TaskRuntime& t = *u.members[member];
     // A member of a rate group that stopped (failed, or its model ended the
     // run) takes no more frames in the cycles its group finishes.
-    if (t.failed() || t.ended()) return;
+    if (t.stopped()) return;
     const std::int64_t start = clock.now();
     const std::uint64_t k = t.stats().frames.load(std::memory_order_relaxed);
     trace::frame_start(t.id(), k, first_latency);
@@ -157,7 +157,7 @@ void run_unit(ThreadUnit& u, Clock& clock, std::int64_t epoch_ns, std::int64_t e
     // A task whose FMU failed stops here, cleanly: the frame is accounted,
     // its thread leaves the loop, the other units run on.
     bool failed = false;
-    for (const TaskRuntime* m : u.members) failed = failed || m->failed() || m->ended();
+    for (const TaskRuntime* m : u.members) failed = failed || m->stopped();
     TaskRuntime& owner = u.owner();
     const std::uint64_t missed_before = u.deadlines.missed_periods();
     if (u.cycle_done(cycle_start, now)) {

@@ -198,8 +198,7 @@ class VirtualSchedule {
     // As run_unit: a member of a rate group that stopped (failed, or its
     // model ended the run) takes no more frames in the cycle.
     ++u.pos;
-    while (u.pos < tu.plan.size() && (tu.members[tu.plan[u.pos]]->failed() || tu.members[tu.plan[u.pos]]->ended()))
-      ++u.pos;
+    while (u.pos < tu.plan.size() && tu.members[tu.plan[u.pos]]->stopped()) ++u.pos;
     if (u.pos < tu.plan.size()) return;
     tu.cycle_done(u.cycle_start_ns, now);
     u.active = false;

@@ -642,19 +642,24 @@ class FmuBlock final : public Block {
   // The inputs (in_val_, flat by port) through one typed setter per type.
   // Every input (co-simulation), or the continuous ones (model exchange:
   // the discrete ones only at events, write_discrete_inputs).
-  bool write_inputs() const noexcept {
+  bool write_inputs() const noexcept { return write_groups(false); }
+  // Model exchange, in Event Mode: the discrete inputs, remembered as what
+  // the FMU now holds.
+  bool write_discrete_inputs() const noexcept { return write_groups(true); }
+  bool write_groups(bool discrete) const noexcept {
     for (const Group& g : in_groups_) {
-      if (g.discrete) continue;
+      if (g.discrete != discrete) continue;
       std::size_t k = 0;
       for (const std::size_t p : g.port) {
         for (std::size_t i = 0; i < in_width_[p]; ++i) g.val[k++] = in_val_[in_off_[p] + i];
       }
       if (!fmu_->set_values(g.type, g.vr.data(), g.vr.size(), g.val.data(), g.n_values, scratch_.data())) return false;
+      if (discrete) std::copy(g.val.begin(), g.val.end(), g.set.begin());
     }
     return true;
   }
   // Model exchange: true when a wired discrete input differs from what the
-  // FMU holds (an event); with `write` (in Event Mode), sets them.
+  // FMU holds (an event).
   bool discrete_inputs_changed() const noexcept {
     for (const Group& g : in_groups_) {
       if (!g.discrete) continue;
@@ -666,18 +671,6 @@ class FmuBlock final : public Block {
       }
     }
     return false;
-  }
-  bool write_discrete_inputs() const noexcept {
-    for (const Group& g : in_groups_) {
-      if (!g.discrete) continue;
-      std::size_t k = 0;
-      for (const std::size_t p : g.port) {
-        for (std::size_t i = 0; i < in_width_[p]; ++i) g.val[k++] = in_val_[in_off_[p] + i];
-      }
-      if (!fmu_->set_values(g.type, g.vr.data(), g.vr.size(), g.val.data(), g.n_values, scratch_.data())) return false;
-      std::copy(g.val.begin(), g.val.end(), g.set.begin());
-    }
-    return true;
   }
   // What the FMU holds in its discrete inputs (after (re)initialisation).
   void read_discrete_inputs() const noexcept {
