@@ -68,7 +68,7 @@ void GraphLoader::read_tasks(const YAML::Node& list, const YAML::Node& root) {
     }
     if (auto cpu = in_.integer(node, "cpu", what, 0, 4095)) t.cpu = static_cast<int>(*cpu);
     if (auto prio = in_.integer(node, "priority", what, 1, 99)) t.priority = static_cast<int>(*prio);
-    if (auto name_of = in_.choice(node, "integrator", what, {"euler", "ab2", "rk2", "rk4"})) {
+    if (auto name_of = in_.choice(node, "integrator", what, {"euler", "ab2", "rk2", "rk4", "ros1", "ros2"})) {
       t.integrator = *tasks::parse_integrator(*name_of);
     }
     if (auto s = in_.choice(node, "step", what, {"fixed", "measured"})) {

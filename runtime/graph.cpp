@@ -199,6 +199,22 @@ std::vector<std::string> TaskRuntime::allocation_reports() const {
       out.push_back("block '" + b.name() + "' (" + b.type() + ") of task '" + spec_.name + "': " + notice);
     }
   }
+  // The event location's bounds (docs/config.md "Events"): where one was
+  // reached, an event was handled later than the tolerance says.
+  const std::uint64_t trial_limits = stats_.location_trial_limits.load(std::memory_order_relaxed);
+  const std::uint64_t landing_limits = stats_.landing_limits.load(std::memory_order_relaxed);
+  if (trial_limits > 0) {
+    out.push_back("task '" + spec_.name + "': " + std::to_string(trial_limits) + " of " +
+                  std::to_string(stats_.events_located.load(std::memory_order_relaxed)) +
+                  " state events stopped at the bound of " + std::to_string(tasks::Partition::kMaxLocateTrials) +
+                  " trials before their bracket was within the tolerance; each was handled at the bracket's late end");
+  }
+  if (landing_limits > 0) {
+    out.push_back("task '" + spec_.name + "': " + std::to_string(landing_limits) + " frame(s) held more than " +
+                  std::to_string(tasks::Partition::kMaxLandings) +
+                  " events; the rest of each was integrated in one piece and its events handled at its end "
+                  "(chattering, or events closer together than the frame: a shorter period resolves them)");
+  }
   return out;
 }
 
@@ -277,6 +293,14 @@ void TaskRuntime::step(double h) noexcept {
   if (n > 1) base::add_single_writer(stats_.extra_substeps, static_cast<std::uint64_t>(n - 1));
   stats_.step.add(h);
   if (partition_->integrator() == tasks::IntegratorKind::kAb2) stats_.truncation_error.add(truncation);
+  if (const std::uint64_t events = partition_->events(); events != stats_.events.load(std::memory_order_relaxed)) {
+    const tasks::Partition::EventCounts& e = partition_->event_counts();
+    stats_.events.store(events, std::memory_order_relaxed);
+    stats_.events_located.store(e.located, std::memory_order_relaxed);
+    stats_.location_trials.store(e.trials, std::memory_order_relaxed);
+    stats_.location_trial_limits.store(e.trial_limits, std::memory_order_relaxed);
+    stats_.landing_limits.store(e.landing_limits, std::memory_order_relaxed);
+  }
   stage_outputs();
 }
 

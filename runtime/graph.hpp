@@ -266,7 +266,9 @@ class TaskRuntime {
   // Set-up: the graph's flag that ended() raises.
   void set_run_end(std::atomic<bool>* flag) noexcept { run_end_ = flag; }
   // One line per block whose foreign code (an FMU) allocated in this run's
-  // frames, where that can be detected (Block::foreign_allocations); not RT.
+  // frames, where that can be detected (Block::foreign_allocations), per
+  // block notice (Block::run_notice), and per event-location bound the
+  // partition reached (Partition::event_counts); not RT.
   [[nodiscard]] std::vector<std::string> allocation_reports() const;
 
  private:

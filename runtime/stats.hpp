@@ -204,11 +204,19 @@ struct TaskStats {
   std::atomic<double> owed_max{0.0};
   RunningRange truncation_error;  // ab2's on-line estimate
   RunningRange local_error;       // per frame: the largest relative local error of its (sub-)steps
+  // The partition's events since the run began (Partition::events and
+  // event_counts), copied after each frame so that any thread can read them.
+  std::atomic<std::uint64_t> events{0};
+  std::atomic<std::uint64_t> events_located{0};
+  std::atomic<std::uint64_t> location_trials{0};
+  std::atomic<std::uint64_t> location_trial_limits{0};
+  std::atomic<std::uint64_t> landing_limits{0};
 
   // Between runs only (no task running).
   void reset() noexcept {
     for (auto* c : {&frames, &cycles, &overruns, &missed_periods, &stalls, &stalls_absorbed, &catch_up_frames,
-                    &longest_catch_up, &extra_substeps, &data_waits})
+                    &longest_catch_up, &extra_substeps, &data_waits, &events, &events_located, &location_trials,
+                    &location_trial_limits, &landing_limits})
       c->store(0, std::memory_order_relaxed);
     for (auto* h : {&wakeup_latency_ns, &start_lateness_ns, &execution_ns, &cycle_ns}) h->reset();
     for (auto* r : {&step, &lag, &truncation_error, &local_error}) r->reset();

@@ -186,6 +186,17 @@ class Block {
     return false;
   }
   [[nodiscard]] bool has_events() const noexcept { return events_; }
+  // For a block with events that has event indicators (a model-exchange
+  // FMU's): how many, and their values at the instant of the last `output`
+  // call (its time, states and inputs). A partition with a one-step
+  // integrator locates a sign change of one inside the step with them and
+  // calls `event` there (Partition::step, docs/config.md "Events"). False
+  // when they could not be read. RT-safe.
+  [[nodiscard]] std::size_t event_indicators() const noexcept { return indicators_; }
+  virtual bool indicators(const BlockContext& c, std::span<double> z) const noexcept {
+    (void)c, (void)z;
+    return false;
+  }
   // For a block with events: called when the partition's outputs are
   // refreshed outside a step (the start of a run, a restored snapshot),
   // with the inputs known and write access to its states; true when it
@@ -270,6 +281,7 @@ class Block {
   void set_time_dependent(bool v = true) noexcept { time_dependent_ = v; }
   void set_jumps(bool v = true) noexcept { jumps_ = v; }
   void set_events(bool v = true) noexcept { events_ = v; }
+  void set_event_indicators(std::size_t n) noexcept { indicators_ = n; }
   void set_can_fail(bool v = true) noexcept { can_fail_ = v; }
 
  private:
@@ -285,6 +297,7 @@ class Block {
   bool time_dependent_ = false;
   bool jumps_ = false;
   bool events_ = false;
+  std::size_t indicators_ = 0;
   bool can_fail_ = false;
 };
 

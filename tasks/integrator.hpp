@@ -16,12 +16,28 @@ namespace rtcosim::tasks {
  *          state-dependent part only                       inputs at t + h/2
  *   rk2    Heun                                            inputs at t, t + h
  *   rk4    classical Runge-Kutta                           inputs at t, t + h/2, t + h
+ * Linearly implicit (Rosenbrock), for stiff partitions: J = df/dx at
+ * (t, x) by finite differences, one LU of W = I - gamma h J per step.
+ *   ros1   linearly implicit Euler: W k = f(t, x), x += h k.
+ *          Order 1, L-stable (R(z) = 1 / (1 - z)), gamma = 1  inputs at t
+ *   ros2   ROS2 (Verwer, Spee, Blom, Hundsdorfer, "A second-order
+ *          Rosenbrock method applied to photochemical dispersion
+ *          problems"): W k1 = f(t, x), W k2 = f(t + h, x + h k1) - 2 k1,
+ *          x += h (3/2 k1 + 1/2 k2). Order 2 for any W (a W-method: an
+ *          inexact J, or the omitted df/dt of a non-autonomous system, keeps
+ *          the order), L-stable, gamma = 1 + 1/sqrt(2)      inputs at t, t + h
  */
-enum class IntegratorKind { kEuler, kAb2, kRk2, kRk4 };
+enum class IntegratorKind { kEuler, kAb2, kRk2, kRk4, kRos1, kRos2 };
+
+// True for the Rosenbrock methods: they need the partition's Jacobian.
+[[nodiscard]] constexpr bool linearly_implicit(IntegratorKind kind) noexcept {
+  return kind == IntegratorKind::kRos1 || kind == IntegratorKind::kRos2;
+}
 
 std::optional<IntegratorKind> parse_integrator(std::string_view name);
 std::string_view integrator_name(IntegratorKind kind) noexcept;
-// Derivative evaluations per step (for cost estimates and docs).
+// Derivative evaluations per step (for cost estimates and docs); the
+// Rosenbrock methods add one per state for their Jacobian.
 int evaluations_per_step(IntegratorKind kind) noexcept;
 
 }  // namespace rtcosim::tasks

@@ -10,7 +10,9 @@
 
 #include "base/finite.hpp"
 #include "base/text.hpp"
+#include "tasks/event_locator.hpp"
 #include "tasks/kernel.hpp"
+#include "tasks/linear_solver.hpp"
 #include "tasks/params.hpp"
 
 namespace rtcosim::tasks {
@@ -85,6 +87,10 @@ struct Partition::Impl {
     std::size_t diverged = kNoState;
     double diverged_value = 0.0, diverged_error = 0.0, diverged_from = 0.0;
     bool diverged_bound = false;
+    // The event indicators (Block::indicators) at `time`, after any event
+    // there; unknown after reset until the next step reads them.
+    std::vector<double> z;
+    bool z_known = false;
   };
 
   std::vector<Slot> slots;
@@ -152,6 +158,22 @@ struct Partition::Impl {
   std::vector<const Block*> timed;    // their blocks, asked for their next time event
   std::vector<std::size_t> fallible;  // slots that can fail (Block::can_fail)
   std::uint64_t events = 0;
+  // State events located inside steps (Block::indicators): the slots with
+  // indicators and where theirs start in State::z, the locator, the state
+  // at a segment's start and at the bracket's right end, the indicators
+  // at a segment's end; what the location cost and where it hit a bound.
+  std::vector<std::size_t> indicating, z_offsets;
+  EventLocator locator;
+  std::vector<double> x_from, x_right, z_end;
+  Partition::EventCounts event_counts;
+  bool read_indicators(double* z) noexcept {
+    for (std::size_t k = 0; k < indicating.size(); ++k) {
+      Slot& slot = slots[indicating[k]];
+      if (!slot.block->indicators(slot.context, std::span<double>(z + z_offsets[k], slot.block->event_indicators())))
+        return false;
+    }
+    return true;
+  }
   std::vector<std::vector<std::size_t>> downstream;  // every wire, feedthrough or not: from -> to
   std::vector<std::size_t> walk;                     // work stack of mark_jumps
   std::vector<unsigned char> reached;                // per slot, work memory of mark_jumps
@@ -176,6 +198,31 @@ struct Partition::Impl {
   std::vector<std::size_t> ext_offsets;
   std::vector<double> xe;  // the state an evaluation sees
   std::vector<double> k1, k2, k3, k4, xs, scratch_xd;
+  // The Rosenbrock methods': df/dx column-major, and W = I - gamma h J's LU.
+  std::vector<double> jac;
+  std::unique_ptr<ShiftedLu> lu;
+  bool lu_singular = false;  // a step found W singular: the partition stopped
+
+  // J = df/dx at (t, x) by forward differences, f = f(t, x) given: one
+  // evaluation per state, each state moved by eps^(1/3) of its magnitude
+  // (its largest so far, at least 1e-6). Not sqrt(eps), the usual balance
+  // of rounding against curvature: stiffness mostly sits in linear parts,
+  // where a difference has no curvature error and its rounding error
+  // (eps |f| / delta) is the whole of J's; carried into the stiff modes'
+  // stages it cost ros2 its order on the stiff test (error ratio 3.5 per
+  // halved step at sqrt(eps), 3.98 at eps^(1/3); docs/config.md).
+  void jacobian(double t, std::span<const double> x, std::span<const double> f) noexcept {
+    const std::size_t n = nx;
+    std::copy(x.begin(), x.end(), xs.begin());
+    for (std::size_t j = 0; j < n; ++j) {
+      const double delta = 6.0554544523933395e-06 * std::max({std::fabs(x[j]), s.scale[j], 1e-6});
+      xs[j] = x[j] + delta;
+      const double step = xs[j] - x[j];  // what the perturbation is in floating point
+      evaluate(t, xs, k4);
+      for (std::size_t i = 0; i < n; ++i) jac[i + n * j] = (k4[i] - f[i]) / step;
+      xs[j] = x[j];
+    }
+  }
 
   void run_outputs(double t, const std::vector<Call>& list) noexcept {
     for (std::size_t i : early) {
@@ -514,6 +561,11 @@ struct Partition::Impl::Builder {
       if (m.slots[i].block->has_events()) {
         m.eventful.push_back(i);
         m.timed.push_back(m.slots[i].block.get());
+        if (const std::size_t n = m.slots[i].block->event_indicators(); n > 0) {
+          m.indicating.push_back(i);
+          m.z_offsets.push_back(s.z.size());
+          s.z.resize(s.z.size() + n, 0.0);
+        }
       }
       if (m.slots[i].block->can_fail()) m.fallible.push_back(i);
     }
@@ -546,12 +598,18 @@ struct Partition::Impl::Builder {
   }
 
   // The saved state, the integrators' scratch, and every block's views.
-  void bind_views() {
+  void bind_views(IntegratorKind integrator) {
     Impl::State& s = m.s;
     m.saved = s;
     m.ext = std::span<double>(s.signals.data() + m.ext_base, ext_size);
     m.xe.assign(m.nx, 0.0);
-    for (auto* v : {&m.k1, &m.k2, &m.k3, &m.k4, &m.xs}) v->assign(m.nx, 0.0);
+    for (auto* v : {&m.k1, &m.k2, &m.k3, &m.k4, &m.xs, &m.x_from, &m.x_right}) v->assign(m.nx, 0.0);
+    m.z_end.assign(s.z.size(), 0.0);
+    m.locator.resize(s.z.size());
+    if (linearly_implicit(integrator)) {
+      m.jac.assign(m.nx * m.nx, 0.0);
+      m.lu = std::make_unique<ShiftedLu>(m.nx);
+    }
     m.scratch_xd.assign(m.nxd, 0.0);
 
     m.in_offsets.resize(m.slots.size());
@@ -605,7 +663,7 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
   build.order();
   build.allocate();
   build.find_reach_of_jumps();
-  build.bind_views();
+  build.bind_views(integrator);
   m.mem = FrameMemory{m.s.signals.data(), m.s.dsignals.data(), m.s.dvalid.data(), m.xe.data(), m.s.xd.data()};
   m.compile();
   reset(0.0);
@@ -808,6 +866,7 @@ bool Partition::output_derivative_valid(const OutputRef& ref, std::size_t i) con
 void Partition::reset(double t0) noexcept {
   Impl& m = *impl_;
   Impl::State& s = m.s;
+  m.lu_singular = false;
   s.time = t0;
   s.time_error = 0.0;
   s.nonfinite = kNoState;
@@ -831,6 +890,8 @@ void Partition::reset(double t0) noexcept {
   }
   s.history = 0;
   m.events = 0;
+  m.event_counts = {};
+  s.z_known = false;
   s.truncation_error = 0.0;
   std::fill(s.branch.begin(), s.branch.end(), std::numeric_limits<double>::quiet_NaN());
   std::fill(s.jumped.begin(), s.jumped.end(), 0);
@@ -903,6 +964,37 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
         m.evaluate(t0 + hs, m.xs, m.k4);
         for (std::size_t i = 0; i < nx; ++i) x[i] += hs / 6.0 * (m.k1[i] + 2.0 * m.k2[i] + 2.0 * m.k3[i] + m.k4[i]);
         break;
+      case IntegratorKind::kRos1:
+      case IntegratorKind::kRos2: {
+        // Linearly implicit: one Jacobian and one LU of W = I - gamma h J
+        // per (sub-)step; k1 keeps f(t0, x), as the one-step divergence
+        // measure reads it.
+        sample(t0);
+        m.evaluate(t0, x, m.k1);
+        m.jacobian(t0, x, m.k1);
+        const bool ros1 = integrator_ == IntegratorKind::kRos1;
+        constexpr double kRos2Gamma = 1.7071067811865475;  // 1 + 1/sqrt(2): L-stable
+        if (!m.lu->factor(m.jac.data(), (ros1 ? 1.0 : kRos2Gamma) * hs)) {
+          // W singular at this step: no finite step exists; the state is
+          // marked as no number, which stops the partition and says where.
+          m.lu_singular = true;
+          x[0] = std::numeric_limits<double>::quiet_NaN();
+          break;
+        }
+        std::copy(m.k1.begin(), m.k1.end(), m.k2.begin());
+        m.lu->solve(m.k2.data());  // stage 1
+        if (ros1) {
+          for (std::size_t i = 0; i < nx; ++i) x[i] += hs * m.k2[i];
+          break;
+        }
+        for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + hs * m.k2[i];
+        sample(t0 + hs);
+        m.evaluate(t0 + hs, m.xs, m.k3);
+        for (std::size_t i = 0; i < nx; ++i) m.k3[i] -= 2.0 * m.k2[i];
+        m.lu->solve(m.k3.data());  // stage 2
+        for (std::size_t i = 0; i < nx; ++i) x[i] += hs * (1.5 * m.k2[i] + 0.5 * m.k3[i]);
+        break;
+      }
       case IntegratorKind::kAb2:
         break;
     }
@@ -923,34 +1015,91 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     }
     return any;
   };
-  // Time events inside the step (Block::next_time_event): a one-step
-  // method ends a sub-step exactly on each, handles it there and integrates
-  // the rest of the step after it. An event within 1e-9 h of either end is
-  // handled at the step's end (or was, at the last one's). At most
-  // kMaxLandings per step; any later ones are handled at the step's end.
+  // Time and state events inside the step, for a one-step method: a
+  // segment ends exactly on the next time event (Block::next_time_event);
+  // within a segment, a sign change of an event indicator (Block::
+  // indicators) is located (EventLocator: the segment integrated again
+  // from its start to trial instants). Each event is handled where it is
+  // and the rest of the step integrated after it. A time event within
+  // 1e-9 h of either end is handled at the step's end (or was, at the last
+  // one's). At most kMaxLandings per step (event_counts).
+  const bool locating = !m.indicating.empty() && integrator_ != IntegratorKind::kAb2;
+  // The indicators at `at` for the state in x, into z.
+  auto indicators_at = [&](double at, double* z) noexcept {
+    sample(at, InputPass::kEvent);
+    std::copy(x.begin(), x.end(), m.xe.begin());
+    m.outputs(at);
+    return m.read_indicators(z);
+  };
+  if (locating && !s.z_known) {
+    s.z_known = indicators_at(t, s.z.data());
+    if (!m.fallible.empty() && failed()) return;
+  }
+  // Integrates [a, a + hs]; with indicators that crossed by its end, back
+  // to the earliest crossing. The offset reached: hs, or the event's.
+  const double tolerance = kLocateTolerance * h;
+  auto advance = [&](double a, double hs) noexcept {
+    if (!locating || !s.z_known) {
+      one_step(a, hs);
+      return hs;
+    }
+    std::copy(x.begin(), x.end(), m.x_from.begin());
+    one_step(a, hs);
+    if (!m.fallible.empty() && failed()) return hs;
+    if (!indicators_at(a + hs, m.z_end.data())) return hs;
+    bool any = false;
+    for (std::size_t i = 0; i < s.z.size() && !any; ++i) any = crossed(s.z[i], m.z_end[i]);
+    if (!any) return hs;
+    std::copy(x.begin(), x.end(), m.x_right.begin());
+    const EventLocator::Result r = m.locator.locate(
+        s.z.data(), m.z_end.data(), hs, tolerance, kMaxLocateTrials,
+        [&](double theta, double* z) noexcept {
+          std::copy(m.x_from.begin(), m.x_from.end(), x.begin());
+          one_step(a, theta);
+          return !(!m.fallible.empty() && failed()) && indicators_at(a + theta, z);
+        },
+        [&](double) noexcept { std::copy(x.begin(), x.end(), m.x_right.begin()); });
+    std::copy(m.x_right.begin(), m.x_right.end(), x.begin());
+    ++m.event_counts.located;
+    m.event_counts.trials += static_cast<std::uint64_t>(r.trials);
+    if (!r.converged) ++m.event_counts.trial_limits;
+    return r.at;
+  };
   double from = t;
-  if (!m.timed.empty() && integrator_ != IntegratorKind::kAb2) {
-    constexpr int kMaxLandings = 16;
+  if (integrator_ != IntegratorKind::kAb2) {
     const double margin = 1e-9 * h;
-    for (int k = 0; k < kMaxLandings; ++k) {
+    for (int landings = 0;; ++landings) {
+      const bool more = landings < kMaxLandings;
+      if (!more) ++m.event_counts.landing_limits;
       double te = std::numeric_limits<double>::infinity();
-      for (const Block* b : m.timed) te = std::min(te, b->next_time_event());
-      if (!(te > from + margin && te < t + h - margin)) break;
-      one_step(from, te - from);
+      if (more) {
+        for (const Block* b : m.timed) te = std::min(te, b->next_time_event());
+      }
+      const bool timed = te > from + margin && te < t + h - margin;
+      // (t + h) - t is not h in floating point: without a landing, h itself.
+      const double segment = timed ? te - from : (from == t ? h : t + h - from);
+      const double reached = more ? advance(from, segment) : (one_step(from, segment), segment);
       if (!m.fallible.empty() && failed()) return;
-      sample(te, InputPass::kEvent);
-      (void)handle_events(te);
+      if (reached == segment && !timed) break;
+      const double at = reached == segment ? te : from + reached;
+      sample(at, InputPass::kEvent);
+      (void)handle_events(at);
       if (!m.fallible.empty() && failed()) return;
       // A model that ended itself at the event ends the step there, with
       // the outputs after the event (a terminated FMU's are only read).
       if (!m.fallible.empty() && terminated()) {
-        s.time = te;
-        m.evaluate(te, x, m.k4, false);
+        s.time = at;
+        m.evaluate(at, x, m.k4, false);
         m.output_derivatives(m.k4);
         m.mark_jumps(true);
         return;
       }
-      from = te;
+      from = at;
+      // What the next segment's crossings are measured from: after the event.
+      if (locating) {
+        s.z_known = indicators_at(at, s.z.data());
+        if (!m.fallible.empty() && failed()) return;
+      }
     }
   }
 
@@ -958,8 +1107,8 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     case IntegratorKind::kEuler:
     case IntegratorKind::kRk2:
     case IntegratorKind::kRk4:
-      // (t + h) - t is not h in floating point: without a landing, h itself.
-      one_step(from, from == t ? h : t + h - from);
+    case IntegratorKind::kRos1:
+    case IntegratorKind::kRos2:
       break;
     case IntegratorKind::kAb2: {
       // Real-time form (reference eq. 10.2/10.9): inputs and time at
@@ -1079,6 +1228,9 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     }
   }
   m.evaluate(end, x, m.k4, false);
+  // The outputs just evaluated are at the step's end, after its events:
+  // where the next step's crossings are measured from.
+  if (locating) s.z_known = m.read_indicators(s.z.data());
   m.output_derivatives(m.k4);
   m.mark_jumps(true);
 }
@@ -1207,6 +1359,14 @@ std::string Partition::failure() const {
            " s — the task stops (docs/stalls.md: the task's 'divergence' settings)";
   }
   if (s.nonfinite == kNoState) return {};
+  if (impl_->lu_singular) {
+    char from[32];
+    std::snprintf(from, sizeof from, "%.9g", s.nonfinite_from);
+    return "partition '" + name_ + "': the " + std::string(integrator_name(integrator_)) +
+           " step's matrix I - gamma h J is singular or not finite in the step from t = " + from +
+           " s (a Jacobian entry overflowed, or h hit an eigenvalue 1/(gamma h) of J exactly) — the task stops; "
+           "another period, or an explicit integrator, avoids it";
+  }
   // The block that owns the state, and which of its states it is.
   const bool discrete = s.nonfinite >= impl_->nx;
   const std::size_t at = discrete ? s.nonfinite - impl_->nx : s.nonfinite;
@@ -1226,6 +1386,7 @@ std::string Partition::failure() const {
 }
 
 std::uint64_t Partition::events() const noexcept { return impl_->events; }
+const Partition::EventCounts& Partition::event_counts() const noexcept { return impl_->event_counts; }
 
 void Partition::refresh_outputs(InputSource& inputs) noexcept {
   Impl& m = *impl_;
@@ -1243,6 +1404,7 @@ void Partition::refresh_outputs(InputSource& inputs) noexcept {
               handled;
   }
   if (handled) m.evaluate(t, m.s.x, m.k4, false);
+  if (!m.indicating.empty()) m.s.z_known = m.read_indicators(m.s.z.data());
   m.output_derivatives(m.k4);
   m.mark_jumps(false);
 }

@@ -171,6 +171,28 @@ class Partition {
   // Events handled by blocks with events (FMUs) since reset.
   [[nodiscard]] std::uint64_t events() const noexcept;
 
+  // State events located inside steps (docs/config.md "Events"). With a
+  // one-step integrator (every one but ab2), a block with event indicators
+  // (Block::indicators) is asked for them at each step's end; where one
+  // changed sign the step is integrated again from its start to trial
+  // instants until the earliest crossing is bracketed to kLocateTolerance
+  // of the step, or kMaxLocateTrials trials were made (then the bracket's
+  // right end is taken: never before the event, at most the bracket late);
+  // the event is handled there and the rest of the step integrated after
+  // it. At most kMaxLandings events (time or state) per step; the rest of
+  // a step past that is integrated in one piece and its events handled at
+  // its end. Each bound reached is counted.
+  static constexpr double kLocateTolerance = 1e-9;
+  static constexpr int kMaxLocateTrials = 24;
+  static constexpr int kMaxLandings = 16;
+  struct EventCounts {
+    std::uint64_t located = 0;         // crossings located inside a step
+    std::uint64_t trials = 0;          // re-integrations they took
+    std::uint64_t trial_limits = 0;    // locations stopped at kMaxLocateTrials
+    std::uint64_t landing_limits = 0;  // steps that reached kMaxLandings
+  };
+  [[nodiscard]] const EventCounts& event_counts() const noexcept;
+
   // ab2: a step longer than this many times the previous one restarts the
   // two-step history (that step is a one-step Euler step at mid-frame).
   static constexpr double kAb2MaxRatio = 2.0;

@@ -199,6 +199,26 @@ std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
         "docs/stalls.md):\n" +
         render_table(stall_columns, stalled);
   }
+  // Only for tasks whose blocks had events (an FMU's): how many, how many
+  // were located inside a frame, what locating cost, and the bounds
+  // reached (docs/config.md "Events").
+  std::vector<const TaskRuntime*> eventful;
+  for (const TaskRuntime* t : tasks) {
+    if (t->stats().events.load(std::memory_order_relaxed) > 0) eventful.push_back(t);
+  }
+  if (!eventful.empty()) {
+    auto count = [](const std::atomic<std::uint64_t>& c) { return format_count(c.load(std::memory_order_relaxed)); };
+    const std::vector<Field<TaskRuntime>> event_columns = {
+        {"name", Align::kLeft, [](const TaskRuntime& t) { return t.spec().name; }},
+        {"handled", Align::kRight, [&](const TaskRuntime& t) { return count(t.stats().events); }},
+        {"located", Align::kRight, [&](const TaskRuntime& t) { return count(t.stats().events_located); }},
+        {"trials", Align::kRight, [&](const TaskRuntime& t) { return count(t.stats().location_trials); }},
+        {"trial bound", Align::kRight, [&](const TaskRuntime& t) { return count(t.stats().location_trial_limits); }},
+        {"landing bound", Align::kRight, [&](const TaskRuntime& t) { return count(t.stats().landing_limits); }},
+    };
+    out += "events (state events located inside frames; docs/config.md, \"Events\"):\n" +
+           render_table(event_columns, eventful);
+  }
   if (!links.empty()) out += "links:\n" + render_table(link_columns, links) + link_health_lines(graph);
   // Without a run's state (a virtual run, a build without DDS): the zeroes
   // of a fresh one, so that the tables keep their shape.
@@ -306,6 +326,19 @@ std::string percentiles(const runtime::LogHistogram& h) {
          ",\"max\":" + std::to_string(h.max()) + "}";
 }
 
+// A task's events (docs/output.md): handled, and of those located inside a
+// frame with what they cost and which bounds they reached; nothing for a
+// partition that has had none.
+std::string events_json(const runtime::TaskStats& s) {
+  const std::uint64_t handled = s.events.load(std::memory_order_relaxed);
+  if (handled == 0) return {};
+  return ",\"events\":{\"handled\":" + std::to_string(handled) +
+         ",\"located\":" + std::to_string(s.events_located.load(std::memory_order_relaxed)) +
+         ",\"location_trials\":" + std::to_string(s.location_trials.load(std::memory_order_relaxed)) +
+         ",\"trial_limits\":" + std::to_string(s.location_trial_limits.load(std::memory_order_relaxed)) +
+         ",\"landing_limits\":" + std::to_string(s.landing_limits.load(std::memory_order_relaxed)) + "}";
+}
+
 std::string range(const runtime::RunningRange& r) {
   return "{\"min\":" + json_number(r.min()) + ",\"mean\":" + json_number(r.mean()) +
          ",\"max\":" + json_number(r.max()) + ",\"last\":" + json_number(r.last()) + "}";
@@ -367,7 +400,7 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
            ",\"longest_catch_up_frames\":" + std::to_string(s.longest_catch_up.load()) +
            ",\"extra_substeps\":" + std::to_string(s.extra_substeps.load()) +
            ",\"owed_max_s\":" + json_number(s.owed_max.load()) + ",\"owed_s\":" + json_number(s.owed.load()) +
-           ",\"data_waits\":" + std::to_string(s.data_waits.load()) + "}" +
+           ",\"data_waits\":" + std::to_string(s.data_waits.load()) + "}" + events_json(s) +
            (t->failed() ? ",\"failure\":" + base::json_string(t->failure()) : std::string()) +
            (t->ended() ? ",\"ended_run\":" + base::json_string(t->ending()) : std::string());
     std::string allocations;

@@ -80,9 +80,11 @@ std::vector<double> start_of_input(const fmu::Variable& v, std::size_t width) {
  * FmuBlock. Model exchange: the FMU's continuous states are the block's,
  * integrated by the partition's integrator; `output` sets time, states and
  * inputs and reads the outputs, `derivatives` reads the state derivatives;
- * outputs that are states get their exact derivative. State and time events
- * are located at the end of each step (a sign change of an event indicator,
- * a time event due, or CompletedIntegratorStep asking) and handled there.
+ * outputs that are states get their exact derivative. Time events are
+ * landed on and state events located inside the step by the partition
+ * (Block::next_time_event, Block::indicators; with ab2 at the step's end);
+ * `event` handles what is due at the instant it is called (a sign change
+ * of an event indicator, a time event, CompletedIntegratorStep asking).
  * Co-simulation: a block updated at every major step: `update` sets the
  * inputs at t, calls doStep(t, h) and reads the outputs at t + h, which the
  * block shows from the end of that step on (until then the values at t);
@@ -415,6 +417,7 @@ class FmuBlock final : public Block {
           !md.model_exchange.completed_integrator_step_not_needed || any_discrete_in_) {
         set_events();
         set_jumps();
+        set_event_indicators(z_.size());
       }
       initial_indicators();
       read_discrete_inputs();
@@ -574,6 +577,13 @@ class FmuBlock final : public Block {
     if (changed && !fmu_->get_states(x.data(), nx_)) return false;
     if (!fmu_->set_states(x.data(), nx_) || !fmu_->get_event_indicators(z_prev_.data(), z_prev_.size())) return false;
     return true;
+  }
+
+  // After `output` at the same instant, which set its time, states and
+  // continuous inputs: the partition's trials while it locates an event.
+  bool indicators(const BlockContext& c, std::span<double> z) const noexcept override {
+    (void)c;
+    return !fmu_->terminated() && fmu_->get_event_indicators(z.data(), z.size());
   }
 
   bool inputs_event(const BlockContext& c, std::span<double> x) const noexcept override {

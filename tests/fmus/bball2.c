@@ -1,9 +1,11 @@
 /* A bouncing ball as an FMI 2.0 model-exchange FMU with a state event:
  *   h' = v, v' = -g; when h crosses 0 downwards: v := -e v, h := -h.
  * The event indicator is h. Reflecting h (rather than clamping it to 0)
- * keeps the indicator positive after the bounce, so that the next
+ * keeps the indicator positive after the bounce (an event located exactly
+ * on h = 0 lifts it to DBL_MIN), so that the next
  * crossing is a real one. */
 #include <stdio.h>
+#include <float.h>
 #include <string.h>
 
 #define FMI2_OWN_EVENTS
@@ -75,7 +77,10 @@ EXPORT fmi2Status fmi2NewDiscreteStates(fmi2Component c, fmi2EventInfo* e) {
   Ball* b = (Ball*)c;
   memset(e, 0, sizeof *e);
   if (b->r[VR_H] <= 0.0 && b->r[VR_V] < 0.0) {
-    b->r[VR_H] = -b->r[VR_H];
+    /* A crossing located exactly on h = 0 would reflect to -0, still on
+       the indicator's z <= 0 side: an event back up at once. The Reference
+       FMU BouncingBall lifts it to the smallest double for the same reason. */
+    b->r[VR_H] = b->r[VR_H] < 0.0 ? -b->r[VR_H] : DBL_MIN;
     b->r[VR_V] = -b->r[VR_E] * b->r[VR_V];
     e->valuesOfContinuousStatesChanged = 1;
   }

@@ -2,6 +2,7 @@
  * state event: h' = v, v' = -g; when h crosses 0 downwards: v := -e v,
  * h := -h. The event indicator is h. */
 #include <stdlib.h>
+#include <float.h>
 #include <string.h>
 
 #include "tasks/fmu/fmi_api.h"
@@ -66,7 +67,10 @@ EXPORT fmi3Status fmi3UpdateDiscreteStates(fmi3Instance i, fmi3Boolean* need, fm
   *need = *term = *nom = *values = *defined = false;
   *next = 0.0;
   if (b->r[VR_H] <= 0.0 && b->r[VR_V] < 0.0) {
-    b->r[VR_H] = -b->r[VR_H];
+    /* A crossing located exactly on h = 0 would reflect to -0, still on
+       the indicator's z <= 0 side: an event back up at once. The Reference
+       FMU BouncingBall lifts it to the smallest double for the same reason. */
+    b->r[VR_H] = b->r[VR_H] < 0.0 ? -b->r[VR_H] : DBL_MIN;
     b->r[VR_V] = -b->r[VR_E] * b->r[VR_V];
     *values = true;
   }

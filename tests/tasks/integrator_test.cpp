@@ -1,11 +1,11 @@
 // Measured convergence orders of the integrators, AB-2 with varying steps
 // and with a mid-frame input, where each integrator samples its inputs, and
 // AB-2's on-line truncation-error estimate.
-#include <gtest/gtest.h>
-
 #include <cmath>
 #include <map>
 #include <set>
+
+#include <gtest/gtest.h>
 
 #include "tasks/diagram.hpp"
 
@@ -26,12 +26,13 @@ struct SineInput final : InputSource {
 
 std::unique_ptr<Partition> oscillator(IntegratorKind kind) {
   const auto r = BlockRegistry::with_builtins();
-  return build_partition(r, "osc",
-                         {{"osc", "state_space",
-                           {{"A", Matrix{{0, 1}, {-1, 0}}}, {"B", Matrix{{0}, {0}}}, {"C", Matrix{{1, 0}}},
-                            {"initial", Vector{1, 0}}},
-                           ""}},
-                         {}, {{"u", 1, {{"osc", "u"}}}}, kind);
+  return build_partition(
+      r, "osc",
+      {{"osc",
+        "state_space",
+        {{"A", Matrix{{0, 1}, {-1, 0}}}, {"B", Matrix{{0}, {0}}}, {"C", Matrix{{1, 0}}}, {"initial", Vector{1, 0}}},
+        ""}},
+      {}, {{"u", 1, {{"osc", "u"}}}}, kind);
 }
 
 std::unique_ptr<Partition> decay(IntegratorKind kind) {  // y' = -y, y(0) = 1
@@ -88,7 +89,8 @@ TEST_P(Convergence, DecayAndOscillatorAndMidFrameInput) {
 
 INSTANTIATE_TEST_SUITE_P(Integrators, Convergence,
                          ::testing::Values(Case{IntegratorKind::kEuler, 2.0}, Case{IntegratorKind::kAb2, 4.0},
-                                           Case{IntegratorKind::kRk2, 4.0}, Case{IntegratorKind::kRk4, 16.0}));
+                                           Case{IntegratorKind::kRk2, 4.0}, Case{IntegratorKind::kRk4, 16.0},
+                                           Case{IntegratorKind::kRos1, 2.0}, Case{IntegratorKind::kRos2, 4.0}));
 
 TEST(Ab2, KeepsSecondOrderWithVaryingSteps) {
   NoInputs none;
@@ -100,12 +102,12 @@ TEST(Ab2, KeepsSecondOrderWithVaryingSteps) {
 
 TEST(Integrators, SampleInputsWhereTheirFormulasNeedThem) {
   // One step from t = 1 with h = 0.5; the final pass samples at t + h for
-  // the outputs. Euler: t; AB-2: t + h/2; RK2: t, t + h; RK4: t, t + h/2, t + h.
+  // the outputs. Euler: t; AB-2: t + h/2; RK2: t, t + h; RK4: t, t + h/2,
+  // t + h; ros1: t (its Jacobian too); ros2: t, t + h.
   const std::map<IntegratorKind, std::set<double>> expected = {
-      {IntegratorKind::kEuler, {1.0, 1.5}},
-      {IntegratorKind::kAb2, {1.25, 1.5}},
-      {IntegratorKind::kRk2, {1.0, 1.5}},
-      {IntegratorKind::kRk4, {1.0, 1.25, 1.5}}};
+      {IntegratorKind::kEuler, {1.0, 1.5}}, {IntegratorKind::kAb2, {1.25, 1.5}},
+      {IntegratorKind::kRk2, {1.0, 1.5}},   {IntegratorKind::kRk4, {1.0, 1.25, 1.5}},
+      {IntegratorKind::kRos1, {1.0, 1.5}},  {IntegratorKind::kRos2, {1.0, 1.5}}};
   for (const auto& [kind, times] : expected) {
     auto p = forced(kind);
     SineInput in;
