@@ -133,6 +133,8 @@ class GraphLoader {
   bool resolve_paths(const std::string& type, tasks::BlockParams& params,
                      const std::map<std::string, Location>& locations, const std::string& what);
   void check_fixed_steps();
+  // load_stiffness.cpp: explicit integrators against their partitions' linear modes.
+  void check_stiffness();
   std::optional<CouplingSpec> coupling_spec(const YAML::Node& node, const std::string& what);
   void read_wires(const YAML::Node& list);
   void check_diagram();

@@ -64,6 +64,7 @@ void GraphLoader::load(const YAML::Node& root) {
   check_diagram();
   check_tasks();
   check_fixed_steps();
+  check_stiffness();
   check_hosts();
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <complex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,6 +36,13 @@ enum class IntegratorKind { kEuler, kAb2, kRk2, kRk4, kRos1, kRos2 };
 }
 
 std::optional<IntegratorKind> parse_integrator(std::string_view name);
+
+// How much one step of the method multiplies a mode y' = lambda y, at
+// z = h lambda: |R(z)| for the one-step methods (euler 1 + z, rk2 and rk4
+// their Taylor polynomials, ros1 1/(1 - z), ros2 its rational R), the
+// larger root's magnitude of zeta^2 - (1 + 3z/2) zeta + z/2 for ab2. Above
+// 1 where the method is unstable for that mode.
+double amplification(IntegratorKind kind, std::complex<double> z) noexcept;
 std::string_view integrator_name(IntegratorKind kind) noexcept;
 // Derivative evaluations per step (for cost estimates and docs); the
 // Rosenbrock methods add one per state for their Jacobian.

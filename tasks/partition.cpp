@@ -166,6 +166,7 @@ struct Partition::Impl {
   EventLocator locator;
   std::vector<double> x_from, x_right, z_end;
   Partition::EventCounts event_counts;
+  bool locate_events = true;
   bool read_indicators(double* z) noexcept {
     for (std::size_t k = 0; k < indicating.size(); ++k) {
       Slot& slot = slots[indicating[k]];
@@ -211,7 +212,7 @@ struct Partition::Impl {
   // (eps |f| / delta) is the whole of J's; carried into the stiff modes'
   // stages it cost ros2 its order on the stiff test (error ratio 3.5 per
   // halved step at sqrt(eps), 3.98 at eps^(1/3); docs/config.md).
-  void jacobian(double t, std::span<const double> x, std::span<const double> f) noexcept {
+  void jacobian(double t, std::span<const double> x, std::span<const double> f, double* out) noexcept {
     const std::size_t n = nx;
     std::copy(x.begin(), x.end(), xs.begin());
     for (std::size_t j = 0; j < n; ++j) {
@@ -219,7 +220,7 @@ struct Partition::Impl {
       xs[j] = x[j] + delta;
       const double step = xs[j] - x[j];  // what the perturbation is in floating point
       evaluate(t, xs, k4);
-      for (std::size_t i = 0; i < n; ++i) jac[i + n * j] = (k4[i] - f[i]) / step;
+      for (std::size_t i = 0; i < n; ++i) out[i + n * j] = (k4[i] - f[i]) / step;
       xs[j] = x[j];
     }
   }
@@ -971,7 +972,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
         // measure reads it.
         sample(t0);
         m.evaluate(t0, x, m.k1);
-        m.jacobian(t0, x, m.k1);
+        m.jacobian(t0, x, m.k1, m.jac.data());
         const bool ros1 = integrator_ == IntegratorKind::kRos1;
         constexpr double kRos2Gamma = 1.7071067811865475;  // 1 + 1/sqrt(2): L-stable
         if (!m.lu->factor(m.jac.data(), (ros1 ? 1.0 : kRos2Gamma) * hs)) {
@@ -1023,7 +1024,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   // and the rest of the step integrated after it. A time event within
   // 1e-9 h of either end is handled at the step's end (or was, at the last
   // one's). At most kMaxLandings per step (event_counts).
-  const bool locating = !m.indicating.empty() && integrator_ != IntegratorKind::kAb2;
+  const bool locating = m.locate_events && !m.indicating.empty() && integrator_ != IntegratorKind::kAb2;
   // The indicators at `at` for the state in x, into z.
   auto indicators_at = [&](double at, double* z) noexcept {
     sample(at, InputPass::kEvent);
@@ -1385,8 +1386,27 @@ std::string Partition::failure() const {
   return "a state became non-finite";
 }
 
+std::vector<double> Partition::linearisation() {
+  struct Zero final : InputSource {
+    void sample(std::size_t, double, std::span<double> out) noexcept override {
+      std::fill(out.begin(), out.end(), 0.0);
+    }
+  } zero;
+  Impl& m = *impl_;
+  reset(0.0);
+  refresh_outputs(zero);
+  zero.begin_pass(InputPass::kIntegration);
+  if (!externals_.empty()) zero.sample_all(0.0, m.ext, m.ext_offsets);
+  std::vector<double> f(m.nx), j(m.nx * m.nx);
+  m.evaluate(0.0, m.s.x, f);
+  m.jacobian(0.0, m.s.x, f, j.data());
+  reset(0.0);
+  return j;
+}
+
 std::uint64_t Partition::events() const noexcept { return impl_->events; }
 const Partition::EventCounts& Partition::event_counts() const noexcept { return impl_->event_counts; }
+void Partition::set_locate_events(bool locate) noexcept { impl_->locate_events = locate; }
 
 void Partition::refresh_outputs(InputSource& inputs) noexcept {
   Impl& m = *impl_;

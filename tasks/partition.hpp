@@ -168,6 +168,13 @@ class Partition {
   // names the block and what it said.
   [[nodiscard]] bool terminated() const noexcept;
   [[nodiscard]] std::string termination() const;
+  // Not RT: df/dx at the initial state (time 0, external inputs 0,
+  // unconnected inputs their starts), column-major state_size() squared, by
+  // the differences the Rosenbrock step takes; resets the partition. For
+  // the configuration check's stability warning (docs/config.md,
+  // "Integrators").
+  [[nodiscard]] std::vector<double> linearisation();
+
   // Events handled by blocks with events (FMUs) since reset.
   [[nodiscard]] std::uint64_t events() const noexcept;
 
@@ -182,6 +189,10 @@ class Partition {
   // it. At most kMaxLandings events (time or state) per step; the rest of
   // a step past that is integrated in one piece and its events handled at
   // its end. Each bound reached is counted.
+  // Set-up: false handles state events at the end of the (sub-)step that
+  // holds them, as ab2 does, for every integrator: the baseline the event
+  // location is measured against (bench/integrator_bench.cpp).
+  void set_locate_events(bool locate) noexcept;
   static constexpr double kLocateTolerance = 1e-9;
   static constexpr int kMaxLocateTrials = 24;
   static constexpr int kMaxLandings = 16;

@@ -216,7 +216,7 @@ std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
         {"trial bound", Align::kRight, [&](const TaskRuntime& t) { return count(t.stats().location_trial_limits); }},
         {"landing bound", Align::kRight, [&](const TaskRuntime& t) { return count(t.stats().landing_limits); }},
     };
-    out += "events (state events located inside frames; docs/config.md, \"Events\"):\n" +
+    out += "events (docs/figures.md; state events located inside frames: docs/config.md, \"Events\"):\n" +
            render_table(event_columns, eventful);
   }
   if (!links.empty()) out += "links:\n" + render_table(link_columns, links) + link_health_lines(graph);

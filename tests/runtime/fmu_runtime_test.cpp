@@ -550,3 +550,55 @@ TEST(FmuRuntime, Fmi3OutputDerivativesDriveAHermiteLink) {
 
 }  // namespace
 }  // namespace rtcosim::runtime
+
+namespace rtcosim::runtime {
+namespace {
+
+// The summary's events figures (docs/figures.md) on a virtual run of the
+// bouncing ball at 1 ms frames (rk4): bounce n lands at t1 + sum of the
+// flights 2 e^k v1 / g, which converge to the Zeno time 4.0635 s; 19 of
+// them come before 4 s (t19 = 3.9985 s, t20 = 4.0115 s), each located.
+// Run on to 4.2 s, frames past the Zeno time hold more events than the
+// bound: counted, and a warning at the end of the run.
+TEST(FmuRuntime, TheEventsFiguresCountTheBallsBouncesExactly) {
+  for (const double duration : {4.0, 4.2}) {
+    const std::string yaml = "name: ball\nduration: " + std::to_string(duration) +
+                             "s\ntasks:\n  - {name: plant, period: 1ms, integrator: rk4, step: fixed}\n"
+                             "blocks:\n  - {name: ball, type: fmu, task: plant, params: {file: " +
+                             kDir + "/bball2.fmu}}\n";
+    const auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "ball.yaml"));
+    auto graph = rtcosim::testing::build_graph(spec);
+    VirtualExecutor(*graph).run(spec.duration);
+    const TaskRuntime* t = graph->find_task("plant");
+    ASSERT_FALSE(t->failed()) << t->failure();
+    const TaskStats& s = t->stats();
+    if (duration == 4.0) {
+      EXPECT_EQ(s.events.load(), 19u);
+      EXPECT_EQ(s.events_located.load(), 19u);
+      EXPECT_GE(s.location_trials.load(), 19u);
+      EXPECT_EQ(s.location_trial_limits.load(), 0u);
+      EXPECT_EQ(s.landing_limits.load(), 0u);
+      EXPECT_TRUE(t->allocation_reports().empty());
+    } else {
+      EXPECT_GE(s.landing_limits.load(), 1u);
+      const auto reports = t->allocation_reports();
+      // Past the Zeno time the bounces are so close that some brackets
+      // also stop at the trial bound: both bounds, one line each.
+      ASSERT_EQ(reports.size(), 2u);
+      EXPECT_EQ(reports[0].rfind("task 'plant': " + std::to_string(s.location_trial_limits.load()) + " of " +
+                                     std::to_string(s.events_located.load()) +
+                                     " state events stopped at the bound of 24 trials",
+                                 0),
+                0u)
+          << reports[0];
+      EXPECT_EQ(
+          reports[1].rfind(
+              "task 'plant': " + std::to_string(s.landing_limits.load()) + " frame(s) held more than 16 events", 0),
+          0u)
+          << reports[1];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rtcosim::runtime
