@@ -18,15 +18,16 @@ namespace rtcosim::tasks {
  *   rk2    Heun                                            inputs at t, t + h
  *   rk4    classical Runge-Kutta                           inputs at t, t + h/2, t + h
  * Linearly implicit (Rosenbrock), for stiff partitions: J = df/dx at
- * (t, x) by finite differences, one LU of W = I - gamma h J per step.
- *   ros1   linearly implicit Euler: W k = f(t, x), x += h k.
+ * (t, x) by finite differences, one LU of W = I - gamma h J per step, and
+ * f_t = df/dt by a difference in time where f can depend on time.
+ *   ros1   linearly implicit Euler: W k = f(t, x) + h f_t, x += h k.
  *          Order 1, L-stable (R(z) = 1 / (1 - z)), gamma = 1  inputs at t
  *   ros2   ROS2 (Verwer, Spee, Blom, Hundsdorfer, "A second-order
  *          Rosenbrock method applied to photochemical dispersion
- *          problems"): W k1 = f(t, x), W k2 = f(t + h, x + h k1) - 2 k1,
- *          x += h (3/2 k1 + 1/2 k2). Order 2 for any W (a W-method: an
- *          inexact J, or the omitted df/dt of a non-autonomous system, keeps
- *          the order), L-stable, gamma = 1 + 1/sqrt(2)      inputs at t, t + h
+ *          problems"): W k1 = f(t, x) + gamma h f_t, W k2 = f(t + h, x +
+ *          h k1) - 2 k1 - gamma h f_t, x += h (3/2 k1 + 1/2 k2). Order 2
+ *          for any W (a W-method: an inexact J keeps the order), L-stable,
+ *          gamma = 1 + 1/sqrt(2)                          inputs at t, t + h
  */
 enum class IntegratorKind { kEuler, kAb2, kRk2, kRk4, kRos1, kRos2 };
 

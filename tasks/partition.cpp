@@ -200,7 +200,7 @@ struct Partition::Impl {
   std::vector<double> xe;  // the state an evaluation sees
   std::vector<double> k1, k2, k3, k4, xs, scratch_xd;
   // The Rosenbrock methods': df/dx column-major, and W = I - gamma h J's LU.
-  std::vector<double> jac;
+  std::vector<double> jac, ft;
   std::unique_ptr<ShiftedLu> lu;
   bool lu_singular = false;  // a step found W singular: the partition stopped
 
@@ -609,6 +609,7 @@ struct Partition::Impl::Builder {
     m.locator.resize(s.z.size());
     if (linearly_implicit(integrator)) {
       m.jac.assign(m.nx * m.nx, 0.0);
+      m.ft.assign(m.nx, 0.0);
       m.lu = std::make_unique<ShiftedLu>(m.nx);
     }
     m.scratch_xd.assign(m.nxd, 0.0);
@@ -975,14 +976,29 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
         m.jacobian(t0, x, m.k1, m.jac.data());
         const bool ros1 = integrator_ == IntegratorKind::kRos1;
         constexpr double kRos2Gamma = 1.7071067811865475;  // 1 + 1/sqrt(2): L-stable
-        if (!m.lu->factor(m.jac.data(), (ros1 ? 1.0 : kRos2Gamma) * hs)) {
+        const double gamma = ros1 ? 1.0 : kRos2Gamma;
+        // df/dt by a forward difference in time, where f can depend on it
+        // (inputs, sources, an FMU's own time): without it a stiff mode
+        // that follows a moving equilibrium lags it by about h x' (a W-
+        // method keeps its order, not the equilibrium). The time step: a
+        // fraction of h, and never so small that t's rounding spoils it.
+        const bool timed = !m.autonomous || !m.fallible.empty();
+        if (timed) {
+          const double t1 = t0 + std::max(6.0554544523933395e-06 * hs, 1e-10 * std::fabs(t0));
+          sample(t1);
+          m.evaluate(t1, x, m.ft);
+          const double dt = t1 - t0;
+          for (std::size_t i = 0; i < nx; ++i) m.ft[i] = (m.ft[i] - m.k1[i]) / dt;
+        }
+        if (!m.lu->factor(m.jac.data(), gamma * hs)) {
           // W singular at this step: no finite step exists; the state is
           // marked as no number, which stops the partition and says where.
           m.lu_singular = true;
           x[0] = std::numeric_limits<double>::quiet_NaN();
           break;
         }
-        std::copy(m.k1.begin(), m.k1.end(), m.k2.begin());
+        const double ght = timed ? gamma * hs : 0.0;  // gamma h f_t's weight
+        for (std::size_t i = 0; i < nx; ++i) m.k2[i] = m.k1[i] + ght * m.ft[i];
         m.lu->solve(m.k2.data());  // stage 1
         if (ros1) {
           for (std::size_t i = 0; i < nx; ++i) x[i] += hs * m.k2[i];
@@ -991,7 +1007,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
         for (std::size_t i = 0; i < nx; ++i) m.xs[i] = x[i] + hs * m.k2[i];
         sample(t0 + hs);
         m.evaluate(t0 + hs, m.xs, m.k3);
-        for (std::size_t i = 0; i < nx; ++i) m.k3[i] -= 2.0 * m.k2[i];
+        for (std::size_t i = 0; i < nx; ++i) m.k3[i] -= 2.0 * m.k2[i] + ght * m.ft[i];
         m.lu->solve(m.k3.data());  // stage 2
         for (std::size_t i = 0; i < nx; ++i) x[i] += hs * (1.5 * m.k2[i] + 0.5 * m.k3[i]);
         break;
