@@ -54,15 +54,21 @@ void GraphLoader::check_stiffness() {
     } catch (const std::exception&) {
       continue;
     }
-    // The fastest mode that decays, which the integrator makes grow. A mode
-    // whose damping is within the differences' rounding of none (an
-    // undamped oscillator's) is no such mode.
+    // The longest step the task takes: its period, or with a measured
+    // step its max_step (4 periods unless set).
+    const double h = t.step == StepPolicy::kMeasured ? (t.max_step > 0.0 ? t.max_step : 4.0 * t.period) : t.period;
+    // The fastest mode that decays, which the integrator makes grow, and
+    // the longest step at which none of those grows. A mode whose damping
+    // is within the differences' rounding of none (an undamped
+    // oscillator's) is no such mode.
     std::complex<double> worst;
-    double growth = 0.0;
+    double growth = 0.0, stable = h;
     for (const auto& l : lambdas) {
       if (!(l.real() < -1e-6 * std::abs(l))) continue;
-      const double a = tasks::amplification(t.integrator, t.period * l);
-      if (a > 1.0 + 1e-9 && std::abs(l) > std::abs(worst)) {
+      const double a = tasks::amplification(t.integrator, h * l);
+      if (!(a > 1.0 + 1e-9)) continue;
+      stable = std::min(stable, longest_stable_step(t.integrator, l, h));
+      if (std::abs(l) > std::abs(worst)) {
         worst = l;
         growth = a;
       }
@@ -71,20 +77,23 @@ void GraphLoader::check_stiffness() {
     char figures[256];
     if (worst.imag() == 0.0) {
       std::snprintf(figures, sizeof figures, "a mode at %.4g 1/s (h |lambda| = %.3g)", worst.real(),
-                    t.period * std::abs(worst));
+                    h * std::abs(worst));
     } else {
       std::snprintf(figures, sizeof figures, "a mode at %.4g %+.4gi 1/s (h |lambda| = %.3g)", worst.real(),
-                    std::fabs(worst.imag()), t.period * std::abs(worst));
+                    std::fabs(worst.imag()), h * std::abs(worst));
     }
     char grows[64];
     std::snprintf(grows, sizeof grows, "%.3g", growth);
     const std::string name(tasks::integrator_name(t.integrator));
-    in_.warning(t.where, "task '" + t.name + "' (integrator " + name + ", period " + base::format_duration(t.period) +
+    const std::string step =
+        t.step == StepPolicy::kMeasured ? "max_step " + base::format_duration(h) : "period " + base::format_duration(h);
+    in_.warning(t.where, "task '" + t.name + "' (integrator " + name + ", " + step +
                              "): its partition's linearisation at the start has " + figures + ", beyond " + name +
-                             "'s stability at that period: each step multiplies it by " + grows +
+                             "'s stability at that step: each step multiplies it by " + grows +
                              " where it should decay, so the run diverges once it is excited — use integrator: ros2 "
-                             "(linearly implicit, L-stable), or a period of at most " +
-                             base::format_duration(longest_stable_step(t.integrator, worst, t.period)));
+                             "(linearly implicit, L-stable), or a " +
+                             (t.step == StepPolicy::kMeasured ? "max_step" : "period") + " of at most " +
+                             base::format_duration(stable) + " (where no decaying mode grows)");
   }
 }
 

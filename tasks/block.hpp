@@ -215,6 +215,18 @@ class Block {
   // the end of the step that contains it. RT-safe.
   [[nodiscard]] virtual double next_time_event() const noexcept { return std::numeric_limits<double>::infinity(); }
 
+  // For a block that declared `set_state_jacobian` (a model-exchange FMU
+  // that provides directional derivatives): d(its state derivatives)/d(its
+  // states) at the instant of its last `output` call, inputs held,
+  // column-major, continuous_states() squared; false when it could not.
+  // The Rosenbrock integrators take it instead of differences where the
+  // partition's Jacobian is this block's alone (Partition::step). RT-safe.
+  virtual bool state_jacobian(const BlockContext& c, std::span<double> j) const noexcept {
+    (void)c, (void)j;
+    return false;
+  }
+  [[nodiscard]] bool has_state_jacobian() const noexcept { return state_jacobian_; }
+
   // For a block that declared `set_can_fail` (an FMU): true once a call
   // into it failed; the partition's task then stops. `failure` (not RT)
   // says what failed, where and when.
@@ -283,6 +295,7 @@ class Block {
   void set_events(bool v = true) noexcept { events_ = v; }
   void set_event_indicators(std::size_t n) noexcept { indicators_ = n; }
   void set_can_fail(bool v = true) noexcept { can_fail_ = v; }
+  void set_state_jacobian(bool v = true) noexcept { state_jacobian_ = v; }
 
  private:
   std::string name_;
@@ -299,6 +312,7 @@ class Block {
   bool events_ = false;
   std::size_t indicators_ = 0;
   bool can_fail_ = false;
+  bool state_jacobian_ = false;
 };
 
 }  // namespace rtcosim::tasks

@@ -10,7 +10,8 @@ namespace rtcosim::tasks {
 /*
  * ShiftedLu: the LU factorisation (partial pivoting) of W = I - c J for a
  * dense n x n matrix J, as the linearly implicit (Rosenbrock) integrators
- * need once per step, and solves with it. Eigen underneath, kept out of
+ * need once per step, and solves with it: an unblocked LU of our own (the
+ * reason is in linear_solver.cpp); `eigenvalues` is Eigen's, kept out of
  * this header so that the partition's translation unit does not compile it.
  *
  * Set-up: the constructor allocates every buffer. Real time: `factor` and

@@ -200,13 +200,15 @@ struct Partition::Impl {
   std::vector<double> xe;  // the state an evaluation sees
   std::vector<double> k1, k2, k3, k4, xs, scratch_xd;
   // The Rosenbrock methods': df/dx column-major, and W = I - gamma h J's LU.
-  std::vector<double> jac, ft;
+  std::vector<double> jac, ft, jump_branch;
   std::unique_ptr<ShiftedLu> lu;
-  bool lu_singular = false;  // a step found W singular: the partition stopped
+  std::size_t jacobian_block = kNoState;  // the slot whose state_jacobian is the partition's
+  bool lu_singular = false;               // a step found W singular: the partition stopped
 
   // J = df/dx at (t, x) by forward differences, f = f(t, x) given: one
   // evaluation per state, each state moved by eps^(1/3) of its magnitude
-  // (its largest so far, at least 1e-6). Not sqrt(eps), the usual balance
+  // (its largest so far, at least 1e-3: a state that starts at 0 moved by
+  // 6e-12 gave J entries off by 5e-5 of their size from f's rounding). Not sqrt(eps), the usual balance
   // of rounding against curvature: stiffness mostly sits in linear parts,
   // where a difference has no curvature error and its rounding error
   // (eps |f| / delta) is the whole of J's; carried into the stiff modes'
@@ -214,9 +216,16 @@ struct Partition::Impl {
   // halved step at sqrt(eps), 3.98 at eps^(1/3); docs/config.md).
   void jacobian(double t, std::span<const double> x, std::span<const double> f, double* out) noexcept {
     const std::size_t n = nx;
+    // The partition's only block with states, which knows its own
+    // Jacobian and reads nothing that depends on its states: that one, as
+    // the last evaluation (at t, x) left it.
+    if (jacobian_block != kNoState) {
+      Slot& slot = slots[jacobian_block];
+      if (slot.block->state_jacobian(slot.context, std::span<double>(out, n * n))) return;
+    }
     std::copy(x.begin(), x.end(), xs.begin());
     for (std::size_t j = 0; j < n; ++j) {
-      const double delta = 6.0554544523933395e-06 * std::max({std::fabs(x[j]), s.scale[j], 1e-6});
+      const double delta = 6.0554544523933395e-06 * std::max({std::fabs(x[j]), s.scale[j], 1e-3});
       xs[j] = x[j] + delta;
       const double step = xs[j] - x[j];  // what the perturbation is in floating point
       evaluate(t, xs, k4);
@@ -598,6 +607,31 @@ struct Partition::Impl::Builder {
     }
   }
 
+  // The slot whose own Jacobian (Block::state_jacobian) is the whole
+  // partition's: the only one with continuous states, and no wire path
+  // leads from its outputs back into its inputs (through which its states
+  // would move its inputs, which its own Jacobian holds). kNoState: none.
+  std::size_t own_jacobian_block() const {
+    std::size_t only = kNoState;
+    for (std::size_t i = 0; i < m.slots.size(); ++i) {
+      if (m.slots[i].block->continuous_states() == 0) continue;
+      if (only != kNoState) return kNoState;
+      only = i;
+    }
+    if (only == kNoState || !m.slots[only].block->has_state_jacobian()) return kNoState;
+    std::vector<unsigned char> seen(m.slots.size(), 0);
+    std::vector<std::size_t> todo(m.downstream[only].begin(), m.downstream[only].end());
+    while (!todo.empty()) {
+      const std::size_t i = todo.back();
+      todo.pop_back();
+      if (i == only) return kNoState;
+      if (seen[i]) continue;
+      seen[i] = 1;
+      todo.insert(todo.end(), m.downstream[i].begin(), m.downstream[i].end());
+    }
+    return only;
+  }
+
   // The saved state, the integrators' scratch, and every block's views.
   void bind_views(IntegratorKind integrator) {
     Impl::State& s = m.s;
@@ -607,9 +641,11 @@ struct Partition::Impl::Builder {
     for (auto* v : {&m.k1, &m.k2, &m.k3, &m.k4, &m.xs, &m.x_from, &m.x_right}) v->assign(m.nx, 0.0);
     m.z_end.assign(s.z.size(), 0.0);
     m.locator.resize(s.z.size());
+    m.jacobian_block = own_jacobian_block();
     if (linearly_implicit(integrator)) {
       m.jac.assign(m.nx * m.nx, 0.0);
       m.ft.assign(m.nx, 0.0);
+      m.jump_branch.assign(m.jumpers.size(), 0.0);
       m.lu = std::make_unique<ShiftedLu>(m.nx);
     }
     m.scratch_xd.assign(m.nxd, 0.0);
@@ -982,13 +1018,24 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
         // that follows a moving equilibrium lags it by about h x' (a W-
         // method keeps its order, not the equilibrium). The time step: a
         // fraction of h, and never so small that t's rounding spoils it.
-        const bool timed = !m.autonomous || !m.fallible.empty();
+        // A block that jumps between t0 and t0 + dt (a step source's
+        // instant, a switch) would make f_t its jump over dt: then the step
+        // goes without f_t, as a W-method may.
+        bool timed = !m.autonomous || !m.fallible.empty();
         if (timed) {
-          const double t1 = t0 + std::max(6.0554544523933395e-06 * hs, 1e-10 * std::fabs(t0));
+          for (std::size_t k = 0; k < m.jumpers.size(); ++k) {
+            Impl::Slot& slot = m.slots[m.jumpers[k]];
+            m.jump_branch[k] = slot.block->branch(slot.context);
+          }
+          const double t1 = t0 + std::min(std::max(6.0554544523933395e-06 * hs, 1e-10 * std::fabs(t0)), hs);
           sample(t1);
           m.evaluate(t1, x, m.ft);
           const double dt = t1 - t0;
           for (std::size_t i = 0; i < nx; ++i) m.ft[i] = (m.ft[i] - m.k1[i]) / dt;
+          for (std::size_t k = 0; k < m.jumpers.size() && timed; ++k) {
+            Impl::Slot& slot = m.slots[m.jumpers[k]];
+            timed = slot.block->branch(slot.context) == m.jump_branch[k];
+          }
         }
         if (!m.lu->factor(m.jac.data(), gamma * hs)) {
           // W singular at this step: no finite step exists; the state is
@@ -1087,15 +1134,26 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     const double margin = 1e-9 * h;
     for (int landings = 0;; ++landings) {
       const bool more = landings < kMaxLandings;
-      if (!more) ++m.event_counts.landing_limits;
       double te = std::numeric_limits<double>::infinity();
-      if (more) {
-        for (const Block* b : m.timed) te = std::min(te, b->next_time_event());
-      }
+      for (const Block* b : m.timed) te = std::min(te, b->next_time_event());
       const bool timed = te > from + margin && te < t + h - margin;
+      if (!more) {
+        // The bound: the rest of the step in one piece, its events at the
+        // step's end. Counted when the rest held one (a time event, or a
+        // crossing by its end).
+        const bool crossing_was_known = locating && s.z_known;
+        one_step(from, t + h - from);
+        if (!m.fallible.empty() && failed()) return;
+        bool left = timed;
+        if (!left && crossing_was_known && indicators_at(t + h, m.z_end.data())) {
+          for (std::size_t i = 0; i < s.z.size() && !left; ++i) left = crossed(s.z[i], m.z_end[i]);
+        }
+        if (left) ++m.event_counts.landing_limits;
+        break;
+      }
       // (t + h) - t is not h in floating point: without a landing, h itself.
       const double segment = timed ? te - from : (from == t ? h : t + h - from);
-      const double reached = more ? advance(from, segment) : (one_step(from, segment), segment);
+      const double reached = advance(from, segment);
       if (!m.fallible.empty() && failed()) return;
       if (reached == segment && !timed) break;
       const double at = reached == segment ? te : from + reached;
@@ -1221,10 +1279,11 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     s.nonfinite_from = t;
     return;
   }
-  if (guard_divergence(t, h, ab2_error_scale)) return;
-  // A step that landed on time events integrated in pieces: k1 is the last
+  // A step that landed on events integrated in pieces: k1 is the last
   // piece's, not the step's start, and an event may have reset states; the
   // one-step measure skips it and the next step.
+  if (from != t) s.have_prev_f = false;
+  if (guard_divergence(t, h, ab2_error_scale)) return;
   if (from != t) s.have_prev_f = false;
 
   // Outputs at the end of the step, with their time derivatives.
@@ -1423,6 +1482,7 @@ std::vector<double> Partition::linearisation() {
 std::uint64_t Partition::events() const noexcept { return impl_->events; }
 const Partition::EventCounts& Partition::event_counts() const noexcept { return impl_->event_counts; }
 void Partition::set_locate_events(bool locate) noexcept { impl_->locate_events = locate; }
+bool Partition::jacobian_from_block() const noexcept { return impl_->jacobian_block != kNoState; }
 
 void Partition::refresh_outputs(InputSource& inputs) noexcept {
   Impl& m = *impl_;

@@ -174,6 +174,11 @@ class Partition {
   // the configuration check's stability warning (docs/config.md,
   // "Integrators").
   [[nodiscard]] std::vector<double> linearisation();
+  // True when the Rosenbrock integrators and linearisation() take the
+  // Jacobian from a block (Block::state_jacobian: an FMU's directional
+  // derivatives) rather than from differences: the partition's only block
+  // with states knows its own, and none of its inputs depends on them.
+  [[nodiscard]] bool jacobian_from_block() const noexcept;
 
   // Events handled by blocks with events (FMUs) since reset.
   [[nodiscard]] std::uint64_t events() const noexcept;

@@ -88,6 +88,9 @@ typedef fmi2Status fmi2SetTimeTYPE(fmi2Component c, fmi2Real time);
 typedef fmi2Status fmi2SetContinuousStatesTYPE(fmi2Component c, const fmi2Real x[], size_t nx);
 typedef fmi2Status fmi2GetRealVectorTYPE(fmi2Component c, fmi2Real values[],
                                          size_t n);  // derivatives, indicators, states
+typedef fmi2Status fmi2GetDirectionalDerivativeTYPE(fmi2Component c, const fmi2ValueReference vUnknown_ref[],
+                                                    size_t nUnknown, const fmi2ValueReference vKnown_ref[],
+                                                    size_t nKnown, const fmi2Real dvKnown[], fmi2Real dvUnknown[]);
 // Co-simulation
 typedef fmi2Status fmi2GetRealOutputDerivativesTYPE(fmi2Component c, const fmi2ValueReference vr[], size_t nvr,
                                                     const fmi2Integer order[], fmi2Real value[]);
@@ -185,6 +188,10 @@ typedef fmi3Status fmi3CompletedIntegratorStepTYPE(fmi3Instance instance, fmi3Bo
 typedef fmi3Status fmi3SetTimeTYPE(fmi3Instance instance, fmi3Float64 time);
 typedef fmi3Status fmi3SetContinuousStatesTYPE(fmi3Instance instance, const fmi3Float64 x[], size_t nx);
 typedef fmi3Status fmi3GetFloat64VectorTYPE(fmi3Instance instance, fmi3Float64 values[], size_t n);
+typedef fmi3Status fmi3GetDirectionalDerivativeTYPE(fmi3Instance instance, const fmi3ValueReference unknowns[],
+                                                    size_t nUnknowns, const fmi3ValueReference knowns[],
+                                                    size_t nKnowns, const fmi3Float64 seed[], size_t nSeed,
+                                                    fmi3Float64 sensitivity[], size_t nSensitivity);
 // Co-simulation
 typedef fmi3Status fmi3GetOutputDerivativesTYPE(fmi3Instance instance, const fmi3ValueReference vr[], size_t nvr,
                                                 const fmi3Int32 orders[], fmi3Float64 values[], size_t nValues);

@@ -419,6 +419,7 @@ class FmuBlock final : public Block {
         set_jumps();
         set_event_indicators(z_.size());
       }
+      if (fmu_->has_state_jacobian()) set_state_jacobian();
       initial_indicators();
       read_discrete_inputs();
     } else {
@@ -577,6 +578,12 @@ class FmuBlock final : public Block {
     if (changed && !fmu_->get_states(x.data(), nx_)) return false;
     if (!fmu_->set_states(x.data(), nx_) || !fmu_->get_event_indicators(z_prev_.data(), z_prev_.size())) return false;
     return true;
+  }
+
+  // After `output` at the same instant: the FMU's directional derivatives.
+  bool state_jacobian(const BlockContext& c, std::span<double> j) const noexcept override {
+    (void)c;
+    return !fmu_->terminated() && fmu_->state_jacobian(j.data());
   }
 
   // After `output` at the same instant, which set its time, states and

@@ -209,6 +209,7 @@ struct FmuInstance::Api {
   fmi2SetTimeTYPE* set_time2 = nullptr;
   fmi2SetContinuousStatesTYPE* set_x2 = nullptr;
   fmi2GetRealVectorTYPE *get_dx2 = nullptr, *get_z2 = nullptr, *get_x2 = nullptr;
+  fmi2GetDirectionalDerivativeTYPE* dd2 = nullptr;  // optional
   fmi2DoStepTYPE* do_step2 = nullptr;
   fmi2GetRealStatusTYPE* get_real_status2 = nullptr;     // optional: why a step was discarded
   fmi2GetBooleanStatusTYPE* get_bool_status2 = nullptr;  // optional
@@ -256,6 +257,7 @@ struct FmuInstance::Api {
   fmi3SetTimeTYPE* set_time3 = nullptr;
   fmi3SetContinuousStatesTYPE* set_x3 = nullptr;
   fmi3GetFloat64VectorTYPE *get_dx3 = nullptr, *get_z3 = nullptr, *get_x3 = nullptr;
+  fmi3GetDirectionalDerivativeTYPE* dd3 = nullptr;  // optional
   fmi3DoStepTYPE* do_step3 = nullptr;
   fmi3GetOutputDerivativesTYPE* get_dy3 = nullptr;  // optional
 };
@@ -396,6 +398,7 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
       lib.get(a.get_dx2, "fmi2GetDerivatives");
       lib.get(a.get_z2, "fmi2GetEventIndicators");
       lib.get(a.get_x2, "fmi2GetContinuousStates");
+      lib.get(a.dd2, "fmi2GetDirectionalDerivative", true);
     } else {
       lib.get(a.do_step2, "fmi2DoStep");
       lib.get(a.get_real_status2, "fmi2GetRealStatus", true);
@@ -454,6 +457,7 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
       lib.get(a.get_dx3, "fmi3GetContinuousStateDerivatives");
       lib.get(a.get_z3, "fmi3GetEventIndicators");
       lib.get(a.get_x3, "fmi3GetContinuousStates");
+      lib.get(a.dd3, "fmi3GetDirectionalDerivative", true);
     } else {
       lib.get(a.do_step3, "fmi3DoStep");
       lib.get(a.get_dy3, "fmi3GetOutputDerivatives", true);
@@ -577,6 +581,27 @@ void FmuInstance::resolve_sizes() {
   std::size_t nx = 0;
   for (const std::size_t s : md_.states) nx += sizes_[s];
   x0_.assign(nx, 0.0);
+  // The state Jacobian from the FMU's directional derivatives: where it
+  // says it provides them (model exchange) and every state and its
+  // derivative is a scalar with a value reference, knowns the states and
+  // unknowns the derivatives in the state vector's order.
+  dd_states_.clear();
+  dd_derivatives_.clear();
+  if (interface_ == FmuInterface::kModelExchange && md_.model_exchange.provides_directional_derivatives &&
+      md_.derivatives.size() == md_.states.size()) {
+    for (std::size_t k = 0; k < md_.states.size(); ++k) {
+      const Variable& x = md_.variables[md_.states[k]];
+      const Variable& dx = md_.variables[md_.derivatives[k]];
+      if (x.array || dx.array) {
+        dd_states_.clear();
+        dd_derivatives_.clear();
+        break;
+      }
+      dd_states_.push_back(x.value_reference);
+      dd_derivatives_.push_back(dx.value_reference);
+    }
+  }
+  dd_seed_.assign(dd_states_.size(), 0.0);
   indicators_ = md_.event_indicators;
   if (md_.fmi_major == 3) {
     indicators_ = 0;
@@ -1001,6 +1026,28 @@ bool FmuInstance::get_derivatives(double* dx, std::size_t n) noexcept {
   RTCOSIM_FMU_CALL(api_->get_dx2(instance_, dx, n), "fmi2GetDerivatives", api_->get_dx3(instance_, dx, n),
                    "fmi3GetContinuousStateDerivatives");
 }
+bool FmuInstance::has_state_jacobian() const noexcept {
+  return !dd_states_.empty() && (api_->v2 ? api_->dd2 != nullptr : api_->dd3 != nullptr);
+}
+
+bool FmuInstance::state_jacobian(double* j) noexcept {
+  if (!has_state_jacobian() || failed()) return false;
+  const std::size_t n = dd_states_.size();
+  const Charging charge(this);
+  for (std::size_t c = 0; c < n; ++c) {
+    dd_seed_[c] = 1.0;
+    const bool ok =
+        api_->v2
+            ? check(api_->dd2(instance_, dd_derivatives_.data(), n, &dd_states_[c], 1, &dd_seed_[c], j + n * c),
+                    "fmi2GetDirectionalDerivative")
+            : check(api_->dd3(instance_, dd_derivatives_.data(), n, &dd_states_[c], 1, &dd_seed_[c], 1, j + n * c, n),
+                    "fmi3GetDirectionalDerivative");
+    dd_seed_[c] = 0.0;
+    if (!ok) return false;
+  }
+  return true;
+}
+
 bool FmuInstance::get_event_indicators(double* z, std::size_t n) noexcept {
   if (n == 0) return !failed();
   RTCOSIM_FMU_CALL(api_->get_z2(instance_, z, n), "fmi2GetEventIndicators", api_->get_z3(instance_, z, n),

@@ -157,6 +157,13 @@ class FmuInstance {
   bool set_states(const double* x, std::size_t n) noexcept;
   bool get_states(double* x, std::size_t n) noexcept;
   bool get_derivatives(double* dx, std::size_t n) noexcept;
+  // Model exchange, after set_time, set_states and the inputs of one
+  // instant: d(state derivatives)/d(states), column-major, state_count()
+  // squared, from fmiGetDirectionalDerivative (one call per column). Only
+  // where has_state_jacobian(): the FMU provides directional derivatives
+  // and its states are scalars.
+  [[nodiscard]] bool has_state_jacobian() const noexcept;
+  bool state_jacobian(double* j) noexcept;
   bool get_event_indicators(double* z, std::size_t n) noexcept;
   bool completed_integrator_step(bool* enter_event_mode) noexcept;
   // Event mode, discrete-state iteration (at most kMaxEventIterations
@@ -251,6 +258,8 @@ class FmuInstance {
   std::unique_ptr<Api> api_;
   void* instance_ = nullptr;
   std::vector<double> x0_;
+  std::vector<std::uint32_t> dd_states_, dd_derivatives_;  // directional derivatives: knowns, unknowns
+  std::vector<double> dd_seed_;
   double next_event0_ = 0.0;
   double time_ = 0.0;
   void* saved_state_ = nullptr;

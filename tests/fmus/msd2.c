@@ -178,6 +178,37 @@ EXPORT fmi2Status fmi2GetDerivatives(fmi2Component c, fmi2Real dx[], size_t n) {
   derivs(m, m->r[VR_X], m->r[VR_V], &dx[0], &dx[1]);
   return fmi2OK;
 }
+/* The partial derivatives of the linear model, d unknown / d known, for
+ * the states x, v and the input F as knowns and the derivatives, the
+ * states and the acceleration as unknowns: what a Rosenbrock integrator
+ * takes as its Jacobian (providesDirectionalDerivative). */
+static int partial(const Model* m, fmi2ValueReference u, fmi2ValueReference k, double* d) {
+  const double mass = m->r[VR_M];
+  if (k != VR_X && k != VR_V && k != VR_F) return 0;
+  switch (u) {
+    case VR_X: *d = k == VR_X ? 1.0 : 0.0; return 1;
+    case VR_V:
+    case VR_DX: *d = k == VR_V ? 1.0 : 0.0; return 1;
+    case VR_DV:
+    case VR_A: *d = k == VR_X ? -m->r[VR_K] / mass : k == VR_V ? -m->r[VR_C] / mass : 1.0 / mass; return 1;
+    default: return 0;
+  }
+}
+EXPORT fmi2Status fmi2GetDirectionalDerivative(fmi2Component c, const fmi2ValueReference vUnknown_ref[],
+                                               size_t nUnknown, const fmi2ValueReference vKnown_ref[], size_t nKnown,
+                                               const fmi2Real dvKnown[], fmi2Real dvUnknown[]) {
+  Model* m = (Model*)c;
+  for (size_t i = 0; i < nUnknown; ++i) {
+    double sum = 0.0;
+    for (size_t j = 0; j < nKnown; ++j) {
+      double d = 0.0;
+      if (!partial(m, vUnknown_ref[i], vKnown_ref[j], &d)) return fail(m, "no such directional derivative");
+      sum += d * dvKnown[j];
+    }
+    dvUnknown[i] = sum;
+  }
+  return fmi2OK;
+}
 EXPORT fmi2Status fmi2GetNominalsOfContinuousStates(fmi2Component c, fmi2Real x[], size_t n) {
   (void)c;
   for (size_t i = 0; i < n; ++i) x[i] = 1.0;

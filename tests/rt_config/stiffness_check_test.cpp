@@ -39,11 +39,9 @@ TEST(StiffnessCheck, WarnsAtTheTaskWithTheModeItsGrowthAndTheLongestStablePeriod
   const struct {
     const char* integrator;
     const char* growth;
-    const char* period;
-  } cases[] = {{"rk4", "by 291 ", "at most 278.5"},
-               {"euler", "by 9 ", "at most 199.99"},
-               {"rk2", "by 41 ", "at most 199.99"},
-               {"ab2", "by 14.3 ", "at most 99.99"}};
+    double longest;  // seconds
+  } cases[] = {
+      {"rk4", "by 291 ", 2.7853e-4}, {"euler", "by 9 ", 2e-4}, {"rk2", "by 41 ", 2e-4}, {"ab2", "by 14.3 ", 1e-4}};
   for (const auto& c : cases) {
     const auto w = warnings(stiff_graph(c.integrator, "1ms"));
     ASSERT_EQ(w.size(), 1u) << c.integrator;
@@ -54,9 +52,43 @@ TEST(StiffnessCheck, WarnsAtTheTaskWithTheModeItsGrowthAndTheLongestStablePeriod
         << m;
     EXPECT_NE(m.find("a mode at -1e+04 1/s (h |lambda| = 10)"), std::string::npos) << m;
     EXPECT_NE(m.find(c.growth), std::string::npos) << m;
-    EXPECT_NE(m.find(c.period), std::string::npos) << m;
+    // "a period of at most 278.526 us (where ...": the bisection's step,
+    // within 0.1 % of the interval's end.
+    const auto at = m.find("a period of at most ");
+    ASSERT_NE(at, std::string::npos) << m;
+    const double us = std::stod(m.substr(at + 19));
+    EXPECT_NEAR(us * 1e-6, c.longest, 1e-3 * c.longest) << m;
+    EXPECT_NE(m.find(" us (where no decaying mode grows)"), std::string::npos) << m;
     EXPECT_NE(m.find("use integrator: ros2"), std::string::npos) << m;
   }
+}
+
+// Two unstable modes (rk2 at 1 ms): -2500 (stable up to 0.8 ms) and
+// -1 +- 1000i (up to 201 us, where |1 + z + z^2/2| reaches 1 on its ray);
+// the period suggested is the one where neither grows, not the fastest
+// mode's. A measured step is judged at its max_step.
+TEST(StiffnessCheck, SuggestsAPeriodWhereNoDecayingModeGrowsAndJudgesMeasuredStepsAtMaxStep) {
+  // Block diagonal: [[-2500]] and [[-1, 1000], [-1000, -1]].
+  const std::string graph =
+      "name: two\nduration: 1s\ntasks:\n  - {name: plant, period: 1ms, cpu: 0, integrator: rk2, step: fixed}\n"
+      "blocks:\n  - {name: sys, type: state_space, task: plant, params: {A: [[-2500, 0, 0], [0, -1, 1000], [0, -1000, "
+      "-1]], B: [[1], [0], [0]], C: [[1, 0, 0]], initial: [1, 1, 0]}}\n"
+      "  - {name: u, type: constant, task: plant, params: {value: 0}}\nwires:\n  - {from: u.y, to: sys.u}\n";
+  auto w = warnings(graph);
+  ASSERT_EQ(w.size(), 1u);
+  const auto at = w[0].message.find("a period of at most ");
+  ASSERT_NE(at, std::string::npos) << w[0].message;
+  const double us = std::stod(w[0].message.substr(at + 19));
+  // rk2 on lambda = -1 + 1000i: |1 + z + z^2/2| <= 1 up to h = 201 us.
+  EXPECT_GT(us, 195.0) << w[0].message;
+  EXPECT_LT(us, 205.0) << w[0].message;
+  // A measured step at 0.1 ms with max_step 0.5 ms: judged at 0.5 ms.
+  std::string measured = stiff_graph("euler", "100us");
+  measured.replace(measured.find("step: fixed"), 11, "step: measured, max_step: 500us");
+  w = warnings(measured);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].message.find("(integrator euler, max_step 500 us)"), std::string::npos) << w[0].message;
+  EXPECT_NE(w[0].message.find("a max_step of at most"), std::string::npos) << w[0].message;
 }
 
 TEST(StiffnessCheck, SaysNothingWhereTheIntegratorIsStable) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "tasks/diagram.hpp"
+#include "tasks/linear_solver.hpp"
 #include "tests/support/alloc_counter.hpp"
 
 namespace rtcosim::tasks {
@@ -103,15 +104,91 @@ TEST(StiffIntegrators, AreAStableOnTheImaginaryAxis) {
   }
 }
 
+std::string fmu(const std::string& name) { return std::string(RTCOSIM_FMU_DIR) + "/" + name + ".fmu"; }
+
+// The model-exchange FMU msd2 (x'' + 0.4 x' + 4 x = F) provides
+// directional derivatives. Alone in its partition, its Jacobian is the
+// FMU's: exactly the model's matrix [[0, 1], [-4, -0.4]], not a
+// difference. With a wire path from its output x back into its input F
+// (here through a unit delay and a gain, since its output a feeds F
+// through and a direct loop would be algebraic), the partition does not
+// take it: the check is structural (any path could move F with the states,
+// which the FMU's own Jacobian holds), and the differences find the same
+// matrix to their rounding, the delay holding F within a step.
+TEST(StiffIntegrators, TakeAnFmusDirectionalDerivativesWhereTheyAreThePartitionsJacobian) {
+  const auto registry = BlockRegistry::with_builtins();
+  auto alone = build_partition(registry, "msd", {{"msd", "fmu", {{"file", fmu("msd2")}}, ""}}, {},
+                               {{"F", 1, {{"msd", "F"}}}}, IntegratorKind::kRos2);
+  EXPECT_TRUE(alone->jacobian_from_block());
+  EXPECT_EQ(alone->linearisation(), (std::vector<double>{0.0, -4.0, 1.0, -0.4}));
+  auto loop = build_partition(registry, "msd",
+                              {{"msd", "fmu", {{"file", fmu("msd2")}}, ""},
+                               {"d", "unit_delay", {{"sample_time", 1e-3}}, ""},
+                               {"k", "gain", {{"gain", -6.0}}, ""}},
+                              {{{"msd", "x"}, {"d", "u"}}, {{"d", "y"}, {"k", "u"}}, {{"k", "y"}, {"msd", "F"}}}, {},
+                              IntegratorKind::kRos2);
+  EXPECT_FALSE(loop->jacobian_from_block());
+  const std::vector<double> j = loop->linearisation();
+  const double expected[] = {0.0, -4.0, 1.0, -0.4};
+  ASSERT_EQ(j.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_NEAR(j[i], expected[i], 1e-7) << i;
+  EXPECT_NE(j, (std::vector<double>{0.0, -4.0, 1.0, -0.4}));  // a difference, not the FMU's
+  // The one alone integrates the damped oscillator (x0 = 1, v0 = 0, zeta
+  // 0.1, wn 2) to ros2's accuracy at 1 ms, against its analytic x(t).
+  NoInputs in;
+  for (int i = 0; i < 2000; ++i) alone->step(i * 1e-3, 1e-3, in);
+  ASSERT_FALSE(alone->failed()) << alone->failure();
+  const double wd = 2.0 * std::sqrt(1.0 - 0.01), t = 2.0;
+  const double x = std::exp(-0.2 * t) * (std::cos(wd * t) + 0.2 / wd * std::sin(wd * t));
+  EXPECT_NEAR(alone->state()[0], x, 2e-5);  // measured 1.28e-5
+}
+
 TEST(StiffIntegrators, SteadyStateFramesAllocateNothing) {
   for (IntegratorKind kind : {IntegratorKind::kRos1, IntegratorKind::kRos2}) {
     auto p = stiff(kind);
+    auto msd = build_partition(BlockRegistry::with_builtins(), "msd", {{"msd", "fmu", {{"file", fmu("msd2")}}, ""}}, {},
+                               {{"F", 1, {{"msd", "F"}}}}, kind);
     NoInputs in;
-    for (int i = 0; i < 10; ++i) p->step(i * 1e-3, 1e-3, in);
+    for (int i = 0; i < 10; ++i) p->step(i * 1e-3, 1e-3, in), msd->step(i * 1e-3, 1e-3, in);
     testing::AllocationScope scope;
-    for (int i = 10; i < 2000; ++i) p->step(i * 1e-3, 1e-3, in);
+    for (int i = 10; i < 2000; ++i) p->step(i * 1e-3, 1e-3, in), msd->step(i * 1e-3, 1e-3, in);
     EXPECT_EQ(scope.count(), 0u) << integrator_name(kind);
   }
+}
+
+// The LU of W = I - c J solves W x = b to rounding at any size, and
+// allocates nothing after set-up at n = 500 either (where a blocked LU
+// would take its buffers from the heap): the residual |W x - b| against b.
+TEST(StiffIntegrators, TheLuSolvesWithoutAllocatingAtAnySize) {
+  for (std::size_t n : {1u, 7u, 64u, 500u}) {
+    std::vector<double> j(n * n), b(n), x;
+    for (std::size_t c = 0; c < n; ++c) {
+      for (std::size_t r = 0; r < n; ++r)
+        j[r + n * c] = std::sin(static_cast<double>(3 * r + 7 * c + 1)) - (r == c ? 5.0 : 0.0);
+      b[c] = std::cos(static_cast<double>(c));
+    }
+    ShiftedLu lu(n);
+    x = b;
+    bool ok = false;
+    {
+      testing::AllocationScope scope;
+      ok = lu.factor(j.data(), 0.3);
+      lu.solve(x.data());
+      EXPECT_EQ(scope.count(), 0u) << n;
+    }
+    ASSERT_TRUE(ok) << n;
+    double worst = 0.0;
+    for (std::size_t r = 0; r < n; ++r) {
+      double w = x[r];  // (I - c J) x
+      for (std::size_t c = 0; c < n; ++c) w -= 0.3 * j[r + n * c] * x[c];
+      worst = std::max(worst, std::fabs(w - b[r]));
+    }
+    EXPECT_LT(worst, 1e-12 * static_cast<double>(n)) << n;
+  }
+  // A singular W is refused: J = I / c makes W = 0.
+  ShiftedLu lu(2);
+  const double j[] = {2.0, 0.0, 0.0, 2.0};
+  EXPECT_FALSE(lu.factor(j, 0.5));
 }
 
 }  // namespace
