@@ -973,6 +973,9 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
   // each state's divided difference).
   double ab2_error_scale = -1.0;
 
+  // ros1/ros2: f(t0, x), J and f_t of the last step, reused by a
+  // location's trials (advance), and whether that step used f_t.
+  bool ros_reuse = false, ros_timed = false;
   // One step of a one-step method from t0 to t0 + hs.
   auto one_step = [&](double t0, double hs) noexcept {
     switch (integrator_) {
@@ -1007,9 +1010,8 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
         // Linearly implicit: one Jacobian and one LU of W = I - gamma h J
         // per (sub-)step; k1 keeps f(t0, x), as the one-step divergence
         // measure reads it.
-        sample(t0);
-        m.evaluate(t0, x, m.k1);
-        m.jacobian(t0, x, m.k1, m.jac.data());
+        // A location's trials start where the segment did, from the same
+        // state: f, J and f_t are the segment's (ros_reuse), only W is new.
         const bool ros1 = integrator_ == IntegratorKind::kRos1;
         constexpr double kRos2Gamma = 1.7071067811865475;  // 1 + 1/sqrt(2): L-stable
         const double gamma = ros1 ? 1.0 : kRos2Gamma;
@@ -1021,8 +1023,14 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
         // A block that jumps between t0 and t0 + dt (a step source's
         // instant, a switch) would make f_t its jump over dt: then the step
         // goes without f_t, as a W-method may.
-        bool timed = !m.autonomous || !m.fallible.empty();
-        if (timed) {
+        if (!ros_reuse) {
+          sample(t0);
+          m.evaluate(t0, x, m.k1);
+          m.jacobian(t0, x, m.k1, m.jac.data());
+          ros_timed = !m.autonomous || !m.fallible.empty();
+        }
+        bool& timed = ros_timed;
+        if (timed && !ros_reuse) {
           for (std::size_t k = 0; k < m.jumpers.size(); ++k) {
             Impl::Slot& slot = m.slots[m.jumpers[k]];
             m.jump_branch[k] = slot.block->branch(slot.context);
@@ -1119,7 +1127,9 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
         s.z.data(), m.z_end.data(), hs, tolerance, kMaxLocateTrials,
         [&](double theta, double* z) noexcept {
           std::copy(m.x_from.begin(), m.x_from.end(), x.begin());
+          ros_reuse = true;
           one_step(a, theta);
+          ros_reuse = false;
           return !(!m.fallible.empty() && failed()) && indicators_at(a + theta, z);
         },
         [&](double) noexcept { std::copy(x.begin(), x.end(), m.x_right.begin()); });
