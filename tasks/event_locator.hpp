@@ -10,6 +10,13 @@ namespace rtcosim::tasks {
 // FMI's sign convention for a state event: an indicator changed sides of
 // z > 0 (z <= 0 is the other side).
 [[nodiscard]] inline bool crossed(double before, double after) noexcept { return (before > 0.0) != (after > 0.0); }
+// True when any of n indicators crossed between `before` and `after`.
+[[nodiscard]] inline bool any_crossed(const double* before, const double* after, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (crossed(before[i], after[i])) return true;
+  }
+  return false;
+}
 
 /*
  * EventLocator: finds the earliest instant in a step at which any of a set
@@ -80,9 +87,7 @@ class EventLocator {
         r.failed = true;
         return r;
       }
-      bool any = false;
-      for (std::size_t i = 0; i < n && !any; ++i) any = crossed(lo_[i], trial_[i]);
-      if (any) {
+      if (any_crossed(lo_.data(), trial_.data(), n)) {
         b = guess;
         hi_.swap(trial_);
         wb = 1.0;

@@ -208,8 +208,9 @@ struct Partition::Impl {
   // J = df/dx at (t, x) by forward differences, f = f(t, x) given: one
   // evaluation per state, each state moved by eps^(1/3) of its magnitude
   // (its largest so far, at least 1e-3: a state that starts at 0 moved by
-  // 6e-12 gave J entries off by 5e-5 of their size from f's rounding). Not sqrt(eps), the usual balance
-  // of rounding against curvature: stiffness mostly sits in linear parts,
+  // 6e-12 gave J entries off by 5e-5 of their size from f's rounding).
+  // Not sqrt(eps), the usual balance of rounding against curvature:
+  // stiffness mostly sits in linear parts,
   // where a difference has no curvature error and its rounding error
   // (eps |f| / delta) is the whole of J's; carried into the stiff modes'
   // stages it cost ros2 its order on the stiff test (error ratio 3.5 per
@@ -1029,8 +1030,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
           m.jacobian(t0, x, m.k1, m.jac.data());
           ros_timed = !m.autonomous || !m.fallible.empty();
         }
-        bool& timed = ros_timed;
-        if (timed && !ros_reuse) {
+        if (ros_timed && !ros_reuse) {
           for (std::size_t k = 0; k < m.jumpers.size(); ++k) {
             Impl::Slot& slot = m.slots[m.jumpers[k]];
             m.jump_branch[k] = slot.block->branch(slot.context);
@@ -1040,9 +1040,9 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
           m.evaluate(t1, x, m.ft);
           const double dt = t1 - t0;
           for (std::size_t i = 0; i < nx; ++i) m.ft[i] = (m.ft[i] - m.k1[i]) / dt;
-          for (std::size_t k = 0; k < m.jumpers.size() && timed; ++k) {
+          for (std::size_t k = 0; k < m.jumpers.size() && ros_timed; ++k) {
             Impl::Slot& slot = m.slots[m.jumpers[k]];
-            timed = slot.block->branch(slot.context) == m.jump_branch[k];
+            ros_timed = slot.block->branch(slot.context) == m.jump_branch[k];
           }
         }
         if (!m.lu->factor(m.jac.data(), gamma * hs)) {
@@ -1052,7 +1052,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
           x[0] = std::numeric_limits<double>::quiet_NaN();
           break;
         }
-        const double ght = timed ? gamma * hs : 0.0;  // gamma h f_t's weight
+        const double ght = ros_timed ? gamma * hs : 0.0;  // gamma h f_t's weight
         for (std::size_t i = 0; i < nx; ++i) m.k2[i] = m.k1[i] + ght * m.ft[i];
         m.lu->solve(m.k2.data());  // stage 1
         if (ros1) {
@@ -1119,9 +1119,7 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
     one_step(a, hs);
     if (!m.fallible.empty() && failed()) return hs;
     if (!indicators_at(a + hs, m.z_end.data())) return hs;
-    bool any = false;
-    for (std::size_t i = 0; i < s.z.size() && !any; ++i) any = crossed(s.z[i], m.z_end[i]);
-    if (!any) return hs;
+    if (!any_crossed(s.z.data(), m.z_end.data(), s.z.size())) return hs;
     std::copy(x.begin(), x.end(), m.x_right.begin());
     const EventLocator::Result r = m.locator.locate(
         s.z.data(), m.z_end.data(), hs, tolerance, kMaxLocateTrials,
@@ -1154,10 +1152,8 @@ void Partition::step(double t, double h, InputSource& inputs) noexcept {
         const bool crossing_was_known = locating && s.z_known;
         one_step(from, t + h - from);
         if (!m.fallible.empty() && failed()) return;
-        bool left = timed;
-        if (!left && crossing_was_known && indicators_at(t + h, m.z_end.data())) {
-          for (std::size_t i = 0; i < s.z.size() && !left; ++i) left = crossed(s.z[i], m.z_end[i]);
-        }
+        const bool left = timed || (crossing_was_known && indicators_at(t + h, m.z_end.data()) &&
+                                    any_crossed(s.z.data(), m.z_end.data(), s.z.size()));
         if (left) ++m.event_counts.landing_limits;
         break;
       }
