@@ -19,11 +19,17 @@ namespace rtcosim::config {
  * output delay is Delta_o = mode(measurement path) - mode(simulation path),
  * taking the rightmost modal value where the mode is not unique (thesis 5.7).
  *
- * Densities are discretised on a grid of step dt as point masses (mass =
- * density * dt); a uniform U(0, theta) is theta/dt equal masses at the cell
- * centres, so that the convolution of two uniforms is exactly the sampled
- * trapezoid. Set-up code: allocates, throws DelayModelError on values that do
- * not lie on the grid. Nothing here runs in a real-time frame.
+ * Densities are held on a grid of step dt as cell masses: a uniform
+ * U(0, theta) is theta/dt equal masses at the cell centres, a dirac one mass.
+ * Because every cycle time is a multiple of dt, that is exact, not a
+ * discretisation: U(0, theta) is the sum of theta/dt boxes one cell wide, so
+ * a path of k uniforms (and any diracs) is the sum over its cells of mass x
+ * the cardinal B-spline of order k centred on the cell. The modes are taken
+ * of that continuous density (to 1/128 of a cell), so a uniform one cell
+ * wide has its mode at its right end and three equal uniforms theirs at
+ * 1.5 theta, as the continuous densities do. Set-up code: allocates, throws
+ * DelayModelError on values that do not lie on the grid. Nothing here runs in
+ * a real-time frame.
  */
 class DelayModelError : public std::invalid_argument {
  public:
@@ -63,15 +69,26 @@ class DelayDensity {
   const std::vector<double>& masses() const { return masses_; }
   double total_mass() const;
   double mean() const;
-  // The rightmost point whose mass is the maximum (within 1e-9 relative). A
-  // plateau (two or more maximal points) that ends in a jump to zero ends
-  // half a cell further, where the continuous density jumps: U(0, theta)
-  // gives theta, not theta - dt/2.
-  double rightmost_mode() const;
+  // Sub-divisions of a cell in which the modes are found and Delta_o is
+  // counted (so that equal modes give a Delta_o of exactly 0).
+  static constexpr long kTicksPerCell = 128;
+  // The continuous density's rightmost maximum (within 1e-12 relative), in
+  // ticks of dt / kTicksPerCell from 0: a dirac's position; the right end of
+  // a uniform's plateau (U(0, theta): theta, also when theta = dt); otherwise
+  // the rightmost maximum of the B-spline sum, found on the tick grid.
+  long rightmost_mode_ticks() const;
+  double rightmost_mode() const { return static_cast<double>(rightmost_mode_ticks()) * dt_ / kTicksPerCell; }
+  // The continuous density at `ticks` (per second).
+  double density_at(long ticks) const;
+  int order() const { return order_; }  // uniforms convolved into this density
 
  private:
+  long centre_ticks(std::size_t i) const {
+    return half_offset_ * (kTicksPerCell / 2) + static_cast<long>(i) * kTicksPerCell;
+  }
   double dt_ = 0.0;
   long half_offset_ = 0;  // position of masses_[0] in units of dt/2
+  int order_ = 0;
   std::vector<double> masses_;
 };
 

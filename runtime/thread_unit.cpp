@@ -111,6 +111,7 @@ void ThreadUnit::reset(std::int64_t first_release_ns, std::int64_t end_ns) noexc
   deadlines = Deadlines(first_release_ns, seconds_to_ns(o.spec().period), o.spec().overrun);
   deadlines.set_horizon(end_ns);
   deadlines_epoch_ns_ = first_release_ns;
+  end_s_ = end_ns != 0 ? static_cast<double>(end_ns - first_release_ns) * 1e-9 : 0.0;
   measured_cycle = o.spec().period;
   waiting_ = false;
   gave_up_at_ = -std::numeric_limits<double>::infinity();
@@ -121,13 +122,24 @@ void ThreadUnit::reset(std::int64_t first_release_ns, std::int64_t end_ns) noexc
 double ThreadUnit::step_of(std::size_t member, double wall) noexcept {
   TaskRuntime& t = *members[member];
   const bool measured = t.spec().step == config::StepPolicy::kMeasured;
+  double h = 0.0;
   if (is_owner(member)) {
-    double h = t.policy().next(wall);
+    h = t.policy().next(wall);
     if (measured && wait_for_data && members.size() == 1 && !wait_links.empty()) h = hold(t, wall, h);
     if (measured) measured_cycle = h;
-    return h;
+  } else {
+    h = measured ? measured_cycle / static_cast<double>(frames_per_cycle[member]) : t.spec().period;
   }
-  return measured ? measured_cycle / static_cast<double>(frames_per_cycle[member]) : t.spec().period;
+  // A fixed step's last frame of a run ends on the run's end, not a part
+  // period past it (a period that does not divide the duration): its step
+  // is what is left. A nanosecond's slack keeps rounding from cutting a full
+  // step. A measured step is the real time its frame integrates, and keeps
+  // the partitions of a rate group on one time (docs/figures.md, "frames").
+  if (!measured && end_s_ > 0.0) {
+    const double left = end_s_ - t.partition().time();
+    if (left > 0.0 && h > left + 1e-9) h = left;
+  }
+  return h;
 }
 
 bool ThreadUnit::lags(const WaitLink& w, std::int64_t now_ns) noexcept {

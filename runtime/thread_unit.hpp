@@ -126,6 +126,7 @@ struct ThreadUnit {
   // (StepPolicy::hold) and repaid once the data is there.
   double hold(TaskRuntime& t, double wall, double h) noexcept;
   std::int64_t deadlines_epoch_ns_ = 0;  // the first release: wall 0
+  double end_s_ = 0.0;                   // the run's end in wall seconds (0: none)
   std::int64_t full_since_ns_ = -1;      // a consumer's ring has been full since (-1: none is)
   // Every member's TaskStats::next_release_ns, for its consumers' data_wait.
   void publish_release() noexcept;

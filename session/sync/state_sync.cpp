@@ -48,6 +48,11 @@ struct StateSync::Impl {
   // cache[c][i][j]: input i of component c at horizon step j, from the pass
   // with the current u (the values a component that is not re-run supplies).
   std::vector<std::vector<std::vector<double>>> cache;
+  // compared[q][j]: pair q's output at horizon step j of that pass, which a
+  // component that is not re-run (u cannot reach it) supplies to every
+  // candidate; failed_at[c]: the step at which component c failed in it.
+  std::vector<std::vector<double>> compared;
+  std::vector<int> failed_at;
   std::vector<double> best_x;
   double best_f = std::numeric_limits<double>::infinity();
   int evaluations = 0;
@@ -183,6 +188,8 @@ StateSync::StateSync(std::vector<Component> components, std::vector<DecisionVari
     impl_->held[c].values.assign(components_[c].inputs.size(), 0.0);
     impl_->cache[c].assign(components_[c].inputs.size(), std::vector<double>(settings_.horizon, 0.0));
   }
+  impl_->compared.assign(compared_.size(), std::vector<double>(settings_.horizon, 0.0));
+  impl_->failed_at.assign(n, settings_.horizon);
   impl_->width = variables_.size();
   impl_->slots = settings_.dynamic ? static_cast<std::size_t>(settings_.horizon - distance_ + 1) : 1;
   reset();
@@ -287,27 +294,37 @@ double StateSync::horizon_objective(const double* x) {
     // A candidate that drove a component's state to NaN or infinity (the
     // partition stops there, its outputs frozen at the last finite step)
     // is never the best: its objective is infinite.
+    // A component that is not re-run failed in this candidate where it
+    // failed in the pass before the optimisation, as a full run would see.
     bool blew_up = false;
-    for (std::size_t c = 0; c < components_.size(); ++c)
-      blew_up = blew_up || (which[c] && (nominal || j < gamma_[c]) && components_[c].partition->failed());
+    for (std::size_t c = 0; c < components_.size(); ++c) {
+      const bool failed =
+          which[c] ? (nominal || j < gamma_[c]) && components_[c].partition->failed() : j >= impl_->failed_at[c];
+      if (nominal && failed) impl_->failed_at[c] = std::min(impl_->failed_at[c], j);
+      blew_up = blew_up || failed;
+    }
     if (blew_up) {
       J = std::numeric_limits<double>::infinity();
       break;
     }
+    const auto js = static_cast<std::size_t>(j);
     if (nominal) {
       for (std::size_t c = 0; c < components_.size(); ++c) {
         for (std::size_t i = 0; i < components_[c].inputs.size(); ++i) {
-          impl_->cache[c][i][static_cast<std::size_t>(j)] = impl_->held[c].values[i];
+          impl_->cache[c][i][js] = impl_->held[c].values[i];
         }
       }
+      for (std::size_t q = 0; q < compared_.size(); ++q)
+        impl_->compared[q][js] = components_[compared_[q].component].partition->output(compared_[q].ref)[0];
     }
     if (j + 1 < distance_) continue;
     const long at = static_cast<long>(k_) + j + 1 + settings_.delay_steps;
     for (std::size_t q = 0; q < compared_.size(); ++q) {
       const auto& p = compared_[q];
       if (at < 0 || !measured_.has(p.column, static_cast<std::size_t>(at))) continue;
-      const double e = components_[p.component].partition->output(p.ref)[0] -
-                       measured_.columns[p.column][static_cast<std::size_t>(at) - measured_.first];
+      const double y =
+          which[p.component] ? components_[p.component].partition->output(p.ref)[0] : impl_->compared[q][js];
+      const double e = y - measured_.columns[p.column][static_cast<std::size_t>(at) - measured_.first];
       J += p.weight * e * e;
       if (nominal && j + 1 == settings_.horizon) impl_->held_out[q] = e;
     }
@@ -340,6 +357,7 @@ StepFigures StateSync::synchronise() {
   impl_->step_executions.clear();
   impl_->held_out.assign(compared_.size(), std::numeric_limits<double>::quiet_NaN());
   impl_->step_candidates.clear();
+  impl_->failed_at.assign(components_.size(), settings_.horizon);
   fig.objective_before = horizon_objective(nullptr);  // also fills the cache and the execution trees
   const std::size_t n = impl_->width * impl_->slots;
   std::vector<double> x(n), lower(n), upper(n);

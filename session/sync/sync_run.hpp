@@ -63,8 +63,12 @@ SyncRun sync_run_for(const SyncModel& model, const config::GraphSpec& spec);
 // model's compared columns, over run.time.
 void score_sync_pairs(SyncRun& run, const SyncModel& model);
 // The summary `rtcosim sync` prints (pairs, optimiser, u), and its files.
-// Partition steps per candidate evaluation, over the run (thesis table 4.2).
-double executions_per_evaluation(const SyncRun& run);
+// Partition steps per candidate evaluation, over the run. With `after_first`
+// only each macro step's candidates after its first: the quantity of thesis
+// table 4.2 ("from the second optimiser iteration"; the first candidate is
+// the current u, which the pass before the optimisation ran already and
+// costs 0). 0 when there is no such candidate.
+double executions_per_evaluation(const SyncRun& run, bool after_first);
 std::string sync_run_summary(const SyncRun& run, const config::GraphSpec& spec);
 void write_sync_csv(const SyncRun& run, const std::string& path);
 // Each pair's measured, without and with, and each u, as panels.

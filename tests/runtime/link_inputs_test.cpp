@@ -2,6 +2,7 @@
 // links. An averaging link (zoh_average, reference eq. 10.7) gives the step
 // mean to the integration formulas only; feed-through outputs and discrete
 // samplers see the held value.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 
@@ -80,7 +81,8 @@ TEST(LinkInputs, AveragingLinkGivesTheMeanToTheIntegratorAndTheHeldValueToOutput
 // [t, t + h] the integrator holds the held ramp's integral up to t plus the
 // step's known part: 1 ms of u(t), then u(t + 1 ms) over the rest. Before,
 // the blocks inside each step were lost (N = 1000: 6.004 instead of 7.4995)
-// and every frame counted beyond the horizon.
+// and every frame counted beyond the horizon. A step that would pass the
+// run's 4 s ends on it.
 TEST(LinkInputs, ASlowerConsumersAveragingKeepsTheIntegralOfEveryBlock) {
   for (int n : {1, 7, 10, 1000}) {
     char text[1024];
@@ -106,9 +108,12 @@ wires:
     const double period = 0.001;
     const double h = n * period;
     const double last = static_cast<double>(frames - 1) * n;  // the last step's start, in producer periods
+    // The last step ends on the run's end (N = 7: 3 ms from 3.997 s, not 7).
+    const double h_last = std::min(h, 4.0 - last * period);
+    EXPECT_NEAR(c->partition().time(), 4.0, 1e-12) << "N = " << n;
     double expected = 0.0;
     for (int k = 0; k < static_cast<int>(last); ++k) expected += period * (k * period);
-    expected += period * (last * period) + (h - period) * ((last + 1) * period) * (n > 1 ? 1.0 : 0.0);
+    expected += period * (last * period) + (h_last - period) * ((last + 1) * period) * (n > 1 ? 1.0 : 0.0);
     const double y = c->partition().output(c->partition().find_output({"i", "y"}))[0];
     EXPECT_NEAR(y, expected, 1e-12 * expected) << "N = " << n;
     EXPECT_EQ(graph->links()[0]->health().beyond_horizon_frames, 0u) << "N = " << n;

@@ -376,6 +376,39 @@ TEST(VirtualExecutor, ACycleDueExactlyAtTheEndDoesNotStart) {
   EXPECT_EQ(tb.stats().missed_periods.load(), 0u);
 }
 
+// A period that does not divide the run's duration: a fixed step's last
+// frame ends on the duration, not a part period past it (docs/figures.md,
+// "frames"). A 7 ms task over 1 s runs 143 frames, the last of 6 ms from
+// 0.994 s; its integrator of 1 reaches exactly 1.
+TEST(VirtualExecutor, TheLastFrameEndsOnTheDurationWhereThePeriodDoesNotDivideIt) {
+  for (const char* step : {"fixed"}) {
+    const std::string yaml = std::string(
+                                 "name: p7\nrealtime: off\ntasks:\n"
+                                 "  - {name: a, period: 1ms, execution: {nominal: 100us}}\n"
+                                 "  - {name: b, period: 7ms, step: ") +
+                             step +
+                             ", execution: {nominal: 100us}}\n"
+                             "blocks:\n"
+                             "  - {name: k, type: constant, task: a, params: {value: 1}}\n"
+                             "  - {name: i, type: integrator, task: b}\n"
+                             "wires:\n"
+                             "  - {from: k.y, to: i.u}\n";
+    auto graph = build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "p7.yaml")));
+    VirtualExecutor executor(*graph, true);
+    executor.run(1.0);
+    const auto b = frames_of(executor, "b");
+    ASSERT_EQ(b.size(), 143u) << step;
+    EXPECT_NEAR(b.back().step, 0.006, 1e-12) << step;
+    EXPECT_DOUBLE_EQ(b.back().sim_time, 1.0) << step;
+    for (std::size_t k = 0; k + 1 < b.size(); ++k) EXPECT_NEAR(b[k].step, 0.007, 1e-12) << step << " frame " << k;
+    const auto& pb = task(*graph, "b").partition();
+    EXPECT_NEAR(pb.output(pb.find_output({"i", "y"}))[0], 1.0, 1e-12) << step;
+    const auto a = frames_of(executor, "a");
+    ASSERT_EQ(a.size(), 1000u) << step;
+    EXPECT_DOUBLE_EQ(a.back().sim_time, 1.0) << step;
+  }
+}
+
 TEST_P(EveryExample, SteadyStateFramesOfEveryTaskAllocateNothing) {
   const auto spec = load_example(GetParam());
   auto graph = build_graph(spec);

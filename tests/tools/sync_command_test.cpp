@@ -1,7 +1,8 @@
 // `rtcosim sync` (docs/sync.md, "From a task graph"): the motor example's
-// YAML against the state synchronisation's own figures (tests/tasks/
-// state_sync_test.cpp builds the same components by hand), the N_ges count
-// against eq. 5.1 from the reported evaluations, and the loader's messages.
+// YAML against the state synchronisation's own figures
+// (tests/session/state_sync_test.cpp builds the same components by hand),
+// the N_ges count against eq. 5.1 from the reported evaluations, and the
+// loader's messages.
 #include "tools/rtcosim/sync_command.hpp"
 
 #include <algorithm>
@@ -81,6 +82,15 @@ TEST(SyncCommand, MotorExampleKeepsTheSimulationInStepAsTheHandBuiltComponentsDo
   }
   EXPECT_EQ(executions(run), moved);
   EXPECT_EQ(run.n_ges, 5720u);
+  // Each step's first candidate is the current u and costs 0: the mean over
+  // the later ones is the executions over their count (a step that needed
+  // no optimisation has no candidate at all).
+  std::uint64_t later = 0;
+  for (const auto& f : run.steps) later += f.executions.empty() ? 0 : f.executions.size() - 1;
+  EXPECT_DOUBLE_EQ(session::executions_per_evaluation(run, true),
+                   static_cast<double>(moved) / static_cast<double>(later));
+  EXPECT_DOUBLE_EQ(session::executions_per_evaluation(run, false),
+                   static_cast<double>(moved) / static_cast<double>(evaluations(run)));
   // The held-out MSE at T_P = 1 is the mean objective before the
   // optimisation (one pair, weight 1), over every macro step; the MSE with
   // synchronisation is an in-sample fit, far below it.
@@ -219,6 +229,28 @@ TEST(SyncCommand, MeasuredTaskCannotBeSynchronisedAndTheMessageSaysWhere) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Thesis table 4.2 counts the executions of a candidate from the second
+// optimiser iteration on; the summary prints that figure beside T_P x n and
+// the mean over every candidate (each step's free first included) with its
+// own label. Figure 4.4a's counts: 0 for each step's first, 3 for the rest.
+TEST(SyncCommand, TheThesisFigureCountsOnlyTheCandidatesAfterEachStepsFirst) {
+  const auto spec = testing::load_example("motor_sync.yaml");
+  auto run = session::run_state_sync(spec, registry(), 0.05);
+  ASSERT_EQ(run.steps.size(), 5u);
+  for (auto& s : run.steps) s.executions = {0, 3, 3, 3};
+  run.steps.back().executions = {0, 3};
+  EXPECT_DOUBLE_EQ(session::executions_per_evaluation(run, true), 3.0);
+  EXPECT_DOUBLE_EQ(session::executions_per_evaluation(run, false), 39.0 / 18.0);
+  const std::string summary = session::sync_run_summary(run, spec);
+  EXPECT_NE(summary.find("executions per candidate after each step's first (thesis table 4.2) mean 3.00, without "
+                         "reduction T_P x 3 = 3; per candidate, each step's first (the current u, free) included: "
+                         "mean 2.17"),
+            std::string::npos)
+      << summary;
+  const std::string json = session::sync_run_json(run);
+  EXPECT_NE(json.find("\"executions_per_evaluation_after_first\":3,"), std::string::npos) << json;
 }
 
 TEST(SyncCommand, CliWritesTheSeriesAndTheSummaryItPrinted) {
