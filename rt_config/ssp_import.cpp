@@ -6,16 +6,22 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <system_error>
+#include <unordered_map>
 
 #include <pugixml.hpp>
 
@@ -29,7 +35,72 @@ namespace rtcosim::config {
 namespace fs = std::filesystem;
 namespace fmu = tasks::fmu;
 
+LineIndex::LineIndex(std::string_view text) {
+  starts_.push_back(0);
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n') starts_.push_back(i + 1);
+}
+
+std::size_t LineIndex::line_at(std::ptrdiff_t offset) const noexcept {
+  if (offset <= 0) return 1;
+  // The lines that begin at or before the offset; past the end, all of them.
+  return static_cast<std::size_t>(std::upper_bound(starts_.begin(), starts_.end(), static_cast<std::size_t>(offset)) -
+                                  starts_.begin());
+}
+
 namespace {
+
+// SIGTERM and SIGINT during an import. The default action would end the
+// process at once and leave the unpacked archive in $TMPDIR. While an
+// import runs, a signal whose action is the default is only noted here; the
+// importer looks between its steps (Importer::check_stop) and unwinds, its
+// destructors remove what it unpacked, and import_ssp then raises the
+// signal again under the default action. A process that handles or ignores
+// the signal keeps its own way of doing so.
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void note_stop_signal(int sig) { g_stop_signal = sig; }
+
+struct Interrupted {};  // not a std::exception: nothing on the way may take it for an error
+
+class StopSignals {
+ public:
+  StopSignals() {
+    const std::lock_guard lock(mutex_);
+    if (users_++ > 0) return;  // imports in several threads share one installation
+    g_stop_signal = 0;
+    for (std::size_t i = 0; i < kSignals.size(); ++i) {
+      struct sigaction old {};
+      installed_[i] = false;
+      if (sigaction(kSignals[i], nullptr, &old) != 0) continue;
+      if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) continue;
+      struct sigaction note {};
+      note.sa_handler = note_stop_signal;
+      sigemptyset(&note.sa_mask);
+      note.sa_flags = SA_RESTART;  // the unpacking's reads and writes go on undisturbed
+      installed_[i] = sigaction(kSignals[i], &note, nullptr) == 0;
+    }
+  }
+  ~StopSignals() {
+    const std::lock_guard lock(mutex_);
+    if (--users_ > 0) return;
+    for (std::size_t i = 0; i < kSignals.size(); ++i) {
+      if (!installed_[i]) continue;
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      sigemptyset(&dfl.sa_mask);
+      sigaction(kSignals[i], &dfl, nullptr);
+    }
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  static constexpr std::array<int, 2> kSignals = {SIGTERM, SIGINT};
+  static inline std::mutex mutex_;
+  static inline int users_ = 0;
+  static inline std::array<bool, 2> installed_ = {false, false};
+};
 
 // The local name of an element or attribute: "ssd:System" -> "System".
 // Prefixes are whatever the file declares; SSP names are unique without
@@ -44,15 +115,10 @@ std::string_view local(const char* name) {
 struct XmlFile {
   std::string label;  // "loop.ssp/SystemStructure.ssd"
   std::string text;
+  LineIndex lines;  // of `text`
   pugi::xml_document doc;
 
-  [[nodiscard]] std::size_t line(const pugi::xml_node& n) const { return line_at(n.offset_debug()); }
-  [[nodiscard]] std::size_t line_at(std::ptrdiff_t offset) const {
-    std::size_t line = 1;
-    const std::size_t end = offset < 0 ? 0 : std::min(static_cast<std::size_t>(offset), text.size());
-    for (std::size_t i = 0; i < end; ++i) line += text[i] == '\n';
-    return line;
-  }
+  [[nodiscard]] std::size_t line(const pugi::xml_node& n) const { return lines.line_at(n.offset_debug()); }
   [[nodiscard]] std::string at(const pugi::xml_node& n) const { return label + ":" + std::to_string(line(n)); }
   [[noreturn]] void fail(const pugi::xml_node& n, const std::string& message) const {
     throw SspError(at(n) + ": " + message);
@@ -90,9 +156,10 @@ void read_xml(XmlFile& f, const fs::path& path, const SspLimits& limits) {
   std::ifstream in(path, std::ios::binary);
   f.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (!in && !in.eof()) throw SspError(f.label + ": cannot be read");
+  f.lines = LineIndex(f.text);
   const auto parsed = f.doc.load_buffer(f.text.data(), f.text.size(), pugi::parse_default, pugi::encoding_auto);
   if (!parsed) {
-    throw SspError(f.label + ":" + std::to_string(f.line_at(parsed.offset)) + ": " + parsed.description() +
+    throw SspError(f.label + ":" + std::to_string(f.lines.line_at(parsed.offset)) + ": " + parsed.description() +
                    " — expected well-formed XML");
   }
   if (count_nodes(f.doc, limits.max_xml_nodes) > limits.max_xml_nodes) {
@@ -238,14 +305,21 @@ struct Component {
   std::string interface;  // "", "model_exchange", "co_simulation"
   std::size_t line = 0;
   std::shared_ptr<const fmu::ModelDescription> md;
+  // md's variables by name (the first of a name, as ModelDescription::find):
+  // found by a look-up, not a search per connector and connection.
+  std::shared_ptr<const std::unordered_map<std::string_view, const fmu::Variable*>> variables;
   std::vector<Connector> connectors;
-  std::vector<std::pair<std::string, double>> start;  // in the order first set
+  std::map<std::string, std::size_t, std::less<>> connector_index;  // into connectors
+  std::vector<std::pair<std::string, double>> start;                // in the order first set
   std::map<std::string, std::size_t> start_index;
 
   [[nodiscard]] const Connector* connector(const std::string& n) const {
-    for (const auto& c : connectors)
-      if (c.name == n) return &c;
-    return nullptr;
+    const auto it = connector_index.find(n);
+    return it == connector_index.end() ? nullptr : &connectors[it->second];
+  }
+  [[nodiscard]] const fmu::Variable* variable(const std::string& n) const {
+    const auto it = variables->find(n);
+    return it == variables->end() ? nullptr : it->second;
   }
 };
 
@@ -254,19 +328,82 @@ struct Wire {
   std::size_t line = 0;
 };
 
-std::string yaml_quote(const std::string& s) {
+// The UTF-8 sequence at s[i]: its length, and its code point in *cp; 0
+// where the bytes are not UTF-8 (a stray continuation byte, a cut or
+// overlong sequence, a surrogate, beyond U+10FFFF).
+std::size_t utf8_at(std::string_view s, std::size_t i, std::uint32_t* cp) {
+  const auto byte = [&](std::size_t k) { return static_cast<std::uint32_t>(static_cast<unsigned char>(s[k])); };
+  const std::uint32_t c = byte(i);
+  std::size_t n = 0;
+  std::uint32_t v = 0, least = 0;
+  if (c < 0x80) {
+    *cp = c;
+    return 1;
+  }
+  if ((c & 0xe0) == 0xc0) {
+    n = 2, v = c & 0x1f, least = 0x80;
+  } else if ((c & 0xf0) == 0xe0) {
+    n = 3, v = c & 0x0f, least = 0x800;
+  } else if ((c & 0xf8) == 0xf0) {
+    n = 4, v = c & 0x07, least = 0x10000;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+    v = (v << 6) | (byte(i + k) & 0x3f);
+  }
+  if (v < least || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+  *cp = v;
+  return n;
+}
+
+// The 1-based byte at which `s` stops being UTF-8; 0 when it is UTF-8.
+std::size_t not_utf8_at(std::string_view s) {
+  std::uint32_t cp = 0;
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_at(s, i, &cp);
+    if (n == 0) return i + 1;
+    i += n;
+  }
+  return 0;
+}
+
+// `s` as a double-quoted YAML scalar that holds it and nothing else, in a
+// value and in a `#` comment alike (issue 44: a name with a line break in a
+// comment wrote keys of its own). '"' and '\' are escaped; so are the C0
+// and C1 control characters (LF, CR and NEL among them), DEL, U+2028 and
+// U+2029 (line breaks to a YAML 1.1 reader), U+FEFF and U+FFFE/U+FFFF, as
+// \xNN or \uNNNN, which yaml-cpp reads back as the same UTF-8 (not \N: its
+// 0.7 reads that as a lone byte). A byte that is not UTF-8 becomes \xNN:
+// it keeps its place but reads back as U+00NN, so what must read back the
+// same is checked to be UTF-8 first (check_utf8, write()).
+std::string yaml_quote(std::string_view s) {
   std::string out = "\"";
-  for (const unsigned char c : s) {
-    if (c == '"' || c == '\\') {
+  char buf[16];
+  for (std::size_t i = 0; i < s.size();) {
+    std::uint32_t cp = 0;
+    const std::size_t n = utf8_at(s, i, &cp);
+    if (n == 0) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(static_cast<unsigned char>(s[i])));
+      out += buf;
+      ++i;
+      continue;
+    }
+    if (cp == '"' || cp == '\\') {
       out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += static_cast<char>(cp);
+    } else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(cp));
+      out += buf;
+    } else if (cp == 0x2028 || cp == 0x2029 || cp == 0xfeff || cp == 0xfffe || cp == 0xffff) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(cp));
       out += buf;
     } else {
-      out += static_cast<char>(c);
+      out.append(s.substr(i, n));
     }
+    i += n;
   }
   return out + "\"";
 }
@@ -298,8 +435,10 @@ class Importer {
     if (!base::parse_duration(opt_.period, &why) || *base::parse_duration(opt_.period) <= 0.0)
       throw SspError("--period '" + opt_.period + "': " + (why.empty() ? "must be positive" : why));
     unpack();
+    check_stop();
     ssd_.label = ssp_ + "/SystemStructure.ssd";
     read_xml(ssd_, fs::path(dir_) / "SystemStructure.ssd", opt_.limits);
+    check_stop();
     const auto root = ssd_.doc.document_element();
     if (local(root.name()) != "SystemStructureDescription")
       ssd_.fail(root,
@@ -309,6 +448,7 @@ class Importer {
       ssd_.fail(root, "SSP version '" + version + "' is not supported — rtcosim imports SSP 1.0 (version=\"1.0\")");
     }
     name_ = root.attribute("name").value();
+    if (!name_.empty()) check_name(ssd_, root, "the SSD", name_);
     pugi::xml_node system;
     for (auto c : root.children()) {
       const auto n = local(c.name());
@@ -322,12 +462,21 @@ class Importer {
       }
     }
     if (!system) ssd_.fail(root, "no <ssd:System> — the SSD describes no system");
-    if (name_.empty()) name_ = system.attribute("name").value();
+    if (name_.empty()) {
+      name_ = system.attribute("name").value();
+      if (!name_.empty()) check_name(ssd_, system, "the system", name_);
+    }
     read_system(system);
     return write();
   }
 
  private:
+  // Between steps: a SIGTERM or SIGINT noted meanwhile stops the import
+  // (StopSignals).
+  static void check_stop() {
+    if (g_stop_signal != 0) throw Interrupted{};
+  }
+
   void unpack() {
     try {
       archive_ = std::make_unique<fmu::ExtractedArchive>(ssp_);
@@ -390,6 +539,15 @@ class Importer {
       f.fail(n, what + " name of " + std::to_string(name.size()) + " bytes — more than the " +
                     std::to_string(opt_.limits.max_name_bytes) + " allowed");
     }
+    check_utf8(f, n, what + " name", name);
+  }
+
+  // What reaches the graph must read back as it was: the graph is UTF-8
+  // text, and yaml_quote can keep a stray byte in its place but not make
+  // it read back the same.
+  static void check_utf8(const XmlFile& f, const pugi::xml_node& n, const std::string& what, std::string_view text) {
+    if (const std::size_t at = not_utf8_at(text))
+      f.fail(n, what + " is not valid UTF-8 (byte " + std::to_string(at) + ") — refused");
   }
 
   std::vector<Connector> read_connectors(const pugi::xml_node& connectors, const std::string& owner) {
@@ -397,6 +555,7 @@ class Importer {
     std::set<std::string> seen;
     for (auto c : connectors.children()) {
       if (local(c.name()) != "Connector") continue;
+      check_stop();
       if (++connector_count_ > opt_.limits.max_connectors) {
         ssd_.fail(c, "more than " + std::to_string(opt_.limits.max_connectors) + " connectors — refused");
       }
@@ -428,6 +587,9 @@ class Importer {
       const auto n = local(c.name());
       if (n == "Connectors") {
         system_connectors_ = read_connectors(c, "the system");
+        system_connector_index_.clear();
+        for (std::size_t i = 0; i < system_connectors_.size(); ++i)
+          system_connector_index_.emplace(system_connectors_[i].name, i);
       } else if (n == "ParameterBindings") {
         for (auto b : c.children())
           if (local(b.name()) == "ParameterBinding") system_bindings.push_back(b);
@@ -452,7 +614,10 @@ class Importer {
     // (a higher level takes precedence; a later binding over an earlier).
     for (auto& [comp, binding] : component_bindings_) apply_binding(binding, comp);
     for (const auto& b : system_bindings) apply_binding(b, std::nullopt);
-    for (const auto& k : connections) read_connection(k);
+    for (const auto& k : connections) {
+      check_stop();
+      read_connection(k);
+    }
   }
 
   void read_element(const pugi::xml_node& e) {
@@ -469,12 +634,12 @@ class Importer {
     if (components_.size() >= opt_.limits.max_components) {
       ssd_.fail(e, "more than " + std::to_string(opt_.limits.max_components) + " components — refused");
     }
+    check_stop();  // each component unpacks its FMU
     Component c;
     c.name = e.attribute("name").value();
     check_name(ssd_, e, "a component", c.name);
     c.line = ssd_.line(e);
-    for (const auto& other : components_)
-      if (other.name == c.name) ssd_.fail(e, "a second component is named '" + c.name + "'");
+    if (component_index_.count(c.name)) ssd_.fail(e, "a second component is named '" + c.name + "'");
     const std::string type =
         e.attribute("type") ? e.attribute("type").value() : std::string("application/x-fmu-sharedlibrary");
     if (type != "application/x-fmu-sharedlibrary") {
@@ -500,6 +665,7 @@ class Importer {
     if (!path) ssd_.fail(e, "component '" + c.name + "': source '" + source + "' " + why);
     c.source = *path;
     c.md = description_of(e, c);
+    c.variables = variable_indexes_.at(c.source);
     for (auto k : e.children()) {
       const auto kn = local(k.name());
       if (kn == "Connectors") {
@@ -509,12 +675,14 @@ class Importer {
           if (local(b.name()) == "ParameterBinding") component_bindings_.emplace_back(components_.size(), b);
       }
     }
+    for (std::size_t i = 0; i < c.connectors.size(); ++i) c.connector_index.emplace(c.connectors[i].name, i);
     for (const auto& k : c.connectors) check_connector(c, k);
     // The block's (and task's) name: unique, from the component's.
     std::string b = block_name(c.name);
     for (int i = 2; block_names_.count(b); ++i) b = block_name(c.name) + "_" + std::to_string(i);
     block_names_.insert(b);
     c.block = b;
+    component_index_.emplace(c.name, components_.size());
     components_.push_back(std::move(c));
   }
 
@@ -544,7 +712,10 @@ class Importer {
       std::ifstream in(md_path, std::ios::binary);
       const std::string xml{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
       auto md = std::make_shared<const fmu::ModelDescription>(fmu::parse_model_description(xml, ssp_ + "/" + c.source));
+      auto index = std::make_shared<std::unordered_map<std::string_view, const fmu::Variable*>>();
+      for (const auto& v : md->variables) index->emplace(v.name, &v);
       descriptions_[c.source] = md;
+      variable_indexes_[c.source] = std::move(index);
       return md;
     } catch (const fmu::FmuError& err) {
       ssd_.fail(e, "component '" + c.name + "': " + err.what());
@@ -580,7 +751,7 @@ class Importer {
   // and causality agree, type and unit agree.
   void check_connector(const Component& c, const Connector& k) {
     const std::string at = ssd_.label + ":" + std::to_string(k.line) + ": ";
-    const fmu::Variable* v = c.md->find(k.name);
+    const fmu::Variable* v = c.variable(k.name);
     if (!v) {
       std::vector<std::string> names;
       for (const auto& var : c.md->variables) names.push_back(var.name);
@@ -613,11 +784,11 @@ class Importer {
   Connector endpoint_connector(const Component& c, const std::string& name, const pugi::xml_node& k) const {
     if (const Connector* declared = c.connector(name)) {
       Connector out = *declared;
-      if (out.type == SspType::kNone) out.type = type_of(*c.md->find(name));
-      if (out.unit.empty()) out.unit = c.md->find(name)->unit;
+      if (out.type == SspType::kNone) out.type = type_of(*c.variable(name));
+      if (out.unit.empty()) out.unit = c.variable(name)->unit;
       return out;
     }
-    const fmu::Variable* v = c.md->find(name);
+    const fmu::Variable* v = c.variable(name);
     if (!v) no_variable(ssd_, k, c, "the connection", name);
     return Connector{name, kind_of(*v), type_of(*v), v->unit, ssd_.line(k)};
   }
@@ -640,18 +811,19 @@ class Importer {
       const std::string element = k.attribute(element_attr).value();
       const std::string connector = k.attribute(connector_attr).value();
       if (connector.empty()) ssd_.fail(k, std::string("the connection has no ") + connector_attr);
+      // A connector the component does not declare is taken from its FMU
+      // and written into the graph as named here.
+      check_utf8(ssd_, k, std::string("the connection's ") + connector_attr, connector);
       if (!k.attribute(element_attr)) {
-        const Connector* sc = nullptr;
-        for (const auto& s : system_connectors_)
-          if (s.name == connector) sc = &s;
-        if (!sc)
+        const auto sc = system_connector_index_.find(connector);
+        if (sc == system_connector_index_.end())
           ssd_.fail(k, "the connection names the system's connector '" + connector + "', which it does not declare");
-        end.conn = *sc;
+        end.conn = system_connectors_[sc->second];
         end.text = "the system's connector '" + connector + "'";
         return end;
       }
-      for (const auto& c : components_)
-        if (c.name == element) end.comp = &c;
+      if (const auto it = component_index_.find(element); it != component_index_.end())
+        end.comp = &components_[it->second];
       if (!end.comp) {
         std::vector<std::string> names;
         for (const auto& c : components_) names.push_back(c.name);
@@ -704,11 +876,9 @@ class Importer {
                        "' — rtcosim imports a closed system: nothing outside drives its inputs");
     }
     if (!to.comp) {  // a system output: recorded
-      if (std::find(extra_records_.begin(), extra_records_.end(), from.comp->block + "." + from.conn.name) ==
-          extra_records_.end()) {
-        extra_records_.push_back(from.comp->block + "." + from.conn.name);
-      }
-      system_outputs_.push_back("# system output '" + to.conn.name + "' = " + from.comp->block + "." + from.conn.name);
+      const std::string signal = from.comp->block + "." + from.conn.name;
+      if (extra_record_set_.insert(signal).second) extra_records_.push_back(signal);
+      system_outputs_.push_back("# system output " + yaml_quote(to.conn.name) + " = " + yaml_quote(signal));
       return;
     }
     const std::string key = to.comp->block + "." + to.conn.name;
@@ -746,6 +916,7 @@ class Importer {
       if (n == "ParameterValues") inline_values = c;
     }
     const std::string prefix = b.attribute("prefix").value();
+    check_utf8(ssd_, b, "the parameter binding's prefix", prefix);  // it begins the names written as start values
     const std::string source = b.attribute("source").value();
     if (!source.empty() && inline_values)
       ssd_.fail(b, "the parameter binding has both a source and inline ParameterValues");
@@ -779,6 +950,7 @@ class Importer {
       if (local(group.name()) != "Parameters") continue;
       for (auto p : group.children()) {
         if (local(p.name()) != "Parameter") continue;
+        check_stop();
         if (++parameter_count_ > opt_.limits.max_parameters) {
           f.fail(p, "more than " + std::to_string(opt_.limits.max_parameters) + " parameters — refused");
         }
@@ -832,12 +1004,15 @@ class Importer {
     if (comp_index) {
       targets.emplace_back(*comp_index, name);
     } else {
-      for (std::size_t i = 0; i < components_.size(); ++i) {
-        const std::string& cn = components_[i].name;
-        if (name.size() > cn.size() + 1 && name.compare(0, cn.size(), cn) == 0 && name[cn.size()] == '.') {
-          if (components_[i].md->find(name.substr(cn.size() + 1))) targets.emplace_back(i, name.substr(cn.size() + 1));
-        }
+      // Looked up at each dot of the name, not compared with every
+      // component; in the components' order, as before.
+      for (std::size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+        const auto it = component_index_.find(std::string_view(name).substr(0, dot));
+        if (it == component_index_.end() || dot + 1 == name.size()) continue;
+        if (components_[it->second].variable(name.substr(dot + 1)))
+          targets.emplace_back(it->second, name.substr(dot + 1));
       }
+      std::sort(targets.begin(), targets.end());
       if (targets.empty()) {
         warnings_.push_back(f.at(p) + ": parameter '" + name +
                             "' names no variable of any component (\"component.variable\") — ignored");
@@ -846,7 +1021,7 @@ class Importer {
     }
     for (const auto& [index, var] : targets) {
       Component& c = components_[index];
-      const fmu::Variable* v = c.md->find(var);
+      const fmu::Variable* v = c.variable(var);
       if (!v) no_variable(f, p, c, "parameter '" + name + "'", var);
       const bool settable = v->variability != fmu::Variability::kConstant &&
                             (v->causality == fmu::Causality::kParameter || v->causality == fmu::Causality::kInput ||
@@ -884,6 +1059,7 @@ class Importer {
     std::map<std::string, std::string> written;  // source -> file
     std::set<std::string> used;
     for (auto& c : components_) {
+      check_stop();
       if (auto it = written.find(c.source); it != written.end()) {
         c.fmu_file = it->second;
         continue;
@@ -913,11 +1089,14 @@ class Importer {
     write_fmus(out);
     const fs::path graph_dir = opt_.graph_dir.empty() ? fs::current_path() : fs::absolute(opt_.graph_dir);
     std::ostringstream y;
-    y << "# Imported from " << fs::path(ssp_).filename().string() << " (SystemStructure.ssd) by `rtcosim import ssp`:\n"
+    // Names in the comments are quoted and escaped as in the values: a
+    // line break in one would end the comment.
+    y << "# Imported from " << yaml_quote(fs::path(ssp_).filename().string())
+      << " (SystemStructure.ssd) by `rtcosim import ssp`:\n"
       << "# one fmu block per component, one wire per connection (docs/ssp.md).\n";
     for (const auto& c : components_) {
-      y << "#   component '" << c.name << "' (" << c.source << ", SystemStructure.ssd:" << c.line << ") -> block "
-        << c.block << '\n';
+      y << "#   component " << yaml_quote(c.name) << " (source " << yaml_quote(c.source)
+        << ", SystemStructure.ssd:" << c.line << ") -> block " << c.block << '\n';
     }
     for (const auto& s : system_outputs_) y << s << '\n';
     y << "name: " << yaml_quote(name_.empty() ? "ssp" : name_) << '\n';
@@ -932,6 +1111,7 @@ class Importer {
     y << "\nblocks:\n";
     for (const auto& c : components_) {
       const std::string rel = fs::path(c.fmu_file).lexically_proximate(graph_dir).string();
+      utf8_path(rel);
       y << "  - name: " << yaml_quote(c.block) << "\n    type: fmu\n    task: "
         << (opt_.tasks == SspTaskLayout::kOne ? std::string("system") : yaml_quote(c.block)) << "\n    params:\n"
         << "      file: " << yaml_quote(rel) << '\n';
@@ -952,27 +1132,37 @@ class Importer {
     // Every Real output connector of a component, and whatever drives a
     // system output.
     std::vector<std::string> records;
+    std::set<std::string> recorded;
     for (const auto& c : components_) {
       for (const auto& k : c.connectors) {
         if (k.kind != "output") continue;
         // Real outputs only: a wired Integer or Boolean output is recorded
         // below, where the fmu block takes it as a port.
-        if (type_of(*c.md->find(k.name)) != SspType::kReal) continue;
+        if (type_of(*c.variable(k.name)) != SspType::kReal) continue;
         records.push_back(c.block + "." + k.name);
+        recorded.insert(records.back());
       }
     }
     for (const auto& r : extra_records_)
-      if (std::find(records.begin(), records.end(), r) == records.end()) records.push_back(r);
+      if (recorded.insert(r).second) records.push_back(r);
     if (!records.empty()) {
-      y << "\nrecord:\n  file: "
-        << yaml_quote(opt_.record_file.empty() ? block_name(name_.empty() ? "ssp" : name_) + ".csv" : opt_.record_file)
-        << "\n  signals: [";
+      const std::string file =
+          opt_.record_file.empty() ? block_name(name_.empty() ? "ssp" : name_) + ".csv" : opt_.record_file;
+      utf8_path(file);
+      y << "\nrecord:\n  file: " << yaml_quote(file) << "\n  signals: [";
       for (std::size_t i = 0; i < records.size(); ++i) y << (i ? ", " : "") << yaml_quote(records[i]);
       y << "]\n";
     }
     out.yaml = y.str();
     out.warnings = warnings_;
     return out;
+  }
+
+  // A path the graph names (from the options: the names of the SSP are
+  // UTF-8 already) must read back as the same file.
+  static void utf8_path(const std::string& path) {
+    if (const std::size_t at = not_utf8_at(path))
+      throw SspError(path + ": not valid UTF-8 (byte " + std::to_string(at) + ") — the graph cannot name it");
   }
 
   std::string ssp_;
@@ -985,20 +1175,46 @@ class Importer {
   std::optional<double> duration_;
   std::map<std::string, UnitDef> units_;
   std::vector<Connector> system_connectors_;
+  std::map<std::string, std::size_t, std::less<>> system_connector_index_;  // into system_connectors_
   std::vector<Component> components_;
+  std::map<std::string, std::size_t, std::less<>> component_index_;  // by name, into components_
   std::set<std::string> block_names_;
   std::vector<std::pair<std::size_t, pugi::xml_node>> component_bindings_;
   std::map<std::string, std::shared_ptr<const fmu::ModelDescription>> descriptions_;
+  std::map<std::string, std::shared_ptr<const std::unordered_map<std::string_view, const fmu::Variable*>>>
+      variable_indexes_;  // by source, as descriptions_
   std::vector<Wire> wires_;
   std::map<std::string, std::size_t> driven_;
   std::vector<std::string> extra_records_, system_outputs_, warnings_;
+  std::set<std::string> extra_record_set_;
   std::size_t connector_count_ = 0, parameter_count_ = 0, binding_count_ = 0;
 };
 
 }  // namespace
 
 SspImport import_ssp(const std::string& ssp_path, const SspImportOptions& options) {
-  return Importer(ssp_path, options).run();
+  std::optional<SspImport> out;
+  std::exception_ptr error;
+  int stop = 0;
+  {
+    const StopSignals signals;
+    try {
+      out = Importer(ssp_path, options).run();
+    } catch (const Interrupted&) {
+      // The importer is gone, and with it the unpacked archive.
+    } catch (...) {
+      error = std::current_exception();  // a signal noted before it still ends the process
+    }
+    stop = g_stop_signal;
+  }
+  if (stop != 0) {
+    // Under the default action again: the process ends as the signal asked,
+    // also when it came after the last step (the graph is not written).
+    std::raise(stop);
+    throw SspError(ssp_path + ": the import was stopped by " + std::string(strsignal(stop)));
+  }
+  if (error) std::rethrow_exception(error);
+  return std::move(*out);
 }
 
 }  // namespace rtcosim::config

@@ -578,6 +578,9 @@ void FmuInstance::resolve_sizes() {
       sizes_[i] = 0;
     }
   }
+  // The description bounded the declared sizes; the block's structural
+  // parameters may have made them larger.
+  check_total_elements(md_, sizes_, path_, structural_);
   std::size_t nx = 0;
   for (const std::size_t s : md_.states) nx += sizes_[s];
   x0_.assign(nx, 0.0);

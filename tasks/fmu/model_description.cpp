@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstring>
+#include <limits>
 #include <map>
 
 #include <pugixml.hpp>
@@ -186,6 +187,21 @@ std::string dimensions_text(const ModelDescription& md, const Variable& v,
     }
   }
   return out;
+}
+
+void check_total_elements(const ModelDescription& md, const std::vector<std::uint64_t>& sizes, const std::string& where,
+                          const std::vector<std::pair<std::uint32_t, std::uint64_t>>& values) {
+  constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < md.variables.size() && i < sizes.size(); ++i) {
+    total = sizes[i] > kSaturated - total ? kSaturated : total + sizes[i];
+    if (total <= kMaxTotalElements) continue;
+    const Variable& v = md.variables[i];
+    throw FmuError(where + ": variable '" + v.name + "' (" + v.type_name + dimensions_text(md, v, values) +
+                   ") brings the elements of the FMU's variables to " + (total == kSaturated ? "more than " : "") +
+                   std::to_string(total) + " in all — more than the " + std::to_string(kMaxTotalElements) +
+                   " (2^22) an FMU may declare — refused");
+  }
 }
 
 const char* causality_name(Causality c) noexcept {
@@ -379,6 +395,27 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
       }
     }
   }
+  // The elements of all variables at their declared sizes, bounded before
+  // anything is sized from them. A size that only a structural parameter
+  // set by the block gives (no declared start) counts when it is set
+  // (FmuInstance::resolve_sizes). Saturating: dimensions whose product
+  // leaves 64 bits must not wrap to a small total.
+  {
+    constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
+    std::vector<std::uint64_t> sizes(md.variables.size(), 1);
+    for (std::size_t i = 0; i < md.variables.size(); ++i) {
+      for (const Dimension& d : md.variables[i].dimensions) {
+        std::optional<std::uint64_t> size = d.start;
+        if (d.value_reference) size = parse_unsigned(md.variables[by_vr.at(*d.value_reference)].start.c_str());
+        if (!size) {
+          sizes[i] = 0;
+          break;
+        }
+        sizes[i] = *size != 0 && sizes[i] > kSaturated / *size ? kSaturated : sizes[i] * *size;
+      }
+    }
+    check_total_elements(md, sizes, where);
+  }
   for (std::size_t i = 0; i < md.variables.size(); ++i) {
     if (!derivative_refs[i].empty())
       md.variables[i].derivative_of =
@@ -430,13 +467,16 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
     }
   }
   if (md.event_indicators > kMaxVariables) throw FmuError(where + ": numberOfEventIndicators is implausible — refused");
-  // Outputs declared by causality but missing from ModelStructure still are outputs.
+  // Outputs declared by causality but missing from ModelStructure still are
+  // outputs. Marked, not searched for: a search per variable made 10^5
+  // outputs 10^10 comparisons.
+  std::vector<bool> listed(md.variables.size(), false);
+  for (const std::size_t i : md.outputs) listed[i] = true;
   for (std::size_t i = 0; i < md.variables.size(); ++i) {
-    if (md.variables[i].causality != Causality::kOutput) continue;
-    if (std::find(md.outputs.begin(), md.outputs.end(), i) == md.outputs.end()) {
-      md.outputs.push_back(i);
-      md.output_dependencies.emplace_back();
-    }
+    if (md.variables[i].causality != Causality::kOutput || listed[i]) continue;
+    listed[i] = true;
+    md.outputs.push_back(i);
+    md.output_dependencies.emplace_back();
   }
   return md;
 }

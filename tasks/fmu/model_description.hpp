@@ -129,6 +129,22 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
 // The most elements an array variable may have (an FMU is hostile input).
 constexpr std::uint64_t kMaxArrayElements = std::uint64_t{1} << 20;
 
+// The most elements all variables of an FMU may have together (a scalar
+// counts one). Each array is bounded by kMaxArrayElements, and their sum by
+// this: 200 outputs of 2^20 elements each made `rtcosim check` take 4.9 GB.
+// 2^22 doubles are 32 MiB per copy of them.
+constexpr std::uint64_t kMaxTotalElements = std::uint64_t{1} << 22;
+
+// FmuError "WHERE: variable 'y3' (Float64[1048576]) brings the elements of
+// the FMU's variables to 4194305 in all — more than the 4194304 (2^22) an
+// FMU may declare — refused", naming the first variable at which the
+// elements of md's variables (sizes[i] those of variables[i], as `values`
+// sizes them) pass kMaxTotalElements. parse_model_description checks the
+// declared sizes; an instance checks the sizes its structural parameters
+// give.
+void check_total_elements(const ModelDescription& md, const std::vector<std::uint64_t>& sizes, const std::string& where,
+                          const std::vector<std::pair<std::uint32_t, std::uint64_t>>& values = {});
+
 // The number of elements of `v` (1 for a scalar): the product of its
 // dimensions, a dimension given by a value reference taking the value in
 // `values` (value reference, value: structural parameters set by the

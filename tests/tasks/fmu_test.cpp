@@ -615,6 +615,47 @@ TEST(Fmu, A64BitPortDeclaringARangeBeyond2To53IsRefusedNamingIt) {
   }
 }
 
+// Issue 44, point 7: the bound on the elements of all variables together
+// (2^22) holds for sizes the block's start values give too: vec3 without
+// its max on n, with start.n = 2^20, would size k, u, y, x and der(x) at
+// 2^20 each. Refused before the binary is asked anything, naming the file,
+// the variable that passes the bound, the total and the limit.
+TEST(Fmu, AStructuralParameterCannotSizeTheVariablesBeyondTheTotalBound) {
+  const std::string dir = ::testing::TempDir() + "fmu_total";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/vec3_unbounded.fmu";
+  {
+    fmu::ExtractedArchive original(fmu("vec3"));
+    auto read = [](const std::string& file) {
+      std::ifstream in(file, std::ios::binary);
+      return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    std::string xml = read(original.directory() + "/modelDescription.xml");
+    const std::string bounds = " min=\"1\" max=\"8\"";
+    ASSERT_NE(xml.find(bounds), std::string::npos);
+    xml.erase(xml.find(bounds), bounds.size());
+    ZipWriter w(path);
+    w.add("modelDescription.xml", xml);
+    w.add("binaries/x86_64-linux/vec3.so", read(original.directory() + "/binaries/x86_64-linux/vec3.so"));
+  }
+  auto build = [&](double n) {
+    return build_partition(
+        BlockRegistry::with_builtins(), "p",
+        {{"m", "fmu", BlockParams{{"file", path}, {"interface", "co_simulation"}, {"start.n", n}}, ""}}, {}, {},
+        IntegratorKind::kRk4);
+  };
+  EXPECT_NO_THROW((void)build(5.0));  // within the binary's own 8
+  try {
+    (void)build(1048576.0);
+    ADD_FAILURE() << "accepted";
+  } catch (const BlockError& e) {
+    EXPECT_EQ(std::string(e.what()), "block 'm' (fmu): " + path +
+                                         ": variable 'x' (Float64[n=1048576]) brings the elements of the FMU's "
+                                         "variables to 4194306 in all — more than the 4194304 (2^22) an FMU may "
+                                         "declare — refused");
+  }
+}
+
 TEST(Fmu, ExtractionDirectoryIsPrivateAndRemoved) {
   std::string where;
   {

@@ -6,14 +6,24 @@
 #include "rt_config/ssp_import.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <list>
+#include <random>
+#include <set>
 #include <sstream>
+#include <thread>
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 #include <zip.h>
 
 #include "rt_config/loader.hpp"
@@ -538,6 +548,376 @@ TEST_F(SspErrors, HostileArchivesAreRefused) {
   SsdParts p;
   p.controller_source = "resources/pi2.ssv";
   EXPECT_HAS(error_of(ssd(p), {{"resources/pi2.ssv", "plain text"}}), "cannot open as an FMU (a zip archive)");
+}
+
+// Text for an XML attribute: what XML would normalise (line breaks, tabs)
+// or what would end the attribute is written as a reference.
+std::string xml_attr(const std::string& s) {
+  std::string out;
+  for (const char c : s) {
+    switch (c) {
+      case '\n':
+        out += "&#10;";
+        break;
+      case '\r':
+        out += "&#13;";
+        break;
+      case '\t':
+        out += "&#9;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// The string a YAML double-quoted scalar starting at `pos` of `line` stands
+// for, read by yaml-cpp.
+std::string quoted_at(const std::string& line, std::size_t pos) {
+  EXPECT_LT(pos, line.size());
+  if (pos >= line.size() || line[pos] != '"') return "<no quote at " + std::to_string(pos) + " in " + line + ">";
+  std::size_t end = pos + 1;
+  while (end < line.size() && line[end] != '"') end += line[end] == '\\' ? 2 : 1;
+  return YAML::Load(line.substr(pos, end + 1 - pos)).as<std::string>();
+}
+
+std::set<std::string> keys_of(const YAML::Node& map) {
+  std::set<std::string> out;
+  for (const auto& kv : map) out.insert(kv.first.as<std::string>());
+  return out;
+}
+
+// Issue 44, point 5: names from the SSP went into `#` comment lines as they
+// were, so a name holding "&#10;" ended the comment and wrote keys of its
+// own (`realtime: required` appeared in the graph; the loader refuses
+// duplicates, so any key the import does not write took effect). Every
+// string from the SSP is now written as a double-quoted YAML scalar, in
+// comments and values alike, with line breaks (CR, LF, NEL, U+2028,
+// U+2029) and other control characters escaped: the graph yaml-cpp reads
+// back has exactly the keys the import writes, and every name reads back
+// as it was.
+TEST(SspImport, NamesThatHoldLineBreaksQuotesOrColonsStayInTheirPlace) {
+  TempDir dir("hostile_names");
+  const std::vector<std::string> hostile = {"\n", "\r", "\xc2\x85", "\xe2\x80\xa8", "\xe2\x80\xa9", "#",
+                                            ": ", "\"", "'",        "\t",           "\\",           "\r\n"};
+  std::vector<std::string> outs, ins, params, system_outs;
+  for (std::size_t i = 0; i < hostile.size(); ++i) {
+    const std::string n = std::to_string(i);
+    outs.push_back("o" + n + hostile[i] + "realtime: required");
+    ins.push_back("i" + n + hostile[i] + "coupling: {}");
+    params.push_back("p" + n + hostile[i] + "trace: on");
+    system_outs.push_back("s" + n + hostile[i] + "sync: {}");
+  }
+  const std::string ssd_name = "sys\nrealtime: required\n# \"x\": 'y'";
+  const std::string comp_a = "ctl\nrealtime: required\r\xc2\x85\xe2\x80\xa8\xe2\x80\xa9#x: \"'\\";
+  const std::string comp_b = "plant\r\nsync: {}";
+  // (No backslash: the archive refuses it in an entry's name.)
+  const std::string source_a = "resources/h\n\r\xc2\x85\xe2\x80\xa8\xe2\x80\xa9 x: y'\".fmu";
+
+  // An FMU (its description only: the import loads no binary) whose
+  // variables carry those names.
+  std::string md = R"(<?xml version="1.0" encoding="UTF-8"?>
+<fmiModelDescription fmiVersion="2.0" modelName="h" guid="{h}">
+  <CoSimulation modelIdentifier="h"/>
+  <ModelVariables>
+)";
+  int vr = 0;
+  for (const auto& o : outs)
+    md += "    <ScalarVariable name=\"" + xml_attr(o) + "\" valueReference=\"" + std::to_string(vr++) +
+          "\" causality=\"output\" variability=\"continuous\"><Real/></ScalarVariable>\n";
+  for (const auto& in : ins)
+    md += "    <ScalarVariable name=\"" + xml_attr(in) + "\" valueReference=\"" + std::to_string(vr++) +
+          "\" causality=\"input\" variability=\"continuous\"><Real start=\"0\"/></ScalarVariable>\n";
+  for (const auto& p : params)
+    md += "    <ScalarVariable name=\"" + xml_attr(p) + "\" valueReference=\"" + std::to_string(vr++) +
+          "\" causality=\"parameter\" variability=\"fixed\"><Real start=\"1\"/></ScalarVariable>\n";
+  md += "  </ModelVariables>\n</fmiModelDescription>\n";
+  const fs::path fmu_file = dir.path / "h.fmu";
+  {
+    ZipWriter z(fmu_file.string());
+    z.add("modelDescription.xml", md);
+    z.close();
+  }
+
+  std::string ssd_text = R"(<?xml version="1.0"?>
+<ssd:SystemStructureDescription version="1.0" name=")" +
+                         xml_attr(ssd_name) + R"(" xmlns:ssd="http://ssp-standard.org/SSP1/SystemStructureDescription"
+    xmlns:ssc="http://ssp-standard.org/SSP1/SystemStructureCommon"
+    xmlns:ssv="http://ssp-standard.org/SSP1/SystemStructureParameterValues">
+  <ssd:System name="s">
+    <ssd:Connectors>
+)";
+  for (const auto& s : system_outs)
+    ssd_text += "      <ssd:Connector name=\"" + xml_attr(s) + "\" kind=\"output\"><ssc:Real/></ssd:Connector>\n";
+  ssd_text += "    </ssd:Connectors>\n    <ssd:Elements>\n      <ssd:Component name=\"" + xml_attr(comp_a) +
+              "\" source=\"" + xml_attr(source_a) + "\">\n        <ssd:Connectors>\n";
+  for (const auto& o : outs)
+    ssd_text += "          <ssd:Connector name=\"" + xml_attr(o) + "\" kind=\"output\"><ssc:Real/></ssd:Connector>\n";
+  ssd_text += "        </ssd:Connectors>\n      </ssd:Component>\n      <ssd:Component name=\"" + xml_attr(comp_b) +
+              "\" source=\"resources/h.fmu\">\n        <ssd:Connectors>\n";
+  for (const auto& in : ins)
+    ssd_text += "          <ssd:Connector name=\"" + xml_attr(in) + "\" kind=\"input\"><ssc:Real/></ssd:Connector>\n";
+  ssd_text +=
+      "        </ssd:Connectors>\n        <ssd:ParameterBindings><ssd:ParameterBinding><ssd:ParameterValues>"
+      "<ssv:ParameterSet version=\"1.0\" name=\"p\"><ssv:Parameters>\n";
+  for (std::size_t i = 0; i < params.size(); ++i)
+    ssd_text += "          <ssv:Parameter name=\"" + xml_attr(params[i]) + "\"><ssv:Real value=\"" + std::to_string(i) +
+                ".5\"/></ssv:Parameter>\n";
+  ssd_text +=
+      "        </ssv:Parameters></ssv:ParameterSet></ssd:ParameterValues></ssd:ParameterBinding>"
+      "</ssd:ParameterBindings>\n      </ssd:Component>\n    </ssd:Elements>\n    <ssd:Connections>\n";
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    ssd_text += "      <ssd:Connection startElement=\"" + xml_attr(comp_a) + "\" startConnector=\"" +
+                xml_attr(outs[i]) + "\" endElement=\"" + xml_attr(comp_b) + "\" endConnector=\"" + xml_attr(ins[i]) +
+                "\"/>\n";
+    ssd_text += "      <ssd:Connection startElement=\"" + xml_attr(comp_a) + "\" startConnector=\"" +
+                xml_attr(outs[i]) + "\" endConnector=\"" + xml_attr(system_outs[i]) + "\"/>\n";
+  }
+  ssd_text += "    </ssd:Connections>\n  </ssd:System>\n</ssd:SystemStructureDescription>\n";
+
+  const std::string ssp = (dir.path / "hostile.ssp").string();
+  {
+    ZipWriter z(ssp);
+    z.add("SystemStructure.ssd", ssd_text);
+    z.add(source_a, slurp(fmu_file));
+    z.add("resources/h.fmu", slurp(fmu_file));
+    z.close();
+  }
+  config::SspImportOptions options;
+  options.graph_dir = dir.path.string();
+  options.fmu_dir = (dir.path / "fmus").string();
+  const auto imported = config::import_ssp(ssp, options);
+  const std::string& y = imported.yaml;
+  // No line break or control character of a name is in the text as it is.
+  for (const std::string raw : {"\r", "\t", "\xc2\x85", "\xe2\x80\xa8", "\xe2\x80\xa9"})
+    EXPECT_EQ(y.find(raw), std::string::npos) << y;
+
+  YAML::Node g;
+  ASSERT_NO_THROW(g = YAML::Load(y)) << y;
+  EXPECT_EQ(keys_of(g), (std::set<std::string>{"name", "tasks", "blocks", "wires", "record"})) << y;
+  EXPECT_EQ(g["name"].as<std::string>(), ssd_name);
+  ASSERT_EQ(g["blocks"].size(), 2u) << y;
+  const std::string block_a = g["blocks"][0]["name"].as<std::string>();
+  const std::string block_b = g["blocks"][1]["name"].as<std::string>();
+  ASSERT_EQ(g["tasks"].size(), 2u);
+  for (std::size_t t = 0; t < 2; ++t) {
+    EXPECT_EQ(keys_of(g["tasks"][t]), (std::set<std::string>{"name", "period", "integrator", "step"}));
+    EXPECT_EQ(g["tasks"][t]["name"].as<std::string>(), t == 0 ? block_a : block_b);
+    EXPECT_EQ(keys_of(g["blocks"][t]), (std::set<std::string>{"name", "type", "task", "params"}));
+  }
+  EXPECT_EQ(keys_of(g["blocks"][0]["params"]), (std::set<std::string>{"file"}));
+  EXPECT_EQ(keys_of(g["blocks"][1]["params"]), (std::set<std::string>{"file", "start"}));
+  ASSERT_EQ(imported.fmus.size(), 2u);
+  EXPECT_EQ(fs::path(imported.fmus[0]).filename(), fs::path(source_a).filename());
+  EXPECT_EQ(g["blocks"][0]["params"]["file"].as<std::string>(),
+            fs::path(imported.fmus[0]).lexically_proximate(dir.path).string());
+  const YAML::Node start = g["blocks"][1]["params"]["start"];
+  EXPECT_EQ(start.size(), params.size());
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    ASSERT_TRUE(start[params[i]]) << "start value of parameter " << i << " missing:\n" << y;
+    EXPECT_EQ(start[params[i]].as<double>(), static_cast<double>(i) + 0.5);
+  }
+  ASSERT_EQ(g["wires"].size(), outs.size()) << y;
+  for (std::size_t i = 0; i < outs.size(); ++i) {
+    EXPECT_EQ(keys_of(g["wires"][i]), (std::set<std::string>{"from", "to"}));
+    EXPECT_EQ(g["wires"][i]["from"].as<std::string>(), block_a + "." + outs[i]);
+    EXPECT_EQ(g["wires"][i]["to"].as<std::string>(), block_b + "." + ins[i]);
+  }
+  EXPECT_EQ(keys_of(g["record"]), (std::set<std::string>{"file", "signals"}));
+  ASSERT_EQ(g["record"]["signals"].size(), outs.size());
+  for (std::size_t i = 0; i < outs.size(); ++i)
+    EXPECT_EQ(g["record"]["signals"][i].as<std::string>(), block_a + "." + outs[i]);
+
+  // The comments: one line each, the names in them read back.
+  std::vector<std::string> comments;
+  std::istringstream lines(y);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind('#', 0) == 0) comments.push_back(line);
+  ASSERT_EQ(comments.size(), 2 + 2 + system_outs.size()) << y;
+  const std::string component_tag = "#   component ";
+  ASSERT_EQ(comments[2].rfind(component_tag, 0), 0u) << comments[2];
+  EXPECT_EQ(quoted_at(comments[2], component_tag.size()), comp_a);
+  const auto source_at = comments[2].find("(source \"");
+  ASSERT_NE(source_at, std::string::npos) << comments[2];
+  EXPECT_EQ(quoted_at(comments[2], source_at + 8), "resources/" + fs::path(source_a).filename().string());
+  EXPECT_EQ(quoted_at(comments[3], component_tag.size()), comp_b);
+  const std::string output_tag = "# system output ";
+  for (std::size_t i = 0; i < system_outs.size(); ++i) {
+    const std::string& c = comments[4 + i];
+    ASSERT_EQ(c.rfind(output_tag, 0), 0u) << c;
+    EXPECT_EQ(quoted_at(c, output_tag.size()), system_outs[i]);
+  }
+}
+
+// Names that are not UTF-8 cannot be written as YAML text that reads back
+// the same: refused, by name, at their line.
+TEST_F(SspErrors, NamesThatAreNotUtf8AreRefused) {
+  SsdParts p;
+  p.elements_extra = "<ssd:Component name=\"bad\xff\" source=\"resources/msd2.fmu\"/>";
+  auto e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "name=\"bad")));
+  EXPECT_HAS(e, "a component name is not valid UTF-8 (byte 4) — refused");
+  p = {};
+  p.plant_connectors = "<ssd:Connector name=\"F\xe2\x80\" kind=\"input\"/>";
+  e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "kind=\"input\"/>")));
+  EXPECT_HAS(e, "a connector of component 'plant' name is not valid UTF-8 (byte 2) — refused");
+  // A surrogate (&#xD800;) is no character UTF-8 may encode.
+  e = error_of(std::string(ssd({})).replace(ssd({}).find("name=\"t\""), 8, "name=\"t&#xD800;\""));
+  EXPECT_STARTS(e, at(2));
+  EXPECT_HAS(e, "the SSD name is not valid UTF-8 (byte 2) — refused");
+}
+
+// Issue 44, point 6: a node's line was counted from the file's start, so
+// an SSD of 66 000 connectors took 114 s to import. The lines come from a
+// table of line starts (a binary search per node); it gives what the
+// count gave, on random text and at the ends.
+TEST(SspLineIndex, GivesTheLinesANaiveCountGives) {
+  auto naive = [](const std::string& text, std::ptrdiff_t offset) {
+    const auto end = static_cast<std::ptrdiff_t>(text.size());
+    return static_cast<std::size_t>(
+        1 + std::count(text.begin(), text.begin() + std::clamp<std::ptrdiff_t>(offset, 0, end), '\n'));
+  };
+  std::mt19937 rng(44);
+  const std::string alphabet = "ab <>\n\r\n\n";
+  for (int round = 0; round < 200; ++round) {
+    std::string text(rng() % 600, ' ');
+    for (auto& c : text) c = alphabet[rng() % alphabet.size()];
+    if (round % 3 == 0) text += '\n';
+    const config::LineIndex index(text);
+    const auto size = static_cast<std::ptrdiff_t>(text.size());
+    for (std::ptrdiff_t offset = -3; offset <= size + 3; ++offset)
+      ASSERT_EQ(index.line_at(offset), naive(text, offset)) << "round " << round << " offset " << offset;
+  }
+  const config::LineIndex empty("");
+  EXPECT_EQ(empty.line_at(0), 1u);
+  EXPECT_EQ(empty.line_at(5), 1u);
+  const config::LineIndex breaks("\n\n\n");
+  EXPECT_EQ(breaks.line_at(3), 4u);
+  EXPECT_EQ(breaks.line_at(2), 3u);
+}
+
+// The review's SSD: 66 000 system connectors (3 XML nodes each, under the
+// 200 000 the SSD may have) import; one of another kind at its end is
+// named at its line. And 28 000 system outputs, each driven by a
+// connection: the connectors are found by name, not by a search each.
+TEST_F(SspErrors, An66000ConnectorSsdImportsAndNamesItsLastConnectorsLine) {
+  auto connectors = [](int n, const std::string& last_kind) {
+    std::string out = "<ssd:Connectors>\n";
+    for (int i = 0; i < n; ++i)
+      out += "      <ssd:Connector name=\"o" + std::to_string(i) + "\" kind=\"" +
+             (i + 1 == n ? last_kind : std::string("output")) + "\"/>\n";
+    return out + "    </ssd:Connectors>";
+  };
+  SsdParts p;
+  p.system_extra = connectors(66000, "output");
+  EXPECT_EQ(error_of(ssd(p)), "");
+  p.system_extra = connectors(66000, "sideways");
+  const auto e = error_of(ssd(p));
+  EXPECT_STARTS(e, at(line_of(last_, "kind=\"sideways\"")));
+  EXPECT_HAS(e, "connector 'o65999' of the system has kind 'sideways'");
+  EXPECT_GT(line_of(last_, "kind=\"sideways\""), 66000);
+
+  p.system_extra = connectors(28000, "output");
+  for (int i = 0; i < 28000; ++i)
+    p.connections += "\n      <ssd:Connection startElement=\"plant\" startConnector=\"x\" endConnector=\"o" +
+                     std::to_string(i) + "\"/>";
+  EXPECT_EQ(error_of(ssd(p)), "");
+}
+
+// Issue 44, point 6: an import killed by SIGTERM (or SIGINT) left its
+// unpacked archive in /tmp. The signal now stops the import at its next
+// step, the unpacked archive is removed, and the process still ends by the
+// signal. The CLI imports an SSP that takes a while to unpack (64 MiB of
+// padding) under a $TMPDIR of its own; the signal goes once its temporary
+// directory exists.
+TEST(SspImport, ASignalledImportRemovesItsUnpackedArchive) {
+  const fs::path cli = fs::read_symlink("/proc/self/exe").parent_path() / "rtcosim";
+  ASSERT_TRUE(fs::exists(cli)) << cli << " is missing: build the rtcosim target";
+  TempDir dir("signal");
+  const std::string ssp = (dir.path / "slow.ssp").string();
+  {
+    SsdParts p;
+    p.system_extra = "<ssd:Connectors>\n";
+    for (int i = 0; i < 60000; ++i)
+      p.system_extra += "      <ssd:Connector name=\"o" + std::to_string(i) + "\" kind=\"output\"/>\n";
+    p.system_extra += "    </ssd:Connectors>";
+    ZipWriter z(ssp);
+    z.add("SystemStructure.ssd", ssd(p));
+    z.add("resources/pi2.fmu", slurp(kFmus + "/pi2.fmu"));
+    z.add("resources/msd2.fmu", slurp(kFmus + "/msd2.fmu"));
+    z.add("extra/padding.bin", std::string(64u << 20, '\0'));
+    z.close();
+  }
+  for (const int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(strsignal(sig));
+    const fs::path tmp = dir.path / ("tmp" + std::to_string(sig));
+    fs::create_directories(tmp);
+    std::vector<std::string> env_text;
+    for (char** e = environ; *e; ++e)
+      if (std::string(*e).rfind("TMPDIR=", 0) != 0) env_text.emplace_back(*e);
+    env_text.push_back("TMPDIR=" + tmp.string());
+    std::vector<char*> envp;
+    for (auto& e : env_text) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> arg_text = {cli.string(), "import", "ssp", ssp, "-o", (dir.path / "slow.yaml").string()};
+    std::vector<char*> argv;
+    for (auto& a : arg_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    // The child starts with both signals at their default action and
+    // unblocked, whatever this process was given.
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    sigset_t defaults, none;
+    sigemptyset(&defaults);
+    sigaddset(&defaults, SIGTERM);
+    sigaddset(&defaults, SIGINT);
+    sigemptyset(&none);
+    posix_spawnattr_setsigdefault(&attr, &defaults);
+    posix_spawnattr_setsigmask(&attr, &none);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    const std::string log = (dir.path / "child.log").string();
+    posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&files, 1, 2);
+    pid_t pid = 0;
+    ASSERT_EQ(posix_spawn(&pid, cli.c_str(), &files, &attr, argv.data(), envp.data()), 0);
+    posix_spawn_file_actions_destroy(&files);
+    posix_spawnattr_destroy(&attr);
+    bool unpacking = false;
+    int status = 0;
+    for (int i = 0; i < 20000 && !unpacking; ++i) {
+      unpacking = !fs::is_empty(tmp);
+      if (!unpacking) {
+        if (waitpid(pid, &status, WNOHANG) == pid) break;
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+      }
+    }
+    if (unpacking) {
+      ASSERT_EQ(kill(pid, sig), 0);
+      ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    }
+    ASSERT_TRUE(unpacking) << "the import ended before its temporary directory was seen: " << slurp(log);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig)
+        << "status " << status << ": " << slurp(log);  // ended by the signal, as without the clean-up
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(tmp)) left.push_back(e.path().filename().string());
+    EXPECT_EQ(left, std::vector<std::string>{}) << "left in $TMPDIR";
+  }
 }
 
 }  // namespace
