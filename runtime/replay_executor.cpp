@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstdio>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 
+#include "base/duration.hpp"
 #include "runtime/unit_loop.hpp"
 
 namespace rtcosim::runtime {
@@ -470,8 +473,62 @@ double ReplayRecord::duration() const noexcept {
   return static_cast<double>(last_ns) * 1e-9;
 }
 
+std::string ReplayExecutor::claim_refusal() const {
+  // Per thread, the cycles its readings can hold: a cycle reads the clock
+  // three times per frame of its plan and once after them (more when it
+  // sleeps), after the loop's first reading. What the largest of them
+  // justifies at its thread's period, ten periods a cycle, bounds the run:
+  // the replay's own work is its words, but the reference and a what-if
+  // with another period integrate every second the log claims.
+  std::uint64_t frames = 0, readings = 0, best_cycles = 0;
+  std::int64_t bound_ns = 0;
+  std::size_t best = 0;
+  for (std::size_t i = 0; i < units_.size() && i < record_.words.size(); ++i) {
+    // The thread's readings; raw words (rows, blocks) skipped by their
+    // headers' counts.
+    std::uint64_t r = 0;
+    const auto& w = record_.words[i];
+    for (std::size_t k = 0; k < w.size(); ++k) {
+      const auto kind = replay_word::kind(w[k]);
+      if (kind == replay_word::kRow || kind == replay_word::kBlock) k += replay_word::count_of(w[k]);
+      if (kind == replay_word::kTime) ++r;
+    }
+    const std::uint64_t per_cycle = 3 * units_[i].plan.size() + 1;
+    const std::uint64_t cycles = r > 1 ? (r - 1 + per_cycle - 1) / per_cycle : 0;
+    frames += cycles * units_[i].plan.size();
+    readings += r;
+    const double span = static_cast<double>(kReplayPeriodsPerCycle) * static_cast<double>(cycles) *
+                        static_cast<double>(units_[i].owner().period_ns());
+    const std::int64_t span_ns =
+        span >= 9e18 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(span);
+    if (span_ns > bound_ns) {
+      bound_ns = span_ns;
+      best = i;
+      best_cycles = cycles;
+    }
+  }
+  if (record_.last_ns <= bound_ns) return {};
+  char text[64];
+  auto seconds = [&](std::int64_t ns) {
+    std::snprintf(text, sizeof text, "%.1f", static_cast<double>(ns) * 1e-9);
+    return std::string(text);
+  };
+  const std::string file = record_.files.empty() ? std::string("the replay log") : record_.files.front();
+  const std::string thread = units_.empty() ? std::string("no thread")
+                                            : "thread '" + units_[best].owner().spec().name + "', every " +
+                                                  base::format_duration(units_[best].owner().spec().period) + ", " +
+                                                  std::to_string(best_cycles) + " cycle(s)";
+  return file + ": not a replay log of a run: its readings claim a run of " + seconds(record_.last_ns) +
+         " s, more than its " + std::to_string(frames) + " frames (" + std::to_string(readings) +
+         " clock readings) justify at this graph's periods: at most " + seconds(bound_ns) + " s (" +
+         std::to_string(kReplayPeriodsPerCycle) + " periods a cycle; " + thread + ")";
+}
+
 bool ReplayExecutor::run(Recorder* recorder, FrameLog* frame_log, std::string* why,
                          const std::function<void()>& drain) {
+  // Before anything runs: the reference and a what-if integrate the
+  // duration the log claims.
+  if (std::string refusal = claim_refusal(); !refusal.empty()) throw std::runtime_error(refusal);
   Shared shared;
   const std::int64_t end_ns = record_.header.end_ns;
   std::vector<Timings> thread_timings(units_.size());

@@ -38,11 +38,22 @@ class ReplayExecutor {
   ReplayExecutor(Graph& graph, const ReplayRecord& record);
 
   // Resets the graph and replays every thread to the end of its log.
+  // Throws std::runtime_error, before anything runs, when the log's
+  // readings claim a longer run than its frames justify (claim_refusal).
   // Returns false (and `why`) when the log did not fit the graph. A frame
   // whose recorder or frame-log ring is full waits (a replay drops nothing
   // the run did not); `drain`, called on this thread every millisecond while
   // the threads run, empties them (the run's batches, docs/replay.md).
   bool run(Recorder* recorder, FrameLog* frame_log, std::string* why, const std::function<void()>& drain = {});
+
+  // Why the run the log's readings claim (its last reading) is longer than
+  // its cycles justify at this graph's periods, or empty: each thread's
+  // words hold at most ceil((readings - 1) / (3 frames per cycle + 1))
+  // cycles, and a cycle may stand for kReplayPeriodsPerCycle periods of its
+  // thread; the claim may reach the largest such span of any thread
+  // (docs/replay.md, "What a log may claim"). Names the log's file, the
+  // claim, the frames, the bound and the thread that sets it.
+  [[nodiscard]] std::string claim_refusal() const;
 
   // The logged timing, kept by the next `run` when asked for: per task its
   // frames (start, and integration point - start), per thread (its owner

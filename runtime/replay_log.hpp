@@ -291,10 +291,16 @@ struct LoggedClock {
 // more than 256 input or output bundles overflows the logger's counters.
 std::string replay_log_refusal(Graph& graph);
 
+// A log's readings may claim a run of at most this many periods of a
+// thread per cycle its words can hold (docs/replay.md, "What a log may
+// claim"; ReplayExecutor::claim_refusal).
+inline constexpr std::uint64_t kReplayPeriodsPerCycle = 10;
+
 /*
  * ReplayRecord: a replay log read back, checked for completeness (the
- * trailer, no dropped words). Set-up code: throws std::runtime_error
- * naming the file and what is wrong.
+ * trailer, no dropped words). Only regular files are read (the first one
+ * and every one a chain goes on in; a chain's are not symbolic links).
+ * Set-up code: throws std::runtime_error naming the file and what is wrong.
  */
 struct ReplayRecord {
   ReplayLog::Header header;

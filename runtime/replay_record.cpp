@@ -5,9 +5,13 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <stdexcept>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/replay_format.hpp"
 #include "runtime/replay_log.hpp"
@@ -18,15 +22,90 @@ using namespace replay_format;
 
 namespace {
 
+// What a file that is not a regular one is, for the refusal.
+const char* file_kind(mode_t mode) {
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  return "not a regular file";
+}
+
+// One file of the log, read through its descriptor with a buffer of its
+// own. Only a regular file is read: a FIFO would block the read (or, with
+// O_NONBLOCK, end it early) and a device can be endless, so anything else
+// is refused by what it is, before it is opened (stat) and again once it
+// is (fstat: the name may have been swapped in between; O_NONBLOCK keeps
+// that open from waiting for a FIFO's writer). A chain's next file is one
+// the writer made in its directory, never a symbolic link (O_NOFOLLOW);
+// the first one, given by hand, may be one.
 struct Reader {
-  std::ifstream in;
+  int fd = -1;
   std::string path;
+  std::uint64_t size = 0, pos = 0;  // the file's bytes when opened; the bytes read so far
+  std::vector<char> buffer;
+  std::size_t at = 0, end = 0;  // the unread bytes of `buffer`
+
+  Reader(std::string p, bool chained, const std::string& previous) : path(std::move(p)) {
+    const std::string goes_on = chained ? " (" + previous + " goes on in it)" : std::string();
+    auto refuse = [&](const std::string& what) {
+      throw std::runtime_error("cannot open the replay log '" + path + "': " + what + goes_on);
+    };
+    struct stat st {};
+    if ((chained ? ::lstat(path.c_str(), &st) : ::stat(path.c_str(), &st)) == 0 && !S_ISREG(st.st_mode)) {
+      refuse(std::string(file_kind(st.st_mode)) + ", not a regular file");
+    }
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (chained ? O_NOFOLLOW : 0));
+    if (fd < 0) refuse(errno == ELOOP && chained ? "a symbolic link, not a regular file" : std::strerror(errno));
+    if (::fstat(fd, &st) != 0) {
+      const int e = errno;
+      ::close(fd);
+      refuse(std::strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      refuse(std::string(file_kind(st.st_mode)) + ", not a regular file");
+    }
+    size = static_cast<std::uint64_t>(st.st_size);
+    buffer.resize(1u << 16);
+  }
+  ~Reader() { ::close(fd); }
+  Reader(const Reader&) = delete;
+  Reader& operator=(const Reader&) = delete;
+
   [[noreturn]] void bad(const std::string& what) const {
     throw std::runtime_error(path + ": not a complete replay log (" + what + ")");
   }
   bool raw(void* data, std::size_t n) {
-    in.read(static_cast<char*>(data), static_cast<std::streamsize>(n));
-    return static_cast<std::size_t>(in.gcount()) == n;
+    char* out = static_cast<char*>(data);
+    while (n > 0) {
+      if (at == end) {
+        // A large read goes straight into its place.
+        if (n >= buffer.size()) {
+          const ssize_t got = ::read(fd, out, n);
+          if (got < 0 && errno == EINTR) continue;
+          if (got <= 0) return false;
+          out += got;
+          n -= static_cast<std::size_t>(got);
+          pos += static_cast<std::uint64_t>(got);
+          continue;
+        }
+        const ssize_t got = ::read(fd, buffer.data(), buffer.size());
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return false;
+        at = 0;
+        end = static_cast<std::size_t>(got);
+      }
+      const std::size_t k = std::min(n, end - at);
+      std::memcpy(out, buffer.data() + at, k);
+      at += k;
+      out += k;
+      n -= k;
+      pos += k;
+    }
+    return true;
   }
   std::uint32_t u32(const char* what) {
     std::uint32_t v = 0;
@@ -48,18 +127,12 @@ struct Reader {
   // Bytes left in the file: a count is checked against it before anything
   // is allocated for it, so a damaged or hostile header cannot ask for more
   // memory than the file could fill.
-  std::uint64_t left() {
-    const auto here = in.tellg();
-    in.seekg(0, std::ios::end);
-    const auto end = in.tellg();
-    in.seekg(here);
-    return here < 0 || end < here ? 0 : static_cast<std::uint64_t>(end - here);
-  }
+  [[nodiscard]] std::uint64_t left() const noexcept { return size > pos ? size - pos : 0; }
   void words(std::vector<std::uint64_t>& out, std::uint64_t n, const char* what) {
     if (n > kMaxChunk || n * 8 > left()) bad(std::string(what) + " of " + std::to_string(n) + " words");
-    const std::size_t at = out.size();
-    out.resize(at + n);
-    if (!raw(out.data() + at, n * 8)) bad(std::string("ends inside ") + what);
+    const std::size_t at_end = out.size();
+    out.resize(at_end + n);
+    if (!raw(out.data() + at_end, n * 8)) bad(std::string("ends inside ") + what);
   }
 };
 
@@ -142,11 +215,7 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
   std::uint64_t run_id = 0;
   std::string path = first;
   for (std::uint32_t segment = 0;; ++segment) {
-    Reader r{std::ifstream(path, std::ios::binary), path};
-    if (!r.in) {
-      throw std::runtime_error("cannot open the replay log '" + path + "': " + std::strerror(errno) +
-                               (segment > 0 ? " (" + rec.files.back() + " goes on in it)" : std::string()));
-    }
+    Reader r(path, segment > 0, segment > 0 ? rec.files.back() : std::string());
     FileHeader h = read_header(r);
     if (segment == 0) {
       rec.header = h.header;
@@ -265,7 +334,8 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
   // average at most 10 s apart (a real loop reads the clock at least every
   // 100 ms while it sleeps): a damaged or hostile log cannot make a replay,
   // its reference or a what-if run for years. Raw words (rows, blocks) are
-  // skipped by their headers' counts.
+  // skipped by their headers' counts. The graph's periods bound the claim
+  // further (ReplayExecutor::claim_refusal: ten periods a cycle).
   std::int64_t last = 0;
   std::uint64_t readings = 0;
   for (std::size_t u = 0; u < rec.words.size(); ++u) {

@@ -80,12 +80,14 @@ ReferenceSolver::ReferenceSolver(const BlockRegistry& registry, const DiagramSpe
   partition_ = build_partition(registry, "reference", diagram.blocks, diagram.wires, {}, IntegratorKind::kRk4);
 }
 
-void ReferenceSolver::run(double duration, const std::vector<Endpoint>& probes) {
+void ReferenceSolver::run(double duration, const std::vector<Endpoint>& probes, const std::atomic<bool>* stop) {
   std::vector<OutputRef> refs;
   for (const auto& p : probes) refs.push_back(partition_->find_output(p));
   const auto steps = static_cast<std::size_t>(std::ceil(duration / step_ - 1e-9));
+  stopped_ = false;
   times_.assign(1, 0.0);
-  times_.reserve(steps + 1);
+  // Up to 2^20 steps ahead: a run that is stopped keeps no more than it made.
+  times_.reserve(std::min<std::size_t>(steps, std::size_t{1} << 20) + 1);
   tracks_.assign(refs.size(), {});
   for (std::size_t p = 0; p < refs.size(); ++p) tracks_[p].resize(refs[p].width);
 
@@ -106,6 +108,10 @@ void ReferenceSolver::run(double duration, const std::vector<Endpoint>& probes) 
   record();
   double t = 0.0;
   for (std::size_t k = 0; k < steps; ++k) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      stopped_ = true;
+      break;
+    }
     const double next = std::min(duration, static_cast<double>(k + 1) * step_);
     partition_->step(t, next - t, none);
     t = next;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,8 +58,12 @@ class ReferenceSolver {
   ReferenceSolver(const BlockRegistry& registry, const DiagramSpec& diagram, double step);
 
   // Integrates from 0 to `duration`, recording `probes` ("block.port").
-  void run(double duration, const std::vector<Endpoint>& probes);
+  // `stop` (optional; a signal handler may raise it) is looked at before
+  // every step: raised, the integration ends there, keeping the steps made
+  // so far (times() ends where it stopped; stopped() says so).
+  void run(double duration, const std::vector<Endpoint>& probes, const std::atomic<bool>* stop = nullptr);
 
+  [[nodiscard]] bool stopped() const noexcept { return stopped_; }
   [[nodiscard]] double step() const noexcept { return step_; }
   [[nodiscard]] const std::vector<double>& times() const noexcept { return times_; }
   // Recorded samples of probe p, signal i, at times().
@@ -73,6 +78,7 @@ class ReferenceSolver {
     bool slope_known = true;
   };
   double step_;
+  bool stopped_ = false;
   std::unique_ptr<Partition> partition_;
   std::vector<double> times_;
   std::vector<std::vector<Track>> tracks_;  // [probe][signal]

@@ -244,6 +244,40 @@ extern "C" void stop_on_signal(int) {
   if (auto* r = g_running.load()) r->request_stop();
 }
 
+// SIGINT or SIGTERM while a command integrates the duration it was given
+// (the reference; a what-if's virtual run, docs/replay.md): that work stops
+// where it is, what it made is written, and the exit code is 128 + signal.
+std::atomic<bool> g_interrupted{false};
+std::atomic<int> g_interrupt_signal{0};
+extern "C" void interrupt_on_signal(int signal) {
+  g_interrupt_signal.store(signal);
+  g_interrupted.store(true);
+}
+struct Interrupted {};  // thrown out of a virtual run from its observer
+// interrupt_on_signal on SIGINT and SIGTERM while it lives.
+class Interruptible {
+ public:
+  Interruptible() {
+    struct sigaction action {};
+    action.sa_handler = interrupt_on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(SIGINT, &action, &int_);
+    sigaction(SIGTERM, &action, &term_);
+  }
+  ~Interruptible() {
+    sigaction(SIGINT, &int_, nullptr);
+    sigaction(SIGTERM, &term_, nullptr);
+  }
+  Interruptible(const Interruptible&) = delete;
+  Interruptible& operator=(const Interruptible&) = delete;
+  static std::string signal_name() { return g_interrupt_signal.load() == SIGTERM ? "SIGTERM" : "SIGINT"; }
+
+ private:
+  struct sigaction int_ = {};
+  struct sigaction term_ = {};
+};
+
 // How each task's thread actually ran, as the kernel reported it after the
 // set-up, with the file's request where it differs.
 std::string thread_placements(runtime::Graph& graph) {
@@ -466,7 +500,7 @@ void replay_in_batches(runtime::ReplayExecutor& executor, const runtime::ReplayR
 // table, drained every 4096 frames (16 with a live synchronisation, which
 // is polled then).
 void run_virtual(runtime::VirtualExecutor& executor, runtime::Graph& graph, runtime::Recorder& recorder,
-                 Outputs& outputs, double duration, session::LiveSync* live) {
+                 Outputs& outputs, double duration, session::LiveSync* live, bool interruptible = false) {
   std::unordered_map<const runtime::TaskRuntime*, std::size_t> task_index;
   for (std::size_t i = 0; i < graph.tasks().size(); ++i) task_index[graph.tasks()[i].get()] = i;
   std::size_t frames = 0;
@@ -483,6 +517,7 @@ void run_virtual(runtime::VirtualExecutor& executor, runtime::Graph& graph, runt
         if (++frames % (live ? 16 : 4096) == 0) {
           outputs.drain();
           if (live) live->poll();
+          if (interruptible && g_interrupted.load()) throw Interrupted{};
         }
       },
       at_start);
@@ -797,7 +832,13 @@ class GraphRun {
       { runtime::ReplayExecutor check(*graph_, *record_); }
       runtime::VirtualExecutor executor(*graph_);
       executor.set_timing(*mapped_timing_);
-      run_virtual(executor, *graph_, *recorder_, *outputs_, duration_, nullptr);
+      try {
+        Interruptible interruptible;
+        run_virtual(executor, *graph_, *recorder_, *outputs_, duration_, nullptr, true);
+      } catch (const Interrupted&) {
+        std::cerr << "rtcosim " << verb_ << ": the what-if stopped (" << Interruptible::signal_name()
+                  << "); what it ran is written\n";
+      }
     } else if (replaying_) {
       runtime::ReplayExecutor executor(*graph_, *record_);
       std::cout << "replaying " << log_path_
@@ -863,8 +904,20 @@ class GraphRun {
     if (!recorder_->empty() && (args_.flag("compare-reference") || args_.value("plot"))) {
       const double step = args_.positive_duration("reference-step", 0.0005);
       reference_ = std::make_unique<tasks::ReferenceSolver>(blocks_, spec().diagram, step);
-      reference_->run(duration_, spec().record.signals);
-      errors_ = session::reference_errors(*graph_, *recorder_, *reference_);
+      std::cout << "integrating the reference (RK4 at " << base::format_duration(step) << ") to "
+                << base::format_duration(duration_) << "; SIGINT or SIGTERM stops it, keeping what it has\n"
+                << std::flush;
+      {
+        Interruptible interruptible;
+        reference_->run(duration_, spec().record.signals, &g_interrupted);
+      }
+      if (reference_->stopped()) {
+        std::cerr << "rtcosim " << verb_ << ": the reference integration stopped (" << Interruptible::signal_name()
+                  << ") at t = " << reference_->times().back() << " s of " << duration_
+                  << " s; the plot draws it that far, and no error against it is computed\n";
+      } else {
+        errors_ = session::reference_errors(*graph_, *recorder_, *reference_);
+      }
     }
   }
 
@@ -907,6 +960,7 @@ class GraphRun {
       std::cerr << "rtcosim " << verb_ << ": " << recording.error << '\n';
       return 1;
     }
+    if (g_interrupted.load()) return 128 + g_interrupt_signal.load();
     return task_failed ? 1 : 0;
   }
 
@@ -944,7 +998,7 @@ class GraphRun {
                 << record_->header.graph_file << "):\n";
       std::cout << session::render_table(session::reference_error_columns(), differences(*recorder_, *baseline_));
     }
-    if (reference_) {
+    if (reference_ && !reference_->stopped()) {
       std::cout << "error against the reference (merged diagram, RK4 at "
                 << base::format_duration(args_.positive_duration("reference-step", 0.0005)) << "):\n";
       std::cout << session::render_table(session::reference_error_columns(), errors_);
