@@ -59,8 +59,13 @@ std::string Reader::kind(const YAML::Node& node) {
     case YAML::NodeType::Null:
       return "empty";
     case YAML::NodeType::Scalar: {
+      // A long value is described, not quoted in part: a cut quote is the
+      // file's content all the same, and rtcosimd answers a reload's errors
+      // over its socket, where a file that is no task graph (a token, a
+      // key) must not come back in pieces (issue 44: 37 of a token's 48
+      // characters did). The location points at the value.
       const std::string& v = node.Scalar();
-      return "'" + (v.size() > 40 ? v.substr(0, 37) + "..." : v) + "'";
+      return v.size() > 40 ? "a text of " + std::to_string(v.size()) + " characters" : "'" + v + "'";
     }
     case YAML::NodeType::Sequence:
       return node.size() == 0 ? "an empty list" : "a list";

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bitset>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <iostream>
 #include <sstream>
 #include <system_error>
+#include <unordered_set>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -97,13 +99,14 @@ namespace {
 
 // A diagnostic as a client of the socket sees it: where, and the message
 // with every quoted part replaced by '…' unless it is a plain word (letters,
-// digits, '_', '.', '-', at most 64) that the file does not contain, i.e.
-// one of the loader's own words ('wires', a block type, a parameter the
-// file lacks). So a reload of a file that is not a task graph never hands
-// its content out through the socket, not even a key-like line (a web
-// token file's token was echoed whole, being a plain word). The full text
-// goes to the daemon's log. An apostrophe between two letters ("binary's"
-// in an FMU's message) is not a quote.
+// digits, '_', '.', '-', at most 64) of which the file holds no piece of 8
+// characters (nor the whole), i.e. one of the loader's own words
+// ('wires', a block type, a parameter the file lacks). So a reload of a
+// file that is not a task graph never hands its content out through the
+// socket, not even a key-like line (a web token file's token was echoed
+// whole, being a plain word). The full text goes to the daemon's log. An
+// apostrophe between two letters ("binary's" in an FMU's message) is not a
+// quote.
 std::size_t find_quote(const std::string& s, std::size_t from) {
   const auto letter = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) != 0; };
   for (std::size_t q = s.find('\'', from); q != std::string::npos; q = s.find('\'', q + 1)) {
@@ -112,26 +115,113 @@ std::size_t find_quote(const std::string& s, std::size_t from) {
   return std::string::npos;
 }
 
-std::string redacted(const config::Diagnostic& d, const std::string& file_text) {
-  std::string message;
-  for (std::size_t i = 0; i < d.message.size();) {
-    const std::size_t open = find_quote(d.message, i);
-    const std::size_t close = open == std::string::npos ? open : find_quote(d.message, open + 1);
+// A message cut into quoted parts, tokens (runs without blanks, quotes or
+// brackets) and what lies between them.
+struct Segment {
+  enum Kind { kBetween, kQuoted, kToken } kind;
+  std::string text;
+  bool blank = false;
+};
+
+std::vector<Segment> segments_of(const std::string& message) {
+  std::vector<Segment> out;
+  const auto unquoted = [&](const std::string& text) {
+    const auto separator = [](char c) {
+      return std::isspace(static_cast<unsigned char>(c)) != 0 || std::strchr("\"(),;[]{}<>", c) != nullptr;
+    };
+    for (std::size_t i = 0; i < text.size();) {
+      std::size_t j = i;
+      const bool sep = separator(text[i]);
+      while (j < text.size() && separator(text[j]) == sep) ++j;
+      out.push_back({sep ? Segment::kBetween : Segment::kToken, text.substr(i, j - i)});
+      i = j;
+    }
+  };
+  for (std::size_t i = 0; i < message.size();) {
+    const std::size_t open = find_quote(message, i);
+    const std::size_t close = open == std::string::npos ? open : find_quote(message, open + 1);
     if (close == std::string::npos) {
-      message += d.message.substr(i);
+      unquoted(message.substr(i));
       break;
     }
-    const std::string quoted = d.message.substr(open + 1, close - open - 1);
-    const bool key = !quoted.empty() && quoted.size() <= 64 &&
-                     quoted.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
-                         std::string::npos &&
-                     file_text.find(quoted) == std::string::npos;
-    message += d.message.substr(i, open - i) + "'" + (key ? quoted : std::string("…")) + "'";
+    unquoted(message.substr(i, open - i));
+    out.push_back({Segment::kQuoted, message.substr(open + 1, close - open - 1)});
     i = close + 1;
   }
-  config::Diagnostic copy = d;
-  copy.message = message;
-  return copy.str();
+  return out;
+}
+
+// Pieces of kPiece characters: what of a message the file holds anywhere,
+// however the message shows it. A value cut short ("abc...") or joined to
+// a unit (e.g. "7391846205ms") is never found whole in the file (issue 44:
+// a 48-character token came back as its first 37, the redaction looking
+// for it whole). The file is read once, each of its windows looked up
+// among the messages' few thousand, so a 4 MiB file costs one pass on the
+// reload's worker.
+constexpr std::size_t kPiece = 8;
+
+std::uint64_t piece_at(const std::string& s, std::size_t i) {
+  std::uint64_t w = 0;
+  std::memcpy(&w, s.data() + i, kPiece);
+  return w;
+}
+
+// Unquoted, the loader writes its own words, paths it resolved, and values
+// only as numbers (a duration without a unit: "= 7391846205 has no unit");
+// a token is looked for in the file when it could be data (a digit, a
+// capital), not when it is a lower-case word ('co_simulation' in an FMU's
+// message is the loader's word even where the graph uses it too).
+bool data_like(const std::string& token) {
+  return token.size() >= kPiece && std::any_of(token.begin(), token.end(), [](char c) {
+           return std::isdigit(static_cast<unsigned char>(c)) != 0 || std::isupper(static_cast<unsigned char>(c)) != 0;
+         });
+}
+
+std::vector<std::string> redacted(const std::vector<config::Diagnostic>& diagnostics, const std::string& file_text) {
+  const auto plain = [](const std::string& q) {
+    return !q.empty() && q.size() <= 64 &&
+           q.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
+               std::string::npos &&
+           !(q.size() >= 3 && q.compare(q.size() - 3, 3, "...") == 0);  // a cut value
+  };
+  std::vector<std::vector<Segment>> messages;
+  std::unordered_set<std::uint64_t> wanted, found;
+  std::bitset<1u << 16> maybe;  // a first filter: most of the file's windows are no message's
+  const auto bucket = [](std::uint64_t w) { return static_cast<std::size_t>((w * 0x9E3779B97F4A7C15ull) >> 48); };
+  for (const auto& d : diagnostics) {
+    messages.push_back(segments_of(d.message));
+    for (auto& seg : messages.back()) {
+      if (seg.kind == Segment::kQuoted) seg.blank = !plain(seg.text) || file_text.find(seg.text) != std::string::npos;
+      const bool look = seg.kind == Segment::kQuoted ? !seg.blank : seg.kind == Segment::kToken && data_like(seg.text);
+      for (std::size_t i = 0; look && i + kPiece <= seg.text.size(); ++i) {
+        wanted.insert(piece_at(seg.text, i));
+        maybe.set(bucket(piece_at(seg.text, i)));
+      }
+    }
+  }
+  for (std::size_t i = 0; !wanted.empty() && i + kPiece <= file_text.size(); ++i) {
+    const std::uint64_t w = piece_at(file_text, i);
+    if (maybe.test(bucket(w)) && wanted.count(w) != 0) found.insert(w);
+  }
+  std::vector<std::string> out;
+  for (std::size_t k = 0; k < diagnostics.size(); ++k) {
+    std::string message;
+    for (auto& seg : messages[k]) {
+      const bool look = seg.kind == Segment::kQuoted || (seg.kind == Segment::kToken && data_like(seg.text));
+      for (std::size_t i = 0; look && !seg.blank && i + kPiece <= seg.text.size(); ++i) {
+        seg.blank = found.count(piece_at(seg.text, i)) != 0;
+      }
+      if (seg.kind == Segment::kQuoted) {
+        message += "'" + (seg.blank ? std::string("…") : seg.text) + "'";
+      } else {
+        message += seg.blank ? std::string("…") : seg.text;
+      }
+    }
+    config::Diagnostic copy = diagnostics[k];
+    copy.message = message;
+    out.push_back(copy.str());
+  }
+  return out;
 }
 
 }  // namespace
@@ -690,8 +780,11 @@ Daemon::Prepared Daemon::prepare_reload(const std::string& text, const std::stri
   const auto check = config::load_graph_text(text, label, load_options());
   if (!check.ok()) {
     std::string errors, full;
+    if (named) {
+      for (const auto& line : redacted(check.diagnostics, text)) errors += line + "\n";
+    }
     for (const auto& d : check.diagnostics) {
-      errors += (named ? redacted(d, text) : d.str()) + "\n";
+      if (!named) errors += d.str() + "\n";
       full += d.str() + "\n";
     }
     std::cerr << "rtcosimd: reload refused:\n" << full;
@@ -815,11 +908,69 @@ std::string rotated_name(const std::string& name, std::uint64_t n) {
 
 }  // namespace
 
+namespace {
+
+// A file of a `record start`, opened beneath the recording directory and
+// not yet written: one this request created is removed again when the
+// request is refused after all, and an existing one (overwrite) is
+// truncated only once everything is accepted.
+struct NewFile {
+  int fd = -1;
+  std::string path;  // the full name, as status shows it
+  bool created = false;
+};
+
+bool open_new_file(const std::string& root, const std::string& name, bool overwrite, NewFile* f, std::string* why) {
+  f->path = std::filesystem::path(name).is_absolute() ? name : root + "/" + name;
+  f->fd = base::open_beneath(root, name, O_WRONLY | O_CREAT | O_EXCL, 0640, why);
+  f->created = f->fd >= 0;
+  // An existing one, when it may be overwritten: the reason it cannot be
+  // (a FIFO, a link) is this open's.
+  if (f->fd < 0 && overwrite) f->fd = base::open_beneath(root, name, O_WRONLY, 0, why);
+  return f->fd >= 0;
+}
+
+void discard(NewFile& f) {
+  if (f.fd >= 0) ::close(f.fd);
+  if (f.created) ::unlink(f.path.c_str());
+  f = {};
+}
+
+// Two names of one file (a hard link, another spelling): refused before
+// either is truncated.
+bool same_file(int a, int b) {
+  struct stat sa {
+  }, sb{};
+  return ::fstat(a, &sa) == 0 && ::fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// A name in the recording directory as one path: "x", "./x", "sub/../x"
+// and "/recordings/x" are one file.
+std::filesystem::path canonical_in(const std::string& root, const std::string& name) {
+  std::error_code ec;
+  const std::filesystem::path full = std::filesystem::path(name).is_absolute()
+                                         ? std::filesystem::path(name)
+                                         : std::filesystem::absolute(root, ec) / name;
+  const auto canonical = std::filesystem::weakly_canonical(full, ec);
+  return ec ? full.lexically_normal() : canonical;
+}
+
+}  // namespace
+
 std::string Daemon::record_start(const std::string& file, const std::string& format_name, bool overwrite,
                                  const std::string& max_file_size, const std::string& rotate_every,
                                  const std::string& replay_log) {
+  // The whole request is checked, and its files opened, before anything of
+  // the daemon changes: a refused one leaves the running recording, its
+  // rotation and the replay log as they were, and no file behind (issue 44:
+  // a refused request replaced the running recording's rotation and armed
+  // its replay log).
   Rotation rotation;
   std::string why;
+  if (file.empty()) return reply_error("record start needs \"file\"");
+  if (!recorder_ || recorder_->empty()) return reply_error("the graph records no signals (add a 'record:' section)");
+  const auto format = runtime::record_format_for(file, format_name, &why);
+  if (!format) return reply_error("record: " + why);
   if (!replay_log.empty()) {
     // A replay starts from the state every run starts from: the log holds
     // a run from its first frame (docs/replay.md, "The daemon").
@@ -833,17 +984,21 @@ std::string Daemon::record_start(const std::string& file, const std::string& for
     if (const std::string refusal = runtime::replay_log_refusal(*graph_); !refusal.empty()) {
       return reply_error("record: replay_log: " + config_file_ + " cannot be replayed exactly: " + refusal);
     }
+    // Both would write into one file (with overwrite, each truncating what
+    // the other wrote).
+    if (canonical_in(options_.recording_dir, replay_log) == canonical_in(options_.recording_dir, file)) {
+      return reply_error("record: replay_log '" + replay_log + "' is the recording's own file ('" + file +
+                         "') — name another file for the replay log, e.g. run.rpl");
+    }
   }
   if (!max_file_size.empty() && (rotation.max_bytes = parse_size(max_file_size, &why)) == 0) {
     return reply_error("record: " + why);
   }
-  if (rotation.max_bytes > 0 && static_cast<double>(rotation.max_bytes) < kMinColumnarRotateBytes) {
-    const auto format = runtime::record_format_for(file, format_name, &why);
-    if (format && runtime::is_columnar(*format)) {
-      return reply_error("record: max_file_size '" + max_file_size + "' — a " + runtime::to_string(*format) +
-                         " file starts at tens of kB: expected 1MB or more for hdf5, mat73 and mat5 (4kB or more "
-                         "for csv)");
-    }
+  if (rotation.max_bytes > 0 && static_cast<double>(rotation.max_bytes) < kMinColumnarRotateBytes &&
+      runtime::is_columnar(*format)) {
+    return reply_error("record: max_file_size '" + max_file_size + "' — a " + runtime::to_string(*format) +
+                       " file starts at tens of kB: expected 1MB or more for hdf5, mat73 and mat5 (4kB or more "
+                       "for csv)");
   }
   if (!rotate_every.empty()) {
     const auto every = base::parse_duration(rotate_every, &why);
@@ -855,27 +1010,83 @@ std::string Daemon::record_start(const std::string& file, const std::string& for
   }
   rotation.name = file;
   rotation.format = format_name;
-  std::string reply = open_recording(file, format_name, overwrite, false);
-  if (recording()) {
-    rotation.started = now_s();
-    rotation_ = rotation;
-    if (!replay_log.empty()) {
-      if (const std::string error = arm_replay_log(replay_log, overwrite); !error.empty()) {
-        (void)end_recording();
-        return reply_error("record: replay_log: " + error);
-      }
-      reply.insert(reply.size() - 1, ",\"replay_log\":" + base::json_string(replay_log_path_));
+
+  NewFile target, log_file;
+  if (!open_new_file(options_.recording_dir, file, overwrite, &target, &why)) return reply_error("record: " + why);
+  if (!replay_log.empty()) {
+    if (!open_new_file(options_.recording_dir, replay_log, overwrite, &log_file, &why)) {
+      discard(target);
+      return reply_error("record: replay_log: " + why);
     }
+    if (same_file(target.fd, log_file.fd)) {
+      discard(target);
+      discard(log_file);
+      return reply_error("record: replay_log '" + replay_log + "' is the recording's own file ('" + file +
+                         "') — name another file for the replay log, e.g. run.rpl");
+    }
+  }
+  // The running recording is completed into its file after the new files
+  // are emptied: overwriting that file would have both write into it.
+  struct stat running {};
+  if (recording() && ::stat(record_path_.c_str(), &running) == 0) {
+    for (const NewFile* f : {&target, &log_file}) {
+      struct stat st {};
+      if (f->fd >= 0 && ::fstat(f->fd, &st) == 0 && st.st_dev == running.st_dev && st.st_ino == running.st_ino) {
+        const std::string name = f == &target ? file : replay_log;
+        discard(target);
+        discard(log_file);
+        return reply_error("record: '" + name + "' is the running recording's file (" + record_path_ +
+                           ") — send record stop first, or name another file");
+      }
+    }
+  }
+  // Accepted. What can still fail is writing the files' beginnings (a full
+  // disk, the HDF5 library); then the new files go again and the running
+  // recording goes on, but an overwritten file has been emptied.
+  for (NewFile* f : {&target, &log_file}) {
+    if (f->fd >= 0 && !f->created && ::ftruncate(f->fd, 0) != 0) {
+      why = "cannot empty '" + f->path + "' to overwrite it: " + std::strerror(errno);
+      discard(target);
+      discard(log_file);
+      return reply_error("record: " + why);
+    }
+  }
+  auto recording =
+      session::Recording::open(*format, target.path, target.fd, *graph_, *recorder_, config_text_, false, &why);
+  target.fd = -1;  // the writer's now, closed with it
+  if (!recording) {
+    discard(target);
+    discard(log_file);
+    return reply_error("record: " + why);
+  }
+  std::unique_ptr<runtime::ReplayLog> log;
+  if (!replay_log.empty()) {
+    log = make_replay_log(log_file.path, log_file.fd, &why);
+    log_file.fd = -1;
+    if (!log) {
+      recording.reset();
+      discard(target);
+      discard(log_file);
+      return reply_error("record: replay_log: " + why);
+    }
+  }
+  install_recording(std::move(recording), target.path, false);
+  rotation.started = now_s();
+  rotation_ = rotation;
+  std::string reply = reply_ok("\"file\":" + base::json_string(record_path_));
+  if (log) {
+    replay_log_ = std::move(log);
+    replay_log_name_ = replay_log;
+    replay_log_path_ = log_file.path;
+    replay_log_next_ = 1;
+    replay_log_running_ = false;
+    replay_log_error_.clear();
+    reply.insert(reply.size() - 1, ",\"replay_log\":" + base::json_string(replay_log_path_));
   }
   return reply;
 }
 
-std::string Daemon::arm_replay_log(const std::string& name, bool overwrite) {
-  std::string why;
-  const int fd =
-      base::open_beneath(options_.recording_dir, name, O_WRONLY | O_CREAT | (overwrite ? O_TRUNC : O_EXCL), 0640, &why);
-  if (fd < 0) return why;
-  const std::string path = std::filesystem::path(name).is_absolute() ? name : options_.recording_dir + "/" + name;
+std::unique_ptr<runtime::ReplayLog> Daemon::make_replay_log(const std::string& path, int fd, std::string* why) const {
   const std::string graph_file = std::filesystem::path(config_file_).is_absolute() || config_file_.empty()
                                      ? config_file_
                                      : std::filesystem::absolute(config_file_).lexically_normal().string();
@@ -883,14 +1094,8 @@ std::string Daemon::arm_replay_log(const std::string& name, bool overwrite) {
       *graph_, path,
       runtime::ReplayLog::Header{graph_file, base::sha256_hex(config_text_), 0, "real time (rtcosimd)", graph_->host(),
                                  data_files_});
-  if (!log->adopt(fd, path, &why)) return why;
-  replay_log_ = std::move(log);
-  replay_log_name_ = name;
-  replay_log_path_ = path;
-  replay_log_next_ = 1;
-  replay_log_running_ = false;
-  replay_log_error_.clear();
-  return {};
+  if (!log->adopt(fd, path, why)) return nullptr;
+  return log;
 }
 
 void Daemon::drain_replay_log() {
@@ -959,7 +1164,7 @@ void Daemon::rotate_if_due() {
     return;
   }
   const std::string next = rotated_name(rotation.name, rotation.next++);
-  const std::string reply = open_recording(next, rotation.format, false, true);
+  const std::string reply = open_recording(next, rotation.format, true);
   if (!recording()) {
     record_error_ = "rotating the recording to '" + next + "' failed: " + reply;
     std::cerr << "rtcosimd: " << record_error_ << '\n';
@@ -970,34 +1175,38 @@ void Daemon::rotate_if_due() {
   rotation_ = rotation;
 }
 
-std::string Daemon::open_recording(const std::string& file, const std::string& format_name, bool overwrite,
-                                   bool continued) {
-  if (file.empty()) return reply_error("record start needs \"file\"");
+std::string Daemon::open_recording(const std::string& file, const std::string& format_name, bool continued) {
   if (!recorder_ || recorder_->empty()) return reply_error("the graph records no signals (add a 'record:' section)");
   std::string why;
   const auto format = runtime::record_format_for(file, format_name, &why);
   if (!format) return reply_error("record: " + why);
-  const int flags = O_WRONLY | O_CREAT | (overwrite ? O_TRUNC : O_EXCL);
-  const int fd = base::open_beneath(options_.recording_dir, file, flags, 0640, &why);
-  if (fd < 0) return reply_error("record: " + why);
+  NewFile target;
+  if (!open_new_file(options_.recording_dir, file, false, &target, &why)) return reply_error("record: " + why);
+  auto recording =
+      session::Recording::open(*format, target.path, target.fd, *graph_, *recorder_, config_text_, false, &why);
+  target.fd = -1;
+  if (!recording) {
+    discard(target);
+    return reply_error("record: " + why);
+  }
+  install_recording(std::move(recording), target.path, continued);
+  return reply_ok("\"file\":" + base::json_string(record_path_));
+}
+
+void Daemon::install_recording(std::unique_ptr<session::Recording> recording, const std::string& path, bool continued) {
   // A recording running until now is completed first, as `record stop`;
   // a new one starts with the samples that follow (a rotated one with the
   // next sample of the previous file: the rings are not drained in between).
-  if (recording()) (void)end_recording();
+  if (this->recording()) (void)end_recording();
   if (!continued) drain_recorder();
-  record_path_ = std::filesystem::path(file).is_absolute() ? file : options_.recording_dir + "/" + file;
   // CSV: whole-row batches, one write(2) each; a write error ends the
   // recording with a count of what was lost (docs/recording.md). A column
   // file: the daemon keeps no frame log, so it holds the signals, the graph
   // text and, at the end, the summary.
-  recording_ = session::Recording::open(*format, record_path_, fd, *graph_, *recorder_, config_text_, false, &why);
-  if (!recording_) {
-    record_path_.clear();
-    return reply_error("record: " + why);
-  }
+  recording_ = std::move(recording);
+  record_path_ = path;
   record_error_.clear();
   reloads_recorded_ = 0;
-  return reply_ok("\"file\":" + base::json_string(record_path_));
 }
 
 std::string Daemon::trace_start(const std::string& dir) {

@@ -139,7 +139,12 @@ class Daemon {
     double started = 0.0;      // steady clock, seconds, of the current file
   };
   Rotation rotation_;
-  std::string open_recording(const std::string& file, const std::string& format, bool overwrite, bool continued);
+  // Opens a rotation's next file and makes it the recording; the reply
+  // (refused: the recording is left as it was).
+  std::string open_recording(const std::string& file, const std::string& format, bool continued);
+  // Makes `recording` (its file at `path`) the recording, completing the
+  // running one first.
+  void install_recording(std::unique_ptr<session::Recording> recording, const std::string& path, bool continued);
   void rotate_if_due();
   std::string trace_start(const std::string& dir);
   // Requests that may take seconds (trace session set-up) run on a worker;
@@ -224,7 +229,10 @@ class Daemon {
   std::vector<std::uint64_t> replay_base_;  // the recorder's counts when its run started
   std::string replay_log_error_;            // why the last replay log is incomplete
   std::vector<std::pair<std::string, std::string>> data_files_;  // the loaded graph's, hashed when it was built
-  std::string arm_replay_log(const std::string& name, bool overwrite);
+  // A replay log of the loaded graph's next run into `fd` (taken over),
+  // not yet armed; nullptr and *why when its header cannot be written.
+  [[nodiscard]] std::unique_ptr<runtime::ReplayLog> make_replay_log(const std::string& path, int fd,
+                                                                    std::string* why) const;
   void drain_replay_log();
   void finish_replay_log();
   void rotate_replay_log();

@@ -163,10 +163,17 @@ function render(s){
     chart($("#chart"),[...picked].map(k=>series[k]).filter(Boolean),win);
     chart($("#steps"),Object.values(steps),Math.max(win,10)); }
 }
+// The WebSocket opens after /whoami has shown the token: the answer gives
+// this browser a place cookie (HttpOnly), which the WebSocket's request
+// carries where no token can go, so that it gets one of the places kept
+// for token holders (docs/live.md, "Places"). Each reconnect renews it.
+let pushes=0;
 function connect(){
-  const ws=new WebSocket((location.protocol==="https:"?"wss://":"ws://")+location.host+"/ws");
-  ws.onmessage=e=>{try{render(JSON.parse(e.data));}catch(err){console.log(err);}};
-  ws.onclose=()=>{$("#state").textContent="disconnected";$("#state").className="stop";setTimeout(connect,1000);};
+  whoami().catch(()=>{}).finally(()=>{
+    const ws=new WebSocket((location.protocol==="https:"?"wss://":"ws://")+location.host+"/ws");
+    ws.onmessage=e=>{document.body.dataset.pushes=++pushes;try{render(JSON.parse(e.data));}catch(err){console.log(err);}};
+    ws.onclose=()=>{$("#state").textContent="disconnected";$("#state").className="stop";setTimeout(connect,1000);};
+  });
 }
 function auth(){const t=$("#token").value;return t?{"Authorization":"Bearer "+t}:{};}
 async function whoami(){
@@ -191,7 +198,7 @@ $("#probebtn").onclick=async()=>{
   const j=await r.json(); $("#probereply").textContent=j.ok?`slot ${j.slot}: ${j.signal} (task ${j.task})`:j.error;
 };
 fetch("/status.json").then(r=>r.json()).then(render).catch(()=>{});
-whoami(); connect();
+connect();
 </script></body></html>
 )HTML";
 }

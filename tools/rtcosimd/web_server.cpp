@@ -21,6 +21,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
+#include <sys/random.h>
 #include <sys/resource.h>
 
 #include "base/json.hpp"
@@ -116,6 +117,72 @@ std::string host_name(std::string_view authority) {
   return h;
 }
 
+// A Host header's or an Origin's authority, exactly "name", "name:port" or
+// "[v6]:port": the port all digits (1 to 65535, no sign, no leading zero)
+// and nothing after it, no user part. Issue 44: strtol took ":18080x",
+// ":18080@evil.com" and ":18080.evil.com" for port 18080.
+struct Authority {
+  std::string host;  // lower case; an IPv6 address in its brackets
+  long port = -1;    // -1: none written
+};
+
+std::optional<Authority> parse_authority(std::string_view text) {
+  Authority a;
+  std::size_t end = 0;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || close == 1 ||
+        text.substr(1, close - 1).find_first_not_of("0123456789abcdefABCDEF:.") != std::string_view::npos) {
+      return std::nullopt;
+    }
+    end = close + 1;
+  } else {
+    end = std::min(text.find(':'), text.size());
+    if (end == 0 || text.substr(0, end).find_first_not_of(
+                        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != std::string_view::npos) {
+      return std::nullopt;
+    }
+  }
+  a.host = host_name(text.substr(0, end));
+  const std::string_view port = end < text.size() ? text.substr(end + 1) : std::string_view();
+  if (end == text.size()) return a;
+  if (text[end] != ':' || port.empty() || port.size() > 5 || port.front() == '0' ||
+      port.find_first_not_of("0123456789") != std::string_view::npos) {
+    return std::nullopt;
+  }
+  a.port = std::strtol(std::string(port).c_str(), nullptr, 10);
+  if (a.port > 65535) return std::nullopt;
+  return a;
+}
+
+// The address a connection's per-address limits count it under. Every
+// loopback address is one, "loopback": 127.0.0.0/8 (any local process may
+// bind 127.0.0.2, 127.0.0.3, … without privileges; issue 44: 49 of them
+// made 303 token guesses a second), ::1, and 127.x as a dual-stack socket
+// sees it (::ffff:127.0.0.1, which asio does not call loopback).
+std::string peer_key(const asio::ip::address& address, bool* loopback) {
+  asio::ip::address a = address;
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  *loopback = a.is_loopback();
+  return *loopback ? std::string("loopback") : a.to_string();
+}
+
+// 24 random bytes in hex (48 digits); "" before the kernel's pool is
+// seeded (never waited for: this runs on the server's loop).
+std::string random_hex() {
+  unsigned char random[24];
+  ssize_t got = 0;
+  while ((got = getrandom(random, sizeof random, GRND_NONBLOCK)) < 0 && errno == EINTR) {
+  }
+  if (got != static_cast<ssize_t>(sizeof random)) return {};
+  std::string hex;
+  for (const unsigned char b : random) {
+    hex += "0123456789abcdef"[b >> 4];
+    hex += "0123456789abcdef"[b & 15];
+  }
+  return hex;
+}
+
 enum class Auth { kNone, kOk, kWrong, kThrottled };
 
 struct Shared {
@@ -136,7 +203,47 @@ struct Shared {
     int count = 0;
   };
   std::map<std::string, Wrong> wrong;
+  // Under `mutex`: the place cookies handed to browsers that presented a
+  // valid token (docs/live.md, "Places"), and when each expires.
+  std::vector<std::pair<std::string, Clock::time_point>> places;
+  // WebSockets without a token or place cookie (the loop thread's).
+  std::atomic<std::size_t> anonymous_ws{0};
   Worker worker;  // stopped before the rest goes (WebServer::~WebServer)
+
+  // The places every WebSocket may hold; the rest are kept for token holders.
+  [[nodiscard]] std::size_t watcher_places() const {
+    return options.max_clients - std::min(WebServer::kReservedForTokens, options.max_clients / 4);
+  }
+  // Named after the port: cookies are per host, not per port, and two
+  // daemons on one machine must not overwrite each other's.
+  [[nodiscard]] std::string place_cookie_name() const { return "rtcosim_place_" + std::to_string(bound_port.load()); }
+  // Renews the place `held` (the request's cookie, when valid) until
+  // `expires`, or makes a new one; its value, "" without random bytes.
+  std::string give_place(const std::string& held, Clock::time_point expires) {
+    const auto now = Clock::now();
+    std::lock_guard lock(mutex);
+    std::erase_if(places, [&](const auto& p) { return p.second <= now; });
+    for (auto& p : places) {
+      if (!held.empty() && token_matches(held, p.first)) {
+        p.second = expires;
+        return p.first;
+      }
+    }
+    std::string value = random_hex();
+    if (value.empty()) return {};
+    if (places.size() >= WebServer::kMaxPlaces) places.erase(places.begin());
+    places.emplace_back(value, expires);
+    return value;
+  }
+  // Whether `value` is an unexpired place; every one is compared, in constant time.
+  bool holds_place(const std::string& value) {
+    if (value.empty()) return false;
+    const auto now = Clock::now();
+    bool ok = false;
+    std::lock_guard lock(mutex);
+    for (const auto& [place, expires] : places) ok = (token_matches(value, place) && now < expires) || ok;
+    return ok;
+  }
 
   std::shared_ptr<const std::string> latest() {
     std::lock_guard lock(mutex);
@@ -154,20 +261,17 @@ struct Shared {
     return std::any_of(options.hosts.begin(), options.hosts.end(),
                        [&](const std::string& h) { return host_name(h) == name; });
   }
-  // An Origin header: http(s)://ALLOWED-HOST[:port]; "null" and others are foreign.
-  // Its port (written, or the scheme's 80/443) must be the live view's own:
-  // a page served by another program on the same host is another site.
+  // An Origin header: exactly http(s)://ALLOWED-HOST[:port] (parse_authority);
+  // "null" and others are foreign. Its port (written, or the scheme's
+  // 80/443) must be the live view's own: a page served by another program
+  // on the same host is another site.
   [[nodiscard]] bool allowed_origin(std::string_view origin) const {
     for (const std::string_view scheme : {"http://", "https://"}) {
       if (origin.substr(0, scheme.size()) == scheme) {
-        const std::string_view rest = origin.substr(scheme.size());
-        if (rest.find('/') != std::string_view::npos) return false;
-        const auto close = rest.rfind(']');
-        const auto colon = rest.rfind(':');
-        const bool has_port = colon != std::string_view::npos && (close == std::string_view::npos || colon > close);
-        const std::string port_text(has_port ? rest.substr(colon + 1) : std::string_view());
-        const long port = has_port ? std::strtol(port_text.c_str(), nullptr, 10) : (scheme == "http://" ? 80 : 443);
-        return port == static_cast<long>(bound_port.load()) && allowed_host(host_name(rest));
+        const auto authority = parse_authority(origin.substr(scheme.size()));
+        if (!authority) return false;
+        const long port = authority->port >= 0 ? authority->port : (scheme == "http://" ? 80 : 443);
+        return port == static_cast<long>(bound_port.load()) && allowed_host(authority->host);
       }
     }
     return false;
@@ -188,10 +292,12 @@ struct Shared {
 };
 
 class WsSession;
+class HttpSession;
 
-// The WebSocket clients of the one loop thread; only that thread touches it.
+// The clients of the one loop thread; only that thread touches it.
 struct Registry {
   std::list<std::weak_ptr<WsSession>> sessions;
+  std::list<std::weak_ptr<HttpSession>> http;  // the HTTP connections, evictable ones among them
 };
 
 // Holds one client slot (and its peer address's count) for as long as a
@@ -203,11 +309,15 @@ class Slot {
     std::lock_guard lock(s_->mutex);
     ++s_->per_peer[peer_];
   }
-  ~Slot() {
+  ~Slot() { release(); }
+  // Gives the place back now (an evicted connection whose handlers have
+  // yet to run).
+  void release() {
     if (!s_) return;
     s_->clients.fetch_sub(1);
     std::lock_guard lock(s_->mutex);
     if (auto it = s_->per_peer.find(peer_); it != s_->per_peer.end() && --it->second == 0) s_->per_peer.erase(it);
+    s_ = nullptr;
   }
   Slot(Slot&& o) noexcept : s_(o.s_), peer_(std::move(o.peer_)), loopback_(o.loopback_) { o.s_ = nullptr; }
   Slot(const Slot&) = delete;
@@ -224,8 +334,11 @@ class Slot {
 
 class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
-  WsSession(tcp::socket socket, Shared& shared, Slot slot)
-      : ws_(std::move(socket)), shared_(shared), slot_(std::move(slot)) {
+  // `anonymous`: without a token or place cookie, counted against the
+  // places every watcher may hold.
+  WsSession(tcp::socket socket, Shared& shared, Slot slot, bool anonymous)
+      : ws_(std::move(socket)), shared_(shared), slot_(std::move(slot)), anonymous_(anonymous) {
+    if (anonymous_) shared_.anonymous_ws.fetch_add(1);
     // A small kernel buffer per client: a client that stops reading is
     // noticed within seconds (and holds little memory) instead of after
     // the kernel has queued megabytes for it.
@@ -273,6 +386,12 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
     });
   }
 
+  ~WsSession() {
+    if (anonymous_) shared_.anonymous_ws.fetch_sub(1);
+  }
+  WsSession(const WsSession&) = delete;
+  WsSession& operator=(const WsSession&) = delete;
+
   [[nodiscard]] bool open() const noexcept { return open_; }
 
  private:
@@ -301,30 +420,62 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   websocket::stream<beast::tcp_stream> ws_;
   Shared& shared_;
   Slot slot_;
+  bool anonymous_ = false;
   beast::flat_buffer in_;
   std::shared_ptr<const std::string> message_;
   bool open_ = false, writing_ = false;
   Clock::time_point write_started_;
 };
 
+// The answer to a client that finds (or holds) no place, written without
+// waiting: the client learns why.
+constexpr std::string_view kBusy =
+    "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 5\r\n\r\n";
+
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  // `reserved`: the connection holds one of the places kept for token
-  // holders: its first request must carry a valid token.
-  HttpSession(tcp::socket socket, Shared& shared, Registry& registry, Slot slot, bool reserved)
-      : stream_(std::move(socket)), shared_(shared), registry_(registry), slot_(std::move(slot)), reserved_(reserved) {}
+  HttpSession(tcp::socket socket, Shared& shared, Registry& registry, Slot slot)
+      : stream_(std::move(socket)), shared_(shared), registry_(registry), slot_(std::move(slot)) {}
 
   void run() { read(); }
 
+  // Whether a new client may take this connection's place when every place
+  // is taken: while it waits for a request, or for its answer to be taken,
+  // it holds the place only by being slow (slowloris). Not while a worker
+  // answers it, nor once it is a WebSocket.
+  [[nodiscard]] bool evictable() const noexcept {
+    return !evicted_ && (phase_ == Phase::kReading || phase_ == Phase::kWriting);
+  }
+  [[nodiscard]] Clock::time_point since() const noexcept { return since_; }
+  // Gives its place to a new client: a connection still waiting for its
+  // request is told 503 (it may come back), one being answered is cut.
+  void evict() {
+    evicted_ = true;
+    beast::error_code ignored;
+    auto& socket = stream_.socket();
+    if (phase_ == Phase::kReading) {
+      socket.non_blocking(true, ignored);
+      socket.write_some(asio::buffer(kBusy.data(), kBusy.size()), ignored);
+    }
+    socket.close(ignored);
+    slot_.release();
+  }
+
  private:
+  enum class Phase { kReading, kRouting, kWorking, kWriting, kDone };
+  void enter(Phase phase) {
+    phase_ = phase;
+    since_ = Clock::now();
+  }
+
   void read() {
+    enter(Phase::kReading);
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(shared_.options.max_request_bytes));
     parser_->body_limit(shared_.options.max_request_bytes);
-    // A place kept for token holders is held 2 s at most by a client that
-    // sends nothing.
-    stream_.expires_after(std::chrono::seconds(reserved_ ? 2 : 10));
+    stream_.expires_after(std::chrono::seconds(10));
     http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
+      if (self->evicted_) return;  // counted as refused when it was evicted
       if (ec) {
         if (ec != http::error::end_of_stream) {
           self->shared_.counters.bad_requests.fetch_add(1);
@@ -347,6 +498,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void route() {
+    enter(Phase::kRouting);
     auto request = parser_->release();
     const std::string target(request.target());
     const std::string path = target.substr(0, target.find('?'));
@@ -354,7 +506,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     // address reaches the port, with Host: evil.example. A foreign Origin
     // is a page of another site (a WebSocket upgrade or a POST from it).
     const auto host = request.find(http::field::host);
-    if (host == request.end() || !shared_.allowed_host(host_name(std::string(host->value())))) {
+    const auto authority = host == request.end()
+                               ? std::nullopt
+                               : parse_authority(std::string_view(host->value().data(), host->value().size()));
+    if (!authority || !shared_.allowed_host(authority->host)) {
       shared_.counters.cross_site.fetch_add(1);
       return reply(http::status::misdirected_request, "text/plain",
                    "this live view answers to its own host names only (rtcosimd --web-host NAME adds one)\n", false);
@@ -364,18 +519,20 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       shared_.counters.cross_site.fetch_add(1);
       return reply(http::status::forbidden, "text/plain", "cross-site requests are refused\n", false);
     }
-    if (reserved_) {
-      // One of the places kept for token holders: only they may use it.
-      reserved_ = false;
-      if (authorise(request) != Auth::kOk) {
-        shared_.counters.refused.fetch_add(1);
-        return reply(http::status::service_unavailable, "text/plain",
-                     "every place is taken; the last ones are kept for requests with a token\n", false);
-      }
-    }
     if (websocket::is_upgrade(request)) {
       if (path != "/ws") return reply(http::status::not_found, "text/plain", "no WebSocket at " + path + "\n", false);
-      auto ws = std::make_shared<WsSession>(stream_.release_socket(), shared_, std::move(slot_));
+      // A WebSocket holds its place for as long as it stays: the last
+      // places are kept for token holders, whose browser shows its place
+      // cookie (a page's `new WebSocket` cannot send a token).
+      const bool anonymous = !holds_place(request) && authorise(request) != Auth::kOk;
+      if (anonymous && shared_.anonymous_ws.load() >= shared_.watcher_places()) {
+        shared_.counters.refused.fetch_add(1);
+        return reply(http::status::service_unavailable, "text/plain",
+                     "every place for watching is taken; the last ones are kept for token holders (docs/live.md)\n",
+                     false);
+      }
+      enter(Phase::kDone);
+      auto ws = std::make_shared<WsSession>(stream_.release_socket(), shared_, std::move(slot_), anonymous);
       registry_.sessions.push_back(ws);
       ws->accept(std::move(request));
       return;
@@ -400,8 +557,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       return reply(http::status::ok, "image/svg+xml", *svg, keep);
     }
     if (request.method() == http::verb::get && path == "/whoami") {
-      const Auth a = authorise(request);
+      Clock::time_point expires;
+      const Auth a = authorise(request, &expires);
       if (a == Auth::kThrottled) return throttle(keep);
+      if (a == Auth::kOk) give_place(request, expires);
       return reply(http::status::ok, "application/json",
                    std::string("{\"act\":") + (a == Auth::kOk ? "true" : "false") + "}", keep);
     }
@@ -430,6 +589,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
       }
       // The control socket is asked on the worker, never on this loop.
       const bool action = path == "/action";
+      enter(Phase::kWorking);
       auto self = shared_from_this();
       const bool queued = shared_.worker.post([self, body = std::move(request.body()), action, keep]() mutable {
         std::string answer = action ? self->act(body) : self->probe(body);
@@ -467,10 +627,43 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     return reply.empty() ? "{\"ok\":false,\"error\":" + base::json_string(error) + "}" : reply;
   }
 
+  // The request's place cookie, if it shows one (any of its Cookie headers).
+  std::string place_of(const http::request<http::string_body>& request) const {
+    const std::string name = shared_.place_cookie_name() + "=";
+    for (auto [it, end] = request.equal_range(http::field::cookie); it != end; ++it) {
+      const std::string_view cookies(it->value().data(), it->value().size());
+      for (std::size_t at = 0; at < cookies.size();) {
+        auto next = cookies.find(';', at);
+        if (next == std::string_view::npos) next = cookies.size();
+        std::string_view pair = cookies.substr(at, next - at);
+        while (!pair.empty() && pair.front() == ' ') pair.remove_prefix(1);
+        if (pair.substr(0, name.size()) == name) return std::string(pair.substr(name.size()));
+        at = next + 1;
+      }
+    }
+    return {};
+  }
+  bool holds_place(const http::request<http::string_body>& request) { return shared_.holds_place(place_of(request)); }
+
+  // A request with a valid token is given a place cookie (or has its own
+  // renewed): the page asks /whoami with its token, and from then on its
+  // page loads and WebSocket, which cannot send the token, show the
+  // cookie. HttpOnly: no script reads it; SameSite=Strict: no other site's
+  // request carries it. It allows a place, never an action.
+  void give_place(const http::request<http::string_body>& request, Clock::time_point expires) {
+    const std::string value = shared_.give_place(place_of(request), expires);
+    if (value.empty()) return;
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(expires - Clock::now()).count();
+    set_cookie_ = shared_.place_cookie_name() + "=" + value +
+                  "; Path=/; Max-Age=" + std::to_string(std::max<long long>(1, seconds)) +
+                  "; HttpOnly; SameSite=Strict";
+  }
+
   // "Authorization: Bearer TOKEN", compared in constant time; an address
   // that presented kWrongTokensPerSecond wrong ones in this second is not
   // checked until the next (guessing went at ~1 100 tokens a second).
-  Auth authorise(const http::request<http::string_body>& request) {
+  // `expires`: until when the token allows acting.
+  Auth authorise(const http::request<http::string_body>& request, Clock::time_point* expires = nullptr) {
     const auto it = request.find(http::field::authorization);
     if (it == request.end()) return Auth::kNone;
     // Every loopback client is one address: there a valid token is always
@@ -481,13 +674,19 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     const std::string prefix = "Bearer ";
     const std::string presented = value.rfind(prefix, 0) == 0 ? value.substr(prefix.size()) : std::string();
     bool ok = !presented.empty() && token_matches(presented, shared_.options.token);
+    const auto now = Clock::now();
+    Clock::time_point until = now + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(shared_.options.token_lifetime_s));
     {
-      const auto now = Clock::now();
       std::lock_guard lock(shared_.mutex);
       // Every granted token is compared, whichever matches (constant time).
-      for (const auto& [token, expires] : shared_.granted)
-        ok = (token_matches(presented, token) && now < expires) || ok;
+      for (const auto& [token, granted_until] : shared_.granted) {
+        const bool match = token_matches(presented, token) && now < granted_until;
+        if (match) until = granted_until;
+        ok = match || ok;
+      }
     }
+    if (expires) *expires = until;
     if (ok) return Auth::kOk;
     return shared_.throttled(slot_.peer(), true) ? Auth::kThrottled : Auth::kWrong;
   }
@@ -515,6 +714,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   void reply(http::status status, const char* type, std::string body, bool keep) {
+    if (evicted_) return;  // a worker's answer to a connection given away meanwhile
+    enter(Phase::kWriting);
     // The read's expiry covered the wait for the request (and a worker's
     // answer may come seconds later): the write gets its own.
     stream_.expires_after(std::chrono::seconds(10));
@@ -524,6 +725,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     response->set(http::field::cache_control, "no-store");
     response->set("X-Content-Type-Options", "nosniff");
     response->keep_alive(keep);
+    if (!set_cookie_.empty()) response->set(http::field::set_cookie, std::exchange(set_cookie_, {}));
     response->body() = std::move(body);
     response->prepare_payload();
     http::async_write(stream_, *response,
@@ -541,7 +743,10 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   Shared& shared_;
   Registry& registry_;
   Slot slot_;
-  bool reserved_ = false;
+  Phase phase_ = Phase::kReading;
+  Clock::time_point since_ = Clock::now();
+  bool evicted_ = false;
+  std::string set_cookie_;  // for the next answer
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
 };
@@ -572,35 +777,58 @@ struct WebServer::Impl {
       }
       beast::error_code peer_ec;
       const auto remote = socket.remote_endpoint(peer_ec);
-      const std::string peer = peer_ec ? std::string("?") : remote.address().to_string();
-      const bool loopback = !peer_ec && remote.address().is_loopback();
+      bool loopback = false;
+      const std::string peer = peer_ec ? std::string("?") : peer_key(remote.address(), &loopback);
       std::size_t from_peer = 0;
       {
         std::lock_guard lock(shared.mutex);
         if (auto it = shared.per_peer.find(peer); it != shared.per_peer.end()) from_peer = it->second;
       }
-      const std::size_t max = shared.options.max_clients;
-      const std::size_t reserved = std::min(WebServer::kReservedForTokens, max / 4);
-      const std::size_t now = shared.clients.load();
-      // Loopback peers are one address for every local client, the user's
-      // browser included: there the reserved places are what protects.
-      if (now >= max || (!loopback && from_peer >= shared.options.max_per_peer)) {
+      // Loopback is one address for every local client, the operator's
+      // browser (and everyone behind the SSH tunnel) included: a cap per
+      // address there would be the cap for all, so it has none; eviction
+      // and the places kept for token holders are what protects.
+      bool busy = !loopback && from_peer >= shared.options.max_per_peer;
+      if (!busy && shared.clients.load() >= shared.options.max_clients) busy = !evict_oldest();
+      if (busy) {
         shared.counters.refused.fetch_add(1);
-        // A short answer, written without waiting: the client learns why.
-        static const std::string busy =
-            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\nRetry-After: 5\r\n\r\n";
         beast::error_code ignored;
         socket.non_blocking(true, ignored);
-        socket.write_some(asio::buffer(busy), ignored);
+        socket.write_some(asio::buffer(kBusy.data(), kBusy.size()), ignored);
         socket.close(ignored);
       } else {
         shared.counters.connections.fetch_add(1);
-        std::make_shared<HttpSession>(std::move(socket), shared, registry, Slot(shared, peer, loopback),
-                                      now >= max - reserved)
-            ->run();
+        auto session = std::make_shared<HttpSession>(std::move(socket), shared, registry, Slot(shared, peer, loopback));
+        registry.http.push_back(session);
+        session->run();
       }
       accept();
     });
+  }
+
+  // Every place is taken: the connection that has waited longest for its
+  // request (or for its answer to be taken) gives its place to the new one
+  // (503, counted as refused). A slowloris crowd that holds every place
+  // with requests it never finishes is pushed out by each newcomer, where
+  // before the places went to whoever came first and it always came back
+  // first (issue 44: the page loaded 7 of 20 times). WebSockets and
+  // requests a worker answers are not evicted; the last places for
+  // WebSockets are kept for token holders.
+  bool evict_oldest() {
+    std::shared_ptr<HttpSession> oldest;
+    for (auto it = registry.http.begin(); it != registry.http.end();) {
+      auto s = it->lock();
+      if (!s) {
+        it = registry.http.erase(it);
+        continue;
+      }
+      if (s->evictable() && (!oldest || s->since() < oldest->since())) oldest = std::move(s);
+      ++it;
+    }
+    if (!oldest) return false;
+    oldest->evict();
+    shared.counters.refused.fetch_add(1);
+    return true;
   }
 
   void tick() {
@@ -618,6 +846,7 @@ struct WebServer::Impl {
         s->push();
         ++it;
       }
+      std::erase_if(registry.http, [](const std::weak_ptr<HttpSession>& h) { return h.expired(); });
       tick();
     });
   }

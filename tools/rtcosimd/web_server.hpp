@@ -25,13 +25,13 @@ struct WebOptions {
   // its Origin must name one of them: DNS rebinding and cross-site pages
   // are refused).
   std::vector<std::string> hosts;
-  std::size_t max_per_peer = 8;  // connections from one address at once (beyond: 503)
+  std::size_t max_per_peer = 8;  // connections from one address at once (beyond: 503); loopback has no such cap
 };
 
 // What the live view counted since it started (docs/live.md).
 struct WebCounters {
   std::atomic<std::uint64_t> connections{0};   // accepted and served
-  std::atomic<std::uint64_t> refused{0};       // beyond max_clients: 503
+  std::atomic<std::uint64_t> refused{0};       // 503: no place (docs/live.md, "Places"), or evicted for a newcomer
   std::atomic<std::uint64_t> bad_requests{0};  // malformed, oversized or timed-out requests and WebSocket frames
   std::atomic<std::uint64_t> slow_dropped{0};  // WebSocket clients that did not read
   std::atomic<std::uint64_t> snapshots{0};     // WebSocket messages sent
@@ -51,12 +51,16 @@ struct WebCounters {
  * are non-real-time); the real-time tasks are never touched. Actions (POST
  * /action) need the token and are forwarded, as one request line, to the
  * daemon's own control socket, so they pass the same checks as `rtcosim ctl`.
- * Bounded: requests by size and time, clients by count (in all, per peer
- * address, and the last kReservedForTokens places only for requests that
- * carry a valid token), and each WebSocket client by one message in
- * flight; a client that does not read is dropped. Requests to the control
+ * Bounded: requests by size and time, clients by count (in all, and per
+ * peer address, every loopback address being one), WebSockets without a
+ * token or the place cookie a token holder's browser is given to all but
+ * the last kReservedForTokens places, and each WebSocket client by one
+ * message in flight; a client that does not read is dropped. When every
+ * place is taken, the connection that has waited longest for its request
+ * gives its place to a newcomer (slowloris). Requests to the control
  * socket (actions, probes) run on a worker thread, never on the loop.
- * Only the live view's own host names and origins are served; state
+ * Only the live view's own host names and origins (exactly
+ * scheme://host[:port]) are served; state
  * changes need `Content-Type: application/json` (which a cross-site form
  * cannot send); wrong tokens are throttled per address.
  */
@@ -75,7 +79,11 @@ class WebServer {
   // web-token`): it allows actions for lifetime_s from now (none when not
   // positive). The latest kMaxGranted are kept; any thread.
   static constexpr std::size_t kMaxGranted = 16;
+  // Places only a WebSocket with a token or a place cookie may hold (a
+  // quarter of max_clients at most).
   static constexpr std::size_t kReservedForTokens = 4;
+  // Place cookies kept (the newest; one per browser that showed a token).
+  static constexpr std::size_t kMaxPlaces = 64;
   // Wrong tokens an address may present per second before its token checks
   // are answered 429 for the rest of that second.
   static constexpr int kWrongTokensPerSecond = 10;
