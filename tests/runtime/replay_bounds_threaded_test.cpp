@@ -3,13 +3,11 @@
 // justify at the graph's periods (a small log claiming days is refused
 // before any frame is computed), and only regular files are read, the first
 // one and every file a chain goes on in (a FIFO would block the read for
-// ever). The reference's stop: tests/tasks/reference_stop_test.cpp and
-// tests/tools/replay_interrupt_test.cpp.
+// ever). The reference's stop: tests/tasks/diagram_test.cpp (ReferenceStop)
+// and tests/tools/replay_interrupt_test.cpp.
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <string>
-#include <vector>
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -19,6 +17,7 @@
 #include "runtime/replay_executor.hpp"
 #include "runtime/replay_log.hpp"
 #include "tests/support/graphs.hpp"
+#include "tests/support/replay_logs.hpp"
 #include "tests/support/scratch.hpp"
 
 namespace rtcosim::runtime {
@@ -27,51 +26,13 @@ namespace {
 namespace fs = std::filesystem;
 using rtcosim::testing::build_graph;
 using rtcosim::testing::checked;
-
-constexpr const char* kSolo = R"(
-name: solo
-tasks:
-  - {name: solo, period: 10ms, integrator: rk4}
-blocks:
-  - {name: wave, type: sine, task: solo, params: {frequency: 1}}
-record: {signals: [wave.y], file: solo.csv}
-)";
+using rtcosim::testing::overrunning_cycles;
+using rtcosim::testing::thrown_by;
+using rtcosim::testing::write_replay_log;
 
 std::unique_ptr<Graph> solo_graph(const fs::path& dir) {
-  return build_graph(checked(config::load_graph_text(kSolo, (dir / "solo.yaml").string())));
-}
-
-std::string thrown_by(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
-}
-
-// The words of `cycles` cycles of the solo task (10 ms, catch-up) whose
-// loop never sleeps: its first reading, then per cycle its frame's start,
-// integration point and end and the reading after it, the cycle k's four
-// at (k + 1) × `spacing_ns` (each cycle starts after its release: no
-// sleep, no reading after one). A log of "until stopped" (end 0).
-std::vector<std::int64_t> overrunning_cycles(std::uint64_t cycles, std::int64_t spacing_ns) {
-  std::vector<std::int64_t> t{0};
-  for (std::uint64_t k = 0; k < cycles; ++k) {
-    const std::int64_t at = static_cast<std::int64_t>(k + 1) * spacing_ns;
-    for (std::int64_t i = 0; i < 4; ++i) t.push_back(at + i * 1000);
-  }
-  return t;
-}
-
-fs::path write_log(Graph& graph, const fs::path& path, const std::vector<std::int64_t>& readings) {
-  ReplayLog log(graph, path.string(), ReplayLog::Header{"solo.yaml", "sha", 0, "fake", "", {}});
-  std::string why;
-  EXPECT_TRUE(log.open(&why)) << why;
-  for (const std::int64_t t : readings) log.put(0, replay_word::time(t));
-  log.drain();
-  EXPECT_TRUE(log.finish(&why)) << why;
-  return path;
+  return build_graph(
+      checked(config::load_graph_text(rtcosim::testing::solo_graph_text(), (dir / "solo.yaml").string())));
 }
 
 // Replays `log` on a fresh solo graph: "" or why it stopped or was
@@ -102,7 +63,7 @@ std::string replay_solo(const fs::path& dir, const fs::path& log, std::uint64_t*
 TEST(ReplayBounds, ASmallLogClaimingDaysIsRefusedBeforeAnyFrame) {
   const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay_bounds");
   auto graph = solo_graph(dir);
-  const fs::path log = write_log(*graph, dir / "days.rpl", overrunning_cycles(2500, 40'000'000'000));
+  const fs::path log = write_replay_log(*graph, dir / "days.rpl", overrunning_cycles(2500, 40'000'000'000));
   EXPECT_LT(fs::file_size(log), 90'000u);
   const ReplayRecord record = ReplayRecord::load(log.string());  // the reading check lets it through
   ASSERT_EQ(record.words.size(), 1u);
@@ -126,12 +87,14 @@ TEST(ReplayBounds, TheClaimMayReachTenPeriodsPerCycleAndNoMore) {
   const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay_bounds");
   auto graph = solo_graph(dir);
   std::uint64_t frames = 0;
-  EXPECT_EQ(replay_solo(dir, write_log(*graph, dir / "ok.rpl", overrunning_cycles(2500, 10'000'000)), &frames), "");
+  EXPECT_EQ(replay_solo(dir, write_replay_log(*graph, dir / "ok.rpl", overrunning_cycles(2500, 10'000'000)), &frames),
+            "");
   EXPECT_EQ(frames, 2500u);
-  EXPECT_EQ(replay_solo(dir, write_log(*graph, dir / "under.rpl", overrunning_cycles(2500, 99'000'000)), &frames), "");
+  EXPECT_EQ(
+      replay_solo(dir, write_replay_log(*graph, dir / "under.rpl", overrunning_cycles(2500, 99'000'000)), &frames), "");
   EXPECT_EQ(frames, 2500u);
   const std::string over =
-      replay_solo(dir, write_log(*graph, dir / "over.rpl", overrunning_cycles(2500, 101'000'000)), &frames);
+      replay_solo(dir, write_replay_log(*graph, dir / "over.rpl", overrunning_cycles(2500, 101'000'000)), &frames);
   EXPECT_EQ(frames, 0u);
   EXPECT_NE(over.find("claim a run of 252.5 s"), std::string::npos) << over;
   EXPECT_NE(over.find("at most 250.0 s"), std::string::npos) << over;
@@ -160,7 +123,7 @@ TEST(ReplayBounds, AFifoDirectoryOrDeviceAsTheLogIsRefusedByWhatItIs) {
   EXPECT_NE(device.find("a character device"), std::string::npos) << device;
   // A symbolic link to a log, given by hand, is followed.
   auto graph = solo_graph(dir);
-  const fs::path log = write_log(*graph, dir / "real.rpl", overrunning_cycles(3, 10'000'000));
+  const fs::path log = write_replay_log(*graph, dir / "real.rpl", overrunning_cycles(3, 10'000'000));
   fs::create_symlink(log, dir / "latest.rpl");
   EXPECT_EQ(ReplayRecord::load((dir / "latest.rpl").string()).words.at(0).size(), 13u);
   fs::remove_all(dir);

@@ -13,11 +13,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -35,7 +33,9 @@
 #include "runtime/unit_loop.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "tasks/plant/live_feed.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/graphs.hpp"
+#include "tests/support/replay_logs.hpp"
 #include "tests/support/scratch.hpp"
 #include "tests/support/udp_port.hpp"
 
@@ -48,20 +48,14 @@ io::PlantReceivers g_receivers;
 namespace fs = std::filesystem;
 using rtcosim::testing::build_graph;
 using rtcosim::testing::checked;
+using rtcosim::testing::fake_clock_header;
 using rtcosim::testing::load_example;
+using rtcosim::testing::slurp;
+using rtcosim::testing::solo_graph_text;
+using rtcosim::testing::spit;
+using rtcosim::testing::thrown_by;
+using rtcosim::testing::write_replay_log;
 using namespace std::chrono_literals;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void spit(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << bytes;
-}
 
 std::string example_text(const std::string& name) { return slurp(fs::path(RTCOSIM_EXAMPLES_DIR) / name); }
 
@@ -548,15 +542,6 @@ fs::path flight_control_log(const fs::path& dir) {
   return log_path;
 }
 
-std::string thrown_by(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::runtime_error& e) {
-    return e.what();
-  }
-  return "(nothing thrown)";
-}
-
 TEST(ReplayMismatch, AGraphWithOtherThreadsOrTasksIsRefusedByName) {
   const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
   const ReplayRecord record = ReplayRecord::load(flight_control_log(dir).string());
@@ -851,15 +836,7 @@ TEST(ReplayRoundTrip, ARotatedLogIsReplayedAcrossItsFiles) {
 TEST(ReplayLogSize, OneTaskWithoutLinksLogsFiveWordsPerCycle) {
   const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
   const fs::path log_path = dir / "run.rpl";
-  auto graph = build_graph(checked(config::load_graph_text(R"(
-name: solo
-tasks:
-  - {name: solo, period: 10ms, integrator: rk4}
-blocks:
-  - {name: wave, type: sine, task: solo, params: {frequency: 1}}
-record: {signals: [wave.y], file: solo.csv}
-)",
-                                                           (dir / "solo.yaml").string())));
+  auto graph = build_graph(checked(config::load_graph_text(solo_graph_text(), (dir / "solo.yaml").string())));
   auto run = run_logged(*graph, dir, log_path, Script{.duration = 1.0});
   EXPECT_EQ(graph->find_task("solo")->stats().frames.load(), 100u);
   const ReplayRecord record = ReplayRecord::load(log_path.string());
@@ -892,15 +869,7 @@ TEST(ReplayWhatIf, AnotherPeriodRunsOnTheLoggedTimingMappedByTime) {
   const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
   const fs::path log_path = dir / "run.rpl";
   auto solo = [&](const std::string& period) {
-    return build_graph(checked(config::load_graph_text(R"(
-name: solo
-tasks:
-  - {name: solo, period: )" + period + R"(, integrator: rk4}
-blocks:
-  - {name: wave, type: sine, task: solo, params: {frequency: 1}}
-record: {signals: [wave.y], file: solo.csv}
-)",
-                                                       (dir / "solo.yaml").string())));
+    return build_graph(checked(config::load_graph_text(solo_graph_text(period), (dir / "solo.yaml").string())));
   };
   auto run_graph = solo("10ms");
   (void)run_logged(*run_graph, dir, log_path, Script{.duration = 1.0, .delayed_unit = 0, .delayed_wake = 41});
@@ -1003,15 +972,8 @@ TEST(ReplayMismatch, ImpossibleReadingsAndBatchesAreRefusedWhenRead) {
   const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay");
   auto graph = build_graph(load_example("flight_control.yaml"));
   auto write = [&](const std::string& name, const std::vector<std::int64_t>& readings, std::uint64_t batch) {
-    const fs::path path = dir / name;
-    ReplayLog log(*graph, path.string(), ReplayLog::Header{"fake.yaml", "sha", 0, "fake", "", {}});
-    std::string why;
-    EXPECT_TRUE(log.open(&why)) << why;
-    for (const std::int64_t t : readings) log.put(0, replay_word::time(t));
     const std::uint64_t counts[3] = {batch, 0, 0};
-    log.drain(counts);
-    EXPECT_TRUE(log.finish(&why)) << why;
-    return path.string();
+    return write_replay_log(*graph, dir / name, readings, fake_clock_header(), counts).string();
   };
   const std::string back = write("back.rpl", {0, 5'000'000, 4'000'000}, 0);
   EXPECT_NE(thrown_by([&] {

@@ -1,8 +1,9 @@
 #include "tasks/diagram.hpp"
 
-#include <gtest/gtest.h>
-
+#include <atomic>
 #include <cmath>
+
+#include <gtest/gtest.h>
 
 #include "tasks/flight_control.hpp"
 
@@ -35,6 +36,38 @@ TEST(ReferenceSolver, InterpolatesTheRk4SolutionToItsOwnOrder) {
 TEST(ReferenceSolver, RejectsANonPositiveStep) {
   const auto registry = BlockRegistry::with_builtins();
   EXPECT_THROW(ReferenceSolver(registry, lag_diagram(), 0.0), BlockError);
+}
+
+// The reference integration stops on its flag (`rtcosim run` and `rtcosim
+// replay` raise it on SIGINT or SIGTERM, docs/replay.md), keeping what it
+// integrated so far: the integration is what a replay log's claimed
+// duration costs, and it must not be one a user cannot stop.
+
+// Raised before the integration (as a signal that came while the replay
+// ran): it stops before its first step, with t = 0 kept; 10^6 s at 1 ms
+// would be 10^9 steps and 24 GB.
+TEST(ReferenceStop, ARaisedFlagStopsTheIntegrationKeepingWhatItHas) {
+  const auto registry = BlockRegistry::with_builtins();
+  std::atomic<bool> stop{true};
+  ReferenceSolver solver(registry, lag_diagram(), 1e-3);
+  solver.run(1e6, {{"lag", "y"}}, &stop);
+  EXPECT_TRUE(solver.stopped());
+  ASSERT_EQ(solver.times().size(), 1u);
+  EXPECT_EQ(solver.samples(0).size(), 1u);
+  EXPECT_EQ(solver.value(0, 0.5), solver.samples(0).front());
+}
+
+// Down, the integration runs to its end, as without a flag.
+TEST(ReferenceStop, ALoweredFlagLetsItRunToTheEnd) {
+  const auto registry = BlockRegistry::with_builtins();
+  std::atomic<bool> stop{false};
+  ReferenceSolver solver(registry, lag_diagram(), 1e-3);
+  solver.run(2.0, {{"lag", "y"}}, &stop);
+  EXPECT_FALSE(solver.stopped());
+  EXPECT_EQ(solver.times().size(), 2001u);
+  ReferenceSolver unflagged(registry, lag_diagram(), 1e-3);
+  unflagged.run(2.0, {{"lag", "y"}});
+  EXPECT_EQ(unflagged.samples(0), solver.samples(0));
 }
 
 TEST(SplitByTask, CrossTaskWiresBecomeExternalInputsAndExports) {

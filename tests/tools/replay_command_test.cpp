@@ -2,89 +2,31 @@
 // run (SCHED_FIFO as root) logged and replayed gives its recording and frame
 // table back byte for byte, its statistics too, overruns and dropped blocks
 // included; the usage errors exit 2 and say what to do.
-#include <chrono>
-#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/support/cli_process.hpp"
+#include "tests/support/files.hpp"
 #include "tests/support/scratch.hpp"
 
 namespace rtcosim::tools {
 namespace {
 
 namespace fs = std::filesystem;
+using rtcosim::testing::CliResult;
+using rtcosim::testing::run_rtcosim;
+using rtcosim::testing::said;
+using rtcosim::testing::slurp;
 
 const std::string kExamples = RTCOSIM_EXAMPLES_DIR;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// The rtcosim binary of this build: beside this test's executable (every
-// executable of the build goes to build/bin).
-fs::path rtcosim_binary() { return fs::read_symlink("/proc/self/exe").parent_path() / "rtcosim"; }
-
-struct Result {
-  int code = -1;
-  std::string out, err;
-};
-
-// Runs `rtcosim ARGS` in `dir`; kills it (and fails) after `limit`.
-Result rtcosim(const std::vector<std::string>& args, const fs::path& dir,
-               std::chrono::seconds limit = std::chrono::seconds(30)) {
-  const fs::path binary = rtcosim_binary();
-  EXPECT_TRUE(fs::exists(binary)) << binary << " is not built (ninja rtcosim)";
-  const fs::path out = dir / "stdout.txt", err = dir / "stderr.txt";
-  std::vector<std::string> argv_text{binary.string()};
-  argv_text.insert(argv_text.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_text) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    if (chdir(dir.c_str()) != 0) _exit(126);
-    if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(126);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  Result r;
-  EXPECT_GT(pid, 0);
-  if (pid <= 0) return r;
-  int status = 0;
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    const pid_t done = waitpid(pid, &status, WNOHANG);
-    if (done == pid) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      ADD_FAILURE() << "rtcosim " << args.front() << " did not end within " << limit.count() << " s";
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(out);
-  r.err = slurp(err);
-  return r;
-}
-
-std::string said(const Result& r) {
-  return "exit " + std::to_string(r.code) + "\nstdout:\n" + r.out + "stderr:\n" + r.err;
-}
 
 // The tasks and links of a --json summary, without the thread placement (a
 // replay's threads are its own: unpinned, normal priority). No std::regex:
@@ -123,14 +65,14 @@ std::pair<std::string, std::string> table_row(const std::string& out, const std:
 // A run of `graph` for 1 s with a replay log, then its replay: recording,
 // frame table and statistics the same. Returns the run's --json summary.
 std::string run_and_replay(const fs::path& dir, const fs::path& graph) {
-  const Result run = rtcosim({"run", "--duration", "1s", "--record", "run.csv", "--frames", "run_frames.csv", "--json",
-                              "run.json", "--replay-log", "run.rpl", graph.string()},
-                             dir);
+  const CliResult run = run_rtcosim({"run", "--duration", "1s", "--record", "run.csv", "--frames", "run_frames.csv",
+                                     "--json", "run.json", "--replay-log", "run.rpl", graph.string()},
+                                    dir);
   EXPECT_EQ(run.code, 0) << said(run);
   EXPECT_NE(run.out.find("replay log written to run.rpl"), std::string::npos) << said(run);
-  const Result replay = rtcosim({"replay", "run.rpl", graph.string(), "--record", "replay.csv", "--frames",
-                                 "replay_frames.csv", "--json", "replay.json"},
-                                dir);
+  const CliResult replay = run_rtcosim({"replay", "run.rpl", graph.string(), "--record", "replay.csv", "--frames",
+                                        "replay_frames.csv", "--json", "replay.json"},
+                                       dir);
   EXPECT_EQ(replay.code, 0) << said(replay);
   const std::string csv = slurp(dir / "run.csv"), frames = slurp(dir / "run_frames.csv");
   EXPECT_GT(csv.size(), 1000u);
@@ -190,9 +132,9 @@ TEST(ReplayCommand, RealTimeRunsAreReplayedByteForByte) {
 TEST(ReplayCommand, WhatIfComparesWithTheLoggedRun) {
   const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay_cli_what_if");
   const std::string flight_control = kExamples + "/flight_control.yaml";
-  const Result run = rtcosim({"run", "--duration", "0.5s", "--replay-log", "fc.rpl", flight_control}, dir);
+  const CliResult run = run_rtcosim({"run", "--duration", "0.5s", "--replay-log", "fc.rpl", flight_control}, dir);
   ASSERT_EQ(run.code, 0) << said(run);
-  const Result same = rtcosim({"replay", "fc.rpl", flight_control, "--what-if"}, dir);
+  const CliResult same = run_rtcosim({"replay", "fc.rpl", flight_control, "--what-if"}, dir);
   ASSERT_EQ(same.code, 0) << said(same);
   for (const char* signal : {"airframe_pitch.y", "actuator.y", "controller_gain.y"}) {
     const auto [rms, max] = table_row(same.out, "what-if against the logged run", signal);
@@ -214,7 +156,7 @@ TEST(ReplayCommand, WhatIfComparesWithTheLoggedRun) {
   }
   const fs::path changed = dir / "fc_zoh.yaml";
   std::ofstream(changed) << text;
-  const Result zoh = rtcosim({"replay", "fc.rpl", changed.string(), "--what-if", "--plot", "w.svg"}, dir);
+  const CliResult zoh = run_rtcosim({"replay", "fc.rpl", changed.string(), "--what-if", "--plot", "w.svg"}, dir);
   ASSERT_EQ(zoh.code, 0) << said(zoh);
   const auto [rms, max] = table_row(zoh.out, "what-if against the logged run", "airframe_pitch.y");
   ASSERT_FALSE(rms.empty()) << said(zoh);
@@ -227,7 +169,7 @@ TEST(ReplayCommand, WhatIfComparesWithTheLoggedRun) {
   std::string slower = slurp(flight_control);
   slower.replace(slower.find("period: 10ms"), 12, "period: 20ms");
   std::ofstream(dir / "fc_slow.yaml") << slower;
-  const Result period = rtcosim({"replay", "fc.rpl", (dir / "fc_slow.yaml").string(), "--what-if"}, dir);
+  const CliResult period = run_rtcosim({"replay", "fc.rpl", (dir / "fc_slow.yaml").string(), "--what-if"}, dir);
   EXPECT_EQ(period.code, 0) << said(period);
   EXPECT_NE(period.out.find("what-if: task 'controller' has another period"), std::string::npos) << said(period);
   EXPECT_NE(period.out.find("what-if against the logged run (at the instants both recorded"), std::string::npos)
@@ -240,7 +182,7 @@ TEST(ReplayCommand, WhatIfComparesWithTheLoggedRun) {
   std::string policy = slurp(flight_control);
   policy.replace(policy.find("step: fixed}"), 12, "step: fixed, overrun: skip}");
   std::ofstream(dir / "fc_skip.yaml") << policy;
-  const Result skip = rtcosim({"replay", "fc.rpl", (dir / "fc_skip.yaml").string(), "--what-if"}, dir);
+  const CliResult skip = run_rtcosim({"replay", "fc.rpl", (dir / "fc_skip.yaml").string(), "--what-if"}, dir);
   EXPECT_EQ(skip.code, 2) << said(skip);
   EXPECT_NE(skip.err.find("task 'controller' has another overrun policy"), std::string::npos) << said(skip);
   fs::remove_all(dir);
@@ -250,24 +192,24 @@ TEST(ReplayCommand, UsageErrorsExit2AndSayWhatToDo) {
   const auto dir = rtcosim::testing::test_scratch_dir("rtcosim_replay_cli_usage");
   const std::string flight_control = kExamples + "/flight_control.yaml";
   // --help.
-  const Result help = rtcosim({"replay", "--help"}, dir);
+  const CliResult help = run_rtcosim({"replay", "--help"}, dir);
   EXPECT_EQ(help.code, 0) << said(help);
   EXPECT_NE(help.out.find("usage: rtcosim replay"), std::string::npos) << said(help);
   // --replay-log logs real time only.
-  const Result virtual_run =
-      rtcosim({"run", "--virtual", "--duration", "0.1s", "--replay-log", "v.rpl", flight_control}, dir);
+  const CliResult virtual_run =
+      run_rtcosim({"run", "--virtual", "--duration", "0.1s", "--replay-log", "v.rpl", flight_control}, dir);
   EXPECT_EQ(virtual_run.code, 2) << said(virtual_run);
   EXPECT_NE(virtual_run.err.find("--replay-log logs a real-time run"), std::string::npos) << said(virtual_run);
   EXPECT_FALSE(fs::exists(dir / "v.rpl"));
   // A log of flight_control (a short real-time run; without root at normal
   // priority, which logs as well), replayed with another graph file.
-  const Result run = rtcosim({"run", "--duration", "0.2s", "--replay-log", "fc.rpl", flight_control}, dir);
+  const CliResult run = run_rtcosim({"run", "--duration", "0.2s", "--replay-log", "fc.rpl", flight_control}, dir);
   ASSERT_EQ(run.code, 0) << said(run);
   const fs::path changed = dir / "flight_control_changed.yaml";
   std::string text = slurp(flight_control);
   text.replace(text.find("gain: 6.0"), 9, "gain: 5.0");
   std::ofstream(changed) << text;
-  const Result other = rtcosim({"replay", "fc.rpl", changed.string()}, dir);
+  const CliResult other = run_rtcosim({"replay", "fc.rpl", changed.string()}, dir);
   EXPECT_EQ(other.code, 2) << said(other);
   EXPECT_NE(other.err.find("is not the graph that fc.rpl logged"), std::string::npos) << said(other);
   EXPECT_NE(other.err.find("--what-if"), std::string::npos) << said(other);
@@ -278,19 +220,19 @@ TEST(ReplayCommand, UsageErrorsExit2AndSayWhatToDo) {
   fs::copy_file(kExamples + "/plant_replay.yaml", dir / "plant_replay.yaml");
   fs::copy_file(kExamples + "/data/second_order_step.csv", dir / "data/second_order_step.csv");
   const std::string plant = (dir / "plant_replay.yaml").string();
-  const Result plant_run = rtcosim({"run", "--duration", "0.2s", "--replay-log", "plant.rpl", plant}, dir);
+  const CliResult plant_run = run_rtcosim({"run", "--duration", "0.2s", "--replay-log", "plant.rpl", plant}, dir);
   ASSERT_EQ(plant_run.code, 0) << said(plant_run);
-  EXPECT_EQ(rtcosim({"replay", "plant.rpl", plant}, dir).code, 0);
+  EXPECT_EQ(run_rtcosim({"replay", "plant.rpl", plant}, dir).code, 0);
   std::ofstream(dir / "data/second_order_step.csv", std::ios::app) << "\n";
-  const Result table = rtcosim({"replay", "plant.rpl", plant}, dir);
+  const CliResult table = run_rtcosim({"replay", "plant.rpl", plant}, dir);
   EXPECT_EQ(table.code, 2) << said(table);
   EXPECT_NE(table.err.find("the data file of plant.file is not the one the run read"), std::string::npos)
       << said(table);
-  const Result table_what_if = rtcosim({"replay", "plant.rpl", plant, "--what-if"}, dir);
+  const CliResult table_what_if = run_rtcosim({"replay", "plant.rpl", plant, "--what-if"}, dir);
   EXPECT_EQ(table_what_if.code, 0) << said(table_what_if);
   EXPECT_NE(table_what_if.out.find("note: the data file of plant.file"), std::string::npos) << said(table_what_if);
   // The wrong number of operands.
-  const Result one = rtcosim({"replay", "fc.rpl"}, dir);
+  const CliResult one = run_rtcosim({"replay", "fc.rpl"}, dir);
   EXPECT_EQ(one.code, 2) << said(one);
   EXPECT_NE(one.err.find("rtcosim replay LOG GRAPH"), std::string::npos) << said(one);
   fs::remove_all(dir);

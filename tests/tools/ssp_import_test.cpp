@@ -10,24 +10,21 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <list>
 #include <random>
 #include <set>
 #include <sstream>
-#include <thread>
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 #include <zip.h>
 
 #include "rt_config/loader.hpp"
 #include "session/report/graph_report.hpp"
+#include "tests/support/cli_process.hpp"
+#include "tests/support/files.hpp"
 #include "tools/rtcosim/check_command.hpp"
 #include "tools/rtcosim/import_command.hpp"
 #include "tools/rtcosim/run_command.hpp"
@@ -39,15 +36,8 @@ namespace fs = std::filesystem;
 const std::string kFmus = RTCOSIM_FMU_DIR;
 const std::string kLoopSsp = kFmus + "/pi_msd_loop.ssp";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void spit(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << text;
-}
+using rtcosim::testing::slurp;
+using rtcosim::testing::spit;
 
 struct TempDir {
   fs::path path;
@@ -845,8 +835,6 @@ TEST_F(SspErrors, An66000ConnectorSsdImportsAndNamesItsLastConnectorsLine) {
 // padding) under a $TMPDIR of its own; the signal goes once its temporary
 // directory exists.
 TEST(SspImport, ASignalledImportRemovesItsUnpackedArchive) {
-  const fs::path cli = fs::read_symlink("/proc/self/exe").parent_path() / "rtcosim";
-  ASSERT_TRUE(fs::exists(cli)) << cli << " is missing: build the rtcosim target";
   TempDir dir("signal");
   const std::string ssp = (dir.path / "slow.ssp").string();
   {
@@ -866,54 +854,18 @@ TEST(SspImport, ASignalledImportRemovesItsUnpackedArchive) {
     SCOPED_TRACE(strsignal(sig));
     const fs::path tmp = dir.path / ("tmp" + std::to_string(sig));
     fs::create_directories(tmp);
-    std::vector<std::string> env_text;
-    for (char** e = environ; *e; ++e)
-      if (std::string(*e).rfind("TMPDIR=", 0) != 0) env_text.emplace_back(*e);
-    env_text.push_back("TMPDIR=" + tmp.string());
-    std::vector<char*> envp;
-    for (auto& e : env_text) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> arg_text = {cli.string(), "import", "ssp", ssp, "-o", (dir.path / "slow.yaml").string()};
-    std::vector<char*> argv;
-    for (auto& a : arg_text) argv.push_back(a.data());
-    argv.push_back(nullptr);
     // The child starts with both signals at their default action and
-    // unblocked, whatever this process was given.
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    sigset_t defaults, none;
-    sigemptyset(&defaults);
-    sigaddset(&defaults, SIGTERM);
-    sigaddset(&defaults, SIGINT);
-    sigemptyset(&none);
-    posix_spawnattr_setsigdefault(&attr, &defaults);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    posix_spawn_file_actions_t files;
-    posix_spawn_file_actions_init(&files);
-    const std::string log = (dir.path / "child.log").string();
-    posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&files, 1, 2);
-    pid_t pid = 0;
-    ASSERT_EQ(posix_spawn(&pid, cli.c_str(), &files, &attr, argv.data(), envp.data()), 0);
-    posix_spawn_file_actions_destroy(&files);
-    posix_spawnattr_destroy(&attr);
-    bool unpacking = false;
-    int status = 0;
-    for (int i = 0; i < 20000 && !unpacking; ++i) {
-      unpacking = !fs::is_empty(tmp);
-      if (!unpacking) {
-        if (waitpid(pid, &status, WNOHANG) == pid) break;
-        std::this_thread::sleep_for(std::chrono::microseconds(500));
-      }
-    }
-    if (unpacking) {
-      ASSERT_EQ(kill(pid, sig), 0);
-      ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    }
-    ASSERT_TRUE(unpacking) << "the import ended before its temporary directory was seen: " << slurp(log);
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig)
-        << "status " << status << ": " << slurp(log);  // ended by the signal, as without the clean-up
+    // unblocked, whatever this process was given (run_rtcosim).
+    const rtcosim::testing::CliResult r =
+        rtcosim::testing::run_rtcosim({"import", "ssp", ssp, "-o", (dir.path / "slow.yaml").string()}, dir.path,
+                                      {.limit = std::chrono::seconds(60),
+                                       .signal = sig,
+                                       .when = [&] { return !fs::is_empty(tmp); },
+                                       .environment = {"TMPDIR=" + tmp.string()},
+                                       .poll = std::chrono::microseconds(500)});
+    ASSERT_TRUE(r.signalled) << "the import ended before its temporary directory was seen: "
+                             << rtcosim::testing::said(r);
+    EXPECT_EQ(r.code, -sig) << rtcosim::testing::said(r);  // ended by the signal, as without the clean-up
     std::vector<std::string> left;
     for (const auto& e : fs::directory_iterator(tmp)) left.push_back(e.path().filename().string());
     EXPECT_EQ(left, std::vector<std::string>{}) << "left in $TMPDIR";
