@@ -7,6 +7,7 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
+#include <string_view>
 #include <tuple>
 
 #include <dds/dds.h>
@@ -132,6 +133,9 @@ struct Peer {
   std::int64_t heard_ns = 0;  // CLOCK_MONOTONIC
   bool lost = false;
   bool other_graph = false;  // its last announce named another graph text
+  // Its participant seen in the domain (DCPSParticipant, by the user data
+  // every bridge's participant carries): with DDS Security, without.
+  bool seen_secure = false, seen_plain = false;
   // The clock ping-pong with this host: the t1 of our last pings by
   // sequence, so that a reply is only taken for a ping we sent.
   static constexpr std::size_t kPending = 16;
@@ -144,14 +148,80 @@ struct Peer {
 
 void copy_name(char (&to)[65], const std::string& from) noexcept { std::snprintf(to, sizeof to, "%s", from.c_str()); }
 
+// What every bridge's participant says of itself in its user data (seen by
+// every participant of the domain, secured or not, in DCPSParticipant):
+// "rtcosim-host security=on|off start=START_TOPIC host=NAME". Only a claim:
+// it names a likely cause in an error, never decides anything.
+constexpr std::string_view kUserDataTag = "rtcosim-host security=";
+
+std::string participant_user_data(bool secure, const std::string& start_topic, const std::string& host) {
+  return std::string(kUserDataTag) + (secure ? "on" : "off") + " start=" + start_topic + " host=" + host;
+}
+
+struct ParticipantClaim {
+  bool secure = false;
+  std::string start_topic, host;
+};
+
+// Parses what participant_user_data wrote; false for anything else.
+bool parse_user_data(std::string_view text, ParticipantClaim& out) {
+  if (text.substr(0, kUserDataTag.size()) != kUserDataTag) return false;
+  text.remove_prefix(kUserDataTag.size());
+  if (text.substr(0, 3) == "on ") {
+    out.secure = true;
+    text.remove_prefix(3);
+  } else if (text.substr(0, 4) == "off ") {
+    out.secure = false;
+    text.remove_prefix(4);
+  } else {
+    return false;
+  }
+  constexpr std::string_view start = "start=", name = " host=";
+  const std::size_t at = text.find(name);
+  if (text.substr(0, start.size()) != start || at == std::string_view::npos) return false;
+  out.start_topic = std::string(text.substr(start.size(), at - start.size()));
+  out.host = std::string(text.substr(at + name.size()));
+  return true;
+}
+
+// One host's start topic, as this bridge reads it.
+struct StartTopic {
+  std::string host;  // whose topic it is: the only name an announce on it may carry
+  std::string name;
+  dds_entity_t topic = 0, reader = 0;
+};
+
 }  // namespace
+
+std::string dds_host_start_topic_name(const config::GraphSpec& graph, const std::string& host) {
+  std::string part;
+  for (const char ch : host) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')) {
+      part += ch;
+    } else {
+      constexpr char kHex[] = "0123456789abcdef";
+      part += '_';
+      part += kHex[c >> 4];
+      part += kHex[c & 15];
+    }
+  }
+  return config::dds_start_topic_name(graph) + "/" + part;
+}
 
 struct DdsBridge::Impl {
   runtime::Graph& graph;
   std::string host;
   std::uint64_t hash;
   dds_entity_t participant = 0;
-  dds_entity_t announce_topic = 0, announce_writer = 0, announce_reader = 0;
+  bool secure = false;  // dds: security on
+  // Every host's start topic, this host's among them (read too: another
+  // participant announcing on it is an impersonation), and this host's
+  // writer on its own.
+  std::vector<StartTopic> start_topics;
+  dds_entity_t announce_writer = 0;
+  dds_instance_handle_t announce_handle = 0;  // the writer's: its own samples on its own topic
+  dds_entity_t participants_reader = 0;       // DCPSParticipant: who is in the domain, for the timeout's error
   dds_entity_t clock_topic = 0, clock_writer = 0, clock_reader = 0;
   dds_entity_t waitset = 0;         // the reader of pings: a ping wakes the receiving thread
   std::int64_t clock_shift_ns = 0;  // added to CLOCK_REALTIME in the ping-pong (tests: a host whose clock is off)
@@ -168,14 +238,19 @@ struct DdsBridge::Impl {
   std::vector<std::string> lost_hosts;
   std::vector<std::string> clock_warnings;
   std::string placement;
-  // Announces not taken: from a name the file does not list, of another
+  // Announces not taken: impersonations (a name other than its topic's
+  // host, or another participant on this host's own topic), of another
   // graph text, or with a start time outside [now, now + start_delay +
-  // kStartMargin]. Anyone in the domain can write one (without DDS
-  // Security, a host's name is only a claim): each is counted and passed
-  // over, never a reason to stop or to wait.
-  std::atomic<std::uint64_t> ignored{0};
-  std::string last_ignored;  // under `mutex`
-  double start_delay = 0.0;  // what coordinate_start was given
+  // kStartMargin]. Without DDS Security anyone in the domain can write on
+  // any host's topic (a host's name is only a claim); with it, only the
+  // certificate the permissions grant that host's topic. Each is counted
+  // and passed over, never a reason to stop or to wait.
+  std::atomic<std::uint64_t> ignored{0};       // all of them
+  std::atomic<std::uint64_t> impersonated{0};  // the impersonations among them
+  std::string last_ignored;                    // under `mutex`: the last described
+  std::string last_other;                      // under `mutex`: the last described that was no impersonation
+  std::string last_impersonation;              // under `mutex`
+  double start_delay = 0.0;                    // what coordinate_start was given
 
   explicit Impl(runtime::Graph& g)
       : graph(g), host(g.host()), hash(g.spec().text_hash), max_sequence_gap(g.spec().dds.max_sequence_gap) {}
@@ -193,26 +268,64 @@ struct DdsBridge::Impl {
     if (dds_return_t rc = dds_write(announce_writer, &self); rc < 0) (void)rc;  // the next period retries
   }
 
-  // Counts every announce passed over; describes one a second at most (a
-  // flood of spoofs must not keep the bridge thread formatting strings).
+  // Counts every announce passed over; describes one a second at most of
+  // each kind (a flood of spoofs must not keep the bridge thread formatting
+  // strings).
   template <class Describe>
-  void ignore(Describe&& describe) {
+  void ignore(Describe&& describe, bool impersonation = false) {
     ignored.fetch_add(1, std::memory_order_relaxed);
+    if (impersonation) impersonated.fetch_add(1, std::memory_order_relaxed);
     const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
-    if (now - last_ignored_ns < 1'000'000'000 && last_ignored_ns != 0) return;
-    last_ignored_ns = now;
+    std::int64_t& last_ns = impersonation ? last_impersonation_ns : last_ignored_ns;
+    if (now - last_ns < 1'000'000'000 && last_ns != 0) return;
+    last_ns = now;
     std::string what = describe();
     std::lock_guard lock(mutex);
-    last_ignored = std::move(what);
+    last_ignored = what;
+    (impersonation ? last_impersonation : last_other) = std::move(what);
   }
-  std::int64_t last_ignored_ns = 0;  // the thread that takes announces
+  std::int64_t last_ignored_ns = 0, last_impersonation_ns = 0;  // the thread that takes announces
 
-  // Takes every waiting announce; passes over (and counts) what it must not take.
-  void hear_announces() {
+  // Notes which hosts' participants are in the domain, secured or not (by
+  // the user data each bridge gives its participant): what the timeout's
+  // error names as a likely cause. Set-up only (coordinate_start).
+  void hear_participants() {
+    if (participants_reader <= 0) return;
+    const std::string start_topic = config::dds_start_topic_name(graph.spec());
     void* samples[16] = {};
     dds_sample_info_t infos[16];
     for (;;) {
-      const dds_return_t n = dds_take(announce_reader, samples, infos, 16, 16);
+      const dds_return_t n = dds_take(participants_reader, samples, infos, 16, 16);
+      if (n <= 0) break;
+      for (dds_return_t i = 0; i < n; ++i) {
+        if (!infos[i].valid_data) continue;
+        const auto* p = static_cast<const dds_builtintopic_participant_t*>(samples[i]);
+        void* data = nullptr;
+        std::size_t size = 0;
+        if (p->qos == nullptr || !dds_qget_userdata(p->qos, &data, &size) || data == nullptr) continue;
+        ParticipantClaim claim;
+        const bool ours = size <= 512 && parse_user_data({static_cast<const char*>(data), size}, claim) &&
+                          claim.start_topic == start_topic;
+        dds_free(data);
+        if (!ours) continue;
+        const auto it = peers.find(claim.host);
+        if (it == peers.end()) continue;
+        (claim.secure ? it->second.seen_secure : it->second.seen_plain) = true;
+      }
+      dds_return_loan(participants_reader, samples, n);
+    }
+  }
+
+  // Takes every waiting announce; passes over (and counts) what it must not take.
+  void hear_announces() {
+    for (const StartTopic& topic : start_topics) hear_announces(topic);
+  }
+
+  void hear_announces(const StartTopic& topic) {
+    void* samples[16] = {};
+    dds_sample_info_t infos[16];
+    for (;;) {
+      const dds_return_t n = dds_take(topic.reader, samples, infos, 16, 16);
       if (n <= 0) break;
       const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
       const std::int64_t wall = clock_ns(CLOCK_REALTIME);
@@ -221,12 +334,26 @@ struct DdsBridge::Impl {
         if (!infos[i].valid_data) continue;
         const auto* a = static_cast<const rtcosim_StartAnnounce*>(samples[i]);
         const std::string name(a->host, strnlen(a->host, sizeof a->host));
-        if (name == host) continue;  // our own
-        const auto it = peers.find(name);
-        if (it == peers.end()) {
-          ignore([&] { return "an announce from '" + name + "', a host the file does not name"; });
+        // The topic names the host: with DDS Security only that host's
+        // certificate may publish on it (the permissions), so the name in
+        // the sample is taken only when it is the topic's.
+        if (topic.host == host) {
+          if (infos[i].publication_handle == announce_handle) continue;  // our own
+          ignore(
+              [&] {
+                return "an announce on this host's own start topic from another participant, naming '" + name +
+                       "' (a second process with --host " + host + ", or this host's certificate used elsewhere)";
+              },
+              true);
           continue;
         }
+        if (name != topic.host) {
+          ignore([&] { return "an announce on host '" + topic.host + "''s start topic naming itself '" + name + "'"; },
+                 true);
+          continue;
+        }
+        const auto it = peers.find(name);
+        if (it == peers.end()) continue;  // not a topic this bridge reads
         if (a->graph_hash != hash) {
           it->second.other_graph = true;
           ignore([&] { return "an announce from '" + name + "' of another task-graph file"; });
@@ -258,7 +385,7 @@ struct DdsBridge::Impl {
         }
         if (a->start_time_ns != 0) p.start_ns = a->start_time_ns;
       }
-      dds_return_loan(announce_reader, samples, n);
+      dds_return_loan(topic.reader, samples, n);
     }
   }
 
@@ -549,31 +676,75 @@ DdsBridge::DdsBridge(runtime::Graph& graph, RemoteState& remote, std::int64_t cl
   for (const auto& c : remote.host_clocks()) {
     if (auto it = m.peers.find(c->host); it != m.peers.end()) it->second.clock = c.get();
   }
-  if (spec.dds.security.enabled()) {
+  m.secure = spec.dds.security.enabled();
+  {
+    // Every participant says who it is and whether it is secured (its user
+    // data, seen by every participant of the domain): what names a
+    // mismatch of dds.security between hosts in the timeout's error.
     const Qos pq;
-    set_security_qos(pq.get(), spec.dds.security, *me);
+    const std::string user_data = participant_user_data(m.secure, config::dds_start_topic_name(spec), m.host);
+    dds_qset_userdata(pq.get(), user_data.data(), user_data.size());
+    if (m.secure) set_security_qos(pq.get(), spec.dds.security, *me);
     m.participant = dds_create_participant(static_cast<dds_domainid_t>(me->domain), pq.get(), nullptr);
-    if (m.participant < 0) {
-      throw std::runtime_error(
-          "DDS Security: host '" + m.host + "' cannot create its participant (" + dds_strretcode(m.participant) +
-          ") — a certificate not signed by the identity CA, a document not S/MIME-signed by the permissions CA, "
-          "permissions whose subject is not the certificate's, or dates outside their validity; Cyclone logs which "
-          "with CYCLONEDDS_URI='<Tracing><Verbosity>warning</Verbosity><OutputFile>stderr</OutputFile></Tracing>'");
-    }
-  } else {
-    m.participant = check(dds_create_participant(static_cast<dds_domainid_t>(me->domain), nullptr, nullptr),
-                          "creating the participant");
   }
-  // Announces: reliable, the latest per host, kept for late joiners.
+  if (m.participant < 0 && m.secure) {
+    throw std::runtime_error(
+        "DDS Security: host '" + m.host + "' cannot create its participant (" + dds_strretcode(m.participant) +
+        ") — a certificate not signed by the identity CA, a document not S/MIME-signed by the permissions CA, "
+        "permissions whose subject is not the certificate's, or dates outside their validity; Cyclone logs which "
+        "with CYCLONEDDS_URI='<Tracing><Verbosity>warning</Verbosity><OutputFile>stderr</OutputFile></Tracing>'");
+  }
+  check(m.participant, "creating the participant");
+  // Announces: reliable, the latest per host, kept for late joiners; one
+  // topic per host, written by that host only (the permissions' grants
+  // under DDS Security), read by every host.
   const Qos qos;
   dds_qset_reliability(qos.get(), DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
   dds_qset_durability(qos.get(), DDS_DURABILITY_TRANSIENT_LOCAL);
   dds_qset_history(qos.get(), DDS_HISTORY_KEEP_LAST, 1);
-  // Its reader keeps more than the latest per host: anyone may write under
-  // a host's name, and with one sample per name a stream of spoofs would
-  // replace the real host's announce before it is taken.
-  std::tie(m.announce_topic, m.announce_writer, m.announce_reader) = open_topic(
-      m.participant, &rtcosim_StartAnnounce_desc, config::dds_start_topic_name(spec), qos, "start", kAnnounceDepth);
+  // Its readers keep more than the latest per host: without DDS Security
+  // anyone may write under a host's name, and with one sample per name a
+  // stream of spoofs would replace the real host's announce before it is
+  // taken.
+  const Qos rq;
+  dds_copy_qos(rq.get(), qos.get());
+  dds_qset_history(rq.get(), DDS_HISTORY_KEEP_LAST, kAnnounceDepth);
+  for (const auto& h : spec.hosts) {
+    StartTopic t;
+    t.host = h.name;
+    t.name = dds_host_start_topic_name(spec, h.name);
+    t.topic = check(dds_create_topic(m.participant, &rtcosim_StartAnnounce_desc, t.name.c_str(), qos.get(), nullptr),
+                    "creating a start topic");
+    t.reader = check(dds_create_reader(m.participant, t.topic, rq.get(), nullptr), "creating a start reader");
+    if (h.name == m.host) {
+      m.announce_writer = dds_create_writer(m.participant, t.topic, qos.get(), nullptr);
+      if (m.announce_writer < 0 && m.secure) {
+        throw std::runtime_error(
+            "DDS Security: host '" + m.host + "' may not publish its own start topic " + t.name + " (" +
+            dds_strretcode(m.announce_writer) + ") — its permissions (" + me->permissions +
+            ") do not grant its certificate's subject that topic (scripts/dds-security-docs.sh grants each host "
+            "its own; docs/dds.md, Security), or another secured participant of this process in the same domain "
+            "holds another host's identity (Cyclone DDS applies one security configuration per domain and process)");
+      }
+      check(m.announce_writer, "creating the start writer");
+      check(dds_get_instance_handle(m.announce_writer, &m.announce_handle), "reading the start writer's handle");
+    } else if (m.secure) {
+      // The binding of a host to its certificate is the permissions': a
+      // document that lets this host publish another host's start topic
+      // lets any certified participant announce itself as any host.
+      const dds_entity_t probe = dds_create_writer(m.participant, t.topic, qos.get(), nullptr);
+      if (probe > 0) {
+        dds_delete(probe);
+        throw std::runtime_error(
+            "DDS Security: the permissions of host '" + m.host + "' (" + me->permissions +
+            ") let it publish the start topic of host '" + h.name + "' (" + t.name +
+            "), so any certified host could announce itself as another — grant each subject publish on its own "
+            "host's start topic only (scripts/dds-security-docs.sh writes such permissions; docs/dds.md, Security)");
+      }
+    }
+    m.start_topics.push_back(std::move(t));
+  }
+  m.participants_reader = dds_create_reader(m.participant, DDS_BUILTIN_TOPIC_DCPSPARTICIPANT, nullptr, nullptr);
   std::snprintf(m.self.host, sizeof m.self.host, "%s", m.host.c_str());
   m.self.graph_hash = m.hash;
 
@@ -651,6 +822,7 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
     if (m.cancel_start.load(std::memory_order_relaxed)) throw std::runtime_error("the start was cancelled");
     const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
     m.hear_announces();
+    m.hear_participants();
     bool all_heard = true, all_ready = true;
     for (const auto& [name, p] : m.peers) {
       all_heard = all_heard && p.heard_ns > 0;
@@ -689,6 +861,36 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
         text += " no answer from host(s) " + silent + " — start `rtcosim run " + m.graph.spec().file +
                 " --host NAME` there, in DDS domain " + std::to_string(m.graph.spec().find_host(m.host)->domain) +
                 ", on a network that carries multicast (or name the peers in CYCLONEDDS_URI)";
+        // What the silent hosts' participants said of themselves, if they
+        // are in the domain at all: the likely cause.
+        bool named = false;
+        for (const auto& [name, p] : m.peers) {
+          if (p.heard_ns != 0) continue;
+          if (m.secure && p.seen_plain) {
+            text += "; host '" + name +
+                    "' runs without DDS Security while this host requires it (dds.security): its participant is in "
+                    "the domain unsecured, and a secured host hears no unsecured one — give every host the same file";
+            named = true;
+          } else if (!m.secure && p.seen_secure) {
+            text += "; host '" + name +
+                    "' runs with DDS Security (dds.security) while this host does not: its participant is in the "
+                    "domain secured, and a secured host hears no unsecured one — give every host the same file";
+            named = true;
+          } else if (m.secure && p.seen_secure) {
+            text += "; host '" + name +
+                    "' has a secured participant in the domain but nothing it announced reached this host: it did "
+                    "not authenticate (a certificate of another identity CA, documents signed by another "
+                    "permissions CA) or its permissions do not let it publish its start topic — Cyclone logs which "
+                    "with CYCLONEDDS_URI='<Tracing><Verbosity>warning</Verbosity><OutputFile>stderr</OutputFile>"
+                    "</Tracing>'";
+            named = true;
+          }
+        }
+        if (m.secure && !named) {
+          text +=
+              " (with dds.security on, a host that runs without it, or with another CA's documents, is not "
+              "heard either)";
+        }
       }
       if (!unready.empty())
         text += (silent.empty() ? "" : ";") + std::string(" host(s) ") + unready +
@@ -697,9 +899,15 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
         text += m.self.ready ? " the first host never chose a start time"
                              : " this host's remote links found no other end (a firewall?)";
       }
-      if (const auto n = m.ignored.load(); n > 0) {
+      const std::uint64_t impersonations = m.impersonated.load();
+      if (impersonations > 0) {
         std::lock_guard lock(m.mutex);
-        text += "; " + std::to_string(n) + " announce(s) passed over, the last " + m.last_ignored +
+        text += "; " + std::to_string(impersonations) + " announce(s) refused as impersonations of a host, the last " +
+                m.last_impersonation;
+      }
+      if (const auto n = m.ignored.load() - impersonations; n > 0) {
+        std::lock_guard lock(m.mutex);
+        text += "; " + std::to_string(n) + " announce(s) passed over, the last " + m.last_other +
                 " (a host started too late for the first host's start time, or another participant in the domain)";
       }
       throw std::runtime_error(text);
@@ -766,6 +974,13 @@ std::uint64_t DdsBridge::ignored_announces() const noexcept { return impl_->igno
 std::string DdsBridge::last_ignored_announce() const {
   std::lock_guard lock(impl_->mutex);
   return impl_->last_ignored;
+}
+
+std::uint64_t DdsBridge::impersonations() const noexcept { return impl_->impersonated.load(std::memory_order_relaxed); }
+
+std::string DdsBridge::last_impersonation() const {
+  std::lock_guard lock(impl_->mutex);
+  return impl_->last_impersonation;
 }
 
 std::vector<std::string> DdsBridge::take_clock_warnings() {

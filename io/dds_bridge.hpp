@@ -32,8 +32,12 @@ namespace rtcosim::io {
  * Start: `coordinate_start` blocks until every host of the graph announced
  * the same graph (text hash) and every remote link here has matched its
  * other end, then returns the common epoch (CLOCK_REALTIME) that the first
- * host of `hosts:` chose. The bridge thread keeps announcing the host every
- * 100 ms during the run; a host silent for kSilence is reported by name.
+ * host of `hosts:` chose. Each host announces on a start topic of its own
+ * (dds_host_start_topic_name), which DDS Security's permissions let only
+ * that host's certificate publish (scripts/dds-security-docs.sh); an
+ * announce whose name is not its topic's host is refused and counted. The
+ * bridge thread keeps announcing the host every 100 ms during the run; a
+ * host silent for kSilence is reported by name.
  *
  * Ownership: the bridge borrows the graph (which must outlive it) and owns
  * every DDS entity. Set-up code throws std::runtime_error with what was
@@ -75,11 +79,16 @@ class DdsBridge {
   // window of exchanges is in) exceeds `dds: max_clock_offset`, one warning
   // each per run (then cleared). Any thread.
   [[nodiscard]] std::vector<std::string> take_clock_warnings();
-  // Start announces passed over (a name the file does not list, another
-  // graph text, a start time not within start_delay + kStartMargin from
-  // now), and the last one's description. Any thread.
+  // Start announces passed over (an impersonation, below; another graph
+  // text; a start time not within start_delay + kStartMargin from now), and
+  // the last one's description. Any thread.
   [[nodiscard]] std::uint64_t ignored_announces() const noexcept;
   [[nodiscard]] std::string last_ignored_announce() const;
+  // Of those, the impersonations refused: an announce on a host's start
+  // topic under another name, or on this host's own topic from another
+  // participant; and the last one's description. Any thread.
+  [[nodiscard]] std::uint64_t impersonations() const noexcept;
+  [[nodiscard]] std::string last_impersonation() const;
   // How the bridge thread runs ("fifo 70 cpu 0", "other"), and its set-up
   // problem if any; after start.
   [[nodiscard]] std::string placement() const;
@@ -88,6 +97,14 @@ class DdsBridge {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// The topic on which host `host` of `graph` announces itself:
+// "rtcosim_GRAPH__start/HOST", HOST with every byte outside [A-Za-z0-9]
+// written as '_' and two lower-case hex digits ("plant-pc" -> "plant_2dpc"),
+// so that no two host names share a topic and no link topic is one
+// (docs/dds.md, "Security"; scripts/dds-security-docs.sh grants each
+// certificate's subject publish on its host's topic only).
+[[nodiscard]] std::string dds_host_start_topic_name(const config::GraphSpec& graph, const std::string& host);
 
 // The epoch as CLOCK_MONOTONIC nanoseconds: what the executor sleeps on.
 [[nodiscard]] std::int64_t monotonic_from_realtime(std::int64_t realtime_ns) noexcept;

@@ -3,7 +3,9 @@
 # of a task graph: an identity CA (also the permissions CA), one identity
 # certificate and private key per host, a governance document and a
 # permissions document, both S/MIME-signed by the CA, as Cyclone DDS's
-# plugins read them.
+# plugins read them. The permissions bind each host to its certificate:
+# its subject may publish the start topic of its own host only
+# (rtcosim_*__start/HOST), and every other rtcosim_* topic.
 #
 #   scripts/dds-security-docs.sh [-p encrypt|sign|none] [-d DAYS] OUTDIR HOST...
 #
@@ -21,12 +23,12 @@ while getopts "p:d:h" opt; do
   case "$opt" in
     p) protect=$OPTARG ;;
     d) days=$OPTARG ;;
-    *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
 if [[ $# -lt 2 ]]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 fi
 case "$protect" in
@@ -41,6 +43,17 @@ mkdir -p "$out"
 cd "$out"
 umask 077
 quiet() { "$@" 2>/dev/null >/dev/null || { echo "dds-security-docs: failed: $*" >&2; exit 1; }; }
+# A host's part of its start topic, as io/dds_bridge.cpp writes it
+# (dds_host_start_topic_name): every byte outside [A-Za-z0-9] as _xx.
+topic_host() {
+  local LC_ALL=C
+  local s=$1 out='' c i
+  for ((i = 0; i < ${#s}; i++)); do
+    c=${s:i:1}
+    if [[ $c == [A-Za-z0-9] ]]; then out+=$c; else out+=$(printf '_%02x' "'$c"); fi
+  done
+  printf '%s' "$out"
+}
 
 quiet openssl genrsa -out ca_key.pem 2048
 quiet openssl req -x509 -new -key ca_key.pem -out ca.pem -days "$days" -sha256 -subj "/O=rtcosim/CN=rtcosim CA"
@@ -93,16 +106,32 @@ until=$(date -u -d "+$days days" +%Y-%m-%dT%H:%M:%S)
   echo '<dds xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance"'
   echo '     xsi:noNamespaceSchemaLocation="http://www.omg.org/spec/DDS-SECURITY/20170901/omg_shared_ca_permissions.xsd">'
   echo '  <permissions>'
+  # Per host, in this order (Cyclone's access control takes the first rule
+  # whose topic matches): its own start topic and every topic to read; no
+  # other host's start topic to write (a host's name is only as good as
+  # this: it is what makes an announce on host X's topic come from X's
+  # certificate); every other rtcosim_* topic to write. Topic names hold no
+  # '/' but the start topics' one, so the deny touches no link topic.
   i=0
+  hosts=("$@")
   for subject in "${subjects[@]}"; do
+    own=$(topic_host "${hosts[$i]}")
     cat <<EOF
     <grant name="host_$i">
       <subject_name>$subject</subject_name>
       <validity><not_before>$now</not_before><not_after>$until</not_after></validity>
       <allow_rule>
         <domains><id_range><min>0</min><max>230</max></id_range></domains>
-        <publish><topics><topic>rtcosim_*</topic></topics><partitions><partition>*</partition></partitions></publish>
+        <publish><topics><topic>rtcosim_*__start/$own</topic></topics><partitions><partition>*</partition></partitions></publish>
         <subscribe><topics><topic>rtcosim_*</topic></topics><partitions><partition>*</partition></partitions></subscribe>
+      </allow_rule>
+      <deny_rule>
+        <domains><id_range><min>0</min><max>230</max></id_range></domains>
+        <publish><topics><topic>rtcosim_*__start/*</topic></topics><partitions><partition>*</partition></partitions></publish>
+      </deny_rule>
+      <allow_rule>
+        <domains><id_range><min>0</min><max>230</max></id_range></domains>
+        <publish><topics><topic>rtcosim_*</topic></topics><partitions><partition>*</partition></partitions></publish>
       </allow_rule>
       <default>DENY</default>
     </grant>

@@ -2,21 +2,26 @@
 // (Cyclone DDS takes one security configuration per domain and process, so a
 // test cannot hold a secure host and an unsecured intruder side by side).
 // For `seconds` it writes, every 20 ms, a start announce claiming to be
-// `host` with an epoch an hour ahead and a link block with sequence numbers
-// from 1 000 001 into `link_topic`; then it prints how many readers each of
-// its writers was ever matched with:
+// `host` on each of START_TOPICS (comma-separated) with an epoch an hour
+// ahead (or START_IN seconds ahead with --start-in=START_IN: what a first
+// host would choose), and a link block with sequence numbers from
+// 1 000 001 into `link_topic`; then it prints a line "refused TOPIC" for
+// each start topic its access control did not let it write, and how many
+// readers its writers were ever matched with (summed over the start topics):
 //
-//   dds_intruder DOMAIN START_TOPIC LINK_TOPIC GRAPH_HASH SIGNALS HOST SECONDS
+//   dds_intruder [--start-in=S] DOMAIN START_TOPICS LINK_TOPIC GRAPH_HASH SIGNALS HOST SECONDS
 //                [IDENTITY_CA PERMISSIONS_CA GOVERNANCE CERT KEY PERMISSIONS]
-//   -> "matched announce N link M"
+//   -> "refused T" ... "matched announce N link M"
 //
 // With the six files it joins with DDS Security (say, documents of another
-// CA); without them it joins unsecured.
+// CA, or the certificate of another host of the graph); without them it
+// joins unsecured.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -26,9 +31,15 @@
 #include "rtcosim_dds.h"
 
 int main(int argc, char** argv) {
+  double start_in = 3600.0;
+  if (argc > 1 && std::string(argv[1]).rfind("--start-in=", 0) == 0) {
+    start_in = std::atof(argv[1] + 11);
+    --argc;
+    ++argv;
+  }
   if (argc != 8 && argc != 14) {
     std::fprintf(stderr,
-                 "usage: dds_intruder DOMAIN START_TOPIC LINK_TOPIC GRAPH_HASH SIGNALS HOST SECONDS "
+                 "usage: dds_intruder [--start-in=S] DOMAIN START_TOPICS LINK_TOPIC GRAPH_HASH SIGNALS HOST SECONDS "
                  "[IDENTITY_CA PERMISSIONS_CA GOVERNANCE CERT KEY PERMISSIONS]\n");
     return 2;
   }
@@ -52,8 +63,16 @@ int main(int argc, char** argv) {
   dds_qset_reliability(aq, DDS_RELIABILITY_RELIABLE, DDS_SECS(1));
   dds_qset_durability(aq, DDS_DURABILITY_TRANSIENT_LOCAL);
   dds_qset_history(aq, DDS_HISTORY_KEEP_LAST, 1);
-  const dds_entity_t announce_topic = dds_create_topic(participant, &rtcosim_StartAnnounce_desc, argv[2], aq, nullptr);
-  const dds_entity_t announce = dds_create_writer(participant, announce_topic, aq, nullptr);
+  std::vector<dds_entity_t> announces;
+  std::stringstream topics(argv[2]);
+  for (std::string name; std::getline(topics, name, ',');) {
+    const dds_entity_t topic = dds_create_topic(participant, &rtcosim_StartAnnounce_desc, name.c_str(), aq, nullptr);
+    const dds_entity_t writer = topic < 0 ? topic : dds_create_writer(participant, topic, aq, nullptr);
+    if (writer < 0)
+      std::printf("refused %s\n", name.c_str());
+    else
+      announces.push_back(writer);
+  }
   dds_delete_qos(aq);
   dds_qos_t* lq = dds_create_qos();
   dds_qset_reliability(lq, DDS_RELIABILITY_BEST_EFFORT, 0);
@@ -61,7 +80,7 @@ int main(int argc, char** argv) {
   const dds_entity_t link_topic = dds_create_topic(participant, &rtcosim_LinkBlock_desc, argv[3], lq, nullptr);
   const dds_entity_t link = dds_create_writer(participant, link_topic, lq, nullptr);
   dds_delete_qos(lq);
-  if (announce < 0 || link < 0) {
+  if (link < 0) {
     std::fprintf(stderr, "dds_intruder: no writers\n");
     return 1;
   }
@@ -75,8 +94,9 @@ int main(int argc, char** argv) {
     std::snprintf(a.host, sizeof a.host, "%s", argv[6]);
     a.graph_hash = hash;
     a.ready = true;
-    a.start_time_ns = now.tv_sec * std::int64_t{1'000'000'000} + now.tv_nsec + 3600 * std::int64_t{1'000'000'000};
-    (void)dds_write(announce, &a);
+    a.start_time_ns =
+        now.tv_sec * std::int64_t{1'000'000'000} + now.tv_nsec + static_cast<std::int64_t>(start_in * 1e9);
+    for (const dds_entity_t w : announces) (void)dds_write(w, &a);
     rtcosim_LinkBlock b{};
     b.graph_hash = hash;
     b.tag = 0.01;
@@ -88,10 +108,15 @@ int main(int argc, char** argv) {
     (void)dds_write(link, &b);
     dds_sleepfor(DDS_MSECS(20));
   }
-  dds_publication_matched_status_t sa{}, sl{};
-  (void)dds_get_publication_matched_status(announce, &sa);
+  std::uint32_t matched = 0;
+  for (const dds_entity_t w : announces) {
+    dds_publication_matched_status_t sa{};
+    (void)dds_get_publication_matched_status(w, &sa);
+    matched += sa.total_count;
+  }
+  dds_publication_matched_status_t sl{};
   (void)dds_get_publication_matched_status(link, &sl);
-  std::printf("matched announce %u link %u\n", sa.total_count, sl.total_count);
+  std::printf("matched announce %u link %u\n", matched, sl.total_count);
   dds_delete(participant);
   return 0;
 }

@@ -5,6 +5,8 @@
 #include "io/dds_bridge.hpp"
 
 #include <atomic>
+#include <cctype>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -12,7 +14,9 @@
 #include <thread>
 
 #include <dds/dds.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/dds_security.hpp"
@@ -67,18 +71,18 @@ std::pair<std::unique_ptr<runtime::Graph>, std::unique_ptr<runtime::Graph>> both
 // Both hosts' tasks in real time from the agreed `start` for 1.3 s, each
 // unit on its own thread, with the bridges running; per task, what its
 // frames allocated after the first 0.3 s.
-std::vector<std::pair<std::string, std::uint64_t>> run_both(runtime::Graph& plant, runtime::Graph& hil,
-                                                            DdsBridge& plant_bridge, DdsBridge& hil_bridge,
-                                                            std::int64_t start) {
+// (The hosts of this process, each graph with its bridge.)
+std::vector<std::pair<std::string, std::uint64_t>> run_hosts(
+    const std::vector<std::pair<runtime::Graph*, DdsBridge*>>& hosts, std::int64_t start) {
   const std::int64_t epoch = monotonic_from_realtime(start);
   const std::int64_t warm_end = epoch + runtime::seconds_to_ns(0.3);
   const std::int64_t end = epoch + runtime::seconds_to_ns(1.3);
-  plant.reset();
-  hil.reset();
-  plant_bridge.start(false);
-  hil_bridge.start(false);
-  std::vector<runtime::ThreadUnit> units = runtime::thread_units(plant);
-  for (auto& u : runtime::thread_units(hil)) units.push_back(std::move(u));
+  std::vector<runtime::ThreadUnit> units;
+  for (const auto& [graph, bridge] : hosts) {
+    graph->reset();
+    bridge->start(false);
+    for (auto& u : runtime::thread_units(*graph)) units.push_back(std::move(u));
+  }
   const std::atomic<bool> running{true};
   std::vector<std::uint64_t> allocations(units.size(), 99);
   std::vector<std::thread> threads;
@@ -94,11 +98,16 @@ std::vector<std::pair<std::string, std::uint64_t>> run_both(runtime::Graph& plan
     });
   }
   for (auto& t : threads) t.join();
-  plant_bridge.stop();
-  hil_bridge.stop();
+  for (const auto& [graph, bridge] : hosts) bridge->stop();
   std::vector<std::pair<std::string, std::uint64_t>> out;
   for (std::size_t i = 0; i < units.size(); ++i) out.emplace_back(units[i].owner().spec().name, allocations[i]);
   return out;
+}
+
+std::vector<std::pair<std::string, std::uint64_t>> run_both(runtime::Graph& plant, runtime::Graph& hil,
+                                                            DdsBridge& plant_bridge, DdsBridge& hil_bridge,
+                                                            std::int64_t start) {
+  return run_hosts({{&plant, &plant_bridge}, {&hil, &hil_bridge}}, start);
 }
 
 TEST(DdsBridge, RemoteLinksFlowAndTheirFramesAllocateNothing) {
@@ -196,11 +205,13 @@ TEST(DdsBridge, HostsOfAnotherGraphTextAreRefused) {
   other.get();
 }
 
-// Anyone in the domain can write a start announce: one claiming to be the
-// first host with a start an hour ahead, one of another graph text, one
-// from a name the file does not list. None may hold the run asleep or stop
-// it: the hosts agree on the first host's real start, and each spoof is
-// counted.
+// Without DDS Security anyone in the domain can write on a host's start
+// topic: on plant-pc's, one claiming to be plant-pc (the first host) with
+// a start an hour ahead, one of another graph text, one under a name that
+// is not the topic's host. None may hold the run asleep or stop it: the
+// hosts agree on the first host's real start, and each spoof is counted
+// (the last as an impersonation, and all of them by plant-pc, whose own
+// topic they are written on).
 TEST(DdsBridge, SpoofedStartAnnouncesArePassedOverAndCounted) {
   const int domain = 51;
   const config::GraphSpec spec = two_hosts(domain);
@@ -212,7 +223,7 @@ TEST(DdsBridge, SpoofedStartAnnouncesArePassedOverAndCounted) {
   dds_qset_durability(q, DDS_DURABILITY_TRANSIENT_LOCAL);
   dds_qset_history(q, DDS_HISTORY_KEEP_LAST, 1);
   const dds_entity_t topic = dds_create_topic(participant, &rtcosim_StartAnnounce_desc,
-                                              config::dds_start_topic_name(spec).c_str(), q, nullptr);
+                                              dds_host_start_topic_name(spec, "plant-pc").c_str(), q, nullptr);
   const dds_entity_t writer = dds_create_writer(participant, topic, q, nullptr);
   dds_delete_qos(q);
   ASSERT_GT(writer, 0);
@@ -255,6 +266,13 @@ TEST(DdsBridge, SpoofedStartAnnouncesArePassedOverAndCounted) {
   EXPECT_LT(leader_epoch - (now.tv_sec * std::int64_t{1'000'000'000} + now.tv_nsec), 1'000'000'000);
   EXPECT_GT(hil_bridge.ignored_announces(), 2u);
   EXPECT_GT(plant_bridge.ignored_announces(), 1u);
+  // "intruder" on plant-pc's topic: an impersonation for both; every spoof
+  // on plant-pc's own topic is one for plant-pc.
+  EXPECT_GT(hil_bridge.impersonations(), 0u);
+  EXPECT_NE(hil_bridge.last_impersonation().find("on host 'plant-pc''s start topic naming itself 'intruder'"),
+            std::string::npos)
+      << hil_bridge.last_impersonation();
+  EXPECT_GT(plant_bridge.impersonations(), 2u);
 }
 
 // A participant that is not a host: it writes samples of its choosing into
@@ -367,30 +385,81 @@ class Intruder {
   int status_ = -1;
 };
 
-// DDS Security, made by scripts/dds-security-docs.sh in the test: both hosts
-// authenticate, agree on a start and exchange their remote links, every
-// topic encrypted. Two intruders write announces claiming to be plant-pc
-// with an epoch an hour ahead, and link samples into the link hil-pc
-// consumes: one without security, one with a certificate for 'plant-pc'
-// from another CA (its own documents signed by that CA). Cyclone matches
-// neither writer with anything (their matched counts stay 0); the hosts
-// pass over no announce (none reaches them) and receive none of their
-// samples (numbered from 1 000 001: one would count a sequence reset).
-TEST(DdsBridge, WithSecurityOnlyTheFilesHostsTalk) {
-  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_dds_security_" + std::to_string(getpid()));
-  std::filesystem::remove_all(dir);
-  const std::string make = std::string(RTCOSIM_SOURCE_DIR) + "/scripts/dds-security-docs.sh ";
-  ASSERT_EQ(std::system((make + (dir / "docs").string() + " plant-pc hil-pc >/dev/null").c_str()), 0);
-  ASSERT_EQ(std::system((make + (dir / "foreign").string() + " plant-pc >/dev/null").c_str()), 0);
-  const int domain = 52;
-  const auto d = (dir / "docs").string();
+// `rtcosim ARGS` (this build's, beside this test's executable in build/bin)
+// as a process of its own, in `dir`, its stdout and stderr to files there;
+// sent SIGINT once `stop` (when given) holds, killed after `limit_s`.
+struct CliRun {
+  int code = -1;  // exit status, or minus the signal that ended it
+  std::string out, err;
+  [[nodiscard]] std::string said() const { return "exit " + std::to_string(code) + "\n" + out + err; }
+};
+
+CliRun run_cli(std::vector<std::string> args, const std::filesystem::path& dir, double limit_s,
+               const std::atomic<bool>* stop = nullptr) {
+  CliRun r;
+  const std::string binary = (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "rtcosim").string();
+  if (!std::filesystem::exists(binary)) {
+    ADD_FAILURE() << binary << " is not built (cmake --build build --target rtcosim)";
+    return r;
+  }
+  // Everything the child needs is made before the fork (this process has threads).
+  args.insert(args.begin(), binary);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string out = (dir / "out.txt").string(), err = (dir / "err.txt").string(), cwd = dir.string();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int o = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (o < 0 || e < 0 || ::dup2(o, 1) < 0 || ::dup2(e, 2) < 0 || ::chdir(cwd.c_str()) != 0) ::_exit(126);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  EXPECT_GT(pid, 0) << "fork failed";
+  if (pid <= 0) return r;
+  int status = 0;
+  bool signalled = false;
+  for (double waited = 0.0;; waited += 0.01) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) break;
+    if (stop != nullptr && stop->load() && !signalled) {
+      ::kill(pid, SIGINT);
+      signalled = true;
+    }
+    if (waited > limit_s) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ADD_FAILURE() << "rtcosim " << args.at(1) << " did not end within " << limit_s << " s";
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? -WTERMSIG(status) : -1;
+  const auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  r.out = slurp(out);
+  r.err = slurp(err);
+  return r;
+}
+
+// The two-host example in DDS domain `domain` with `dds: security` on, its
+// documents in `docs` (made by scripts/dds-security-docs.sh): every host's
+// certificate and key from DOCS/HOST/, the one permissions document.
+std::string secure_two_hosts_text(int domain, const std::string& d) {
   std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/flight_control_two_hosts.yaml");
   std::stringstream text;
   text << in.rdbuf();
   std::string yaml = text.str();
   const auto edit = [&](const std::string& from, const std::string& to) {
-    ASSERT_NE(yaml.find(from), std::string::npos) << from;
-    yaml.replace(yaml.find(from), from.size(), to);
+    EXPECT_NE(yaml.find(from), std::string::npos) << from;
+    if (yaml.find(from) != std::string::npos) yaml.replace(yaml.find(from), from.size(), to);
   };
   edit("dds: {discovery_timeout: 10s, start_delay: 500ms}",
        "dds: {discovery_timeout: 10s, start_delay: 500ms, security: {identity_ca: " + d + "/ca.pem, governance: " + d +
@@ -401,43 +470,211 @@ TEST(DdsBridge, WithSecurityOnlyTheFilesHostsTalk) {
                    "/key.pem, permissions: " + d + "/permissions.p7s, name: " + host + ",");
   }
   while (yaml.find("domain: 0") != std::string::npos) edit("domain: 0", "domain: " + std::to_string(domain));
-  const config::GraphSpec spec = rtcosim::testing::checked(config::load_graph_text(yaml, "secure.yaml"));
+  return yaml;
+}
+
+config::GraphSpec secure_two_hosts(int domain, const std::string& d) {
+  return rtcosim::testing::checked(config::load_graph_text(secure_two_hosts_text(domain, d), "secure.yaml"));
+}
+
+// The documents of scripts/dds-security-docs.sh for `hosts` in DIR/NAME.
+std::string make_security_docs(const std::filesystem::path& dir, const std::string& name, const std::string& hosts) {
+  const std::string make = std::string(RTCOSIM_SOURCE_DIR) + "/scripts/dds-security-docs.sh ";
+  EXPECT_EQ(std::system((make + (dir / name).string() + " " + hosts + " >/dev/null").c_str()), 0) << hosts;
+  return (dir / name).string();
+}
+
+// DDS Security, made by scripts/dds-security-docs.sh in the test: both hosts
+// authenticate, agree on a start and exchange their remote links, every
+// topic encrypted. plant-pc is the rtcosim CLI, a process of its own:
+// Cyclone DDS applies the first participant's security configuration to
+// every participant of a process in one domain (a second host's
+// participant here would publish with plant-pc's permissions, and be
+// refused its own start topic). Two intruders write announces claiming to
+// be plant-pc with an epoch an hour ahead on plant-pc's start topic, and
+// link samples into the link hil-pc consumes: one without security, one
+// with a certificate for 'plant-pc' from another CA (its own documents
+// signed by that CA). Cyclone matches neither writer with anything (their
+// matched counts stay 0); hil-pc passes over no announce (none reaches it)
+// and receives none of their samples (numbered from 1 000 001: one would
+// count a sequence reset).
+TEST(DdsBridge, WithSecurityOnlyTheFilesHostsTalk) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_dds_security_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string d = make_security_docs(dir, "docs", "plant-pc hil-pc");
+  const std::string f = make_security_docs(dir, "foreign", "plant-pc");
+  const int domain = 52;
+  const config::GraphSpec spec = secure_two_hosts(domain, d);
   ASSERT_TRUE(spec.dds.security.enabled());
-  auto [plant, hil] = both_hosts(spec);
-  RemoteState plant_state(*plant);
-  DdsBridge plant_bridge(*plant, plant_state);
+  std::filesystem::create_directories(dir / "plant");
+  std::ofstream(dir / "plant" / "secure.yaml") << secure_two_hosts_text(domain, d);
+  auto hil = rtcosim::testing::build_graph(spec);
+  hil->set_host("hil-pc");
   RemoteState hil_state(*hil);
   DdsBridge hil_bridge(*hil, hil_state);
   const runtime::GraphLink& consumed = consumed_here(*hil);
   const std::vector<std::string> common = {std::to_string(domain),
-                                           config::dds_start_topic_name(spec),
+                                           dds_host_start_topic_name(spec, "plant-pc"),
                                            config::dds_topic_name(spec, consumed.source, consumed.consumer),
                                            std::to_string(spec.text_hash),
                                            std::to_string(consumed.link->signal_count()),
                                            "plant-pc",
                                            "3"};
   auto forged_args = common;
-  const auto f = (dir / "foreign").string();
   for (const std::string& file : {f + "/ca.pem", f + "/ca.pem", f + "/governance.p7s", f + "/plant-pc/cert.pem",
                                   f + "/plant-pc/key.pem", f + "/permissions.p7s"}) {
     forged_args.push_back(file);
   }
   Intruder plain(common), forged(forged_args);
+  std::atomic<bool> done{false};
+  auto plant = std::async(std::launch::async, [&] {
+    return run_cli({"run", "secure.yaml", "--host", "plant-pc"}, dir / "plant", 40.0, &done);
+  });
 
-  auto hil_start = std::async(std::launch::async, [&] { return hil_bridge.coordinate_start(10.0, 0.2); });
-  const std::int64_t start = plant_bridge.coordinate_start(10.0, 0.2);
-  ASSERT_EQ(hil_start.get(), start);
-  const auto allocations = run_both(*plant, *hil, plant_bridge, hil_bridge, start);
-  for (const auto& [task, count] : allocations) EXPECT_EQ(count, 0u) << task;
+  std::int64_t start = 0;
+  EXPECT_NO_THROW(start = hil_bridge.coordinate_start(10.0, 0.5));
+  if (start != 0) {
+    const auto allocations = run_hosts({{hil.get(), &hil_bridge}}, start);
+    for (const auto& [task, count] : allocations) EXPECT_EQ(count, 0u) << task;
+  }
+  done = true;
+  const CliRun r = plant.get();
+  EXPECT_NE(r.out.find("DDS Security on: identity CA"), std::string::npos) << r.said();
+  EXPECT_TRUE(r.code == 0 || r.code == 130 || r.code == -SIGINT) << r.said();
   EXPECT_EQ(plain.output(), "matched announce 0 link 0\n");
   EXPECT_EQ(forged.output(), "matched announce 0 link 0\n");
   EXPECT_EQ(plain.status(), 0);
   EXPECT_EQ(forged.status(), 0);
-  EXPECT_EQ(plant_bridge.ignored_announces() + hil_bridge.ignored_announces(), 0u);
+  EXPECT_EQ(hil_bridge.ignored_announces(), 0u) << hil_bridge.last_ignored_announce();
   const auto& stats = stats_of(hil_state, consumed);
   EXPECT_GT(stats.received.load(), 20u);  // the airframe's blocks, authenticated and decrypted
   EXPECT_EQ(stats.sequence_resets.load(), 0u);
   EXPECT_EQ(stats.malformed.load(), 0u);
+  std::filesystem::remove_all(dir);
+}
+
+// Three certified hosts (plant-pc, hil-pc, monitor-pc: one CA, one
+// permissions document, as scripts/dds-security-docs.sh makes them); the
+// graph runs plant-pc and hil-pc, and plant-pc never starts. Two intruders
+// announce themselves as plant-pc, ready, with a start 0.3 s ahead (what
+// plant-pc, the first host, would choose), on every start topic they can:
+// one holds monitor-pc's certificate, the other hil-pc's own. DDS Security
+// refuses each a writer on any host's start topic but its own; what the
+// one with hil-pc's certificate writes on hil-pc's topic under plant-pc's
+// name is refused and counted by hil-pc. So hil-pc never starts alone, and
+// once running it reports plant-pc lost: the spoofs do not keep it alive.
+TEST(DdsBridge, ACertifiedHostCannotAnnounceItselfAsAnother) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_dds_spoof_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string d = make_security_docs(dir, "docs", "plant-pc hil-pc monitor-pc");
+  const int domain = 53;
+  const config::GraphSpec spec = secure_two_hosts(domain, d);
+  ASSERT_TRUE(spec.dds.security.enabled());
+  auto hil = rtcosim::testing::build_graph(spec);
+  hil->set_host("hil-pc");
+  RemoteState hil_state(*hil);
+  DdsBridge hil_bridge(*hil, hil_state);
+  const std::string plant_topic = dds_host_start_topic_name(spec, "plant-pc"),
+                    hil_topic = dds_host_start_topic_name(spec, "hil-pc"),
+                    monitor_topic = dds_host_start_topic_name(spec, "monitor-pc");
+  // What scripts/dds-security-docs.sh grants: the name's bytes outside [A-Za-z0-9] as _xx.
+  EXPECT_EQ(plant_topic, "rtcosim_flight_control_two_hosts__start/plant_2dpc");
+  const std::vector<std::string> common = {
+      "--start-in=0.3",
+      std::to_string(domain),
+      config::dds_start_topic_name(spec) + "," + plant_topic + "," + hil_topic + "," + monitor_topic,
+      "rtcosim_no_link_of_this_graph",
+      std::to_string(spec.text_hash),
+      "1",
+      "plant-pc",
+      "8"};
+  const auto certified = [&](const std::string& whose) {
+    auto args = common;
+    for (const std::string& file : {d + "/ca.pem", d + "/ca.pem", d + "/governance.p7s", d + "/" + whose + "/cert.pem",
+                                    d + "/" + whose + "/key.pem", d + "/permissions.p7s"}) {
+      args.push_back(file);
+    }
+    return args;
+  };
+  Intruder monitor(certified("monitor-pc")), hil_copy(certified("hil-pc"));
+
+  std::int64_t start = 0;
+  std::string error;
+  try {
+    start = hil_bridge.coordinate_start(3.0, 0.2);
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(start, 0) << "hil-pc took a start that plant-pc never chose";
+  EXPECT_NE(error.find("no answer from host(s) 'plant-pc'"), std::string::npos) << error;
+  EXPECT_NE(error.find("impersonations of a host, the last an announce on this host's own start topic from another "
+                       "participant, naming 'plant-pc'"),
+            std::string::npos)
+      << error;
+  const std::uint64_t refused = hil_bridge.impersonations();
+  EXPECT_GT(refused, 10u);  // one per 20 ms from the intruder with hil-pc's certificate
+  EXPECT_GE(hil_bridge.ignored_announces(), refused);
+  // Running: plant-pc, silent, is lost after 0.5 s whatever the spoofs say.
+  hil->reset();
+  hil_bridge.start(false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  const std::vector<std::string> lost = hil_bridge.take_lost_hosts();
+  hil_bridge.stop();
+  EXPECT_EQ(lost, std::vector<std::string>{"plant-pc"});
+  EXPECT_GT(hil_bridge.impersonations(), refused);  // still refused and counted during the run
+  // Each may write its own host's start topic only.
+  const std::string by_monitor = monitor.output(), by_hil = hil_copy.output();
+  EXPECT_NE(by_monitor.find("refused " + plant_topic + "\n"), std::string::npos) << by_monitor;
+  EXPECT_NE(by_monitor.find("refused " + hil_topic + "\n"), std::string::npos) << by_monitor;
+  EXPECT_EQ(by_monitor.find("refused " + monitor_topic + "\n"), std::string::npos) << by_monitor;
+  EXPECT_NE(by_hil.find("refused " + plant_topic + "\n"), std::string::npos) << by_hil;
+  EXPECT_EQ(by_hil.find("refused " + hil_topic + "\n"), std::string::npos) << by_hil;
+  EXPECT_EQ(monitor.status(), 0);
+  EXPECT_EQ(hil_copy.status(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+// hil-pc with DDS Security, plant-pc (the rtcosim CLI, a process of its
+// own) without: neither hears the other, and each says why it most likely
+// did not, from the other's participant seen in the domain.
+TEST(DdsBridge, ASecurityMismatchIsNamedInTheTimeout) {
+  const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_dds_mismatch_" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const std::string d = make_security_docs(dir, "docs", "plant-pc hil-pc");
+  const int domain = 54;
+  const config::GraphSpec spec = secure_two_hosts(domain, d);
+  auto hil = rtcosim::testing::build_graph(spec);
+  hil->set_host("hil-pc");
+  RemoteState hil_state(*hil);
+  DdsBridge hil_bridge(*hil, hil_state);
+  // The plain file: the example in this domain, waiting 3 s.
+  std::ifstream in(std::string(RTCOSIM_EXAMPLES_DIR) + "/flight_control_two_hosts.yaml");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string yaml = text.str();
+  yaml.replace(yaml.find("discovery_timeout: 10s"), 22, "discovery_timeout: 3s");
+  while (yaml.find("domain: 0") != std::string::npos)
+    yaml.replace(yaml.find("domain: 0"), 9, "domain: " + std::to_string(domain));
+  std::filesystem::create_directories(dir / "plain");
+  std::ofstream(dir / "plain" / "plain.yaml") << yaml;
+  auto plain = std::async(std::launch::async, [&] {
+    return run_cli({"run", "plain.yaml", "--host", "plant-pc"}, dir / "plain", 30.0);
+  });
+  std::string error;
+  try {
+    (void)hil_bridge.coordinate_start(4.0, 0.2);
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  const CliRun r = plain.get();
+  EXPECT_NE(error.find("no answer from host(s) 'plant-pc'"), std::string::npos) << error;
+  EXPECT_NE(error.find("'plant-pc' runs without DDS Security while this host requires it (dds.security)"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(r.code, 0) << r.said();
+  EXPECT_NE(r.err.find("no answer from host(s) 'hil-pc'"), std::string::npos) << r.said();
+  EXPECT_NE(r.err.find("'hil-pc' runs with DDS Security (dds.security) while this host does not"), std::string::npos)
+      << r.said();
   std::filesystem::remove_all(dir);
 }
 
