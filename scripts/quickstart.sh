@@ -5,8 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-# Only what the main job runs: the test suites, benchmarks and test FMUs are
-# scripts/test.sh's to build (same build directory, nothing built twice).
-cmake --build build --parallel --target rtcosim rtcosimd
+# Only what the main job runs: rtcosimd, the test suites, benchmarks and test
+# FMUs are scripts/test.sh's to build (same build directory, nothing built
+# twice).
+cmake --build build --parallel --target rtcosim
 echo
 build/bin/rtcosim run --compare-reference --plot flight_control.svg examples/flight_control.yaml
