@@ -244,13 +244,15 @@ struct DdsBridge::Impl {
   // kStartMargin]. Without DDS Security anyone in the domain can write on
   // any host's topic (a host's name is only a claim); with it, only the
   // certificate the permissions grant that host's topic. Each is counted
-  // and passed over, never a reason to stop or to wait.
-  std::atomic<std::uint64_t> ignored{0};       // all of them
-  std::atomic<std::uint64_t> impersonated{0};  // the impersonations among them
-  std::string last_ignored;                    // under `mutex`: the last described
-  std::string last_other;                      // under `mutex`: the last described that was no impersonation
-  std::string last_impersonation;              // under `mutex`
-  double start_delay = 0.0;                    // what coordinate_start was given
+  // and passed over, never a reason to stop or to wait. The
+  // impersonations among them are counted (and the last described) in the
+  // run's RemoteState, where the summaries read them.
+  std::atomic<std::uint64_t> ignored{0};  // all of them
+  AnnounceStats* announces = nullptr;     // the run's RemoteState's
+  std::string last_ignored;               // under `mutex`: the last described
+  std::string last_other;                 // under `mutex`: the last described that was no impersonation
+  std::string last_impersonation;         // under `mutex`
+  double start_delay = 0.0;               // what coordinate_start was given
 
   explicit Impl(runtime::Graph& g)
       : graph(g), host(g.host()), hash(g.spec().text_hash), max_sequence_gap(g.spec().dds.max_sequence_gap) {}
@@ -274,12 +276,13 @@ struct DdsBridge::Impl {
   template <class Describe>
   void ignore(Describe&& describe, bool impersonation = false) {
     ignored.fetch_add(1, std::memory_order_relaxed);
-    if (impersonation) impersonated.fetch_add(1, std::memory_order_relaxed);
+    if (impersonation) announces->impersonations.fetch_add(1, std::memory_order_relaxed);
     const std::int64_t now = clock_ns(CLOCK_MONOTONIC);
     std::int64_t& last_ns = impersonation ? last_impersonation_ns : last_ignored_ns;
     if (now - last_ns < 1'000'000'000 && last_ns != 0) return;
     last_ns = now;
     std::string what = describe();
+    if (impersonation) announces->last_impersonation.store(what);
     std::lock_guard lock(mutex);
     last_ignored = what;
     (impersonation ? last_impersonation : last_other) = std::move(what);
@@ -666,6 +669,7 @@ std::int64_t monotonic_from_realtime(std::int64_t realtime_ns) noexcept {
 DdsBridge::DdsBridge(runtime::Graph& graph, RemoteState& remote, std::int64_t clock_shift_ns)
     : impl_(std::make_unique<Impl>(graph)) {
   Impl& m = *impl_;
+  m.announces = &remote.announces();
   m.clock_shift_ns = clock_shift_ns;
   const config::GraphSpec& spec = graph.spec();
   const config::HostSpec* me = spec.find_host(m.host);
@@ -899,7 +903,7 @@ std::int64_t DdsBridge::coordinate_start(double timeout, double start_delay) {
         text += m.self.ready ? " the first host never chose a start time"
                              : " this host's remote links found no other end (a firewall?)";
       }
-      const std::uint64_t impersonations = m.impersonated.load();
+      const std::uint64_t impersonations = m.announces->impersonations.load();
       if (impersonations > 0) {
         std::lock_guard lock(m.mutex);
         text += "; " + std::to_string(impersonations) + " announce(s) refused as impersonations of a host, the last " +
@@ -976,7 +980,9 @@ std::string DdsBridge::last_ignored_announce() const {
   return impl_->last_ignored;
 }
 
-std::uint64_t DdsBridge::impersonations() const noexcept { return impl_->impersonated.load(std::memory_order_relaxed); }
+std::uint64_t DdsBridge::impersonations() const noexcept {
+  return impl_->announces->impersonations.load(std::memory_order_relaxed);
+}
 
 std::string DdsBridge::last_impersonation() const {
   std::lock_guard lock(impl_->mutex);

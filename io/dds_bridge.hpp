@@ -86,7 +86,8 @@ class DdsBridge {
   [[nodiscard]] std::string last_ignored_announce() const;
   // Of those, the impersonations refused: an announce on a host's start
   // topic under another name, or on this host's own topic from another
-  // participant; and the last one's description. Any thread.
+  // participant; and the last one's description. Any thread. The count is
+  // the run's RemoteState::announces(), which the summaries read.
   [[nodiscard]] std::uint64_t impersonations() const noexcept;
   [[nodiscard]] std::string last_impersonation() const;
   // How the bridge thread runs ("fifo 70 cpu 0", "other"), and its set-up

@@ -49,12 +49,13 @@ std::vector<const GraphLink*> local_links(runtime::Graph& graph) {
 }
 
 // Remote links as one end saw them: the producer's host counts what it
-// wrote, the consumer's what it received, lost and how old it was.
+// wrote, the consumer's what it received, lost and how old it was. Then,
+// with a host, the other hosts' clocks and the start announces refused as
+// impersonations.
 std::string remote_link_lines(const io::RemoteState& state) {
   using Remote = io::RemoteState::Link;
   std::vector<const Remote*> remote;
   for (const auto& e : state.links()) remote.push_back(e.get());
-  if (remote.empty()) return "";
   auto here = [](const Remote& r) { return r.link->producer_local; };
   // The consumer's one-way latency (mean or max), "-" at the producer or before any sample.
   auto latency = [&](const Remote& r, double (runtime::RunningRange::*of)() const noexcept) {
@@ -84,7 +85,7 @@ std::string remote_link_lines(const io::RemoteState& state) {
        [&](const Remote& r) { return here(r) ? std::string("-") : format_seconds(r.link->stats->data_age.max()); }},
       {"topic", Align::kLeft, [](const Remote& r) { return r.topic; }},
   };
-  std::string out = "remote links (DDS):\n" + render_table(columns, remote);
+  std::string out = remote.empty() ? std::string() : "remote links (DDS):\n" + render_table(columns, remote);
   // The other hosts' clocks, from the bridge's ping-pong (docs/dds.md, "Clocks").
   std::vector<const io::HostClock*> clocks;
   for (const auto& c : state.host_clocks()) clocks.push_back(c.get());
@@ -101,8 +102,14 @@ std::string remote_link_lines(const io::RemoteState& state) {
        }},
       {"exchanges", Align::kRight, [](const io::HostClock& c) { return format_count(c.exchanges.load()); }},
   };
-  if (!clocks.empty())
-    out += "other hosts' clocks (theirs - this host's, DDS ping-pong):\n" + render_table(clock_columns, clocks);
+  if (clocks.empty()) return out;
+  out += "other hosts' clocks (theirs - this host's, DDS ping-pong):\n" + render_table(clock_columns, clocks);
+  // docs/dds.md, "What an announce cannot do".
+  const io::AnnounceStats& announces = state.announces();
+  out += "impersonations: " + format_count(announces.impersonations.load(std::memory_order_relaxed)) +
+         " (start announces refused: another host's name on a host's topic, or another participant on this "
+         "host's own)\n";
+  if (const std::string last = announces.last_impersonation.load(); !last.empty()) out += "  the last: " + last + "\n";
   return out;
 }
 
@@ -437,7 +444,10 @@ std::string summary_json(runtime::Graph& graph, const std::vector<ReferenceError
              ",\"exchanges\":" + std::to_string(c->exchanges.load()) + "}";
       first = false;
     }
-    out += "]";
+    const io::AnnounceStats& announces = state.announces();
+    const std::string last = announces.last_impersonation.load();
+    out += "],\"impersonations\":" + std::to_string(announces.impersonations.load(std::memory_order_relaxed)) +
+           (last.empty() ? std::string() : ",\"last_impersonation\":" + base::json_string(last));
   }
   return out + (recording.empty() ? "" : ",\"recording\":" + recording) + "}\n";
 }

@@ -25,6 +25,7 @@
 #include "runtime/thread_unit.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/unit_loop.hpp"
+#include "session/report/run_summary.hpp"
 #include "session/trace_session.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
@@ -563,6 +564,8 @@ TEST(DdsBridge, WithSecurityOnlyTheFilesHostsTalk) {
 // one with hil-pc's certificate writes on hil-pc's topic under plant-pc's
 // name is refused and counted by hil-pc. So hil-pc never starts alone, and
 // once running it reports plant-pc lost: the spoofs do not keep it alive.
+// The count, and the last one's description, are in what a user reads
+// after the run: the run's RemoteState, the summary's table and JSON.
 TEST(DdsBridge, ACertifiedHostCannotAnnounceItselfAsAnother) {
   const auto dir = std::filesystem::temp_directory_path() / ("rtcosim_dds_spoof_" + std::to_string(getpid()));
   std::filesystem::remove_all(dir);
@@ -622,6 +625,21 @@ TEST(DdsBridge, ACertifiedHostCannotAnnounceItselfAsAnother) {
   hil_bridge.stop();
   EXPECT_EQ(lost, std::vector<std::string>{"plant-pc"});
   EXPECT_GT(hil_bridge.impersonations(), refused);  // still refused and counted during the run
+  const std::uint64_t counted = hil_bridge.impersonations();
+  EXPECT_EQ(hil_state.announces().impersonations.load(), counted);
+  const std::string last =
+      "an announce on this host's own start topic from another participant, naming 'plant-pc' "
+      "(a second process with --host hil-pc, or this host's certificate used elsewhere)";
+  EXPECT_EQ(hil_state.announces().last_impersonation.load(), last);
+  const std::string json = rtcosim::session::summary_json(*hil, {}, "other", {}, &hil_state);
+  EXPECT_NE(json.find("],\"impersonations\":" + std::to_string(counted) + ",\"last_impersonation\":\"" + last + "\"}"),
+            std::string::npos)
+      << json;
+  const std::string table = rtcosim::session::run_summary(*hil, &hil_state);
+  EXPECT_NE(table.find("\nimpersonations: " + rtcosim::session::format_count(counted) + " (start announces refused"),
+            std::string::npos)
+      << table;
+  EXPECT_NE(table.find("\n  the last: " + last + "\n"), std::string::npos) << table;
   // Each may write its own host's start topic only.
   const std::string by_monitor = monitor.output(), by_hil = hil_copy.output();
   EXPECT_NE(by_monitor.find("refused " + plant_topic + "\n"), std::string::npos) << by_monitor;
