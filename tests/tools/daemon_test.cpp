@@ -543,10 +543,11 @@ TEST_F(Daemon, StatusReportsTheStateSynchronisationOfAGraphThatHasOne) {
   EXPECT_EQ(number_after(sync, "refused"), 0u) << sync;
   EXPECT_LE(number_after(sync, "applied"), steps) << sync;
   EXPECT_NE(sync.find("\"u\":{\"load.value\":"), std::string::npos) << sync;
-  // The drive's frames bound the steps: a macro step needs the measurement
-  // of the step after it, which the drive's own frames cannot outrun by more
-  // than the recorder's lag.
-  EXPECT_LE(steps, frames_of(status, "drive")) << status;
+  // The measurement's frames bound the steps: a macro step needs the
+  // measurement of the step after it. (Not the drive's: on the other CPU
+  // it lagged the measurement by 3 frames under ThreadSanitizer, 258
+  // against 261 steps.)
+  EXPECT_LE(steps, frames_of(status, "measure")) << status;
   EXPECT_EQ(request("{\"cmd\":\"stop\"}"), "{\"ok\":true}");
   EXPECT_EQ(request("{\"cmd\":\"start\"}"), "{\"ok\":true}");
   const auto again = request("{\"cmd\":\"status\"}");
