@@ -116,8 +116,7 @@ double DelayDensity::density_at(long ticks) const {
       std::min<long>(static_cast<long>(masses_.size()) - 1, (ticks + half_support - first_centre) / kTicksPerCell + 1);
   double sum = 0.0;
   for (long i = lo; i <= hi; ++i) {
-    const double t = static_cast<double>(ticks - centre_ticks(static_cast<std::size_t>(i)) + half_support) /
-                     static_cast<double>(kTicksPerCell);
+    const double t = static_cast<double>(ticks - centre_ticks(i) + half_support) / static_cast<double>(kTicksPerCell);
     sum += masses_[static_cast<std::size_t>(i)] * cardinal_bspline(order_, t);
   }
   return sum / dt_;
@@ -131,9 +130,9 @@ long DelayDensity::rightmost_mode_ticks() const {
     if (masses_[i] >= peak * (1.0 - kTolerance)) last = i;
   }
   // A dirac (and diracs convolved) has no density: its mode is its mass.
-  if (order_ == 0) return centre_ticks(last);
+  if (order_ == 0) return centre_ticks(static_cast<long>(last));
   // One uniform: a plateau, whose rightmost point is its right end.
-  if (order_ == 1) return centre_ticks(last) + kTicksPerCell / 2;
+  if (order_ == 1) return centre_ticks(static_cast<long>(last)) + kTicksPerCell / 2;
   // Two or more: a continuous density, scanned tick by tick over the ticks
   // nearest each cell's centre (cells -w and n - 1 + w cover the support's
   // ends). The density at x is an average of the masses of the cells whose
@@ -147,7 +146,6 @@ long DelayDensity::rightmost_mode_ticks() const {
     for (long j = i - w; j <= i + w; ++j) m = std::max(m, mass(j));
     return m;
   };
-  auto centre = [&](long i) { return half_offset_ * (kTicksPerCell / 2) + i * kTicksPerCell; };
   // First the maximum, from the heaviest cells down, until no cell left can
   // hold more ...
   std::vector<long> heaviest(masses_.size());
@@ -160,7 +158,7 @@ long DelayDensity::rightmost_mode_ticks() const {
     for (long j = i - w; j <= i + w; ++j) {
       if (seen[static_cast<std::size_t>(j + w)]) continue;
       seen[static_cast<std::size_t>(j + w)] = true;
-      for (long x = centre(j) - kTicksPerCell / 2; x < centre(j) + kTicksPerCell / 2; ++x)
+      for (long x = centre_ticks(j) - kTicksPerCell / 2; x < centre_ticks(j) + kTicksPerCell / 2; ++x)
         best = std::max(best, density_at(x));
     }
   }
@@ -168,11 +166,11 @@ long DelayDensity::rightmost_mode_ticks() const {
   const double threshold = best * (1.0 - kTolerance);
   for (long j = n - 1 + w; j >= -w; --j) {
     if (heaviest_near(j) / dt_ < threshold) continue;
-    for (long x = centre(j) + kTicksPerCell / 2 - 1; x >= centre(j) - kTicksPerCell / 2; --x) {
+    for (long x = centre_ticks(j) + kTicksPerCell / 2 - 1; x >= centre_ticks(j) - kTicksPerCell / 2; --x) {
       if (density_at(x) >= threshold) return x;
     }
   }
-  return centre_ticks(last);  // not reached: the maximum was found above
+  return centre_ticks(static_cast<long>(last));  // not reached: the maximum was found above
 }
 
 DelayDensity hop_density(const Hop& hop, double dt) {

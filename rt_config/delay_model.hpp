@@ -83,9 +83,8 @@ class DelayDensity {
   int order() const { return order_; }  // uniforms convolved into this density
 
  private:
-  long centre_ticks(std::size_t i) const {
-    return half_offset_ * (kTicksPerCell / 2) + static_cast<long>(i) * kTicksPerCell;
-  }
+  // Cell i's centre (i may lie outside the masses: the scan's end cells).
+  long centre_ticks(long i) const { return half_offset_ * (kTicksPerCell / 2) + i * kTicksPerCell; }
   double dt_ = 0.0;
   long half_offset_ = 0;  // position of masses_[0] in units of dt/2
   int order_ = 0;

@@ -28,6 +28,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/dice.hpp"
 #include "tests/support/graphs.hpp"
 
 namespace rtcosim::runtime {
@@ -37,43 +38,10 @@ constexpr std::uint32_t kFirstSeed = 45000;
 constexpr int kCases = 300;
 constexpr int kProducerFrames = 150;
 
-class Dice {
- public:
-  explicit Dice(std::uint32_t seed) : g_(seed) {}
-  std::size_t below(std::size_t n) { return static_cast<std::size_t>(g_() % n); }
-  bool chance(double p) { return static_cast<double>(g_()) / 4294967296.0 < p; }
-  std::string real(double lo, double hi) {
-    const double v = std::round((lo + (hi - lo) * static_cast<double>(g_()) / 4294967296.0) * 1000.0) / 1000.0;
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3f", v);
-    return buf;
-  }
-  template <typename T, std::size_t N>
-  const T& pick(const T (&a)[N]) {
-    return a[below(N)];
-  }
-
- private:
-  std::mt19937 g_;
-};
+using rtcosim::testing::Dice;
+using rtcosim::testing::random_coupling;
 
 const char* const kIntegrators[] = {"euler", "ab2", "rk2", "rk4", "ros1", "ros2"};
-
-// A coupling with random parameter values, as YAML.
-std::string coupling(Dice& d) {
-  static const char* const kMethods[] = {"zoh",      "zoh_average", "polynomial", "polynomial",   "hermite",
-                                         "smoothed", "ecd",         "ecc",        "interpolated", "predictor"};
-  const std::string m = d.pick(kMethods);
-  std::string c = "{method: " + m;
-  if (m == "polynomial" || m == "hermite" || m == "smoothed" || m == "ecd" || m == "ecc" || m == "interpolated") {
-    // Order 1 vs 2 vs 3 vs the default (3, but another key as written).
-    if (!d.chance(0.2)) c += ", order: " + std::to_string(1 + d.below(3));
-  }
-  if ((m == "ecc" || m == "interpolated") && d.chance(0.5)) c += ", interp_order: " + std::to_string(1 + d.below(2));
-  if ((m == "smoothed" || m == "ecd" || m == "ecc" || m == "interpolated") && d.chance(0.3)) c += ", macro_step: 1ms";
-  if (d.chance(0.15)) c += ", max_extrapolation: " + std::string(d.chance(0.5) ? "2ms" : "8ms");
-  return c + "}";
-}
 
 struct Case {
   std::string yaml;
@@ -91,7 +59,7 @@ Case generate(std::uint32_t seed) {
   // The case's couplings: a few, each wire one of them, so that bundles
   // form; now and then the same method again with other parameter values.
   std::vector<std::string> palette;
-  for (std::size_t k = 1 + d.below(3); k > 0; --k) palette.push_back(coupling(d));
+  for (std::size_t k = 1 + d.below(3); k > 0; --k) palette.push_back(random_coupling(d));
   if (d.chance(0.5)) {
     palette.push_back(d.chance(0.5) ? "{method: polynomial, order: 1}" : "{method: hermite, order: 1}");
     palette.push_back(palette.back() == "{method: polynomial, order: 1}" ? "{method: polynomial, order: 2}"
@@ -107,7 +75,8 @@ Case generate(std::uint32_t seed) {
     };
     auto sine = [&](const std::string& name) {
       block(name, "sine",
-            "frequency: " + d.real(0.5, 9.0) + ", phase: " + d.real(-3.0, 3.0) + ", amplitude: " + d.real(0.5, 2.0));
+            "frequency: " + d.real_text(0.5, 9.0) + ", phase: " + d.real_text(-3.0, 3.0) +
+                ", amplitude: " + d.real_text(0.5, 2.0));
     };
     switch (d.below(9)) {
       case 0:
@@ -117,7 +86,7 @@ Case generate(std::uint32_t seed) {
         break;
       case 3:
         sine(p + "s");
-        block(p, "first_order_lag", "time_constant: " + d.real(0.005, 0.05));
+        block(p, "first_order_lag", "time_constant: " + d.real_text(0.005, 0.05));
         wires += "  - {from: " + p + "s.y, to: " + p + ".u}\n";
         break;
       case 4:
@@ -130,15 +99,16 @@ Case generate(std::uint32_t seed) {
       case 5:
         width = 2 + d.below(2);
         block(p, "constant",
-              width == 2 ? "value: [" + d.real(-1, 1) + ", " + d.real(-1, 1) + "]"
-                         : "value: [" + d.real(-1, 1) + ", " + d.real(-1, 1) + ", " + d.real(-1, 1) + "]");
+              width == 2
+                  ? "value: [" + d.real_text(-1, 1) + ", " + d.real_text(-1, 1) + "]"
+                  : "value: [" + d.real_text(-1, 1) + ", " + d.real_text(-1, 1) + ", " + d.real_text(-1, 1) + "]");
         break;
       case 6:  // jumps: travels alone
-        block(p, "step", "time: " + d.real(0.01, 0.1) + ", final: " + d.real(-2.0, 2.0));
+        block(p, "step", "time: " + d.real_text(0.01, 0.1) + ", final: " + d.real_text(-2.0, 2.0));
         break;
       case 7:  // downstream of a jump: travels alone
         sine(p + "s");
-        block(p + "j", "step", "time: " + d.real(0.01, 0.1));
+        block(p + "j", "step", "time: " + d.real_text(0.01, 0.1));
         block(p, "sum", "");
         wires += "  - {from: " + p + "s.y, to: " + p + ".u1}\n  - {from: " + p + "j.y, to: " + p + ".u2}\n";
         break;
@@ -146,7 +116,7 @@ Case generate(std::uint32_t seed) {
         sine(p + "a");
         sine(p + "b");
         sine(p + "c");
-        block(p, "switch", "threshold: " + d.real(-0.5, 0.5));
+        block(p, "switch", "threshold: " + d.real_text(-0.5, 0.5));
         wires += "  - {from: " + p + "a.y, to: " + p + ".u1}\n  - {from: " + p + "c.y, to: " + p +
                  ".control}\n  - {from: " + p + "b.y, to: " + p + ".u3}\n";
         break;
@@ -159,7 +129,7 @@ Case generate(std::uint32_t seed) {
     blocks += "  - {name: g" + n + ", type: gain, task: consumer, params: {gain: 1, width: " + w + "}}\n";
     if (width == 1) {
       blocks += "  - {name: l" + n +
-                ", type: first_order_lag, task: consumer, params: {time_constant: " + d.real(0.005, 0.05) + "}}\n";
+                ", type: first_order_lag, task: consumer, params: {time_constant: " + d.real_text(0.005, 0.05) + "}}\n";
     } else {
       blocks += "  - {name: l" + n + ", type: integrator, task: consumer, params: {width: " + w + "}}\n";
     }

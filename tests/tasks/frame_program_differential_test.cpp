@@ -35,6 +35,7 @@
 
 #include "tasks/diagram.hpp"
 #include "tasks/partition.hpp"
+#include "tests/support/dice.hpp"
 
 namespace rtcosim::tasks {
 namespace {
@@ -59,18 +60,7 @@ struct Wave final : InputSource {
 // Numbers from the generator's raw words only (no distribution objects,
 // whose algorithms the standard leaves to the library): the same graph
 // from the same seed everywhere.
-class Dice {
- public:
-  explicit Dice(std::uint32_t seed) : g_(seed) {}
-  std::size_t below(std::size_t n) { return static_cast<std::size_t>(g_() % n); }
-  bool chance(double p) { return unit() < p; }
-  // A number in [lo, hi] rounded to 1/1000, so that the YAML shows it exactly.
-  double real(double lo, double hi) { return std::round((lo + (hi - lo) * unit()) * 1000.0) / 1000.0; }
-
- private:
-  double unit() { return static_cast<double>(g_()) / 4294967296.0; }
-  std::mt19937 g_;
-};
+using rtcosim::testing::Dice;
 
 std::string number(double v) {
   char buf[64];
