@@ -37,6 +37,21 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return best;
 }
 
+std::string not_built(std::string_view part) {
+  return "not built into this rtcosim: its build left out the part '" + std::string(part) +
+         "' (RTCOSIM_WITHOUT, as scripts/quickstart.sh builds it) — scripts/test.sh, or cmake -DRTCOSIM_WITHOUT= "
+         "and a rebuild, builds every part";
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
 std::string values_text(const std::vector<double>& values) {
   auto one = [](double x) {
     char buf[32];

@@ -15,4 +15,12 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
 // digits (a start value read back exactly); set-up code only.
 std::string values_text(const std::vector<double>& values);
 
+// "not built into this rtcosim: its build left out the part 'fmi' (...)":
+// what a stand-in of an optional part (RTCOSIM_WITHOUT) says, with how to
+// build it. Set-up code only.
+std::string not_built(std::string_view part);
+
+// "a, b, c": items between separators, for messages; set-up code only.
+std::string join(const std::vector<std::string>& items, std::string_view separator = ", ");
+
 }  // namespace rtcosim::base

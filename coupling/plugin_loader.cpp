@@ -1,25 +1,17 @@
 #include "coupling/plugin_loader.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <exception>
 #include <system_error>
 
+#include <dlfcn.h>
+
+#include "base/text.hpp"
 #include "coupling/plugin_api.hpp"
 
 namespace rtcosim::coupling {
 
 namespace {
-
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += separator;
-    out += item;
-  }
-  return out;
-}
 
 std::string dl_error_text() {
   const char* why = dlerror();
@@ -79,8 +71,7 @@ void load_into(MethodRegistry& registry, const std::filesystem::path& file, Plug
     return;
   }
   PluginRegistrar registrar;
-  if (std::string problem = call_entry_point(reinterpret_cast<PluginEntryPoint>(symbol), registrar);
-      !problem.empty()) {
+  if (std::string problem = call_entry_point(reinterpret_cast<PluginEntryPoint>(symbol), registrar); !problem.empty()) {
     d.message = std::move(problem);
     return;
   }
@@ -100,8 +91,8 @@ void load_into(MethodRegistry& registry, const std::filesystem::path& file, Plug
     }
   }
   if (!problems.empty()) {
-    d.message = join(problems, "; ");
-    if (!ids.empty()) d.message += " — so none of its methods was registered (" + join(ids, ", ") + " neither)";
+    d.message = base::join(problems, "; ");
+    if (!ids.empty()) d.message += " — so none of its methods was registered (" + base::join(ids, ", ") + " neither)";
     return;
   }
   registry = std::move(trial);
@@ -113,7 +104,7 @@ void load_into(MethodRegistry& registry, const std::filesystem::path& file, Plug
 }  // namespace
 
 std::string PluginDiagnostic::str() const {
-  if (ok) return path + ": registered " + join(methods, ", ");
+  if (ok) return path + ": registered " + base::join(methods, ", ");
   return path + ": " + message;
 }
 

@@ -36,15 +36,6 @@ std::string format_number(double v) {
   return out.str();
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += ", ";
-    out += item;
-  }
-  return out;
-}
-
 bool valid_id(std::string_view id) {
   return !id.empty() && std::all_of(id.begin(), id.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
@@ -95,7 +86,7 @@ std::vector<std::string> MethodRegistry::ids() const {
 const MethodInfo& MethodRegistry::get(std::string_view id) const {
   if (const MethodInfo* m = find(id)) return *m;
   const auto known = ids();
-  std::string message = "unknown coupling method '" + std::string(id) + "' — expected one of: " + join(known);
+  std::string message = "unknown coupling method '" + std::string(id) + "' — expected one of: " + base::join(known);
   if (const auto guess = base::closest_match(id, known); !guess.empty()) message += " (did you mean '" + guess + "'?)";
   throw CouplingError(message, std::string(id));
 }
@@ -116,7 +107,7 @@ ParamValues MethodRegistry::resolve(std::string_view id, const ParamSettings& se
       if (names.empty()) {
         message += "this method takes no parameters";
       } else {
-        message += "expected one of: " + join(names);
+        message += "expected one of: " + base::join(names);
         if (const auto guess = base::closest_match(setting.name, names); !guess.empty()) {
           message += " (did you mean '" + guess + "'?)";
         }

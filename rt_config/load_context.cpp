@@ -12,12 +12,6 @@
 
 namespace rtcosim::config::detail {
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& i : items) out += (out.empty() ? "" : ", ") + i;
-  return out;
-}
-
 Location location_of(const YAML::Node& node) {
   const YAML::Mark m = node.Mark();
   if (m.is_null()) return {};

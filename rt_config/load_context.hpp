@@ -15,6 +15,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "base/text.hpp"
 #include "coupling/registry.hpp"
 #include "rt_config/diagnostics.hpp"
 #include "rt_config/graph_spec.hpp"
@@ -29,7 +30,7 @@ namespace rtcosim::config::detail {
 using Severity = Diagnostic::Severity;
 
 // load_context.cpp
-std::string join(const std::vector<std::string>& items);
+using base::join;
 Location location_of(const YAML::Node& node);
 
 // Walks one parsed document, collecting every problem it finds.

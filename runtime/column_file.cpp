@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/text.hpp"
+
 namespace rtcosim::runtime {
 
 namespace {
@@ -84,6 +86,10 @@ bool ColumnFile::open(const RecordLayout& layout, std::string* error) {
   const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
   backend_ = format_ == RecordFormat::kHdf5 ? make_hdf5_backend(name)
                                             : make_mat_backend(name, dir, format_ == RecordFormat::kMat73);
+  if (!backend_) {
+    *error = "cannot write '" + path_ + "': " + to_string(format_) + " recordings are " + base::not_built("columns");
+    return false;
+  }
   const auto specs = column_specs(layout);
   for (const auto& s : specs) {
     columns_.push_back({s.integer, {}, {}});

@@ -157,7 +157,8 @@ class ColumnFile final : public RecordTarget {
   bool closed_ = false;
 };
 
-// The backends (hdf5_file.cpp, mat_file.cpp). `file` is a name the library
+// The backends (hdf5_file.cpp, mat_file.cpp; null when the build left them
+// out, column_writers_left_out.cpp). `file` is a name the library
 // can open (for a descriptor: /proc/self/fd/N); MAT v5 spools its columns
 // to unnamed files in `spool_dir` until the file is complete.
 std::unique_ptr<ColumnBackend> make_hdf5_backend(const std::string& file);

@@ -3,15 +3,23 @@
 # benchmark. Idempotent: packages already present are left as they are.
 set -euo pipefail
 
-packages=(
+# What the quick start's build needs (scripts/quickstart.sh: rtcosim without
+# the optional parts, README "Building"); --quickstart installs only these.
+main_job=(
   build-essential cmake ninja-build pkg-config   # toolchain
   lld                                            # the linker (three times faster than ld.bfd on the suites)
   libboost-dev                                   # Boost.Lockfree (header-only)
   libeigen3-dev                                  # linear algebra
   libyaml-cpp-dev                                # task-graph files
+  liblttng-ust-dev                               # tracepoints
+  libnlopt-cxx-dev                               # state synchronisation optimisers (docs/sync.md)
+  cyclonedds-dev cyclonedds-tools                # DDS bridge of graphs across hosts (idlc; ddsperf for bench/)
+)
+packages=(
+  "${main_job[@]}"
   libgtest-dev libgmock-dev                      # tests
   libbenchmark-dev                               # bench/
-  liblttng-ust-dev lttng-tools                   # tracepoints and tracing sessions (rtcosim run --trace)
+  lttng-tools                                    # tracing sessions (rtcosim run --trace)
   strace                                         # the test that traced frames make no system call
   libbabeltrace2-dev                             # rtcosim trace report
   systemd                                        # systemd-analyze verify in CI
@@ -21,15 +29,20 @@ packages=(
   libzip-dev libpugixml-dev                      # FMUs: unzip the archive, read modelDescription.xml
   libhdf5-dev hdf5-tools                         # HDF5 recordings (record: {file: run.h5}); h5dump, h5clear
   libmatio-dev                                   # MAT-file recordings (v7.3 and v5)
-  libnlopt-cxx-dev                               # state synchronisation optimisers (docs/sync.md)
   python3-h5py python3-scipy                     # tests read recordings back with h5py and scipy.io
-  cyclonedds-dev cyclonedds-tools                # DDS bridge of graphs across hosts (idlc; ddsperf for bench/)
   openssl                                        # DDS Security documents (scripts/dds-security-docs.sh, its test)
   iproute2 iptables                              # two-host tests: ip netns, veth, tc netem; loss without netem
   libnetfilter-queue-dev                         # two-host tests: the 2 ms +- 1 ms delay without netem (NFQUEUE)
   chromium                                       # the live view's test loads the page headless (tests/tools/live_view_test.cpp)
   graphviz                                       # rtcosimd lays out the live view's graph with dot (docs/live.md)
 )
+
+if [[ "${1:-}" == --quickstart ]]; then
+  packages=("${main_job[@]}")
+elif [[ $# -gt 0 ]]; then
+  echo "usage: scripts/install-deps.sh [--quickstart]" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -34,9 +34,14 @@ std::unique_ptr<Block> BlockRegistry::create(const std::string& type, const std:
     }
     throw BlockError(message, name);
   }
+  if (!info->make) throw BlockError("block '" + name + "': block type '" + type + "' is " + info->summary, name);
   auto block = info->make(name, params);
   params.check_all_used(name, type);
   return block;
+}
+
+BlockTypeInfo left_out_block_type(std::string type, const std::string& part) {
+  return {std::move(type), base::not_built(part), {}, nullptr};
 }
 
 }  // namespace rtcosim::tasks

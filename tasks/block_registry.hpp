@@ -14,8 +14,8 @@ namespace rtcosim::tasks {
 // listings and the configuration reference.
 struct BlockParamDoc {
   std::string name;
-  std::string type;     // "number", "positive number", "list of numbers", "matrix", "text", "boolean"
-  std::string fallback; // default as text, empty when required
+  std::string type;      // "number", "positive number", "list of numbers", "matrix", "text", "boolean"
+  std::string fallback;  // default as text, empty when required
   std::string description;
 };
 
@@ -58,10 +58,16 @@ BlockFactory make_factory() {
   };
 }
 
+// A block type of a part this build left out (RTCOSIM_WITHOUT, e.g. the
+// quick start's build): listed, and refused by create() with the part's
+// name and how to build it.
+BlockTypeInfo left_out_block_type(std::string type, const std::string& part);
+
 // Each file in tasks/blocks/ registers its block types through one of these.
-void register_source_blocks(BlockRegistry& registry);      // constant, step, ramp, sine, chirp
-void register_math_blocks(BlockRegistry& registry);        // gain, sum, product, switch, mux, demux
-void register_continuous_blocks(BlockRegistry& registry);  // integrator, state_space, transfer_function, first_order_lag, second_order
+void register_source_blocks(BlockRegistry& registry);  // constant, step, ramp, sine, chirp
+void register_math_blocks(BlockRegistry& registry);    // gain, sum, product, switch, mux, demux
+void register_continuous_blocks(
+    BlockRegistry& registry);  // integrator, state_space, transfer_function, first_order_lag, second_order
 void register_nonlinear_blocks(BlockRegistry& registry);   // saturation, dead_zone, rate_limiter, lookup_1d
 void register_controller_blocks(BlockRegistry& registry);  // pid
 void register_discrete_blocks(BlockRegistry& registry);    // discrete_transfer_function, zero_order_hold, unit_delay

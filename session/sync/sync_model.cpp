@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "base/duration.hpp"
+#include "base/text.hpp"
 #include "tasks/diagram.hpp"
 
 namespace rtcosim::session {
@@ -36,12 +37,6 @@ std::size_t block_index(const tasks::Partition& p, const std::string& name) {
 struct NoInputs final : tasks::InputSource {
   void sample(std::size_t, double, std::span<double>) noexcept override {}
 };
-
-std::string joined(const std::vector<std::string>& names) {
-  std::string s;
-  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
 
 }  // namespace
 
@@ -129,7 +124,7 @@ SyncModel::SyncModel(const config::GraphSpec& spec, const tasks::BlockRegistry& 
     if (c < 0) {
       throw std::invalid_argument(
           where(spec, v.where) + "decision variable '" + v.block + "." + v.parameter + "' is in task '" + task +
-          "', which is not synchronised — expected a parameter of a block in one of: " + joined(names_));
+          "', which is not synchronised — expected a parameter of a block in one of: " + base::join(names_));
     }
     const auto& part = *parts_[static_cast<std::size_t>(c)];
     const std::size_t bi = block_index(part, v.block);

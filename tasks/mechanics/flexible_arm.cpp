@@ -14,15 +14,16 @@ namespace {
 using Jacobian =
     Eigen::Matrix<double, 2, Eigen::Dynamic, Eigen::ColMajor, 2, FlexibleArm::kMaxJoints + FlexibleArm::kMaxModes>;
 
-void require(bool ok, const std::string& what) {
+void require_arm(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);
 }
 
 void require_all(const std::vector<double>& values, const char* name, bool allow_zero) {
   for (std::size_t k = 0; k < values.size(); ++k) {
     const bool ok = std::isfinite(values[k]) && (allow_zero ? values[k] >= 0.0 : values[k] > 0.0);
-    require(ok, std::string("flexible arm: ") + name + "[" + std::to_string(k) + "] = " + std::to_string(values[k]) +
-                    (allow_zero ? ": must be a finite number >= 0" : ": must be a finite number > 0"));
+    require_arm(ok, std::string("flexible arm: ") + name + "[" + std::to_string(k) +
+                        "] = " + std::to_string(values[k]) +
+                        (allow_zero ? ": must be a finite number >= 0" : ": must be a finite number > 0"));
   }
 }
 
@@ -54,51 +55,52 @@ void gauss_legendre(std::array<double, FlexibleArm::kNodes>& x, std::array<doubl
 
 FlexibleArm::FlexibleArm(Params params) : p_(std::move(params)) {
   const auto n = p_.lengths.size();
-  require(n > 0, "flexible arm: lengths is empty; give at least one link");
-  require(n <= static_cast<std::size_t>(kMaxJoints),
-          "flexible arm: lengths has " + std::to_string(n) + " links; at most " + std::to_string(kMaxJoints));
-  require(p_.masses.size() == n, "flexible arm: masses needs one entry per link (" + std::to_string(n) + "), has " +
-                                     std::to_string(p_.masses.size()));
+  require_arm(n > 0, "flexible arm: lengths is empty; give at least one link");
+  require_arm(n <= static_cast<std::size_t>(kMaxJoints),
+              "flexible arm: lengths has " + std::to_string(n) + " links; at most " + std::to_string(kMaxJoints));
+  require_arm(p_.masses.size() == n, "flexible arm: masses needs one entry per link (" + std::to_string(n) + "), has " +
+                                         std::to_string(p_.masses.size()));
   require_all(p_.lengths, "lengths", false);
   if (p_.flexible_link < 0) p_.flexible_link = static_cast<int>(n) - 1;
-  require(p_.flexible_link < static_cast<int>(n), "flexible arm: flexible_link " + std::to_string(p_.flexible_link) +
-                                                      " is not in [0, " + std::to_string(n - 1) + "]");
+  require_arm(p_.flexible_link < static_cast<int>(n), "flexible arm: flexible_link " +
+                                                          std::to_string(p_.flexible_link) + " is not in [0, " +
+                                                          std::to_string(n - 1) + "]");
   require_all(p_.masses, "masses", true);
   for (std::size_t k = 0; k < n; ++k) {
     // A massless rigid link would leave its joint without inertia whenever
     // nothing lies beyond it; the beam's tip mass may be 0 (the beam has mass).
-    require(static_cast<int>(k) == p_.flexible_link || p_.masses[k] > 0.0,
-            "flexible arm: masses[" + std::to_string(k) + "] = 0: only the flexible link's tip mass may be 0");
+    require_arm(static_cast<int>(k) == p_.flexible_link || p_.masses[k] > 0.0,
+                "flexible arm: masses[" + std::to_string(k) + "] = 0: only the flexible link's tip mass may be 0");
   }
-  require(p_.modes >= 1 && p_.modes <= kMaxModes,
-          "flexible arm: modes = " + std::to_string(p_.modes) + ": must be 1, 2 or 3");
-  require(std::isfinite(p_.bending_stiffness) && p_.bending_stiffness > 0.0,
-          "flexible arm: bending_stiffness must be a finite number > 0 (EI, N m^2)");
-  require(std::isfinite(p_.mass_per_length) && p_.mass_per_length > 0.0,
-          "flexible arm: mass_per_length must be a finite number > 0 (rhoA, kg/m)");
+  require_arm(p_.modes >= 1 && p_.modes <= kMaxModes,
+              "flexible arm: modes = " + std::to_string(p_.modes) + ": must be 1, 2 or 3");
+  require_arm(std::isfinite(p_.bending_stiffness) && p_.bending_stiffness > 0.0,
+              "flexible arm: bending_stiffness must be a finite number > 0 (EI, N m^2)");
+  require_arm(std::isfinite(p_.mass_per_length) && p_.mass_per_length > 0.0,
+              "flexible arm: mass_per_length must be a finite number > 0 (rhoA, kg/m)");
   if (p_.joint_damping.empty()) p_.joint_damping.assign(n, 0.0);
-  require(p_.joint_damping.size() == n,
-          "flexible arm: joint_damping needs one entry per joint (" + std::to_string(n) + ") or none");
+  require_arm(p_.joint_damping.size() == n,
+              "flexible arm: joint_damping needs one entry per joint (" + std::to_string(n) + ") or none");
   require_all(p_.joint_damping, "joint_damping", true);
-  require(std::isfinite(p_.gravity), "flexible arm: gravity must be finite");
+  require_arm(std::isfinite(p_.gravity), "flexible arm: gravity must be finite");
   if (p_.joint_stiffness.empty()) p_.joint_stiffness.assign(n, 0.0);
   if (p_.joint_targets.empty()) p_.joint_targets.assign(n, 0.0);
-  require(
+  require_arm(
       p_.joint_stiffness.size() == n && p_.joint_targets.size() == n,
       "flexible arm: joint_stiffness and joint_targets need one entry per joint (" + std::to_string(n) + ") or none");
   require_all(p_.joint_stiffness, "joint_stiffness", true);
   for (std::size_t k = 0; k < n; ++k) {
-    require(std::isfinite(p_.joint_targets[k]),
-            "flexible arm: joint_targets[" + std::to_string(k) + "] must be finite");
+    require_arm(std::isfinite(p_.joint_targets[k]),
+                "flexible arm: joint_targets[" + std::to_string(k) + "] must be finite");
   }
   for (const int j : p_.locked_joints) {
-    require(j >= 0 && j < static_cast<int>(n),
-            "flexible arm: locked joint " + std::to_string(j) + " is not in [0, " + std::to_string(n - 1) + "]");
+    require_arm(j >= 0 && j < static_cast<int>(n),
+                "flexible arm: locked joint " + std::to_string(j) + " is not in [0, " + std::to_string(n - 1) + "]");
   }
   const auto modes = static_cast<std::size_t>(p_.modes);
   if (p_.modal_damping.empty()) p_.modal_damping.assign(modes, 0.0);
-  require(p_.modal_damping.size() == modes,
-          "flexible arm: modal_damping needs one entry per mode (" + std::to_string(modes) + ") or none");
+  require_arm(p_.modal_damping.size() == modes,
+              "flexible arm: modal_damping needs one entry per mode (" + std::to_string(modes) + ") or none");
   require_all(p_.modal_damping, "modal_damping", true);
 
   joints_ = static_cast<int>(n);

@@ -1,7 +1,7 @@
 // Sources, math and linear blocks against their analytic responses.
-#include <gtest/gtest.h>
-
 #include <cmath>
+
+#include <gtest/gtest.h>
 
 #include "tasks/blocks/state_space.hpp"
 #include "tasks/diagram.hpp"
@@ -37,8 +37,9 @@ struct Diagram {
 };
 
 TEST(FirstOrderLag, StepResponse) {
-  Diagram r({{"one", "constant", {{"value", 1.0}}, ""}, {"lag", "first_order_lag", {{"gain", 2.0}, {"time_constant", 0.3}}, ""}},
-        {{{"one", "y"}, {"lag", "u"}}});
+  Diagram r({{"one", "constant", {{"value", 1.0}}, ""},
+             {"lag", "first_order_lag", {{"gain", 2.0}, {"time_constant", 0.3}}, ""}},
+            {{{"one", "y"}, {"lag", "u"}}});
   r.until(2.0, 0.001, [&](double t) { EXPECT_NEAR(r.out("lag"), 2.0 * (1.0 - std::exp(-t / 0.3)), 1e-11) << t; });
 }
 
@@ -46,7 +47,7 @@ TEST(SecondOrder, StepResponsesUnderCriticalAndOverDamped) {
   const double wn = 4.0;
   for (double zeta : {0.3, 1.0, 2.0}) {
     Diagram r({{"one", "constant", {{"value", 1.0}}, ""}, {"so", "second_order", {{"wn", wn}, {"zeta", zeta}}, ""}},
-          {{{"one", "y"}, {"so", "u"}}});
+              {{{"one", "y"}, {"so", "u"}}});
     auto exact = [&](double t) {
       if (zeta < 1.0) {
         const double wd = wn * std::sqrt(1 - zeta * zeta);
@@ -74,9 +75,11 @@ TEST(TransferFunction, ControllableCanonicalFormAndStepResponse) {
   EXPECT_EQ(c, c_expected);
   EXPECT_EQ(d(0, 0), 0.0);
   // Step response of 1/((s+1)(s+2)): 1/2 - e^{-t} + e^{-2t}/2.
-  Diagram r({{"one", "constant", {{"value", 1.0}}, ""}, {"tf", "transfer_function", {{"num", Vector{1, 3}}, {"den", Vector{1, 6, 11, 6}}}, ""}},
-        {{{"one", "y"}, {"tf", "u"}}});
-  r.until(4.0, 0.001, [&](double t) { EXPECT_NEAR(r.out("tf"), 0.5 - std::exp(-t) + 0.5 * std::exp(-2 * t), 1e-10) << t; });
+  Diagram r({{"one", "constant", {{"value", 1.0}}, ""},
+             {"tf", "transfer_function", {{"num", Vector{1, 3}}, {"den", Vector{1, 6, 11, 6}}}, ""}},
+            {{{"one", "y"}, {"tf", "u"}}});
+  r.until(4.0, 0.001,
+          [&](double t) { EXPECT_NEAR(r.out("tf"), 0.5 - std::exp(-t) + 0.5 * std::exp(-2 * t), 1e-10) << t; });
   // A biproper one has a feedthrough: (2 s + 1) / (s + 1) = 2 - 1/(s + 1).
   transfer_function_to_state_space("tf", {2, 1}, {1, 1}, a, b, c, d);
   EXPECT_EQ(d(0, 0), 2.0);
@@ -86,7 +89,7 @@ TEST(TransferFunction, ControllableCanonicalFormAndStepResponse) {
 
 TEST(Integrator, StopsAtItsLimitAndLeavesWhenTheInputTurns) {
   Diagram r({{"rate", "sine", {{"frequency", 0.25}}, ""}, {"acc", "integrator", {{"upper", 0.5}}, ""}},
-        {{{"rate", "y"}, {"acc", "u"}}});
+            {{{"rate", "y"}, {"acc", "u"}}});
   r.until(4.0, 0.001, [&](double t) {
     const double free = (1.0 - std::cos(M_PI / 2.0 * t)) / (M_PI / 2.0);  // integral of sin(pi t / 2)
     // The free integral reaches 0.5 at t = acos(1 - pi/4) / (pi/2) = 0.84 s.
@@ -125,9 +128,9 @@ TEST(Step, AccelerationLimitedProfileIsSmoothAndReachesItsValue) {
 
 TEST(Sources, ValuesAndExactDerivatives) {
   Diagram r({{"ramp", "ramp", {{"slope", 3.0}, {"time", 0.5}, {"initial", 1.0}}, ""},
-         {"wave", "sine", {{"amplitude", 2.0}, {"frequency", 1.5}, {"phase", 0.3}, {"bias", 0.1}}, ""},
-         {"sweep", "chirp", {{"f0", 1.0}, {"f1", 3.0}, {"duration", 2.0}}, ""}},
-        {});
+             {"wave", "sine", {{"amplitude", 2.0}, {"frequency", 1.5}, {"phase", 0.3}, {"bias", 0.1}}, ""},
+             {"sweep", "chirp", {{"f0", 1.0}, {"f1", 3.0}, {"duration", 2.0}}, ""}},
+            {});
   r.until(3.0, 0.01, [&](double t) {
     EXPECT_NEAR(r.out("ramp"), 1.0 + 3.0 * std::max(0.0, t - 0.5), 1e-12);
     const double w = 2 * M_PI * 1.5;
@@ -141,27 +144,20 @@ TEST(Sources, ValuesAndExactDerivatives) {
 
 TEST(Math, GainSumProductSwitchMuxDemux) {
   const std::vector<BlockSpec> blocks = {{"a", "constant", {{"value", Vector{1, 2}}}, ""},
-         {"b", "constant", {{"value", 3.0}}, ""},
-         {"m", "gain", {{"gain", Matrix{{1, 2}, {3, 4}, {5, 6}}}}, ""},
-         {"k", "gain", {{"gain", 2.0}, {"width", 2.0}}, ""},
-         {"s", "sum", {{"signs", std::string("+-+")}}, ""},
-         {"q", "product", {{"ops", std::string("*/")}}, ""},
-         {"sw", "switch", {{"threshold", 2.5}}, ""},
-         {"d", "demux", {{"widths", Vector{1, 2}}}, ""},
-         {"x", "mux", {{"widths", Vector{2, 1}}}, ""}};
-  const std::vector<WireSpec> wires = {{{"a", "y"}, {"m", "u"}},
-         {{"a", "y"}, {"k", "u"}},
-         {{"m", "y"}, {"d", "u"}},
-         {{"d", "y1"}, {"s", "u1"}},
-         {{"b", "y"}, {"s", "u2"}},
-         {{"b", "y"}, {"s", "u3"}},
-         {{"d", "y1"}, {"q", "u1"}},
-         {{"b", "y"}, {"q", "u2"}},
-         {{"b", "y"}, {"sw", "control"}},
-         {{"d", "y1"}, {"sw", "u1"}},
-         {{"b", "y"}, {"sw", "u3"}},
-         {{"k", "y"}, {"x", "u1"}},
-         {{"b", "y"}, {"x", "u2"}}};
+                                         {"b", "constant", {{"value", 3.0}}, ""},
+                                         {"m", "gain", {{"gain", Matrix{{1, 2}, {3, 4}, {5, 6}}}}, ""},
+                                         {"k", "gain", {{"gain", 2.0}, {"width", 2.0}}, ""},
+                                         {"s", "sum", {{"signs", std::string("+-+")}}, ""},
+                                         {"q", "product", {{"ops", std::string("*/")}}, ""},
+                                         {"sw", "switch", {{"threshold", 2.5}}, ""},
+                                         {"d", "demux", {{"widths", Vector{1, 2}}}, ""},
+                                         {"x", "mux", {{"widths", Vector{2, 1}}}, ""}};
+  const std::vector<WireSpec> wires = {
+      {{"a", "y"}, {"m", "u"}},    {{"a", "y"}, {"k", "u"}},   {{"m", "y"}, {"d", "u"}},
+      {{"d", "y1"}, {"s", "u1"}},  {{"b", "y"}, {"s", "u2"}},  {{"b", "y"}, {"s", "u3"}},
+      {{"d", "y1"}, {"q", "u1"}},  {{"b", "y"}, {"q", "u2"}},  {{"b", "y"}, {"sw", "control"}},
+      {{"d", "y1"}, {"sw", "u1"}}, {{"b", "y"}, {"sw", "u3"}}, {{"k", "y"}, {"x", "u1"}},
+      {{"b", "y"}, {"x", "u2"}}};
   Diagram r(blocks, wires);
   r.until(0.01, 0.01, [](double) {});
   EXPECT_EQ(r.out("m", 0), 5.0);
@@ -179,10 +175,14 @@ TEST(Discrete, TransferFunctionFollowsItsDifferenceEquationAndHoldsBetweenHits) 
   // y[k] = 0.5 u[k] + 0.2 u[k-1] + 0.3 y[k-1], u a sine sampled every 0.01 s,
   // partition steps of 0.0025 s (four per sample).
   Diagram r({{"u", "sine", {{"frequency", 3.0}}, ""},
-         {"dtf", "discrete_transfer_function", {{"num", Vector{0.5, 0.2}}, {"den", Vector{1.0, -0.3}}, {"sample_time", 0.01}}, ""},
-         {"delay", "unit_delay", {{"sample_time", 0.01}, {"initial", 7.0}}, ""},
-         {"hold", "zero_order_hold", {{"sample_time", 0.01}}, ""}},
-        {{{"u", "y"}, {"dtf", "u"}}, {{"u", "y"}, {"delay", "u"}}, {{"u", "y"}, {"hold", "u"}}}, IntegratorKind::kEuler);
+             {"dtf",
+              "discrete_transfer_function",
+              {{"num", Vector{0.5, 0.2}}, {"den", Vector{1.0, -0.3}}, {"sample_time", 0.01}},
+              ""},
+             {"delay", "unit_delay", {{"sample_time", 0.01}, {"initial", 7.0}}, ""},
+             {"hold", "zero_order_hold", {{"sample_time", 0.01}}, ""}},
+            {{{"u", "y"}, {"dtf", "u"}}, {{"u", "y"}, {"delay", "u"}}, {{"u", "y"}, {"hold", "u"}}},
+            IntegratorKind::kEuler);
   double y_prev = 0.0, u_prev = 0.0;
   std::vector<double> samples;
   for (int k = 0; k < 50; ++k) {
@@ -216,13 +216,33 @@ TEST(BlockErrors, NameTheBlockTheParameterAndWhatIsExpected) {
   };
   EXPECT_EQ(error("first_order_lag", {}), "block 'b': parameter 'time_constant' is missing — expected a number");
   EXPECT_EQ(error("second_order", {{"wn", -2.0}}), "block 'b': parameter 'wn' = -2 — expected a positive number");
-  EXPECT_EQ(error("state_space", {{"A", Matrix{{1, 2}}}, {"B", Matrix{{1}}}, {"C", Matrix{{1}}}}), "block 'b': A must be square");
-  EXPECT_NE(error("transfer_function", {{"num", Vector{1, 0, 0}}, {"den", Vector{1, 1}}}).find("improper"), std::string::npos);
+  EXPECT_EQ(error("state_space", {{"A", Matrix{{1, 2}}}, {"B", Matrix{{1}}}, {"C", Matrix{{1}}}}),
+            "block 'b': A must be square");
+  EXPECT_NE(error("transfer_function", {{"num", Vector{1, 0, 0}}, {"den", Vector{1, 1}}}).find("improper"),
+            std::string::npos);
   EXPECT_NE(error("sum", {{"signs", std::string("+*")}}).find("expected a text of '+' and '-'"), std::string::npos);
   EXPECT_EQ(error("gain", {{"gain", 1.0}, {"gian", 2.0}}),
             "block 'b' of type 'gain' has no parameter 'gian' — expected one of: gain, width (did you mean 'gain'?)");
   EXPECT_NE(error("sinus", {}).find("unknown block type 'sinus'"), std::string::npos);
   EXPECT_NE(error("sinus", {}).find("(did you mean 'sine'?)"), std::string::npos);
+}
+
+// The stand-in of a part a build left out (RTCOSIM_WITHOUT): its type is
+// listed, and a block of it is refused with the part's name and the way to
+// build it, before its parameters are looked at.
+TEST(BlockErrors, ATypeOfAPartLeftOutIsRefusedByNameWithHowToBuildIt) {
+  BlockRegistry r;
+  r.add(left_out_block_type("fmu", "fmi"));
+  ASSERT_NE(r.find("fmu"), nullptr);
+  try {
+    (void)r.create("fmu", "plant", {{"file", std::string("x.fmu")}});
+    FAIL() << "a left-out type built a block";
+  } catch (const BlockError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "block 'plant': block type 'fmu' is not built into this rtcosim: its build left out the part 'fmi' "
+              "(RTCOSIM_WITHOUT, as scripts/quickstart.sh builds it) — scripts/test.sh, or cmake -DRTCOSIM_WITHOUT= "
+              "and a rebuild, builds every part");
+  }
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kCheckHelp =
     R"(usage: rtcosim check [--dot] [--load-plugins --plugin-dir DIR] [--max-file-size MIB] FILE
 
 Loads a task-graph file and validates everything that can be known before
@@ -53,7 +53,7 @@ int run_check_command(const std::vector<std::string>& raw_args) {
     CliArgs args("check", {"plugin-dir", "max-file-size"}, {"dot", "load-plugins", "help"}, {"plugin-dir"});
     args.parse(raw_args);
     if (args.flag("help")) {
-      std::cout << kHelp;
+      std::cout << kCheckHelp;
       return 0;
     }
     if (args.positionals().size() != 1) {

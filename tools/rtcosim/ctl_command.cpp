@@ -11,7 +11,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim ctl [--socket PATH] COMMAND
+constexpr const char* kCtlHelp = R"(usage: rtcosim ctl [--socket PATH] COMMAND
 
 Talks to a running rtcosimd through its control socket (default
 /run/rtcosim/control.sock; the socket's group is rtcosim).
@@ -93,7 +93,7 @@ int run_ctl_command(const std::vector<std::string>& raw_args) {
     CliArgs args("ctl", {"socket", "format", "max-file-size", "rotate-every", "replay-log"}, {"help", "overwrite"});
     args.parse(raw_args);
     if (args.flag("help")) {
-      std::cout << kHelp;
+      std::cout << kCtlHelp;
       return 0;
     }
     std::map<std::string, std::string> options;

@@ -15,7 +15,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim eval [options]
+constexpr const char* kEvalHelp = R"(usage: rtcosim eval [options]
        rtcosim eval --table [--format markdown|tsv]
 
 Runs the evaluation protocol of the multi-rate methods paper (section 4): a
@@ -81,7 +81,8 @@ void list_methods(const coupling::MethodRegistry& registry) {
   }
 }
 
-void write_plot(const coupling::EvalSettings& settings, const coupling::EvalResult& result, const std::string& path) {
+void write_eval_plot(const coupling::EvalSettings& settings, const coupling::EvalResult& result,
+                     const std::string& path) {
   const auto& signal = coupling::test_signal(settings.signal);
   plot::Figure figure;
   figure.title = "rtcosim eval: " + settings.signal + " = " + signal.formula + ", " + settings.method +
@@ -159,7 +160,7 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
     }
     if (!args.positionals().empty()) throw UsageError("unexpected argument '" + args.positionals().front() + "'");
     if (args.flag("help")) {
-      std::cout << kHelp;
+      std::cout << kEvalHelp;
       return 0;
     }
     if (args.flag("list-methods")) {
@@ -235,7 +236,7 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
                 << " wanted derivatives the blocks did not carry; it used its derivative-free variant\n";
     }
     if (plot_path) {
-      write_plot(settings, result, *plot_path);
+      write_eval_plot(settings, result, *plot_path);
       std::cout << "plot written to " << *plot_path << '\n';
     }
     return 0;

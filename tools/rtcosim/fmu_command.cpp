@@ -9,7 +9,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: rtcosim fmu info FILE
+constexpr const char* kFmuUsage = R"(usage: rtcosim fmu info FILE
 
 Prints what an FMU (FMI 2.0 or 3.0) declares and whether this platform can
 run it: version, GUID or instantiation token, interfaces and capabilities,
@@ -136,11 +136,11 @@ std::string format_fmu_info(const std::string& path, const tasks::fmu::FmuInfo& 
 
 int run_fmu_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << kUsage;
+    std::cout << kFmuUsage;
     return args.empty() ? 2 : 0;
   }
   if (args[0] != "info" || args.size() != 2) {
-    std::cerr << "rtcosim fmu: expected 'info FILE'\n" << kUsage;
+    std::cerr << "rtcosim fmu: expected 'info FILE'\n" << kFmuUsage;
     return 2;
   }
   try {

@@ -11,7 +11,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kUsage = R"(usage: rtcosim import ssp FILE.ssp [--period 1ms] [--tasks per-component|one]
+constexpr const char* kImportUsage = R"(usage: rtcosim import ssp FILE.ssp [--period 1ms] [--tasks per-component|one]
                           [-o graph.yaml] [--fmu-dir DIR]
 
 Writes a task graph of the system an SSP 1.0 package describes (its
@@ -46,7 +46,7 @@ outside themselves, symbolic links, or beyond the size limits
 int run_import_command(const std::vector<std::string>& args_in) {
   return run_verb("import", [&]() -> int {
     if (args_in.empty() || args_in[0] == "--help" || args_in[0] == "-h") {
-      std::cout << kUsage;
+      std::cout << kImportUsage;
       return args_in.empty() ? 2 : 0;
     }
     if (args_in[0] != "ssp") throw UsageError("unknown format '" + args_in[0] + "' — expected 'import ssp FILE.ssp'");
@@ -56,7 +56,7 @@ int run_import_command(const std::vector<std::string>& args_in) {
     CliArgs cli("import", {"period", "tasks", "output", "fmu-dir"}, {"help"});
     cli.parse(args);
     if (cli.flag("help")) {
-      std::cout << kUsage;
+      std::cout << kImportUsage;
       return 0;
     }
     if (cli.positionals().size() != 1) throw UsageError("expected one FILE.ssp");

@@ -76,7 +76,9 @@ int main(int argc, char** argv) {
 #ifdef RTCOSIM_HAVE_BABELTRACE2
     return rtcosim::trace_report::run_trace_command(args);
 #else
-    std::cerr << "rtcosim: this build has no trace reader (install libbabeltrace2-dev and rebuild)\n";
+    std::cerr << "rtcosim: this build has no trace reader: libbabeltrace2-dev was not installed, or the build left "
+                 "out the part 'trace-report' (RTCOSIM_WITHOUT, as scripts/quickstart.sh builds it) — "
+                 "scripts/test.sh installs it and builds every part\n";
     return 1;
 #endif
   }

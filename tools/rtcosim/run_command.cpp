@@ -42,7 +42,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kRunHelp =
     R"(usage: rtcosim run [--virtual] [--duration 10s] [--record out.csv|.h5|.mat] [--compare-reference]
                    [--plot out.svg] [--json summary.json] [--frames frames.csv] [--host NAME]
                    [--replay-log run.rpl] FILE
@@ -165,8 +165,9 @@ std::vector<session::ReferenceError> differences(const runtime::Recorder& record
   return out;
 }
 
-void write_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver* reference, const std::string& title,
-                const std::string& path, const session::SyncRun* sync, const Baseline* baseline = nullptr) {
+void write_run_plot(const runtime::Recorder& recorder, const tasks::ReferenceSolver* reference,
+                    const std::string& title, const std::string& path, const session::SyncRun* sync,
+                    const Baseline* baseline = nullptr) {
   plot::Figure figure;
   figure.title = title;
   figure.x_label = "simulation time (s)";
@@ -564,7 +565,7 @@ class GraphRun {
       file_ = args_.positionals()[1];
       return true;
     }
-    const auto parsed = args_.parse_for_file(raw_args_, kHelp);
+    const auto parsed = args_.parse_for_file(raw_args_, kRunHelp);
     if (!parsed) return false;
     file_ = *parsed;
     return true;
@@ -1030,12 +1031,12 @@ class GraphRun {
     if (outputs_->frames_csv && !outputs_->frames_csv->failed())
       std::cout << "frames written to " << *frames_path_ << '\n';
     if (const auto plot_path = args_.value("plot")) {
-      write_plot(*recorder_, reference_.get(),
-                 (spec().name.empty() ? file_ : spec().name) + (what_if_     ? " — what-if on a logged run's timing"
-                                                                : replaying_ ? " — replay"
-                                                                : virtual_time_ ? " — virtual time"
-                                                                                : " — real time"),
-                 *plot_path, sync_run_ ? &*sync_run_ : nullptr, baseline_ ? &*baseline_ : nullptr);
+      write_run_plot(*recorder_, reference_.get(),
+                     (spec().name.empty() ? file_ : spec().name) + (what_if_ ? " — what-if on a logged run's timing"
+                                                                    : replaying_    ? " — replay"
+                                                                    : virtual_time_ ? " — virtual time"
+                                                                                    : " — real time"),
+                     *plot_path, sync_run_ ? &*sync_run_ : nullptr, baseline_ ? &*baseline_ : nullptr);
       std::cout << "plot written to " << *plot_path << '\n';
     }
   }

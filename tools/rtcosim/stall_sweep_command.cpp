@@ -16,7 +16,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp =
+constexpr const char* kStallSweepHelp =
     R"(usage: rtcosim stall-sweep [--periods 1,2,4,8,16] [--tasks a,b] [--double] [--frame N]
                            [--duration D] [--factor 3] [--tube 0.01] [--format text|tsv|markdown|json] FILE
 
@@ -95,7 +95,7 @@ int run_stall_sweep_command(const std::vector<std::string>& raw_args) {
                  {"periods", "tasks", "frame", "duration", "factor", "tube", "reference-step", "format", "plugin-dir",
                   "max-file-size"},
                  {"double", "help"}, {"plugin-dir"});
-    const auto file = args.parse_for_file(raw_args, kHelp);
+    const auto file = args.parse_for_file(raw_args, kStallSweepHelp);
     if (!file) return 0;
     session::StallSweepOptions options;
     if (const auto v = args.value("periods")) {

@@ -15,7 +15,7 @@ namespace rtcosim::tools {
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim sync [options] FILE
+constexpr const char* kSyncHelp = R"(usage: rtcosim sync [options] FILE
 
 Replays a task graph's state synchronisation (docs/sync.md): the tasks that
 'sync.optimise' names are kept in step with the measured signals of the
@@ -39,7 +39,7 @@ options:
 int run_sync_command(const std::vector<std::string>& raw_args) {
   return run_verb("sync", [&]() -> int {
     CliArgs args("sync", {"duration", "csv", "plot", "json", "max-file-size"}, {"quiet", "help"}, {});
-    const auto parsed = args.parse_for_file(raw_args, kHelp);
+    const auto parsed = args.parse_for_file(raw_args, kSyncHelp);
     if (!parsed) return 0;
     const std::string file = *parsed;
     config::LoadOptions load_options;

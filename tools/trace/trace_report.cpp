@@ -352,7 +352,7 @@ bool write_svgs(const TraceData& d, const std::string& directory, std::string* e
 
 namespace {
 
-constexpr const char* kHelp = R"(usage: rtcosim trace report DIR [--json FILE] [--svg OUT_DIR] [--perfetto FILE]
+constexpr const char* kTraceHelp = R"(usage: rtcosim trace report DIR [--json FILE] [--svg OUT_DIR] [--perfetto FILE]
 
 Reads the LTTng trace that 'rtcosim run --trace DIR' recorded (with
 babeltrace2) and prints per task the wake-up latency and execution-time
@@ -387,7 +387,7 @@ int run_trace_command(const std::vector<std::string>& raw_args) {
     CliArgs args("trace", {"json", "svg", "perfetto"}, {"help"});
     args.parse(raw_args);
     if (args.flag("help") || args.positionals().empty()) {
-      std::cout << kHelp;
+      std::cout << kTraceHelp;
       return args.flag("help") ? 0 : 2;
     }
     if (args.positionals().front() != "report") {
