@@ -118,7 +118,9 @@ if [[ ! -f "$src/build/build.ninja" ]]; then
   if command -v ccache >/dev/null; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
   fi
-  cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_BUILD_BENCH=OFF \
+  # One unit per source (no unity batches): a mutant then recompiles its
+  # own file, not the seven others of its batch.
+  cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRTCOSIM_BUILD_BENCH=OFF -DRTCOSIM_UNITY=OFF \
     "${launcher[@]}" >"$work/logs/configure.log"
 fi
 
