@@ -68,6 +68,35 @@ double line_between(double a, double b, double t) { return sine(a) + (t - a) * (
 // back at order 3), within the 64 blocks kept.
 const std::vector<double> kBehind = {9.3, 12.5, 20.7};
 
+// The ring itself, past its wrap: every method now keeps 64 blocks, so the
+// method tests above never push enough for the ring's index to wrap. Each
+// sample read back is the one pushed i blocks before the newest, by a list
+// of the pushed blocks kept here.
+TEST(SampleHistoryRing, AfterWrappingEverySampleIsTheOnePushedThatManyBlocksAgo) {
+  constexpr std::size_t kCapacity = 5;
+  methods::SampleHistory history;
+  history.configure(kCapacity, 2);
+  std::vector<double> pushed;
+  for (int k = 0; k < 13; ++k) {
+    const double tag = 0.01 * k;
+    DataBlock block(2);
+    block.tag = tag;
+    block.set(0, 10.0 + k, -k, true);
+    block.set(1, 20.0 + k, k, k % 2 == 0);
+    history.push(block);
+    pushed.push_back(tag);
+    ASSERT_EQ(history.size(), std::min<std::size_t>(pushed.size(), kCapacity));
+    for (std::size_t i = 0; i < history.size(); ++i) {
+      const int j = k - static_cast<int>(i);  // the block pushed i before the newest
+      EXPECT_EQ(history.tag(i), pushed[static_cast<std::size_t>(j)]) << "k " << k << " i " << i;
+      EXPECT_EQ(history.value(i, 0), 10.0 + j) << "k " << k << " i " << i;
+      EXPECT_EQ(history.value(i, 1), 20.0 + j) << "k " << k << " i " << i;
+      EXPECT_EQ(history.derivative(i, 0), -j) << "k " << k << " i " << i;
+      EXPECT_EQ(history.derivative_valid(i, 1), j % 2 == 0) << "k " << k << " i " << i;
+    }
+  }
+}
+
 TEST(HistoryBehind, FarBehindTheNewestBlockTheStoredBlocksAnswerWithTheirDerivatives) {
   // Cubic Hermite interpolation of sin(wt) at spacing T errs by at most
   // (wT)^4 / 384 = 4.1e-8.
