@@ -186,6 +186,35 @@ TEST(HistoryBehind, WithinTheLookbackTheReconstructionAnswersBeyondItTheBlocks) 
   }
 }
 
+// With no lookback, the edge is the oldest node a reconstruction is built
+// from: a cubic fit answers back to its fourth-newest block (here between
+// the third- and fourth-newest, where the fit and the stored blocks differ)
+// and the stored blocks just behind it.
+TEST(HistoryBehind, WithoutLookbackAFitAnswersBackToItsOldestNode) {
+  auto ex = make_method("polynomial", {{"order", "3"}});
+  ex->set_lookback(0.0);
+  for (int k = 0; k < kBlocks; ++k) push_sample(*ex, k * kStep, sine, sine_derivative);
+  // The cubic through the four newest blocks, in Lagrange form.
+  auto cubic = [](double t) {
+    double sum = 0.0;
+    for (int j = 0; j < 4; ++j) {
+      const double tj = kNewest - j * kStep;
+      double w = 1.0;
+      for (int m = 0; m < 4; ++m) {
+        if (m != j) w *= (t - (kNewest - m * kStep)) / (tj - (kNewest - m * kStep));
+      }
+      sum += w * sine(tj);
+    }
+    return sum;
+  };
+  const double inside = kNewest - 2.5 * kStep;
+  const double a = kNewest - 3 * kStep, b = kNewest - 2 * kStep;
+  ASSERT_GT(std::fabs(cubic(inside) - hermite_between(a, b, inside)), 1e-9);  // the two answers differ here
+  EXPECT_NEAR(eval1(*ex, inside), cubic(inside), 1e-12);
+  const double behind = kNewest - 3.5 * kStep;
+  EXPECT_NEAR(eval1(*ex, behind), hermite_between(kNewest - 4 * kStep, a, behind), 1e-12);
+}
+
 // Up to the oldest block a predictor is built from (the previous one), the
 // predictor itself answers, bit for bit as before; just behind it, the blocks.
 TEST(HistoryBehind, PredictorKeepsItsFormBackToThePreviousBlock) {
