@@ -330,6 +330,33 @@ TEST(FmuRuntime, AModelThatEndsTheSimulationEndsTheRunThereNormally) {
   }
 }
 
+// The run ends at the instant the frame that ended it ends: a task released
+// at that very instant starts no frame there (none starts at or after the
+// end). p's frame from 2.8 s works 100 ms and ends the run at 2.9 s, the
+// instant c is due again: c keeps its 29 frames (0 to 2.8 s).
+TEST(FmuRuntime, ATaskDueAsTheRunEndsStartsNoFrameThere) {
+  const std::string yaml =
+      "tasks:\n"
+      "  - {name: p, period: 400ms, cpu: 0, priority: 70, step: fixed, execution: {nominal: 100ms}}\n"
+      "  - {name: c, period: 100ms, cpu: 1, priority: 80, step: fixed}\n"
+      "blocks:\n"
+      "  - {name: m, type: fmu, task: p, params: {file: " +
+      kDir +
+      "/count2.fmu, interface: co_simulation, start: {stop_at: 3}}}\n"
+      "  - {name: h, type: gain, task: c, params: {gain: 1}}\n"
+      "wires:\n  - {from: m.counter, to: h.u, coupling: {method: zoh}}\n";
+  const auto spec = rtcosim::testing::checked(config::load_graph_text(yaml, "due.yaml"));
+  auto graph = rtcosim::testing::build_graph(spec);
+  double last_c_start = -1.0;
+  VirtualExecutor(*graph).run(10.0, [&](TaskRuntime& t, const FrameRecord& f) {
+    if (t.spec().name == "c") last_c_start = f.start;
+  });
+  ASSERT_TRUE(graph->find_task("p")->ended());
+  EXPECT_EQ(graph->find_task("p")->stats().frames.load(), 8u);
+  EXPECT_EQ(graph->find_task("c")->stats().frames.load(), 29u);
+  EXPECT_NEAR(last_c_start, 2.8, 1e-9);
+}
+
 // In a rate group the member whose model ended the run takes no more frames
 // in the cycle the group finishes (no repeated sample at the end time): a
 // 100 ms member ending at t = 3 s has 30 frames, its 400 ms partner the 8

@@ -355,6 +355,12 @@ TEST_F(DaemonHardening, ReloadReadsOnlyTheConfigurationDirectoryAndEchoesNoConte
   EXPECT_NE(echoed.find("web.token:1:1: error:"), std::string::npos) << echoed;
   EXPECT_EQ(echoed.find(token), std::string::npos) << echoed;
   EXPECT_EQ(echoed.find(token.substr(0, 8)), std::string::npos) << echoed;
+  // A word of the file shorter than the 8-character pieces, quoted by the
+  // loader, is found whole and blanked too.
+  std::ofstream(configs_ / "short.yaml") << "pw7Qz: 1\n";
+  const auto short_key = request("{\"cmd\":\"reload\",\"file\":\"short.yaml\"}");
+  EXPECT_NE(short_key.find("short.yaml:1:1: error:"), std::string::npos) << short_key;
+  EXPECT_EQ(short_key.find("pw7Qz"), std::string::npos) << short_key;
   std::ofstream(configs_ / "keyless.yaml") << "name: x\ntasks: []\n";
   const auto keyless = request("{\"cmd\":\"reload\",\"file\":\"keyless.yaml\"}");
   EXPECT_NE(keyless.find("'blocks'"), std::string::npos) << keyless;
