@@ -5,7 +5,7 @@ Every task holds S blocks of one type (default first_order_lag); block k of
 task i is fed by block k of task i-1 through a link (task 0 by a sine), so a
 graph has T*S signals and (T-1)*S linked ones. Periods cycle through
 --periods; tasks are pinned round-robin over --cpus (or left unpinned with
---cpus 0). The figures in the README name the command that wrote each graph.
+--cpus 0). The figures in docs/benchmarks.md name the command that wrote each graph.
 
   bench/scale_graph.py --tasks 16 --signals 640 --periods 1,2,5,10 --cpus 2 > g.yaml
   bench/scale_graph.py --tasks 100000 --signals 1 --cpus 0 > wide.yaml

@@ -47,7 +47,7 @@ endfunction()
 # Unity builds of our libraries (RTCOSIM_UNITY): a library's sources are
 # compiled in batches of 8 per translation unit, so that the standard and
 # yaml-cpp headers that take half of each unit's compiler time are parsed
-# once per batch (`rtcosim`'s compiler time 343 s -> 198 s, README "Quick start").
+# once per batch (`rtcosim`'s compiler time 343 s -> 198 s, docs/building.md).
 # Names local to a source file must then be unique within their library:
 # two files' helpers of the same name fail to compile (a redefinition), and
 # overloads of one name are not written (a call could take the other

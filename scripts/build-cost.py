@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compiler time of a build, from its ninja log (the README's quick-start figure).
+"""Compiler time of a build, from its ninja log (docs/building.md's quick-start figure).
 
     scripts/build-cost.py BUILD_DIR [TARGET...]
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 # What the quick start's build needs (scripts/quickstart.sh: rtcosim without
-# the optional parts, README "Building"); --quickstart installs only these.
+# the optional parts, docs/building.md); --quickstart installs only these.
 main_job=(
   build-essential cmake ninja-build pkg-config   # toolchain
   lld                                            # the linker (three times faster than ld.bfd on the suites)

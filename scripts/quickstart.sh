@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --quickstart
-# Left out (README, "Building"): FMUs, the RIM mechanics, SSP import, HDF5 and
-# MAT-file recordings, the trace report. scripts/test.sh installs the rest
+# Left out (docs/building.md, "Optional parts"): FMUs, the RIM mechanics, SSP
+# import, HDF5 and MAT-file recordings, the trace report. scripts/test.sh installs the rest
 # and builds every part, the suites and rtcosimd in the same build directory:
 # what this build compiled is not compiled again.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
