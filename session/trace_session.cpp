@@ -16,9 +16,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runtime/graph.hpp"
+#include "runtime/trace.hpp"
+
 extern char** environ;
 
 namespace rtcosim::session {
+
+bool tracing_built() noexcept { return runtime::trace::available(); }
+
+double trace_event_rate(runtime::Graph& graph) {
+  double rate = 0.0;
+  for (const auto& t : graph.tasks()) {
+    std::size_t wires = 0;
+    for (const auto& o : t->outputs()) wires += o.refs.size();
+    rate += (2.0 + 2.0 * static_cast<double>(wires)) / t->spec().period;
+  }
+  return rate;
+}
 
 int run_command(const std::vector<std::string>& argv, std::string* output) {
   if (output) output->clear();

@@ -5,7 +5,19 @@
 #include <string>
 #include <vector>
 
+namespace rtcosim::runtime {
+class Graph;
+}
+
 namespace rtcosim::session {
+
+// Whether this build emits tracepoints (it was built with LTTng-UST).
+bool tracing_built() noexcept;
+// The events a second the graph's frames emit when traced: per frame its
+// start and end, and per wire it publishes a link_publish and its
+// consumer's link_drain (one bundle carries many wires). Sizes the
+// session's sub-buffers.
+double trace_event_rate(runtime::Graph& graph);
 
 /*
  * An LTTng tracing session around a run, driven through lttng-tools' `lttng`

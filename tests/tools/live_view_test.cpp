@@ -17,12 +17,12 @@
 #include "runtime/thread_unit.hpp"
 #include "runtime/unit_loop.hpp"
 #include "runtime/virtual_executor.hpp"
+#include "session/report/graph_svg.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
 #include "tests/support/unprivileged.hpp"
 #include "tests/tools/daemon_fixture.hpp"
 #include "tools/rtcosimd/daemon.hpp"
-#include "tools/rtcosimd/graph_svg.hpp"
 #include "tools/rtcosimd/live_feed.hpp"
 #include "tools/rtcosimd/web_server.hpp"
 
@@ -842,13 +842,13 @@ TEST(LiveViewOptions, OnlyTheControlSocketsGroupGetsAToken) {
 TEST(LiveViewOptions, RenderSvgIsBoundedAndSaysWhyItFailed) {
   std::string why;
   if (have_dot()) {
-    const std::string svg = daemon::render_svg("dot", "digraph g { a -> b; }", &why);
+    const std::string svg = session::render_svg("dot", "digraph g { a -> b; }", &why);
     EXPECT_NE(svg.find("<title>a</title>"), std::string::npos) << why;
     EXPECT_NE(svg.find("<title>a&#45;&gt;b</title>"), std::string::npos) << svg;
   }
-  EXPECT_EQ(daemon::render_svg("/nonexistent/dot", "digraph g {}", &why), "");
+  EXPECT_EQ(session::render_svg("/nonexistent/dot", "digraph g {}", &why), "");
   EXPECT_EQ(why, "cannot run '/nonexistent/dot': No such file or directory (Debian: apt-get install graphviz)");
-  EXPECT_EQ(daemon::render_svg("false", "digraph g {}", &why), "");
+  EXPECT_EQ(session::render_svg("false", "digraph g {}", &why), "");
   EXPECT_EQ(why, "'false' failed (exit status 1)");
   // A program that closes its input unread and exits later, given more than
   // a pipe holds: the write meets a closed pipe, which must not raise
@@ -858,16 +858,16 @@ TEST(LiveViewOptions, RenderSvgIsBoundedAndSaysWhyItFailed) {
   const auto deaf = fs::temp_directory_path() / ("rtcosim_deaf_" + std::to_string(getpid()));
   std::ofstream(deaf) << "#!/bin/sh\nexec 0<&-\nsleep 0.2\nexit 3\n";
   fs::permissions(deaf, fs::perms::owner_all);
-  EXPECT_EQ(daemon::render_svg(deaf.string(), "digraph g {" + std::string(256u << 10, ' ') + "}", &why), "");
+  EXPECT_EQ(session::render_svg(deaf.string(), "digraph g {" + std::string(256u << 10, ' ') + "}", &why), "");
   EXPECT_EQ(why, "'" + deaf.string() + "' failed (exit status 3)");
   fs::remove(deaf);
   const auto hang = fs::temp_directory_path() / ("rtcosim_hang_" + std::to_string(getpid()));
   std::ofstream(hang) << "#!/bin/sh\nexec sleep 30\n";
   fs::permissions(hang, fs::perms::owner_all);
-  EXPECT_EQ(daemon::render_svg(hang.string(), "digraph g {}", &why, {.timeout_s = 0.5}), "");
+  EXPECT_EQ(session::render_svg(hang.string(), "digraph g {}", &why, {.timeout_s = 0.5}), "");
   EXPECT_EQ(why, "'" + hang.string() + "' did not finish within 0.5 s");
   fs::remove(hang);
-  EXPECT_EQ(daemon::render_svg("dot", std::string(2u << 20, ' '), &why), "");
+  EXPECT_EQ(session::render_svg("dot", std::string(2u << 20, ' '), &why), "");
   EXPECT_EQ(why, "the graph's DOT has 2097152 bytes, more than 1048576 are not laid out");
 }
 
@@ -881,7 +881,7 @@ TEST(LiveViewOptions, RenderSvgWithoutAnExitStatusIsAFailure) {
   fs::permissions(failing, fs::perms::owner_all);
   std::string why;
   const auto previous = std::signal(SIGCHLD, SIG_IGN);
-  const std::string svg = daemon::render_svg(failing.string(), "digraph g {}", &why);
+  const std::string svg = session::render_svg(failing.string(), "digraph g {}", &why);
   std::signal(SIGCHLD, previous);
   fs::remove(failing);
   EXPECT_EQ(svg, "");

@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace rtcosim::daemon {
+namespace rtcosim::session {
 
 // What render_svg accepts and returns at most, and how long it waits.
 struct SvgLimits {
@@ -22,4 +22,4 @@ struct SvgLimits {
 std::string render_svg(const std::string& program, const std::string& dot, std::string* why,
                        const SvgLimits& limits = {});
 
-}  // namespace rtcosim::daemon
+}  // namespace rtcosim::session

@@ -1,4 +1,4 @@
-#include "tools/rtcosimd/graph_svg.hpp"
+#include "session/report/graph_svg.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace rtcosim::daemon {
+namespace rtcosim::session {
 
 namespace {
 
@@ -201,4 +201,4 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
   return {};
 }
 
-}  // namespace rtcosim::daemon
+}  // namespace rtcosim::session
