@@ -15,9 +15,11 @@ namespace rtcosim::base {
  * summary) rather than CSV rows. Plain data, below every layer that names
  * formats: the configuration check, the recorder, the CLI and the daemon.
  *
- * Adding a format: a row here, its enumerator in runtime::RecordFormat in
- * the same place, and its backend in runtime/ (column_file.cpp's
- * make_backend).
+ * Adding a format: a row here, its enumerator in runtime::RecordFormat
+ * (runtime/record_target.hpp, in the same place: static_asserts hold the
+ * order), and its backend in runtime/ (ColumnFile's constructor picks
+ * make_hdf5_backend or make_mat_backend; a row format writes through
+ * RecordFile as CSV does). docs/architecture.md lists the rest.
  */
 struct RecordFormatRow {
   std::string_view name;
