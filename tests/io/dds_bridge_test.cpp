@@ -30,7 +30,7 @@
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
 #ifdef RTCOSIM_HAVE_BABELTRACE2
-#include "tools/trace/trace_reader.hpp"
+#include "session/report/trace/trace_reader.hpp"
 #endif
 
 namespace rtcosim::io {

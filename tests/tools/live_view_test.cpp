@@ -23,7 +23,7 @@
 #include "tests/support/unprivileged.hpp"
 #include "tests/tools/daemon_fixture.hpp"
 #include "tools/rtcosimd/daemon.hpp"
-#include "tools/rtcosimd/live_feed.hpp"
+#include "session/report/live_feed.hpp"
 #include "tools/rtcosimd/web_server.hpp"
 
 namespace rtcosim::tools {
@@ -725,7 +725,7 @@ TEST(LiveViewRealTime, FramesAllocateNothingAndRunTheSameWithWebClientsConnected
   daemon::WebServer server(o, "/nonexistent.sock");
   std::string why;
   ASSERT_TRUE(server.start(&why)) << why;
-  daemon::LiveFeed feed;
+  session::LiveFeed feed;
   server.publish("{\"live\":{" + feed.json(graph.get(), &recorder) + "}}");
 
   constexpr int kClients = 4;

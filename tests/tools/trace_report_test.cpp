@@ -1,7 +1,7 @@
 // The trace reader and report on a small trace committed under tests/ (0.2 s
 // of examples/two_task_sine.yaml recorded with 'rtcosim run --trace'), and
 // on a live trace recorded by the test under a real lttng-sessiond.
-#include "tools/trace/trace_report.hpp"
+#include "session/report/trace/trace_report.hpp"
 
 #include <array>
 #include <chrono>
@@ -24,6 +24,7 @@
 #include "runtime/trace.hpp"
 #include "session/trace_session.hpp"
 #include "tests/support/graphs.hpp"
+#include "tools/rtcosim/trace_command.hpp"
 
 extern char** environ;
 
@@ -133,7 +134,7 @@ TEST(TraceReport, AReportTheDiskRefusesIsAnError) {
     auto* old = std::cerr.rdbuf(err.rdbuf());
     std::stringstream out;
     auto* old_out = std::cout.rdbuf(out.rdbuf());
-    const int rc = run_trace_command({"report", RTCOSIM_TRACE_DIR, option, full.string()});
+    const int rc = tools::run_trace_command({"report", RTCOSIM_TRACE_DIR, option, full.string()});
     std::cout.rdbuf(old_out);
     std::cerr.rdbuf(old);
     EXPECT_EQ(rc, 1) << option;

@@ -15,8 +15,8 @@
 #include "tools/rtcosim/run_command.hpp"
 #include "tools/rtcosim/stall_sweep_command.hpp"
 #include "tools/rtcosim/sync_command.hpp"
+#include "tools/rtcosim/trace_command.hpp"
 #ifdef RTCOSIM_HAVE_BABELTRACE2
-#include "tools/trace/trace_report.hpp"
 #endif
 
 namespace {
@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   if (verb == "preflight") return rtcosim::tools::run_preflight_command(args);
   if (verb == "trace") {
 #ifdef RTCOSIM_HAVE_BABELTRACE2
-    return rtcosim::trace_report::run_trace_command(args);
+    return rtcosim::tools::run_trace_command(args);
 #else
     std::cerr << "rtcosim: this build has no trace reader: libbabeltrace2-dev was not installed, or the build left "
                  "out the part 'trace-report' (RTCOSIM_WITHOUT, as scripts/quickstart.sh builds it) — "

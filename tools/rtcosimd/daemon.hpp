@@ -19,8 +19,8 @@
 #include "runtime/rt_executor.hpp"
 #include "session/realtime_run.hpp"
 #include "session/recording.hpp"
+#include "session/report/live_feed.hpp"
 #include "tasks/block_registry.hpp"
-#include "tools/rtcosimd/live_feed.hpp"
 #include "tools/rtcosimd/notify.hpp"
 #include "tools/rtcosimd/web_server.hpp"
 
@@ -243,7 +243,7 @@ class Daemon {
   std::unique_ptr<PendingTrace> pending_trace_;
   std::unique_ptr<WebServer> web_;
   double web_started_ = 0.0;
-  LiveFeed feed_;
+  session::LiveFeed feed_;
   std::string graph_svg_;  // the loaded graph laid out by dot, or ""
   [[nodiscard]] std::string lay_out(const config::GraphSpec& spec, std::string* why) const;
   std::vector<std::uint64_t> last_frames_;

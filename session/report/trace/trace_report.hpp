@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "session/report/svg_plot.hpp"
-#include "tools/trace/trace_reader.hpp"
+#include "session/report/trace/trace_reader.hpp"
 
 namespace rtcosim::trace_report {
 
@@ -24,8 +24,5 @@ std::string perfetto_json(const TraceData& data);
 plot::Figure latency_histogram(const TraceData& data);
 // Writes latency_histograms.svg and timeline.svg into `directory`.
 bool write_svgs(const TraceData& data, const std::string& directory, std::string* error);
-
-// `rtcosim trace report DIR [--json F] [--svg DIR] [--perfetto F]`.
-int run_trace_command(const std::vector<std::string>& args);
 
 }  // namespace rtcosim::trace_report

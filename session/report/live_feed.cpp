@@ -1,11 +1,11 @@
-#include "tools/rtcosimd/live_feed.hpp"
+#include "session/report/live_feed.hpp"
 
 #include <array>
 
 #include "base/json.hpp"
 #include "runtime/stats.hpp"
 
-namespace rtcosim::daemon {
+namespace rtcosim::session {
 
 namespace {
 
@@ -106,4 +106,4 @@ std::string LiveFeed::json(runtime::Graph* graph, const runtime::Recorder* recor
          ",\"version\":" + std::to_string(layout_version_) + "}}";
 }
 
-}  // namespace rtcosim::daemon
+}  // namespace rtcosim::session

@@ -1,9 +1,9 @@
-#include "tools/trace/trace_reader.hpp"
-
-#include <babeltrace2/babeltrace.h>
+#include "session/report/trace/trace_reader.hpp"
 
 #include <cstring>
 #include <filesystem>
+
+#include <babeltrace2/babeltrace.h>
 
 namespace rtcosim::trace_report {
 
@@ -96,10 +96,14 @@ bt_graph_simple_sink_component_consume_func_status consume(bt_message_iterator* 
   bt_message_array_const messages;
   std::uint64_t count = 0;
   switch (bt_message_iterator_next(iterator, &messages, &count)) {
-    case BT_MESSAGE_ITERATOR_NEXT_STATUS_END: return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
-    case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN: return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_AGAIN;
-    case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK: break;
-    default: return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
+    case BT_MESSAGE_ITERATOR_NEXT_STATUS_END:
+      return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_END;
+    case BT_MESSAGE_ITERATOR_NEXT_STATUS_AGAIN:
+      return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_AGAIN;
+    case BT_MESSAGE_ITERATOR_NEXT_STATUS_OK:
+      break;
+    default:
+      return BT_GRAPH_SIMPLE_SINK_COMPONENT_CONSUME_FUNC_STATUS_ERROR;
   }
   for (std::uint64_t i = 0; i < count; ++i) {
     const bt_message* msg = messages[i];
@@ -144,7 +148,9 @@ bool read_trace(const std::string& directory, TraceData& out, std::string* error
   const bt_plugin* utils = nullptr;
   if (bt_plugin_find("ctf", BT_TRUE, BT_FALSE, BT_TRUE, BT_TRUE, BT_FALSE, &ctf) != BT_PLUGIN_FIND_STATUS_OK ||
       bt_plugin_find("utils", BT_TRUE, BT_FALSE, BT_TRUE, BT_TRUE, BT_FALSE, &utils) != BT_PLUGIN_FIND_STATUS_OK) {
-    return fail("babeltrace2's ctf and utils plugins are missing — install 'libbabeltrace2-0' plugins (apt-get install babeltrace2)");
+    return fail(
+        "babeltrace2's ctf and utils plugins are missing — install 'libbabeltrace2-0' plugins (apt-get install "
+        "babeltrace2)");
   }
   bt_graph* graph = bt_graph_create(0);
   bt_value* params = bt_value_map_create();
@@ -172,9 +178,9 @@ bool read_trace(const std::string& directory, TraceData& out, std::string* error
   const bt_component_filter* muxer = nullptr;
   const bt_component_sink* sink_component = nullptr;
   Sink sink{&out};
-  bool ok = bt_graph_add_source_component(graph, bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs"),
-                                          "source", params, BT_LOGGING_LEVEL_NONE,
-                                          &source) == BT_GRAPH_ADD_COMPONENT_STATUS_OK;
+  bool ok =
+      bt_graph_add_source_component(graph, bt_plugin_borrow_source_component_class_by_name_const(ctf, "fs"), "source",
+                                    params, BT_LOGGING_LEVEL_NONE, &source) == BT_GRAPH_ADD_COMPONENT_STATUS_OK;
   ok = ok && bt_graph_add_filter_component(graph, bt_plugin_borrow_filter_component_class_by_name_const(utils, "muxer"),
                                            "muxer", nullptr, BT_LOGGING_LEVEL_NONE,
                                            &muxer) == BT_GRAPH_ADD_COMPONENT_STATUS_OK;

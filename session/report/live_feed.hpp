@@ -6,7 +6,7 @@
 #include "runtime/graph.hpp"
 #include "runtime/recorder.hpp"
 
-namespace rtcosim::daemon {
+namespace rtcosim::session {
 
 /*
  * LiveFeed: the graph's part of a live-view snapshot (docs/live.md): each
@@ -36,4 +36,4 @@ class LiveFeed {
   std::map<std::string, double> sent_until_;  // per series: the newest sample pushed
 };
 
-}  // namespace rtcosim::daemon
+}  // namespace rtcosim::session
