@@ -299,7 +299,11 @@ std::shared_ptr<LiveSource> PlantReceivers::acquire(const std::string& key, Make
   return made;
 }
 
-std::shared_ptr<LiveSource> PlantReceivers::follow(const FollowOptions& o) {
+std::shared_ptr<LiveSource> PlantReceivers::open(const tasks::plant::SourceOptions& options) {
+  return std::visit([this](const auto& o) { return open_kind(o); }, options);
+}
+
+std::shared_ptr<LiveSource> PlantReceivers::open_kind(const FollowOptions& o) {
   const auto signals = tasks::plant::follow_header(o);
   return acquire(
       "csv:" + o.path,
@@ -313,13 +317,13 @@ std::shared_ptr<LiveSource> PlantReceivers::follow(const FollowOptions& o) {
       signals.size());
 }
 
-std::shared_ptr<LiveSource> PlantReceivers::udp(const UdpOptions& o) {
+std::shared_ptr<LiveSource> PlantReceivers::open_kind(const UdpOptions& o) {
   return acquire(
       "udp:" + o.address + ":" + std::to_string(o.port), [&] { return std::make_shared<UdpReceiver>(o); },
       o.signals.size());
 }
 
-std::shared_ptr<LiveSource> PlantReceivers::udp_out(const UdpOutOptions& o) {
+std::shared_ptr<LiveSource> PlantReceivers::open_kind(const UdpOutOptions& o) {
   return acquire(
       "udp_out:" + o.address + ":" + std::to_string(o.port), [&] { return std::make_shared<UdpSender>(o); }, o.signals);
 }

@@ -35,13 +35,16 @@ class PlantReceivers final : public tasks::plant::LiveReceivers {
   PlantReceivers(const PlantReceivers&) = delete;
   PlantReceivers& operator=(const PlantReceivers&) = delete;
 
-  std::shared_ptr<tasks::plant::LiveSource> follow(const tasks::plant::FollowOptions& options) override;
-  std::shared_ptr<tasks::plant::LiveSource> udp(const tasks::plant::UdpOptions& options) override;
-  std::shared_ptr<tasks::plant::LiveSource> udp_out(const tasks::plant::UdpOutOptions& options) override;
+  std::shared_ptr<tasks::plant::LiveSource> open(const tasks::plant::SourceOptions& options) override;
   void go_offline() noexcept override;
   std::vector<tasks::plant::LiveStatus> status() override;
 
  private:
+  // One per kind of source: its key (what the check's block and the
+  // running one share) and how it is made.
+  std::shared_ptr<tasks::plant::LiveSource> open_kind(const tasks::plant::FollowOptions& options);
+  std::shared_ptr<tasks::plant::LiveSource> open_kind(const tasks::plant::UdpOptions& options);
+  std::shared_ptr<tasks::plant::LiveSource> open_kind(const tasks::plant::UdpOutOptions& options);
   template <typename Make>
   std::shared_ptr<tasks::plant::LiveSource> acquire(const std::string& key, Make make, std::size_t signals);
 

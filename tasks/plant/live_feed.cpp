@@ -126,9 +126,7 @@ LiveReceivers& receivers() {
 void install_receivers(LiveReceivers* r) noexcept { g_receivers.store(r, std::memory_order_release); }
 LiveReceivers* installed_receivers() noexcept { return g_receivers.load(std::memory_order_acquire); }
 
-std::shared_ptr<LiveSource> acquire_follow(const FollowOptions& o) { return receivers().follow(o); }
-std::shared_ptr<LiveSource> acquire_udp(const UdpOptions& o) { return receivers().udp(o); }
-std::shared_ptr<LiveSource> acquire_udp_out(const UdpOutOptions& o) { return receivers().udp_out(o); }
+std::shared_ptr<LiveSource> acquire(const SourceOptions& o) { return receivers().open(o); }
 
 void replay_offline() noexcept {
   if (LiveReceivers* r = installed_receivers()) r->go_offline();

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <boost/lockfree/spsc_queue.hpp>
@@ -145,6 +146,10 @@ struct UdpOutOptions {
   std::size_t ring_rows = 1024;
 };
 
+// A live source by kind: what a `plant` block's `source:` (or `udp_out`)
+// asks the process's receivers for.
+using SourceOptions = std::variant<FollowOptions, UdpOptions, UdpOutOptions>;
+
 // The signals a followed CSV file's header names; throws CsvError when the
 // file or its header is missing or wrong (set-up).
 std::vector<std::string> follow_header(const FollowOptions& options);
@@ -162,10 +167,11 @@ std::vector<std::string> follow_header(const FollowOptions& options);
 class LiveReceivers {
  public:
   virtual ~LiveReceivers() = default;
-  virtual std::shared_ptr<LiveSource> follow(const FollowOptions& options) = 0;
-  virtual std::shared_ptr<LiveSource> udp(const UdpOptions& options) = 0;
-  // An outgoing source: rows offered by the frames are sent as datagrams.
-  virtual std::shared_ptr<LiveSource> udp_out(const UdpOutOptions& options) = 0;
+  // The source `options` describe, by its kind (the alternative it holds):
+  // a followed CSV file, a UDP receiver, or an outgoing source whose rows,
+  // offered by the frames, are sent as datagrams. A new kind of source is
+  // one more alternative of SourceOptions, not one more member here.
+  virtual std::shared_ptr<LiveSource> open(const SourceOptions& options) = 0;
   // A replay (docs/replay.md): from now on the sources made have no thread,
   // socket or file; their rows come from the replay log's taps (and their
   // sender sends nothing).
@@ -180,11 +186,9 @@ class LiveReceivers {
 void install_receivers(LiveReceivers* receivers) noexcept;
 [[nodiscard]] LiveReceivers* installed_receivers() noexcept;
 
-// Through the installed receivers; the acquire functions throw
-// std::runtime_error when none are installed.
-std::shared_ptr<LiveSource> acquire_follow(const FollowOptions& options);
-std::shared_ptr<LiveSource> acquire_udp(const UdpOptions& options);
-std::shared_ptr<LiveSource> acquire_udp_out(const UdpOutOptions& options);
+// Through the installed receivers; throws std::runtime_error when none are
+// installed.
+std::shared_ptr<LiveSource> acquire(const SourceOptions& options);
 void replay_offline() noexcept;
 // Every live source of the process (empty without receivers).
 std::vector<LiveStatus> live_status();

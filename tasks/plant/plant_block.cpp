@@ -151,7 +151,7 @@ class PlantLive final : public Block {
         o.events = events;
         o.ring_rows = ring;
         signals = plant::follow_header(o);
-        source_ = plant::acquire_follow(o);
+        source_ = plant::acquire(o);
       } else {
         plant::UdpOptions o;
         o.port = static_cast<int>(p.count(name, "port", 0, 1, 65535));
@@ -173,7 +173,7 @@ class PlantLive final : public Block {
         }
         o.ring_rows = ring;
         signals = o.signals;
-        source_ = plant::acquire_udp(o);
+        source_ = plant::acquire(o);
       }
     } catch (const plant::CsvError& e) {
       throw BlockError("block '" + name + "' (plant): " + e.what(), name, "file");
@@ -249,7 +249,7 @@ class UdpOut final : public Block {
     o.signals = signals.size();
     o.ring_rows = p.count(name, "ring", 1024, 2, 1u << 20);
     try {
-      sender_ = plant::acquire_udp_out(o);
+      sender_ = plant::acquire(o);
     } catch (const std::runtime_error& e) {
       throw BlockError("block '" + name + "' (udp_out): " + e.what(), name, "address");
     }

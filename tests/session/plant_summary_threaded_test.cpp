@@ -30,7 +30,7 @@ TEST(PlantSummary, TheCountersOfALiveSourceAppearInTheTableAndTheJson) {
   tasks::plant::UdpOptions o;
   o.port = ntohs(sa.sin_port);
   o.signals = {"a"};
-  const auto source = tasks::plant::acquire_udp(o);
+  const auto source = tasks::plant::acquire(o);
   const int fd = ::socket(AF_INET, SOCK_DGRAM, 0);
   unsigned char b[io::kMaxDatagram];
   const double v = 1.0;

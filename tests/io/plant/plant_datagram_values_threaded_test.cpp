@@ -110,7 +110,7 @@ struct Listening {
     tasks::plant::UdpOptions o;
     o.port = port;
     for (std::size_t i = 0; i < signals; ++i) o.signals.push_back("s" + std::to_string(i));
-    source = g_receivers.udp(o);
+    source = g_receivers.open(o);
   }
   // Waits until the receiver has handled `n` datagrams (a fail-safe of
   // 20 s: a lost datagram fails the counts below, it does not hang).
