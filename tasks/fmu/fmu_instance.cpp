@@ -215,6 +215,7 @@ struct FmuInstance::Api {
   fmi2GetBooleanStatusTYPE* get_bool_status2 = nullptr;  // optional
   fmi2GetRealOutputDerivativesTYPE* get_dy2 = nullptr;   // optional
   fmi2CallbackFunctions callbacks{};
+
   // FMI 3.0
   fmi3InstantiateModelExchangeTYPE* instantiate_me3 = nullptr;
   fmi3InstantiateCoSimulationTYPE* instantiate_cs3 = nullptr;
@@ -261,6 +262,68 @@ struct FmuInstance::Api {
   fmi3DoStepTYPE* do_step3 = nullptr;
   fmi3GetOutputDerivativesTYPE* get_dy3 = nullptr;  // optional
 };
+
+namespace {
+
+// The FMI 3 typed access of every variable type but Float64 (always there,
+// read and written without scratch): its getter and setter in Api, its C
+// type and the functions' names. Every typed switch (loading, require_type,
+// set_values, get_values, the messages) goes through it, so that a type is
+// one line here. `f(get, set, T*, get_name, set_name)` for a typed variable,
+// `otherwise()` for any other.
+// Api is FmuInstance's (private: named by its members only).
+template <class Api, class F, class G>
+auto with_fmi3_type(VarType type, F&& f, G&& otherwise) {
+#define RTCOSIM_FMI3_TYPE(T, get, set, name) \
+  return f(&Api::get, &Api::set, static_cast<T*>(nullptr), "fmi3Get" name, "fmi3Set" name)
+  switch (type) {
+    case VarType::kFloat32:
+      RTCOSIM_FMI3_TYPE(float, get_f32, set_f32, "Float32");
+    case VarType::kInt8:
+      RTCOSIM_FMI3_TYPE(std::int8_t, get_i8, set_i8, "Int8");
+    case VarType::kUInt8:
+      RTCOSIM_FMI3_TYPE(std::uint8_t, get_u8, set_u8, "UInt8");
+    case VarType::kInt16:
+      RTCOSIM_FMI3_TYPE(std::int16_t, get_i16, set_i16, "Int16");
+    case VarType::kUInt16:
+      RTCOSIM_FMI3_TYPE(std::uint16_t, get_u16, set_u16, "UInt16");
+    case VarType::kInteger:
+      RTCOSIM_FMI3_TYPE(std::int32_t, get_int3, set_int3, "Int32");
+    case VarType::kUInt32:
+      RTCOSIM_FMI3_TYPE(std::uint32_t, get_u32, set_u32, "UInt32");
+    case VarType::kInt64:
+    case VarType::kEnumeration:
+      RTCOSIM_FMI3_TYPE(std::int64_t, get_i64, set_i64, "Int64");
+    case VarType::kUInt64:
+      RTCOSIM_FMI3_TYPE(std::uint64_t, get_u64, set_u64, "UInt64");
+    case VarType::kBoolean:
+      RTCOSIM_FMI3_TYPE(bool, get_bool3, set_bool3, "Boolean");
+    default:
+      return otherwise();
+  }
+#undef RTCOSIM_FMI3_TYPE
+}
+
+constexpr VarType kFmi3Typed[] = {VarType::kFloat32, VarType::kInt8,    VarType::kUInt8,  VarType::kInt16,
+                                  VarType::kUInt16,  VarType::kInteger, VarType::kUInt32, VarType::kInt64,
+                                  VarType::kUInt64,  VarType::kBoolean};
+
+// `n` doubles as the FMI 3 type T in the scratch: saturated integers,
+// booleans (NaN false), floats (beyond its range: infinite).
+template <class T>
+T* values_as(const double* v, std::size_t n, std::uint64_t* scratch) noexcept {
+  if constexpr (std::is_same_v<T, bool>) {
+    return booleans_from<bool>(v, n, scratch);
+  } else if constexpr (std::is_same_v<T, float>) {
+    float* f = words<float>(scratch);
+    for (std::size_t i = 0; i < n; ++i) f[i] = to_float(v[i]);
+    return f;
+  } else {
+    return integers_from<T>(v, n, scratch);
+  }
+}
+
+}  // namespace
 
 struct FmuInstance::Ring {
   boost::lockfree::spsc_queue<FmuLogEntry, boost::lockfree::capacity<64>> queue;
@@ -421,26 +484,15 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
     lib.get(a.exit_config3, "fmi3ExitConfigurationMode", true);
     lib.get(a.get_real3, "fmi3GetFloat64");
     lib.get(a.set_real3, "fmi3SetFloat64");
-    lib.get(a.get_f32, "fmi3GetFloat32", true);
-    lib.get(a.set_f32, "fmi3SetFloat32", true);
-    lib.get(a.get_i8, "fmi3GetInt8", true);
-    lib.get(a.set_i8, "fmi3SetInt8", true);
-    lib.get(a.get_u8, "fmi3GetUInt8", true);
-    lib.get(a.set_u8, "fmi3SetUInt8", true);
-    lib.get(a.get_i16, "fmi3GetInt16", true);
-    lib.get(a.set_i16, "fmi3SetInt16", true);
-    lib.get(a.get_u16, "fmi3GetUInt16", true);
-    lib.get(a.set_u16, "fmi3SetUInt16", true);
-    lib.get(a.get_int3, "fmi3GetInt32", true);
-    lib.get(a.set_int3, "fmi3SetInt32", true);
-    lib.get(a.get_u32, "fmi3GetUInt32", true);
-    lib.get(a.set_u32, "fmi3SetUInt32", true);
-    lib.get(a.get_i64, "fmi3GetInt64", true);
-    lib.get(a.set_i64, "fmi3SetInt64", true);
-    lib.get(a.get_u64, "fmi3GetUInt64", true);
-    lib.get(a.set_u64, "fmi3SetUInt64", true);
-    lib.get(a.get_bool3, "fmi3GetBoolean", true);
-    lib.get(a.set_bool3, "fmi3SetBoolean", true);
+    for (const VarType t : kFmi3Typed) {
+      with_fmi3_type<Api>(
+          t,
+          [&](auto get, auto set, auto*, const char* get_name, const char* set_name) {
+            lib.get(a.*get, get_name, true);
+            lib.get(a.*set, set_name, true);
+          },
+          [] {});
+    }
     lib.get(a.get_state3, "fmi3GetFMUState", true);
     lib.get(a.set_state3, "fmi3SetFMUState", true);
     lib.get(a.free_state3, "fmi3FreeFMUState", true);
@@ -747,37 +799,17 @@ bool FmuInstance::get_real(const std::uint32_t* vr, std::size_t n, double* v) no
 namespace {
 
 // The FMI function that gets (sets) `type`, for messages.
+template <class Api>
 const char* typed_function(VarType type, bool v2, bool set) noexcept {
-  switch (type) {
-    case VarType::kReal:
-      return v2 ? (set ? "fmi2SetReal" : "fmi2GetReal") : (set ? "fmi3SetFloat64" : "fmi3GetFloat64");
-    case VarType::kFloat32:
-      return set ? "fmi3SetFloat32" : "fmi3GetFloat32";
-    case VarType::kInt8:
-      return set ? "fmi3SetInt8" : "fmi3GetInt8";
-    case VarType::kUInt8:
-      return set ? "fmi3SetUInt8" : "fmi3GetUInt8";
-    case VarType::kInt16:
-      return set ? "fmi3SetInt16" : "fmi3GetInt16";
-    case VarType::kUInt16:
-      return set ? "fmi3SetUInt16" : "fmi3GetUInt16";
-    case VarType::kInteger:
-      return v2 ? (set ? "fmi2SetInteger" : "fmi2GetInteger") : (set ? "fmi3SetInt32" : "fmi3GetInt32");
-    case VarType::kUInt32:
-      return set ? "fmi3SetUInt32" : "fmi3GetUInt32";
-    case VarType::kInt64:
-      return set ? "fmi3SetInt64" : "fmi3GetInt64";
-    case VarType::kUInt64:
-      return set ? "fmi3SetUInt64" : "fmi3GetUInt64";
-    case VarType::kBoolean:
-      return v2 ? (set ? "fmi2SetBoolean" : "fmi2GetBoolean") : (set ? "fmi3SetBoolean" : "fmi3GetBoolean");
-    case VarType::kEnumeration:
-      return v2 ? (set ? "fmi2SetInteger" : "fmi2GetInteger") : (set ? "fmi3SetInt64" : "fmi3GetInt64");
-    case VarType::kString:
-    case VarType::kOther:
-      break;
+  if (type == VarType::kReal) {
+    return v2 ? (set ? "fmi2SetReal" : "fmi2GetReal") : (set ? "fmi3SetFloat64" : "fmi3GetFloat64");
   }
-  return "no function";
+  if (v2 && (type == VarType::kInteger || type == VarType::kEnumeration))
+    return set ? "fmi2SetInteger" : "fmi2GetInteger";
+  if (v2 && type == VarType::kBoolean) return set ? "fmi2SetBoolean" : "fmi2GetBoolean";
+  return with_fmi3_type<Api>(
+      type, [set](auto, auto, auto*, const char* get_name, const char* set_name) { return set ? set_name : get_name; },
+      [] { return "no function"; });
 }
 
 }  // namespace
@@ -803,44 +835,10 @@ void FmuInstance::require_type(VarType type, const std::string& variable) const 
         have = false;
     }
   } else {
-    switch (type) {
-      case VarType::kReal:
-        have = true;
-        break;
-      case VarType::kFloat32:
-        have = a.get_f32 && a.set_f32;
-        break;
-      case VarType::kInt8:
-        have = a.get_i8 && a.set_i8;
-        break;
-      case VarType::kUInt8:
-        have = a.get_u8 && a.set_u8;
-        break;
-      case VarType::kInt16:
-        have = a.get_i16 && a.set_i16;
-        break;
-      case VarType::kUInt16:
-        have = a.get_u16 && a.set_u16;
-        break;
-      case VarType::kInteger:
-        have = a.get_int3 && a.set_int3;
-        break;
-      case VarType::kUInt32:
-        have = a.get_u32 && a.set_u32;
-        break;
-      case VarType::kInt64:
-      case VarType::kEnumeration:
-        have = a.get_i64 && a.set_i64;
-        break;
-      case VarType::kUInt64:
-        have = a.get_u64 && a.set_u64;
-        break;
-      case VarType::kBoolean:
-        have = a.get_bool3 && a.set_bool3;
-        break;
-      default:
-        have = false;
-    }
+    have = type == VarType::kReal ||
+           with_fmi3_type<Api>(
+               type, [&a](auto get, auto set, auto*, auto, auto) { return a.*get != nullptr && a.*set != nullptr; },
+               [] { return false; });
   }
   if (have) return;
   const Variable* v = md_.find(variable);
@@ -851,8 +849,8 @@ void FmuInstance::require_type(VarType type, const std::string& variable) const 
         (a.v2 ? "Real, Integer, Boolean and Enumeration" : "Float32/64, Int8 ... UInt64, Boolean and Enumeration") +
         " variables");
   }
-  throw FmuError(path_ + ": the binary does not export " + typed_function(type, a.v2, false) + " and " +
-                 typed_function(type, a.v2, true) + " — they are required for the " + type_name + " variable '" +
+  throw FmuError(path_ + ": the binary does not export " + typed_function<Api>(type, a.v2, false) + " and " +
+                 typed_function<Api>(type, a.v2, true) + " — they are required for the " + type_name + " variable '" +
                  variable + "'");
 }
 
@@ -862,7 +860,7 @@ bool FmuInstance::set_values(VarType type, const std::uint32_t* vr, std::size_t 
   if (failed()) return false;
   const Charging charge(this);
   Api& a = *api_;
-  const char* fn = typed_function(type, a.v2, true);
+  const char* fn = typed_function<Api>(type, a.v2, true);
   int status = 3;
   if (a.v2) {
     switch (type) {
@@ -881,46 +879,16 @@ bool FmuInstance::set_values(VarType type, const std::uint32_t* vr, std::size_t 
     }
     return check(status, fn);
   }
-  switch (type) {
-    case VarType::kReal:
-      status = a.set_real3(instance_, vr, n, v, n_values);
-      break;
-    case VarType::kFloat32: {
-      float* f = words<float>(scratch);
-      for (std::size_t i = 0; i < n_values; ++i) f[i] = to_float(v[i]);
-      status = a.set_f32(instance_, vr, n, f, n_values);
-      break;
-    }
-    case VarType::kInt8:
-      status = a.set_i8(instance_, vr, n, integers_from<std::int8_t>(v, n_values, scratch), n_values);
-      break;
-    case VarType::kUInt8:
-      status = a.set_u8(instance_, vr, n, integers_from<std::uint8_t>(v, n_values, scratch), n_values);
-      break;
-    case VarType::kInt16:
-      status = a.set_i16(instance_, vr, n, integers_from<std::int16_t>(v, n_values, scratch), n_values);
-      break;
-    case VarType::kUInt16:
-      status = a.set_u16(instance_, vr, n, integers_from<std::uint16_t>(v, n_values, scratch), n_values);
-      break;
-    case VarType::kInteger:
-      status = a.set_int3(instance_, vr, n, integers_from<std::int32_t>(v, n_values, scratch), n_values);
-      break;
-    case VarType::kUInt32:
-      status = a.set_u32(instance_, vr, n, integers_from<std::uint32_t>(v, n_values, scratch), n_values);
-      break;
-    case VarType::kInt64:
-    case VarType::kEnumeration:
-      status = a.set_i64(instance_, vr, n, integers_from<std::int64_t>(v, n_values, scratch), n_values);
-      break;
-    case VarType::kUInt64:
-      status = a.set_u64(instance_, vr, n, integers_from<std::uint64_t>(v, n_values, scratch), n_values);
-      break;
-    case VarType::kBoolean:
-      status = a.set_bool3(instance_, vr, n, booleans_from<bool>(v, n_values, scratch), n_values);
-      break;
-    default:
-      break;
+  if (type == VarType::kReal) {
+    status = a.set_real3(instance_, vr, n, v, n_values);
+  } else {
+    status = with_fmi3_type<Api>(
+        type,
+        [&](auto, auto set, auto* typed, auto, auto) {
+          using T = std::remove_pointer_t<decltype(typed)>;
+          return static_cast<int>((a.*set)(instance_, vr, n, values_as<T>(v, n_values, scratch), n_values));
+        },
+        [] { return 3; });
   }
   return check(status, fn);
 }
@@ -931,7 +899,7 @@ bool FmuInstance::get_values(VarType type, const std::uint32_t* vr, std::size_t 
   if (failed()) return false;
   const Charging charge(this);
   Api& a = *api_;
-  const char* fn = typed_function(type, a.v2, false);
+  const char* fn = typed_function<Api>(type, a.v2, false);
   std::uint64_t inexact = 0;
   // Reads into the scratch as T, then widens into v.
   auto read = [&]<class T>(auto* getter, T*) noexcept {
@@ -963,43 +931,12 @@ bool FmuInstance::get_values(VarType type, const std::uint32_t* vr, std::size_t 
     }
     return ok;
   }
-  switch (type) {
-    case VarType::kReal:
-      ok = check(a.get_real3(instance_, vr, n, v, n_values), fn);
-      break;
-    case VarType::kFloat32:
-      ok = read(a.get_f32, static_cast<float*>(nullptr));
-      break;
-    case VarType::kInt8:
-      ok = read(a.get_i8, static_cast<std::int8_t*>(nullptr));
-      break;
-    case VarType::kUInt8:
-      ok = read(a.get_u8, static_cast<std::uint8_t*>(nullptr));
-      break;
-    case VarType::kInt16:
-      ok = read(a.get_i16, static_cast<std::int16_t*>(nullptr));
-      break;
-    case VarType::kUInt16:
-      ok = read(a.get_u16, static_cast<std::uint16_t*>(nullptr));
-      break;
-    case VarType::kInteger:
-      ok = read(a.get_int3, static_cast<std::int32_t*>(nullptr));
-      break;
-    case VarType::kUInt32:
-      ok = read(a.get_u32, static_cast<std::uint32_t*>(nullptr));
-      break;
-    case VarType::kInt64:
-    case VarType::kEnumeration:
-      ok = read(a.get_i64, static_cast<std::int64_t*>(nullptr));
-      break;
-    case VarType::kUInt64:
-      ok = read(a.get_u64, static_cast<std::uint64_t*>(nullptr));
-      break;
-    case VarType::kBoolean:
-      ok = read(a.get_bool3, static_cast<bool*>(nullptr));
-      break;
-    default:
-      ok = check(3, fn);
+  if (type == VarType::kReal) {
+    ok = check(a.get_real3(instance_, vr, n, v, n_values), fn);
+  } else {
+    ok = with_fmi3_type<Api>(
+        type, [&](auto get, auto, auto* typed, auto, auto) { return read(a.*get, typed); },
+        [&] { return check(3, fn); });
   }
   if (inexact) inexact_reads_.fetch_add(inexact, std::memory_order_relaxed);
   return ok;
