@@ -46,6 +46,8 @@ export CCACHE_BASEDIR=$src CCACHE_NOHASHDIR=true
 find "$src" -mindepth 1 -maxdepth 1 ! -name build -exec rm -rf {} +
 (cd "$tree" && git ls-files -z --cached --others --exclude-standard |
   tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xpf - -C "$src"
+# What was copied, for the summary: the tree may change while the list runs.
+copied="$(git -C "$tree" rev-parse --short HEAD)$(git -C "$tree" diff --quiet HEAD || echo '+changes')"
 
 # One mutation applied at a time; `restore` puts the file back whatever
 # happens (error, Ctrl-C, kill).
@@ -200,7 +202,7 @@ for line in "${lines[@]}"; do
     "$outcome" "$by" >>"$table"
   printf '%-14s %s: %s\n' "$outcome" "$file" "$(short "$pattern")"
 done
-summary="$n mutations: $killed killed, $survived survived, $other other ($(git -C "$tree" rev-parse --short HEAD)$(git -C "$tree" diff --quiet HEAD || echo '+changes'), $(date -u +%Y-%m-%d))"
+summary="$n mutations: $killed killed, $survived survived, $other other ($copied, $(date -u +%Y-%m-%d))"
 echo "$summary" >>"$table"
 echo
 cat "$table"
