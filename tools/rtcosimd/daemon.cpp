@@ -51,7 +51,8 @@ namespace rtcosim::daemon {
 Daemon::Daemon(Options options)
     : options_(std::move(options)),
       blocks_(tasks::BlockRegistry::with_builtins()),
-      methods_(coupling::MethodRegistry::with_builtins()) {}
+      methods_(coupling::MethodRegistry::with_builtins()),
+      recording_(options_.recording_dir, [](const std::string& line) { std::cerr << "rtcosimd: " << line << '\n'; }) {}
 
 Daemon::~Daemon() {
   // A reload still being built reads the options and the block registry.
@@ -134,19 +135,7 @@ bool Daemon::commit(Prepared&& p, std::string* errors) {
     graph_svg_ = std::move(p.svg);
     if (options_.web.port != 0) feed_.set_layout(!graph_svg_.empty(), p.layout_why);
     stop_graph();
-    if (replay_log_) {
-      // Armed for a run of the graph that goes now: it taps that graph's
-      // sources and links, and the next run would be another graph's.
-      finish_replay_log();
-      replay_log_error_ = "the reload came before the logged run started: the replay log holds no run";
-      std::cerr << "rtcosimd: " << replay_log_error_ << '\n';
-    }
-    if (recording_ && recording_->columns()) {
-      // A column file holds one graph's tasks and signals: the reload ends
-      // it, complete (docs/daemon.md).
-      std::cerr << "rtcosimd: the reload ends the recording to " << record_path_ << '\n';
-      record_error_ = end_recording();
-    }
+    recording_.reload_begins(recorded());
     methods_ = std::move(methods);
     live_sync_.reset();
     remote_.reset();  // the old graph's
@@ -162,11 +151,7 @@ bool Daemon::commit(Prepared&& p, std::string* errors) {
     next_probe_slot_ = 0;
     feed_.reset();
     if (web_) web_->set_graph_svg(graph_svg_);
-    if (recording_) {
-      // The same file goes on; time_s starts again at 0 after the marker.
-      recording_->mark_reload(++reloads_recorded_);
-      drain_recorder();
-    }
+    recording_.reload_done(*recorder_);
     config_file_ = label;
     config_text_ = text_in;
     data_files_ = std::move(p.data_files);
@@ -251,23 +236,14 @@ bool Daemon::launch(std::int64_t epoch_ns, std::string* error) {
     // live view's (the previous run's samples were drained at its stop).
     if (recorder_) recorder_->clear_kept();
     feed_.reset();
-    if (replay_log_) {
-      // This run is the logged one; its batches count from here.
-      replay_base_.clear();
-      for (const auto& c : recorder_->counts()) replay_base_.push_back(c.samples);
-    }
-    run_->start(0.0, epoch_ns, replay_log_.get());  // until stopped
-    replay_log_running_ = replay_log_ != nullptr;
+    runtime::ReplayLog* log = recording_.run_starting(*recorder_);
+    run_->start(0.0, epoch_ns, log);  // until stopped
+    recording_.run_started();
   } catch (const std::exception& e) {
     // realtime: required and a thread could not be set up: nothing ran.
     run_.reset();
     *error = e.what();
-    if (replay_log_) {
-      // Its rings hold the reset's words of a run that did not happen.
-      replay_log_broken_ = true;
-      finish_replay_log();
-      replay_log_error_ = "the start failed: the replay log holds no run";
-    }
+    recording_.run_start_failed();
     return false;
   }
   for (const auto& e : run_->thread_errors()) std::cerr << "warning: " << e << '\n';
@@ -318,44 +294,26 @@ void Daemon::stop_graph() {
   run_.reset();
   running_ = false;
   drain_recorder();
-  if (replay_log_running_) finish_replay_log();
+  if (recorder_) recording_.run_stopped(*recorder_);
 }
 
 void Daemon::drain_recorder() {
-  if (!recorder_) return;
-  if (recording_) {
-    recording_->drain(*recorder_);
-  } else {
-    recorder_->drain();
-  }
-  drain_replay_log();
-  if (recording() && recording()->failed()) {
-    // A write error ends the recording; status and `record stop` report it.
-    record_error_ = recording()->error();
-    std::cerr << "rtcosimd: " << record_error_ << '\n';
-    recording_.reset();
-    record_path_.clear();
-  }
+  if (recorder_) recording_.drain(*recorder_);
 }
 
-std::string Daemon::end_recording() {
-  drain_recorder();
-  std::string error;
-  if (runtime::ColumnFile* columns = recording_ ? recording_->columns() : nullptr;
-      columns && graph_ && columns->flush()) {
-    const session::RecordingState state{recorder_.get(), columns, nullptr, {}};
-    columns->set_summary(session::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other",
-                                               session::recording_json(*graph_, state), remote_.get()));
-  }
-  if (recording() && !recording()->commit()) error = recording()->error();
-  recording_.reset();
-  record_path_.clear();
-  rotation_ = {};
-  return error;
+session::ServiceRecording::Target Daemon::recorded() {
+  return {graph_.get(),
+          recorder_.get(),
+          config_file_,
+          config_text_,
+          data_files_,
+          running_ || pending_start_ != nullptr,
+          report_.fifo ? "fifo" : "other",
+          remote_.get()};
 }
 
 std::string Daemon::status_json() {
-  const session::RecordingState recording{recorder_.get(), this->recording(), nullptr, record_error_};
+  const session::RecordingState recording{recorder_.get(), recording_.target(), nullptr, recording_.error()};
   std::string summary = graph_ ? session::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other",
                                                        session::recording_json(*graph_, recording), remote_.get())
                                : "null\n";
@@ -373,11 +331,14 @@ std::string Daemon::status_json() {
   }
   return "\"running\":" + std::string(running_ ? "true" : "false") + ",\"config\":" + base::json_string(config_file_) +
          ",\"starting\":" + std::string(pending_start_ ? "true" : "false") +
-         ",\"recording\":" + (this->recording() ? base::json_string(record_path_) : std::string("null")) +
-         ",\"recording_error\":" + (record_error_.empty() ? std::string("null") : base::json_string(record_error_)) +
-         ",\"replay_log\":" + (replay_log_ ? base::json_string(replay_log_path_) : std::string("null")) +
+         ",\"recording\":" + (recording_.target() ? base::json_string(recording_.path()) : std::string("null")) +
+         ",\"recording_error\":" +
+         (recording_.error().empty() ? std::string("null") : base::json_string(recording_.error())) +
+         ",\"replay_log\":" +
+         (recording_.logging() ? base::json_string(recording_.replay_log_path()) : std::string("null")) +
          ",\"replay_log_error\":" +
-         (replay_log_error_.empty() ? std::string("null") : base::json_string(replay_log_error_)) +
+         (recording_.replay_log_error().empty() ? std::string("null")
+                                                : base::json_string(recording_.replay_log_error())) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + host_json() +
          ",\"sync\":" + (live_sync_ ? live_sync_->status_json() : std::string("null")) + ",\"failed\":[" + failed +
          "],\"status\":" + summary;

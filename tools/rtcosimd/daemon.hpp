@@ -20,6 +20,7 @@
 #include "session/realtime_run.hpp"
 #include "session/recording.hpp"
 #include "session/report/live_feed.hpp"
+#include "session/service_recording.hpp"
 #include "tasks/block_registry.hpp"
 #include "tools/rtcosimd/notify.hpp"
 #include "tools/rtcosimd/web_server.hpp"
@@ -126,26 +127,7 @@ class Daemon {
   std::string web_token(bool in_group);
   std::string reload(const std::string& file);
   [[nodiscard]] config::LoadOptions load_options() const;
-  std::string record_start(const std::string& file, const std::string& format, bool overwrite,
-                           const std::string& max_file_size = {}, const std::string& rotate_every = {},
-                           const std::string& replay_log = {});
-  // Rotation of the recording (docs/daemon.md): a new file once the current
-  // one holds max_bytes (0: no limit) or runs for every_s (0: no limit).
-  struct Rotation {
-    std::uint64_t max_bytes = 0;
-    double every_s = 0.0;
-    std::string name, format;  // as the client gave them
-    std::uint64_t next = 1;    // suffix of the next file
-    double started = 0.0;      // steady clock, seconds, of the current file
-  };
-  Rotation rotation_;
-  // Opens a rotation's next file and makes it the recording; the reply
-  // (refused: the recording is left as it was).
-  std::string open_recording(const std::string& file, const std::string& format, bool continued);
-  // Makes `recording` (its file at `path`) the recording, completing the
-  // running one first.
-  void install_recording(std::unique_ptr<session::Recording> recording, const std::string& path, bool continued);
-  void rotate_if_due();
+  std::string record_start(const session::ServiceRecording::Request& request);
   std::string trace_start(const std::string& dir);
   // Requests that may take seconds (trace session set-up) run on a worker;
   // the poll loop stays responsive and collects the result here.
@@ -211,32 +193,12 @@ class Daemon {
   runtime::RealtimeReport report_;
   bool running_ = false;
   // The recording: CSV, or a column file (HDF5, MAT); at most one is set.
-  std::unique_ptr<session::Recording> recording_;
-  [[nodiscard]] runtime::RecordTarget* recording() const { return recording_ ? &recording_->target() : nullptr; }
-  // Completes the recording (a column file with the summary); its error or "".
-  std::string end_recording();
-  std::string record_path_;
-  std::string record_error_;  // why the last recording ended early
-  // The replay log (docs/replay.md, "The daemon"): armed by `record start`
-  // with replay_log while the graph is stopped, written from the next start
-  // to that run's stop by this loop's drains, rotated with the recording.
-  std::unique_ptr<runtime::ReplayLog> replay_log_;
-  std::string replay_log_name_;             // as the client gave it: the rotated files' names
-  std::string replay_log_path_;             // its first file: what `rtcosim replay` reads
-  std::uint64_t replay_log_next_ = 1;       // suffix of its next rotated file
-  bool replay_log_running_ = false;         // its run started
-  bool replay_log_broken_ = false;          // a rotation or the start failed: written no more, kept until the run stops
-  std::vector<std::uint64_t> replay_base_;  // the recorder's counts when its run started
-  std::string replay_log_error_;            // why the last replay log is incomplete
+  // The recording and the replay log, started, rotated and stopped on request.
+  session::ServiceRecording recording_;
+  // What recording_ records: the loaded graph, as a ServiceRecording::Target.
+  [[nodiscard]] session::ServiceRecording::Target recorded();
+  std::string end_recording() { return recording_.end(recorded()); }
   std::vector<std::pair<std::string, std::string>> data_files_;  // the loaded graph's, hashed when it was built
-  // A replay log of the loaded graph's next run into `fd` (taken over),
-  // not yet armed; nullptr and *why when its header cannot be written.
-  [[nodiscard]] std::unique_ptr<runtime::ReplayLog> make_replay_log(const std::string& path, int fd,
-                                                                    std::string* why) const;
-  void drain_replay_log();
-  void finish_replay_log();
-  void rotate_replay_log();
-  std::uint64_t reloads_recorded_ = 0;
   struct TraceState;
   std::unique_ptr<TraceState> trace_;
   struct PendingTrace;

@@ -169,16 +169,12 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
   if (cmd == "record") {
     const std::string action = get("action");
     if (action == "start") {
-      return record_start(get("file"), get("format"), get("overwrite") == "true", get("max_file_size"),
-                          get("rotate_every"), get("replay_log"));
+      return record_start({get("file"), get("format"), get("max_file_size"), get("rotate_every"), get("replay_log"),
+                           get("overwrite") == "true"});
     }
     if (action == "stop") {
-      if (const std::string error = end_recording(); !error.empty()) record_error_ = error;
-      if (!record_error_.empty()) {
-        const std::string error = std::move(record_error_);
-        record_error_.clear();
-        return reply_error(error);
-      }
+      if (const std::string error = end_recording(); !error.empty()) recording_.set_error(error);
+      if (!recording_.error().empty()) return reply_error(recording_.take_error());
       return reply_ok();
     }
     return reply_error("record needs \"action\": \"start\" or \"stop\"");

@@ -2,7 +2,7 @@
 
 // Private to rtcosimd's Daemon: what its four files (daemon.cpp: the graph
 // and its reloads; daemon_control.cpp: the socket's requests;
-// daemon_recording.cpp: recordings, replay logs and traces; daemon_loop.cpp:
+// daemon_recording.cpp: the record request's answer and traces; daemon_loop.cpp:
 // the serving loop) share. Not installed, not for other code.
 
 #include <chrono>
@@ -13,25 +13,14 @@
 #include <utility>
 
 #include "base/json.hpp"
-#include "session/record_files.hpp"
 #include "session/report/redaction.hpp"
 #include "session/trace_session.hpp"
 #include "tools/rtcosimd/daemon.hpp"
 
 namespace rtcosim::daemon {
 
-// The files a `record start` opens, and what a client sees of a file's
-// diagnostics, are the session layer's.
-using session::canonical_in;
-using session::discard;
-using session::kMinColumnarRotateBytes;
-using session::kMinRotateSeconds;
-using session::NewFile;
-using session::open_new_file;
-using session::parse_size;
+// What a client sees of a file's diagnostics is the session layer's.
 using session::redacted;
-using session::rotated_name;
-using session::same_file;
 
 struct Daemon::TraceState {
   std::unique_ptr<session::TraceSession> session;

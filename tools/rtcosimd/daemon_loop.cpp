@@ -295,9 +295,10 @@ void Daemon::shut_down() {
     std::cerr << "rtcosimd: the LTTng session daemon it started did not stop\n";
   if (const std::string error = end_recording(); !error.empty()) std::cerr << "rtcosimd: " << error << '\n';
   std::cerr << "rtcosimd: stopped\n"
-            << (graph_ ? session::run_summary(*graph_, remote_.get()) +
-                             session::recording_summary(*graph_, {recorder_.get(), nullptr, nullptr, record_error_})
-                       : std::string());
+            << (graph_
+                    ? session::run_summary(*graph_, remote_.get()) +
+                          session::recording_summary(*graph_, {recorder_.get(), nullptr, nullptr, recording_.error()})
+                    : std::string());
 }
 
 int Daemon::run() {
@@ -383,7 +384,7 @@ int Daemon::run() {
 
     drain_recorder();
     if (live_sync_ && running_) live_sync_->poll();
-    rotate_if_due();
+    recording_.rotate_if_due(recorded());
     if (web_ && now_s() >= next_web) {
       next_web = now_s() + 1.0 / std::max(options_.web.push_rate, 0.1);
       web_->publish(live_json());
