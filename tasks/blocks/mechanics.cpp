@@ -476,8 +476,10 @@ std::unique_ptr<Block> make_mass_chain(const std::string& name, const BlockParam
   return model_block<mechanics::MassChain>(name, "mass_chain", p, std::move(mp));
 }
 
-std::unique_ptr<Block> make_planar_arm(const std::string& name, const BlockParams& p) {
-  mechanics::PlanarArm::Params ap;
+// What a rigid and a flexible arm are both given, read in one order (the
+// first wrong parameter is the one named); the index of the last link.
+template <typename ArmParams>
+int read_arm(const std::string& name, const BlockParams& p, ArmParams& ap) {
   ap.lengths = p.vector(name, "lengths");
   ap.masses = p.vector(name, "masses");
   ap.joint_damping = p.vector_if(name, "joint_damping").value_or(Vector{});
@@ -488,21 +490,18 @@ std::unique_ptr<Block> make_planar_arm(const std::string& name, const BlockParam
   }
   ap.joint_stiffness = p.vector_if(name, "joint_stiffness").value_or(Vector{});
   ap.joint_targets = p.vector_if(name, "joint_targets").value_or(Vector{});
+  return last;
+}
+
+std::unique_ptr<Block> make_planar_arm(const std::string& name, const BlockParams& p) {
+  mechanics::PlanarArm::Params ap;
+  (void)read_arm(name, p, ap);
   return model_block<mechanics::PlanarArm>(name, "planar_arm", p, std::move(ap));
 }
 
 std::unique_ptr<Block> make_flexible_arm(const std::string& name, const BlockParams& p) {
   mechanics::FlexibleArm::Params ap;
-  ap.lengths = p.vector(name, "lengths");
-  ap.masses = p.vector(name, "masses");
-  ap.joint_damping = p.vector_if(name, "joint_damping").value_or(Vector{});
-  ap.gravity = p.number(name, "gravity", 9.81);
-  const int last = static_cast<int>(ap.lengths.size()) - 1;
-  if (const auto locked = p.vector_if(name, "locked_joints")) {
-    for (double j : *locked) ap.locked_joints.push_back(integer(name, "locked_joints", j, 0, last));
-  }
-  ap.joint_stiffness = p.vector_if(name, "joint_stiffness").value_or(Vector{});
-  ap.joint_targets = p.vector_if(name, "joint_targets").value_or(Vector{});
+  const int last = read_arm(name, p, ap);
   // No links: the model names `lengths`, not a flexible_link out of range.
   if (last >= 0) ap.flexible_link = integer(name, "flexible_link", p.number(name, "flexible_link", last), 0, last);
   ap.modes = integer(name, "modes", p.number(name, "modes", 1.0), 1, mechanics::FlexibleArm::kMaxModes);

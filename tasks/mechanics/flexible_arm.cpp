@@ -126,26 +126,32 @@ FlexibleArm::FlexibleArm(Params params) : p_(std::move(params)) {
   }
 }
 
-double FlexibleArm::shape(int k, double x) const noexcept {
-  const auto s = static_cast<std::size_t>(k);
-  const double bl = kBetaL[s];
-  const double b = bl / length_;
-  const double y = b * x;
-  // s_k is 1 - O(e^-bL); 1 - s_k is formed exactly (sinh - cosh = -e^-x) so
-  // the growing exponentials of phi cancel without losing digits (mode 3).
+namespace {
+
+// A clamped-free mode's terms at x: b = beta_k, y = b x, and s_k as 1 - s_k
+// and s_k. s_k is 1 - O(e^-bL); 1 - s_k is formed exactly (sinh - cosh =
+// -e^-x) so the growing exponentials of phi cancel without losing digits
+// (mode 3).
+struct ModeTerms {
+  double b, y, one_minus, sigma;
+};
+ModeTerms mode_terms(double bl, double length, double x) noexcept {
+  const double b = bl / length;
   const double one_minus = (-std::exp(-bl) + std::sin(bl) - std::cos(bl)) / (std::sinh(bl) + std::sin(bl));
-  const double sigma = 1.0 - one_minus;
+  return {b, b * x, one_minus, 1.0 - one_minus};
+}
+
+}  // namespace
+
+double FlexibleArm::shape(int k, double x) const noexcept {
+  const auto [b, y, one_minus, sigma] = mode_terms(kBetaL[static_cast<std::size_t>(k)], length_, x);
+  (void)b;
   // cosh y - s sinh y = ((1 - s) e^y + (1 + s) e^-y) / 2
   return 0.5 * (one_minus * std::exp(y) + (1.0 + sigma) * std::exp(-y)) - std::cos(y) + sigma * std::sin(y);
 }
 
 double FlexibleArm::shape_slope(int k, double x) const noexcept {
-  const auto s = static_cast<std::size_t>(k);
-  const double bl = kBetaL[s];
-  const double b = bl / length_;
-  const double y = b * x;
-  const double one_minus = (-std::exp(-bl) + std::sin(bl) - std::cos(bl)) / (std::sinh(bl) + std::sin(bl));
-  const double sigma = 1.0 - one_minus;
+  const auto [b, y, one_minus, sigma] = mode_terms(kBetaL[static_cast<std::size_t>(k)], length_, x);
   // sinh y - s cosh y = ((1 - s) e^y - (1 + s) e^-y) / 2
   return b * (0.5 * (one_minus * std::exp(y) - (1.0 + sigma) * std::exp(-y)) + std::sin(y) + sigma * std::cos(y));
 }
