@@ -10,18 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "coupling/registry.hpp"
 #include "rt_config/loader.hpp"
-#include "runtime/graph.hpp"
-#include "runtime/record_file.hpp"
-#include "runtime/recorder.hpp"
-#include "runtime/replay_log.hpp"
-#include "runtime/rt_executor.hpp"
 #include "session/realtime_run.hpp"
 #include "session/recording.hpp"
 #include "session/report/live_feed.hpp"
 #include "session/service_recording.hpp"
-#include "tasks/block_registry.hpp"
+#include "session/session.hpp"
 #include "tools/rtcosimd/notify.hpp"
 #include "tools/rtcosimd/web_server.hpp"
 

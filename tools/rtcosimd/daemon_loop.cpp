@@ -30,8 +30,6 @@
 #include "base/json.hpp"
 #include "base/safe_path.hpp"
 #include "base/sha256.hpp"
-#include "rt_config/loader.hpp"
-#include "runtime/realtime.hpp"
 #include "session/record_files.hpp"
 #include "session/report/graph_report.hpp"
 #include "session/report/graph_svg.hpp"
