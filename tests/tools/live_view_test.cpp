@@ -18,13 +18,14 @@
 #include "runtime/unit_loop.hpp"
 #include "runtime/virtual_executor.hpp"
 #include "session/report/graph_svg.hpp"
+#include "session/report/live_feed.hpp"
 #include "tests/support/alloc_counter.hpp"
 #include "tests/support/graphs.hpp"
 #include "tests/support/unprivileged.hpp"
 #include "tests/tools/daemon_fixture.hpp"
 #include "tools/rtcosimd/daemon.hpp"
-#include "session/report/live_feed.hpp"
 #include "tools/rtcosimd/web_server.hpp"
+#include "tools/rtcosimd/web_support.hpp"
 
 namespace rtcosim::tools {
 namespace {

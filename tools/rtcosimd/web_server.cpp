@@ -2,12 +2,7 @@
 
 // Boost 1.74's asio uses std::exchange without including it (C++20).
 #include <algorithm>
-#include <cctype>
 #include <chrono>
-#include <condition_variable>
-#include <cstdlib>
-#include <deque>
-#include <functional>
 #include <iostream>
 #include <list>
 #include <map>
@@ -21,11 +16,11 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
-#include <sys/random.h>
 #include <sys/resource.h>
 
 #include "base/json.hpp"
 #include "session/control_request.hpp"
+#include "tools/rtcosimd/web_support.hpp"
 
 namespace rtcosim::daemon {
 
@@ -36,152 +31,7 @@ namespace websocket = beast::websocket;
 using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-bool token_matches(const std::string& presented, const std::string& expected) noexcept {
-  if (expected.empty()) return false;
-  // Every byte of the longer one is looked at, whatever matches, so the
-  // time taken tells nothing about how much of the token was right.
-  const std::size_t n = std::max(presented.size(), expected.size());
-  unsigned char diff = presented.size() == expected.size() ? 0 : 1;
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned char a = i < presented.size() ? static_cast<unsigned char>(presented[i]) : 0;
-    const unsigned char b = i < expected.size() ? static_cast<unsigned char>(expected[i]) : 0;
-    diff = static_cast<unsigned char>(diff | (a ^ b));
-  }
-  return diff == 0;
-}
-
 namespace {
-
-// One thread that runs what would block the asio loop (a request to the
-// control socket waits up to 3 s for the daemon): a bounded queue, so a
-// flood of probes is refused (503) instead of queued without end.
-class Worker {
- public:
-  Worker() : thread_([this] { loop(); }) {}
-  ~Worker() { stop(); }
-  Worker(const Worker&) = delete;
-  Worker& operator=(const Worker&) = delete;
-  bool post(std::function<void()> job) {
-    std::lock_guard lock(mutex_);
-    if (stopping_ || jobs_.size() >= kMaxQueued) return false;
-    jobs_.push_back(std::move(job));
-    ready_.notify_one();
-    return true;
-  }
-  void stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-      jobs_.clear();
-    }
-    ready_.notify_one();
-    if (thread_.joinable()) thread_.join();
-  }
-
- private:
-  static constexpr std::size_t kMaxQueued = 32;
-  void loop() {
-    for (;;) {
-      std::function<void()> job;
-      {
-        std::unique_lock lock(mutex_);
-        ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-        if (stopping_) return;
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-      }
-      try {
-        job();
-      } catch (const std::exception& e) {
-        std::cerr << "rtcosimd: live view: " << e.what() << '\n';
-      }
-    }
-  }
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::function<void()>> jobs_;
-  bool stopping_ = false;
-  std::thread thread_;
-};
-
-// The host name of an authority ("name:port", "[v6]:port"), in lower case.
-std::string host_name(std::string_view authority) {
-  std::string h(authority);
-  if (!h.empty() && h.front() == '[') {
-    const auto close = h.find(']');
-    if (close != std::string::npos) h.resize(close + 1);
-  } else if (const auto colon = h.find(':'); colon != std::string::npos) {
-    h.resize(colon);
-  }
-  for (auto& c : h) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return h;
-}
-
-// A Host header's or an Origin's authority, exactly "name", "name:port" or
-// "[v6]:port": the port all digits (1 to 65535, no sign, no leading zero)
-// and nothing after it, no user part. Issue 44: strtol took ":18080x",
-// ":18080@evil.com" and ":18080.evil.com" for port 18080.
-struct Authority {
-  std::string host;  // lower case; an IPv6 address in its brackets
-  long port = -1;    // -1: none written
-};
-
-std::optional<Authority> parse_authority(std::string_view text) {
-  Authority a;
-  std::size_t end = 0;
-  if (!text.empty() && text.front() == '[') {
-    const auto close = text.find(']');
-    if (close == std::string_view::npos || close == 1 ||
-        text.substr(1, close - 1).find_first_not_of("0123456789abcdefABCDEF:.") != std::string_view::npos) {
-      return std::nullopt;
-    }
-    end = close + 1;
-  } else {
-    end = std::min(text.find(':'), text.size());
-    if (end == 0 || text.substr(0, end).find_first_not_of(
-                        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") != std::string_view::npos) {
-      return std::nullopt;
-    }
-  }
-  a.host = host_name(text.substr(0, end));
-  const std::string_view port = end < text.size() ? text.substr(end + 1) : std::string_view();
-  if (end == text.size()) return a;
-  if (text[end] != ':' || port.empty() || port.size() > 5 || port.front() == '0' ||
-      port.find_first_not_of("0123456789") != std::string_view::npos) {
-    return std::nullopt;
-  }
-  a.port = std::strtol(std::string(port).c_str(), nullptr, 10);
-  if (a.port > 65535) return std::nullopt;
-  return a;
-}
-
-// The address a connection's per-address limits count it under. Every
-// loopback address is one, "loopback": 127.0.0.0/8 (any local process may
-// bind 127.0.0.2, 127.0.0.3, … without privileges; issue 44: 49 of them
-// made 303 token guesses a second), ::1, and 127.x as a dual-stack socket
-// sees it (::ffff:127.0.0.1, which asio does not call loopback).
-std::string peer_key(const asio::ip::address& address, bool* loopback) {
-  asio::ip::address a = address;
-  if (a.is_v6() && a.to_v6().is_v4_mapped()) a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
-  *loopback = a.is_loopback();
-  return *loopback ? std::string("loopback") : a.to_string();
-}
-
-// 24 random bytes in hex (48 digits); "" before the kernel's pool is
-// seeded (never waited for: this runs on the server's loop).
-std::string random_hex() {
-  unsigned char random[24];
-  ssize_t got = 0;
-  while ((got = getrandom(random, sizeof random, GRND_NONBLOCK)) < 0 && errno == EINTR) {
-  }
-  if (got != static_cast<ssize_t>(sizeof random)) return {};
-  std::string hex;
-  for (const unsigned char b : random) {
-    hex += "0123456789abcdef"[b >> 4];
-    hex += "0123456789abcdef"[b & 15];
-  }
-  return hex;
-}
 
 enum class Auth { kNone, kOk, kWrong, kThrottled };
 
@@ -249,18 +99,7 @@ struct Shared {
     std::lock_guard lock(mutex);
     return snapshot;
   }
-  // A Host header's name: the listen address, the loopback names, --web-host.
-  [[nodiscard]] bool allowed_host(const std::string& name) const {
-    // An IPv6 listen address is written bare (2001:db8::1) and named in brackets.
-    const std::string own = options.address.find(':') != std::string::npos && options.address.front() != '['
-                                ? "[" + options.address + "]"
-                                : host_name(options.address);
-    if (name == own || name == "localhost" || name == "127.0.0.1" || name == "[::1]") {
-      return true;
-    }
-    return std::any_of(options.hosts.begin(), options.hosts.end(),
-                       [&](const std::string& h) { return host_name(h) == name; });
-  }
+  [[nodiscard]] bool allowed_host(const std::string& name) const { return host_allowed(options, name); }
   // An Origin header: exactly http(s)://ALLOWED-HOST[:port] (parse_authority);
   // "null" and others are foreign. Its port (written, or the scheme's
   // 80/443) must be the live view's own: a page served by another program

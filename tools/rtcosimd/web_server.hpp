@@ -102,9 +102,6 @@ class WebServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// Constant-time comparison of a presented token with the configured one.
-bool token_matches(const std::string& presented, const std::string& expected) noexcept;
-
 // The page, self-contained (HTML, CSS and script; nothing from elsewhere).
 const char* live_page() noexcept;
 
