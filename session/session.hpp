@@ -82,12 +82,11 @@ struct SessionOptions {
   std::string graph_file;  // where the spec was read (the replay log's header, a column file's copy)
   std::string host;        // the host this process runs; "" for every task
   RunKind kind = RunKind::kRealtime;
-  double duration = 0.0;                       // seconds; 0: until stopped (real time only)
-  bool keep_series = false;                    // every sample in memory: plots, reference errors, what-if, sync
-  std::string record_path;                     // "" for no recording file
-  std::string record_format;                   // the file's `format:` or "" (the path's extension decides)
-  bool record_format_from_path = false;        // the path was given on the command line: its extension wins
-  std::optional<std::string> frames_path;      // --frames
+  double duration = 0.0;                   // seconds; 0: until stopped (real time only)
+  bool keep_series = false;                // every sample in memory: plots, reference errors, what-if, sync
+  std::string record_path;                 // "" for no recording file
+  bool record_format_from_path = false;    // given on the command line: its extension wins over the file's `format:`
+  std::optional<std::string> frames_path;  // --frames
   std::optional<std::string> replay_log_path;  // --replay-log: log this real-time run
   std::string graph_sha256;                    // of the file's bytes, for the replay log
   std::vector<std::string> plugin_dirs;
