@@ -42,10 +42,30 @@ mkdir -p "$src" "$work/logs"
 export CCACHE_BASEDIR=$src CCACHE_NOHASHDIR=true
 
 # The copy: tracked and untracked-but-not-ignored files of the tree as they
-# are now (so uncommitted tests count), nothing else.
-find "$src" -mindepth 1 -maxdepth 1 ! -name build -exec rm -rf {} +
+# are now (so uncommitted tests count), nothing else. A file whose content
+# changed since the last copy gets the time of now: with the tree's own
+# time, older than an object the copy's build made from the previous
+# content, ninja would keep that stale object (and a static library would
+# link it: a split file's old object still defined the moved functions,
+# and mutations of them survived). Unchanged files keep their time, so
+# nothing rebuilds for them.
+incoming=$work/incoming
+rm -rf "$incoming"
+mkdir -p "$incoming"
 (cd "$tree" && git ls-files -z --cached --others --exclude-standard |
-  tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xpf - -C "$src"
+  tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xpf - -C "$incoming"
+(cd "$src" && find . -path ./build -prune -o \( -type f -o -type l \) -print0) |
+  while IFS= read -r -d '' f; do [[ -e "$incoming/$f" || -L "$incoming/$f" ]] || rm -f "$src/$f"; done
+(cd "$incoming" && find . \( -type f -o -type l \) -print0) |
+  while IFS= read -r -d '' f; do
+    if ! cmp -s "$incoming/$f" "$src/$f"; then
+      mkdir -p "$(dirname "$src/$f")"
+      rm -f "$src/$f"
+      cp -P "$incoming/$f" "$src/$f"
+      [[ -L "$src/$f" ]] || touch "$src/$f"
+    fi
+  done
+rm -rf "$incoming"
 # What was copied, for the summary: the tree may change while the list runs.
 copied="$(git -C "$tree" rev-parse --short HEAD)$(git -C "$tree" diff --quiet HEAD || echo '+changes')"
 
