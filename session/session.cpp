@@ -75,16 +75,12 @@ void Sinks::finish() {
   if (frame_log) frame_log->finish(frames_csv.get(), columns());
 }
 
-namespace {
-
 std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
 }
-
-}  // namespace
 
 Session::Session(const tasks::BlockRegistry& blocks, config::GraphSpec spec, SessionOptions options)
     : blocks_(blocks), spec_(std::move(spec)), options_(std::move(options)) {

@@ -38,6 +38,10 @@ class Refusal : public std::runtime_error {
 std::string host_refusal(const config::GraphSpec& spec, const std::string& host, const std::string& label,
                          const std::string& program);
 
+// A file's bytes ("" when it cannot be read): a graph file for its SHA-256
+// and for a column file's copy. Set-up only.
+std::string file_bytes(const std::string& path);
+
 // A graph built from its spec: its coupling methods resolved once (the
 // file's plugins loaded from `plugin_dirs`), and `host`'s part of it chosen
 // ("" for every task). Both front ends build through it. The methods outlive

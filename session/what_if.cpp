@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "base/sha256.hpp"
 #include "session/session.hpp"
@@ -65,10 +63,7 @@ std::string logged_graph_refusal(const std::string& file, const runtime::ReplayR
     return "--what-if compares with the logged run, whose graph '" + file +
            "' is not a task-graph file here — give it with --logged-graph FILE";
   }
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (base::sha256_hex(text.str()) != record.header.graph_sha256) {
+  if (base::sha256_hex(file_bytes(file)) != record.header.graph_sha256) {
     return "--what-if compares with the logged run, whose graph " + file + " is no longer as it ran (SHA-256 " +
            record.header.graph_sha256.substr(0, 12) + "…) — put it back or give it with --logged-graph FILE";
   }

@@ -262,13 +262,6 @@ class Terminal : public session::RunObserver {
   session::Session& session_;
 };
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The body of `rtcosim run` and of `rtcosim replay` (docs/replay.md): the
 // same outputs, summaries and exit codes; only the executor differs. One
 // object per invocation, its steps in the order they run: the arguments,
@@ -362,7 +355,7 @@ class GraphRun {
   // What the options ask of each other and of the file, before anything runs.
   void check_options() {
     duration_ = replaying_ ? record_->duration() : args_.positive_duration("duration", spec().duration);
-    graph_sha_ = base::sha256_hex(file_bytes(file_));
+    graph_sha_ = base::sha256_hex(session::file_bytes(file_));
     if (replaying_ && graph_sha_ != record_->header.graph_sha256 && !args_.flag("what-if")) {
       throw UsageError(file_ + " is not the graph that " + log_path_ + " logged (" + record_->header.graph_file +
                        ", SHA-256 " + record_->header.graph_sha256.substr(0, 12) + "…; this file " +
