@@ -28,18 +28,14 @@
 #include <unistd.h>
 
 #include "base/duration.hpp"
-#include "base/fd_ostream.hpp"
 #include "base/json.hpp"
 #include "base/safe_path.hpp"
-#include "base/sha256.hpp"
-#include "session/record_files.hpp"
 #include "session/report/graph_report.hpp"
 #include "session/report/graph_svg.hpp"
 #include "session/report/recording_summary.hpp"
 #include "session/report/redaction.hpp"
 #include "session/report/run_summary.hpp"
 #include "session/session.hpp"
-#include "session/sync/sync_live.hpp"
 #include "session/trace_session.hpp"
 #include "tools/rtcosimd/control_client.hpp"
 #include "tools/rtcosimd/daemon_internal.hpp"
@@ -49,13 +45,22 @@ namespace rtcosim::daemon {
 Daemon::Daemon(Options options)
     : options_(std::move(options)),
       blocks_(tasks::BlockRegistry::with_builtins()),
-      methods_(coupling::MethodRegistry::with_builtins()),
-      recording_(options_.recording_dir, [](const std::string& line) { std::cerr << "rtcosimd: " << line << '\n'; }) {}
+      graph_(blocks_,
+             {.host = options_.host,
+              .plugin_dirs = options_.plugin_dirs,
+              .program = "rtcosimd",
+              .live_view = options_.web.port != 0,
+              .probes = kProbeSlots},
+             options_.recording_dir, [](const std::string& line) { std::cerr << "rtcosimd: " << line << '\n'; }) {}
 
 Daemon::~Daemon() {
   // A reload still being built reads the options and the block registry.
   if (pending_reload_) pending_reload_->result.wait();
   stop_graph();
+}
+
+void Daemon::log_warnings(const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) std::cerr << "warning: " << w << '\n';
 }
 
 bool Daemon::load(const std::string& file, std::string* errors) {
@@ -76,83 +81,27 @@ bool Daemon::load_text(const std::string& text_in, const std::string& label, std
 
 Daemon::Prepared Daemon::prepare(const config::LoadResult& loaded, const std::string& text,
                                  const std::string& label) const {
-  Prepared p;
-  p.text = text;
-  p.label = label;
-  std::string diagnostics;
-  for (const auto& d : loaded.diagnostics) diagnostics += d.str() + "\n";
-  if (!loaded.ok()) {
-    p.error = diagnostics;
-    return p;
-  }
-  if (!diagnostics.empty()) std::cerr << diagnostics;
-  // The daemon runs in real time only.
-  if (const std::string why = loaded.graph.realtime_refusal(); !why.empty()) {
-    p.error = label + ": " + why + "\n";
-    return p;
-  }
-  // As `rtcosim run --host`: only this host's tasks run.
-  if (const std::string why = session::host_refusal(loaded.graph, options_.host, label, "rtcosimd"); !why.empty()) {
-    p.error = why + "\n";
-    return p;
-  }
-  try {
-    // The running graph's registry is replaced only once the new graph is
-    // built: a file that fails leaves everything as it was.
-    auto built = session::build_graph(loaded.graph, blocks_, options_.plugin_dirs, options_.host);
-    p.methods = std::move(built.methods);
-    auto graph = std::move(built.graph);
-    // The data files as the blocks just read them: a replay log of a run of
-    // this graph names these, however long it runs before it is logged.
-    p.data_files = runtime::replay_data_files(loaded.graph.diagram, blocks_);
-    if (loaded.graph.sync.optimise.enabled) {
-      // Refused now, with the running graph untouched, if it cannot run
-      // (a measured signal it reads that the file does not record, ...).
-      const runtime::Recorder trial(*graph, {});
-      const session::LiveSync check(graph->spec(), blocks_, *graph, trial, 0.0);
-    }
-    // Laid out before the running graph stops (dot takes up to 5 s).
-    if (options_.web.port != 0) p.svg = lay_out(loaded.graph, &p.layout_why);
-    p.graph = std::move(graph);
-  } catch (const std::exception& e) {
-    p.error = label + ": " + e.what() + "\n";
-  }
+  Prepared p{graph_.prepare(loaded, text, label), {}, {}};
+  if (!p.graph.warnings.empty()) std::cerr << p.graph.warnings;
+  // Laid out before the running graph stops (dot takes up to 5 s).
+  if (p.graph.error.empty() && options_.web.port != 0) p.svg = lay_out(loaded.graph, &p.layout_why);
   return p;
 }
 
 bool Daemon::commit(Prepared&& p, std::string* errors) {
-  if (!p.error.empty() || !p.graph) {
-    *errors = p.error.empty() ? p.label + ": no graph was built\n" : p.error;
+  const std::string label = p.graph.label;
+  if (!p.graph.error.empty() || !p.graph.graph) {
+    *errors = p.graph.error.empty() ? label + ": no graph was built\n" : p.graph.error;
     return false;
   }
-  const std::string& label = p.label;
-  const std::string& text_in = p.text;
   try {
-    auto graph = std::move(p.graph);
-    auto methods = std::move(*p.methods);
     graph_svg_ = std::move(p.svg);
     if (options_.web.port != 0) feed_.set_layout(!graph_svg_.empty(), p.layout_why);
     stop_graph();
-    recording_.reload_begins(recorded());
-    methods_ = std::move(methods);
-    live_sync_.reset();
-    remote_.reset();  // the old graph's
-    graph_ = std::move(graph);
-    // Memory stays fixed for months: the rings, and the latest sample per
-    // signal for the status preview.
-    // With the live view, the latest 4096 samples per signal for its charts.
-    // The state synchronisation reads the latest 4096 too.
-    const bool keep_latest = options_.web.port != 0 || graph_->spec().sync.optimise.enabled;
-    recorder_ = std::make_unique<runtime::Recorder>(
-        *graph_, runtime::Recorder::Options{.keep = keep_latest ? std::size_t{4096} : std::size_t{1},
-                                            .probes = options_.web.port != 0 ? kProbeSlots : std::size_t{0}});
+    graph_.install(std::move(p.graph));
     next_probe_slot_ = 0;
     feed_.reset();
     if (web_) web_->set_graph_svg(graph_svg_);
-    recording_.reload_done(*recorder_);
-    config_file_ = label;
-    config_text_ = text_in;
-    data_files_ = std::move(p.data_files);
     return true;
   } catch (const std::exception& e) {
     *errors = label + ": " + e.what() + "\n";
@@ -172,35 +121,23 @@ std::string Daemon::lay_out(const config::GraphSpec& spec, std::string* why) con
 }
 
 bool Daemon::start_graph(std::string* error, std::uint64_t client, bool* deferred, const std::string& ok_reply) {
-  if (running_) return true;
+  if (graph_.running()) return true;
   if (pending_start_) {
     *error = "the graph is starting already (waiting for the other hosts)";
     return false;
   }
-  if (!graph_) {
-    *error = "no graph is loaded";
-    return false;
-  }
-  run_ = std::make_unique<session::RealtimeRun>(*graph_, recorder_.get());
-  remote_ = run_->remote();
-  report_ = run_->prepare();
-  for (const auto& w : report_.warnings) std::cerr << "warning: " << w << '\n';
-  if (!report_.ok) {
-    run_.reset();
-    *error = "real-time set-up failed: " + (report_.errors.empty() ? std::string("?") : report_.errors.front());
-    return false;
-  }
-  for (const auto& w : graph_->link_warnings()) std::cerr << "warning: " << w << '\n';
-  last_frames_.assign(graph_->tasks().size(), 0);  // notify_status reads it while the hosts agree
+  std::vector<std::string> warnings;
+  *error = graph_.set_up_start(&warnings);
+  log_warnings(warnings);
+  if (!error->empty()) return false;
   std::int64_t epoch_ns = 0;
-  if (run_->distributed()) {
-    std::cerr << "rtcosimd: host " << graph_->host() << ": waiting for the other hosts (at most "
-              << base::format_duration(graph_->spec().dds.discovery_timeout) << ")\n";
+  if (graph_.distributed()) {
+    std::cerr << "rtcosimd: host " << graph_.graph()->host() << ": waiting for the other hosts (at most "
+              << base::format_duration(graph_.graph()->spec().dds.discovery_timeout) << ")\n";
     lost_hosts_.clear();
     try {
-      run_->open_bridge();
+      graph_.open_bridge();
     } catch (const std::exception& e) {
-      run_.reset();
       *error = e.what();
       return false;
     }
@@ -210,17 +147,17 @@ bool Daemon::start_graph(std::string* error, std::uint64_t client, bool* deferre
       auto pending = std::make_unique<PendingStart>();
       pending->client = client;
       pending->ok_reply = ok_reply.empty() ? reply_ok() : ok_reply;
-      session::RealtimeRun* run = run_.get();
+      session::RealtimeRun* run = &graph_.run();
       pending->epoch = std::async(std::launch::async, [run] { return run->coordinate(); });
       pending_start_ = std::move(pending);
       *deferred = true;
       return true;
     }
     try {
-      epoch_ns = run_->coordinate();
+      epoch_ns = graph_.run().coordinate();
     } catch (const std::exception& e) {
       // The hosts did not agree, or no worker could be started: nothing ran.
-      run_.reset();
+      graph_.abandon_start();
       *error = e.what();
       return false;
     }
@@ -229,29 +166,13 @@ bool Daemon::start_graph(std::string* error, std::uint64_t client, bool* deferre
 }
 
 bool Daemon::launch(std::int64_t epoch_ns, std::string* error) {
-  try {
-    // Simulation time starts again at 0: so do the kept series and the
-    // live view's (the previous run's samples were drained at its stop).
-    if (recorder_) recorder_->clear_kept();
-    feed_.reset();
-    runtime::ReplayLog* log = recording_.run_starting(*recorder_);
-    run_->start(0.0, epoch_ns, log);  // until stopped
-    recording_.run_started();
-  } catch (const std::exception& e) {
-    // realtime: required and a thread could not be set up: nothing ran.
-    run_.reset();
-    *error = e.what();
-    recording_.run_start_failed();
-    return false;
-  }
-  for (const auto& e : run_->thread_errors()) std::cerr << "warning: " << e << '\n';
-  running_ = true;
-  // A fresh run starts at t = 0: so does its synchronisation.
-  live_sync_.reset();
-  if (graph_->spec().sync.optimise.enabled) {
-    live_sync_ = std::make_unique<session::LiveSync>(graph_->spec(), blocks_, *graph_, *recorder_, 0.0);
-  }
-  last_frames_.assign(graph_->tasks().size(), 0);
+  std::vector<std::string> warnings;
+  *error = graph_.launch(epoch_ns, &warnings);
+  log_warnings(warnings);
+  if (!error->empty()) return false;
+  // Simulation time starts again at 0: so does the live view's (the
+  // previous run's samples were drained at its stop).
+  feed_.reset();
   return true;
 }
 
@@ -265,7 +186,7 @@ std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_start() {
   try {
     ok = launch(pending->epoch.get(), &error);
   } catch (const std::exception& e) {
-    run_.reset();
+    graph_.abandon_start();
     error = e.what();
   }
   if (!ok) {
@@ -280,71 +201,45 @@ std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_start() {
 void Daemon::stop_graph() {
   if (pending_start_) {
     // A start still waiting for the other hosts gives up within a round.
-    run_->cancel_coordination();
+    graph_.run().cancel_coordination();
     pending_start_->epoch.wait();
     late_replies_.emplace_back(pending_start_->client, reply_error("the start was cancelled by stop"));
     pending_start_.reset();
-    run_.reset();
+    graph_.abandon_start();
     return;
   }
-  if (!run_) return;
-  (void)run_->stop();
-  run_.reset();
-  running_ = false;
-  drain_recorder();
-  if (recorder_) recording_.run_stopped(*recorder_);
-}
-
-void Daemon::drain_recorder() {
-  if (recorder_) recording_.drain(*recorder_);
-}
-
-session::ServiceRecording::Target Daemon::recorded() {
-  return {graph_.get(),
-          recorder_.get(),
-          config_file_,
-          config_text_,
-          data_files_,
-          running_ || pending_start_ != nullptr,
-          report_.fifo ? "fifo" : "other",
-          remote_.get()};
+  graph_.stop();
 }
 
 std::string Daemon::status_json() {
-  const session::RecordingState recording{recorder_.get(), recording_.target(), nullptr, recording_.error()};
-  std::string summary = graph_ ? session::summary_json(*graph_, {}, report_.fifo ? "fifo" : "other",
-                                                       session::recording_json(*graph_, recording), remote_.get())
-                               : "null\n";
+  runtime::Graph* graph = graph_.graph();
+  session::ServiceRecording& recording = graph_.recording();
+  const session::RecordingState state{graph_.recorder(), recording.target(), nullptr, recording.error()};
+  std::string summary = graph ? session::summary_json(*graph, {}, graph_.fifo() ? "fifo" : "other",
+                                                      session::recording_json(*graph, state), graph_.remote())
+                              : "null\n";
   if (!summary.empty() && summary.back() == '\n') summary.pop_back();
   // A task that stopped on a failure (an FMU, a state no longer a number, a
   // divergence, docs/stalls.md) fails the graph: the others run on and the
   // recording is kept, but nobody should read the run as good.
-  std::string failed;
-  if (graph_) {
-    for (const auto& t : graph_->tasks()) {
-      if (!t->failed()) continue;
-      failed += std::string(failed.empty() ? "" : ",") + "{\"task\":" + base::json_string(t->spec().name) +
-                ",\"failure\":" + base::json_string(t->failure()) + "}";
-    }
-  }
-  return "\"running\":" + std::string(running_ ? "true" : "false") + ",\"config\":" + base::json_string(config_file_) +
+  return "\"running\":" + std::string(graph_.running() ? "true" : "false") +
+         ",\"config\":" + base::json_string(graph_.file()) +
          ",\"starting\":" + std::string(pending_start_ ? "true" : "false") +
-         ",\"recording\":" + (recording_.target() ? base::json_string(recording_.path()) : std::string("null")) +
+         ",\"recording\":" + (recording.target() ? base::json_string(recording.path()) : std::string("null")) +
          ",\"recording_error\":" +
-         (recording_.error().empty() ? std::string("null") : base::json_string(recording_.error())) +
-         ",\"replay_log\":" +
-         (recording_.logging() ? base::json_string(recording_.replay_log_path()) : std::string("null")) +
+         (recording.error().empty() ? std::string("null") : base::json_string(recording.error())) + ",\"replay_log\":" +
+         (recording.logging() ? base::json_string(recording.replay_log_path()) : std::string("null")) +
          ",\"replay_log_error\":" +
-         (recording_.replay_log_error().empty() ? std::string("null")
-                                                : base::json_string(recording_.replay_log_error())) +
+         (recording.replay_log_error().empty() ? std::string("null")
+                                               : base::json_string(recording.replay_log_error())) +
          ",\"tracing\":" + (trace_ ? base::json_string(trace_->directory) : std::string("null")) + host_json() +
-         ",\"sync\":" + (live_sync_ ? live_sync_->status_json() : std::string("null")) + ",\"failed\":[" + failed +
-         "],\"status\":" + summary;
+         ",\"sync\":" + (graph_.live_sync() ? graph_.live_sync()->status_json() : std::string("null")) +
+         ",\"failed\":[" + graph_.failed_json() + "],\"status\":" + summary;
 }
 
 std::string Daemon::live_json() {
   std::string out = "{\"ok\":true," + status_json() + ",\"live\":{\"t\":" + base::json_number(now_s() - web_started_) +
-                    "," + feed_.json(graph_.get(), recorder_.get());
+                    "," + feed_.json(graph_.graph(), graph_.recorder());
   if (web_) {
     const auto& c = web_->counters();
     out += ",\"web\":{\"clients\":" + std::to_string(web_->clients()) +
@@ -384,10 +279,10 @@ std::string Daemon::read_reload_file(const std::string& file, std::string* text,
   // from the configuration directory, without following links, and its
   // diagnostics reach the client redacted.
   std::string why;
-  *label = config_file_;
+  *label = graph_.file();
   const bool named = !file.empty();
   const int fd = named ? base::open_beneath(options_.config_dir, file, O_RDONLY, 0, &why)
-                       : base::open_regular_file(config_file_, &why);
+                       : base::open_regular_file(graph_.file(), &why);
   if (fd < 0) return reply_error("reload: " + why);
   const bool read = base::read_all(fd, 4u << 20, text, &why);
   ::close(fd);
@@ -410,8 +305,8 @@ Daemon::Prepared Daemon::prepare_reload(const std::string& text, const std::stri
     }
     std::cerr << "rtcosimd: reload refused:\n" << full;
     Prepared p;
-    p.label = label;
-    p.error = "the new file has errors; the running graph keeps running:\n" + errors;
+    p.graph.label = label;
+    p.graph.error = "the new file has errors; the running graph keeps running:\n" + errors;
     return p;
   }
   return prepare(check, text, label);
@@ -421,10 +316,10 @@ std::string Daemon::apply_reload(Prepared&& prepared, std::uint64_t client, bool
   // A file that loads but cannot start (real time refused, ...) gives the
   // previous graph back, running as it was (from the text it was built
   // from: the file may have changed since).
-  const std::string label = prepared.label;
-  const std::string previous_file = config_file_;
-  const std::string previous_text = config_text_;
-  const bool was_running = running_;
+  const std::string label = prepared.graph.label;
+  const std::string previous_file = graph_.file();
+  const std::string previous_text = graph_.text();
+  const bool was_running = graph_.running();
   std::string why, error;
   if (!commit(std::move(prepared), &why)) return reply_error(why);
   const std::string ok = reply_ok("\"config\":" + base::json_string(label));

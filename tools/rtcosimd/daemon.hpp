@@ -11,21 +11,10 @@
 #include <vector>
 
 #include "rt_config/loader.hpp"
-#include "session/realtime_run.hpp"
-#include "session/recording.hpp"
 #include "session/report/live_feed.hpp"
-#include "session/service_recording.hpp"
-#include "session/session.hpp"
+#include "session/service_graph.hpp"
 #include "tools/rtcosimd/notify.hpp"
 #include "tools/rtcosimd/web_server.hpp"
-
-namespace rtcosim::io {
-class DdsBridge;
-}
-
-namespace rtcosim::session {
-class LiveSync;
-}
 
 namespace rtcosim::daemon {
 
@@ -82,16 +71,12 @@ class Daemon {
  private:
   bool load(const std::string& file, std::string* errors);
   bool load_text(const std::string& text, const std::string& label, std::string* errors);
-  // A graph built from a loaded file, not yet running: what a reload does
-  // beside the loop (prepare, const: it reads only the options and the
-  // block registry) before the loop swaps it in (commit).
+  // A graph built from a loaded file, not yet running, and its layout for
+  // the live view (with --listen; dot takes up to 5 s, so it is laid out
+  // beside the loop too).
   struct Prepared {
-    std::string text, label;
-    std::string error;  // refused: the reply's text (redacted for a named file)
-    std::unique_ptr<coupling::MethodRegistry> methods;
-    std::unique_ptr<runtime::Graph> graph;
-    std::string svg, layout_why;                                  // the live view's layout (with --listen)
-    std::vector<std::pair<std::string, std::string>> data_files;  // runtime::replay_data_files
+    session::PreparedGraph graph;
+    std::string svg, layout_why;
   };
   [[nodiscard]] Prepared prepare(const config::LoadResult& loaded, const std::string& text,
                                  const std::string& label) const;
@@ -154,7 +139,6 @@ class Daemon {
   void accept_clients(int lfd, std::vector<ControlClient>& clients, double* accept_again);
   void shut_down();
   std::uint64_t next_client_id_ = 1;
-  void drain_recorder();
   void notify_status();
   std::string status_json();
   // What the live view pushes: the status, the tasks' histograms, the
@@ -164,35 +148,16 @@ class Daemon {
 
   Options options_;
   tasks::BlockRegistry blocks_;
-  coupling::MethodRegistry methods_;
-  std::string config_file_;
-  std::string config_text_;  // what the running graph was built from
-  std::unique_ptr<runtime::Graph> graph_;
-  std::unique_ptr<runtime::Recorder> recorder_;
-  // The state synchronisation of a graph with `sync.optimise` (docs/sync.md,
-  // "Live"), made fresh at each start; it reads the recorder and posts to the
-  // graph's tasks, so it is declared after them (and goes first).
-  std::unique_ptr<session::LiveSync> live_sync_;
-  // The run's task and DDS threads, from a start to its stop.
-  std::unique_ptr<session::RealtimeRun> run_;
-  // The last run's DDS counters and clocks, kept after run_ goes so that
-  // status and the final summary show them; points into graph_.
-  std::shared_ptr<const io::RemoteState> remote_;
-  SystemdNotifier notifier_;  // READY, STATUS, WATCHDOG, STOPPING
+  // The loaded graph, its run and its recording (session/service_graph.hpp).
+  session::ServiceGraph graph_;
+  std::vector<std::string> lost_hosts_;  // hosts that fell silent during this run
+  SystemdNotifier notifier_;             // READY, STATUS, WATCHDOG, STOPPING
   // Sends to systemd; a failure is logged once until a send works again
   // (a lost READY=1 or WATCHDOG=1 ends in systemd stopping the service).
   void notify(const char* message);
   bool notify_failing_ = false;
-  std::vector<std::string> lost_hosts_;  // hosts that fell silent during this run
-  runtime::RealtimeReport report_;
-  bool running_ = false;
-  // The recording: CSV, or a column file (HDF5, MAT); at most one is set.
-  // The recording and the replay log, started, rotated and stopped on request.
-  session::ServiceRecording recording_;
-  // What recording_ records: the loaded graph, as a ServiceRecording::Target.
-  [[nodiscard]] session::ServiceRecording::Target recorded();
-  std::string end_recording() { return recording_.end(recorded()); }
-  std::vector<std::pair<std::string, std::string>> data_files_;  // the loaded graph's, hashed when it was built
+  // A list of warnings to the log, one line each.
+  static void log_warnings(const std::vector<std::string>& warnings);
   struct TraceState;
   std::unique_ptr<TraceState> trace_;
   struct PendingTrace;
@@ -202,7 +167,6 @@ class Daemon {
   session::LiveFeed feed_;
   std::string graph_svg_;  // the loaded graph laid out by dot, or ""
   [[nodiscard]] std::string lay_out(const config::GraphSpec& spec, std::string* why) const;
-  std::vector<std::uint64_t> last_frames_;
   bool quit_ = false;
   std::uint32_t socket_gid_ = 0;  // the control socket's group
 };

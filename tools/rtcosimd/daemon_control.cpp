@@ -105,19 +105,20 @@ std::string Daemon::web_token(bool in_group) {
 }
 
 std::string Daemon::probe(const std::string& signal) {
-  if (!recorder_ || recorder_->probes().empty()) {
+  runtime::Recorder* recorder = graph_.recorder();
+  if (!recorder || recorder->probes().empty()) {
     return reply_error("probes are part of the live view — start rtcosimd with --listen ADDRESS:PORT (docs/live.md)");
   }
-  const std::size_t index = recorder_->find_probeable(signal);
+  const std::size_t index = recorder->find_probeable(signal);
   if (index == runtime::Recorder::kNoProbe) {
     std::string some;
-    const auto& all = recorder_->probeable();
+    const auto& all = recorder->probeable();
     for (std::size_t i = 0; i < all.size() && i < 8; ++i) some += (some.empty() ? "" : ", ") + all[i].signal;
     return reply_error("no output '" + signal.substr(0, 200) +
                        "' in the running graph's tasks — expected BLOCK.PORT or BLOCK.PORT[i], e.g. " + some + " (" +
                        std::to_string(all.size()) + " in all; the live view's graph.signals lists them)");
   }
-  const auto& slots = recorder_->probes();
+  const auto& slots = recorder->probes();
   std::size_t slot = slots.size();
   for (std::size_t i = 0; i < slots.size(); ++i) {
     if (slots[i].probe == index) slot = i;
@@ -126,7 +127,7 @@ std::string Daemon::probe(const std::string& signal) {
     // The slot chosen longest ago makes room.
     slot = next_probe_slot_;
     next_probe_slot_ = (next_probe_slot_ + 1) % slots.size();
-    recorder_->set_probe(slot, index);
+    recorder->set_probe(slot, index);
   }
   return reply_ok("\"slot\":" + std::to_string(slot) + ",\"signal\":" + base::json_string(signal) +
                   ",\"task\":" + base::json_string(slots[slot].task));
@@ -171,8 +172,9 @@ std::string Daemon::respond(const std::string& line, std::uint64_t client, bool*
                            get("overwrite") == "true"});
     }
     if (action == "stop") {
-      if (const std::string error = end_recording(); !error.empty()) recording_.set_error(error);
-      if (!recording_.error().empty()) return reply_error(recording_.take_error());
+      session::ServiceRecording& recording = graph_.recording();
+      if (const std::string error = graph_.end_recording(); !error.empty()) recording.set_error(error);
+      if (!recording.error().empty()) return reply_error(recording.take_error());
       return reply_ok();
     }
     return reply_error("record needs \"action\": \"start\" or \"stop\"");

@@ -46,9 +46,9 @@
 namespace rtcosim::daemon {
 
 void Daemon::notify_status() {
-  if (!graph_) return;
-  if (run_ && !pending_start_) {
-    const auto events = run_->take_events();
+  if (!graph_.graph()) return;
+  if (!pending_start_) {
+    const auto events = graph_.take_events();
     for (const auto& h : events.lost_hosts) {
       std::cerr << "rtcosimd: error: host '" << h << "' fell silent (no announce for "
                 << session::RealtimeRun::host_silence()
@@ -57,42 +57,24 @@ void Daemon::notify_status() {
     }
     for (const auto& w : events.clock_warnings) std::cerr << "rtcosimd: warning: " << w << '\n';
   }
-  std::uint64_t frames = 0, overruns = 0;
-  std::int64_t worst = 0;
-  bool progress = true;
-  std::string failed, ended;
-  for (std::size_t i = 0; i < graph_->tasks().size(); ++i) {
-    const auto& s = graph_->tasks()[i]->stats();
-    const auto f = s.frames.load();
-    // A task that stopped on a failure is reported, not restarted: a
-    // restart would run the same graph into the same failure.
-    const bool stopped = graph_->tasks()[i]->failed();
-    if (stopped && failed.empty()) failed = graph_->tasks()[i]->spec().name;
-    // A model that ended the run stopped every task, normally.
-    if (graph_->tasks()[i]->ended() && ended.empty()) ended = graph_->tasks()[i]->spec().name;
-    // Another host's tasks never run here.
-    if (running_ && graph_->tasks()[i]->local() && !stopped && !graph_->model_ended() && f == last_frames_[i])
-      progress = false;
-    last_frames_[i] = f;
-    frames += f;
-    overruns += s.overruns.load();
-    worst = std::max(worst, s.wakeup_latency_ns.max());
-  }
+  const session::ServiceProgress p = graph_.progress();
+  const std::string& failed = p.failed;
+  const std::string& ended = p.ended;
   char status[320];
   const std::string failed_state = "failed (task '" + failed.substr(0, 64) + "' stopped, see status)";
   const std::string ended_state = "ended (the model of task '" + ended.substr(0, 64) + "' ended the run, see status)";
   std::snprintf(status, sizeof status, "STATUS=%s: %llu frames, %llu overruns, worst wake-up latency %.1f us",
-                !failed.empty()  ? failed_state.c_str()
-                : !ended.empty() ? ended_state.c_str()
-                : running_       ? "running"
-                : pending_start_ ? "starting (waiting for the other hosts)"
-                                 : "stopped",
-                static_cast<unsigned long long>(frames), static_cast<unsigned long long>(overruns),
-                static_cast<double>(worst) * 1e-3);
+                !failed.empty()    ? failed_state.c_str()
+                : !ended.empty()   ? ended_state.c_str()
+                : graph_.running() ? "running"
+                : pending_start_   ? "starting (waiting for the other hosts)"
+                                   : "stopped",
+                static_cast<unsigned long long>(p.frames), static_cast<unsigned long long>(p.overruns),
+                static_cast<double>(p.worst_wakeup_ns) * 1e-3);
   notify(status);
   // The watchdog is fed only while every task makes progress: a hung task
   // stops the pings and systemd restarts the service.
-  if (progress) notify("WATCHDOG=1");
+  if (p.advancing) notify("WATCHDOG=1");
 }
 
 void Daemon::notify(const char* message) {
@@ -291,12 +273,13 @@ void Daemon::shut_down() {
   // A per-user session daemon that `trace start` started goes with us.
   if (!session::stop_sessiond_started_here())
     std::cerr << "rtcosimd: the LTTng session daemon it started did not stop\n";
-  if (const std::string error = end_recording(); !error.empty()) std::cerr << "rtcosimd: " << error << '\n';
+  if (const std::string error = graph_.end_recording(); !error.empty()) std::cerr << "rtcosimd: " << error << '\n';
+  runtime::Graph* graph = graph_.graph();
   std::cerr << "rtcosimd: stopped\n"
-            << (graph_
-                    ? session::run_summary(*graph_, remote_.get()) +
-                          session::recording_summary(*graph_, {recorder_.get(), nullptr, nullptr, recording_.error()})
-                    : std::string());
+            << (graph ? session::run_summary(*graph, graph_.remote()) +
+                            session::recording_summary(
+                                *graph, {graph_.recorder(), nullptr, nullptr, graph_.recording().error()})
+                      : std::string());
 }
 
 int Daemon::run() {
@@ -346,8 +329,8 @@ int Daemon::run() {
     return 1;
   }
   notify("READY=1");
-  std::cerr << "rtcosimd: running " << options_.config << " (" << graph_->tasks().size() << " tasks); control socket "
-            << options_.socket_path << '\n';
+  std::cerr << "rtcosimd: running " << options_.config << " (" << graph_.graph()->tasks().size()
+            << " tasks); control socket " << options_.socket_path << '\n';
 
   std::vector<ControlClient> clients;
   const double interval = status_interval(options_.status_interval);
@@ -362,7 +345,7 @@ int Daemon::run() {
     // that u reaches the tasks a few macro steps after its data.
     const bool more =
         std::any_of(clients.begin(), clients.end(), [](const ControlClient& c) { return c.has_request(); });
-    if (poll(fds.data(), fds.size(), more ? 0 : live_sync_ && running_ ? 5 : 100) < 0) {
+    if (poll(fds.data(), fds.size(), more ? 0 : graph_.live_sync() && graph_.running() ? 5 : 100) < 0) {
       // EINTR is a signal the signalfd reports next round; anything else
       // (ENOMEM) leaves revents unset: nothing is served this round, and
       // the loop waits instead of spinning.
@@ -380,9 +363,9 @@ int Daemon::run() {
     serve_requests(clients);
     if (accepting && (fds[1].revents & POLLIN)) accept_clients(lfd, clients, &accept_again);
 
-    drain_recorder();
-    if (live_sync_ && running_) live_sync_->poll();
-    recording_.rotate_if_due(recorded());
+    graph_.drain();
+    if (graph_.live_sync() && graph_.running()) graph_.live_sync()->poll();
+    graph_.recording().rotate_if_due(graph_.recorded());
     if (web_ && now_s() >= next_web) {
       next_web = now_s() + 1.0 / std::max(options_.web.push_rate, 0.1);
       web_->publish(live_json());

@@ -46,10 +46,11 @@
 namespace rtcosim::daemon {
 
 std::string Daemon::record_start(const session::ServiceRecording::Request& request) {
-  if (const std::string why = recording_.start(request, recorded()); !why.empty()) return reply_error(why);
-  std::string reply = reply_ok("\"file\":" + base::json_string(recording_.path()));
+  session::ServiceRecording& recording = graph_.recording();
+  if (const std::string why = recording.start(request, graph_.recorded()); !why.empty()) return reply_error(why);
+  std::string reply = reply_ok("\"file\":" + base::json_string(recording.path()));
   if (!request.replay_log.empty()) {
-    reply.insert(reply.size() - 1, ",\"replay_log\":" + base::json_string(recording_.replay_log_path()));
+    reply.insert(reply.size() - 1, ",\"replay_log\":" + base::json_string(recording.replay_log_path()));
   }
   return reply;
 }
@@ -105,7 +106,7 @@ std::optional<std::pair<std::uint64_t, std::string>> Daemon::finish_trace_start(
   trace_ = std::make_unique<TraceState>();
   trace_->session = std::move(session);
   trace_->directory = dir;
-  if (graph_) graph_->trace_names();
+  if (graph_.graph()) graph_.graph()->trace_names();
   return std::make_pair(client, reply_ok("\"dir\":" + base::json_string(dir)));
 }
 
