@@ -262,6 +262,7 @@ class Partition {
 
  private:
   struct Impl;
+  struct Step;  // the stages of one step (partition_step.cpp)
   bool guard_divergence(double t, double h, double ab2_error_scale) noexcept;
   [[nodiscard]] std::string state_owner(std::size_t state) const;
   DivergenceGuard guard_;
