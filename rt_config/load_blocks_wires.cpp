@@ -39,6 +39,130 @@ std::vector<std::string> named_ports(const YAML::Node& root, const std::string& 
   return out;
 }
 
+// "block.port" is split at its first dot: a block's name has none (a
+// port's may: an FMU's structured variable names).
+void check_block_name(Reader& in, const YAML::Node& node, const std::string& name, const std::string& what) {
+  if (name.find('.') != std::string::npos) {
+    std::string plain = name;
+    std::replace(plain.begin(), plain.end(), '.', '_');
+    in.error(node["name"],
+             what + ": a block's name has no '.' — \"block.port\" is split at the first dot (e.g. '" + plain + "')");
+  }
+}
+
+// One parameter with the location of its key, so that an error the block
+// raises about it later points at the line that gave it.
+bool take_block_param(Reader& in, const YAML::Node& key, const YAML::Node& value, const std::string& name,
+                      const std::string& what, tasks::BlockSpec& spec, BlockInfo& info) {
+  info.param_locations[name] = location_of(key);
+  if (auto v = in.param_value(value, what + ": parameter '" + name + "'")) {
+    spec.params.set(name, std::move(*v));
+    return true;
+  }
+  return false;
+}
+
+// The block is created here, while its node is at hand: the registry's
+// error names a parameter, which is reported at that parameter's key.
+void create_block(Reader& in, const tasks::BlockRegistry& blocks, const YAML::Node& node, const YAML::Node& root,
+                  const std::string& name, const std::string& type, const std::string& what, tasks::BlockSpec& spec,
+                  BlockInfo& info) {
+  try {
+    info.block = blocks.create(type, name, spec.params);
+    // A variable a wire or the recording names that the block can show
+    // as an output (an FMU's local or parameter): observed, as if its
+    // `observe` named it, so that a user looking into a model need not.
+    std::vector<std::string> observe;
+    for (const auto& port : named_ports(root, name)) {
+      if (info.block->can_observe(port)) observe.push_back(port);
+    }
+    if (!observe.empty()) {
+      const auto* given =
+          std::get_if<std::string>(spec.params.has("observe") ? &spec.params.all().at("observe") : nullptr);
+      std::string observed = given ? *given : std::string();
+      for (const auto& o : observe) observed += (observed.empty() ? "" : ", ") + o;
+      spec.params.set("observe", observed);
+      info.block = blocks.create(type, name, spec.params);
+      std::string names;
+      for (const auto& o : observe) names += (names.empty() ? "'" : ", '") + o + "'";
+      in.note(info.where, what + ": observes " + names +
+                              " (no output of the FMU; named by a wire or record.signals), as 'observe' would");
+    }
+  } catch (const tasks::BlockError& e) {
+    Location where = location_of(node["type"]);
+    if (const auto it = info.param_locations.find(e.parameter()); it != info.param_locations.end()) {
+      where = it->second;
+    } else if (!e.parameter().empty() && node["params"]) {
+      where = location_of(node["params"]);
+    }
+    in.error(where, e.what());
+  }
+}
+
+// A block's task is checked before its wires: a wrong name is one
+// message with a did-you-mean, not one per wire that crosses it.
+void check_block_tasks(Reader& in, const GraphSpec& graph) {
+  std::vector<std::string> block_names;
+  for (const auto& b : graph.diagram.blocks) block_names.push_back(b.name);
+  std::vector<std::string> task_names;
+  std::set<std::string_view> task_set;  // a scan per block made 10^4 tasks a quadratic load
+  for (const auto& t : graph.tasks) {
+    if (task_set.insert(t.name).second) task_names.push_back(t.name);
+  }
+  for (std::size_t i = 0; i < graph.diagram.blocks.size(); ++i) {
+    const auto& b = graph.diagram.blocks[i];
+    if (b.task.empty() || task_set.count(b.task) || graph.tasks.empty()) continue;
+    std::string message = "block '" + b.name + "' runs in task '" + b.task + "', which is not defined";
+    if (const auto guess = base::closest_match(b.task, task_names); !guess.empty())
+      message += " (did you mean '" + guess + "'?)";
+    in.error(graph.block_locations[i], message + " — expected one of: " + join(task_names));
+  }
+}
+
+// Every input needs a source, but an FMU's input (FMI, SSP) may keep its
+// start value: a warning there, an error elsewhere. False when the wiring
+// is not whole, so that the loop check does not run on it.
+bool check_inputs_connected(Reader& in, const std::vector<BlockInfo>& infos, bool wires_unread,
+                            const std::set<std::string>& wired_inputs,
+                            const std::map<std::string, std::string>& driver) {
+  bool ok = true;
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    const auto& info = infos[i];
+    if (!info.block) {
+      ok = false;
+      continue;
+    }
+    for (const auto& port : info.block->inputs()) {
+      const std::string key = info.block->name() + "." + port.name;
+      if (wires_unread || wired_inputs.count(key)) {
+        ok = false;
+      } else if (!driver.count(key) && port.start.size() == port.width) {
+        // FMI and SSP: an unconnected input keeps its start value.
+        in.warning(info.where, "input '" + key + "' of block '" + info.block->name() + "' (" + info.block->type() +
+                                   ") is not connected: it keeps its start value " + base::values_text(port.start));
+      } else if (!driver.count(key)) {
+        in.error(info.where, "input '" + key + "' of block '" + info.block->name() + "' (" + info.block->type() +
+                                 ") is not connected — wire a block output to it");
+        ok = false;
+      }
+    }
+  }
+  return ok;
+}
+
+// Fresh blocks, not those of infos_: the partition takes its blocks over.
+void check_algebraic_loops(Reader& in, const GraphSpec& graph, const tasks::BlockRegistry& blocks,
+                           const std::map<std::string, std::size_t>& block_index) {
+  try {
+    std::vector<std::unique_ptr<tasks::Block>> merged;
+    for (const auto& b : graph.diagram.blocks) merged.push_back(blocks.create(b.type, b.name, b.params));
+    tasks::Partition check("whole diagram", std::move(merged), graph.diagram.wires, {}, tasks::IntegratorKind::kEuler);
+  } catch (const tasks::BlockError& e) {
+    const auto it = block_index.find(e.block());
+    in.error(it != block_index.end() ? graph.block_locations[it->second] : Location{1, 1}, e.what());
+  }
+}
+
 }  // namespace
 
 void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
@@ -60,14 +184,7 @@ void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
     const auto type = in_.text(node, "type", what, true);
     const auto task = in_.text(node, "task", what, true);
     if (name) spec.name = *name;
-    // "block.port" is split at its first dot: a block's name has none (a
-    // port's may: an FMU's structured variable names).
-    if (name && name->find('.') != std::string::npos) {
-      std::string plain = *name;
-      std::replace(plain.begin(), plain.end(), '.', '_');
-      in_.error(node["name"],
-                what + ": a block's name has no '.' — \"block.port\" is split at the first dot (e.g. '" + plain + "')");
-    }
+    if (name) check_block_name(in_, node, *name, what);
     if (type) spec.type = *type;
     if (task) spec.task = *task;
     bool params_ok = true;
@@ -82,21 +199,11 @@ void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
             in_.unique_keys(it->second, what + ": parameter '" + key + "'");
             for (auto sub = it->second.begin(); sub != it->second.end(); ++sub) {
               const std::string flat = key + "." + sub->first.Scalar();
-              info.param_locations[flat] = location_of(sub->first);
-              if (auto v = in_.param_value(sub->second, what + ": parameter '" + flat + "'")) {
-                spec.params.set(flat, std::move(*v));
-              } else {
-                params_ok = false;
-              }
+              if (!take_block_param(in_, sub->first, sub->second, flat, what, spec, info)) params_ok = false;
             }
             continue;
           }
-          info.param_locations[key] = location_of(it->first);
-          if (auto v = in_.param_value(it->second, what + ": parameter '" + key + "'")) {
-            spec.params.set(key, std::move(*v));
-          } else {
-            params_ok = false;
-          }
+          if (!take_block_param(in_, it->first, it->second, key, what, spec, info)) params_ok = false;
         }
         if (type && !resolve_paths(*type, spec.params, info.param_locations, what)) params_ok = false;
       } else if (!params.IsNull()) {
@@ -109,38 +216,7 @@ void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
       in_.error(node["name"], "a second block is named '" + *name + "' — block names must be unique");
       continue;
     }
-    if (name && type && params_ok) {
-      try {
-        info.block = blocks_.create(*type, *name, spec.params);
-        // A variable a wire or the recording names that the block can show
-        // as an output (an FMU's local or parameter): observed, as if its
-        // `observe` named it, so that a user looking into a model need not.
-        std::vector<std::string> observe;
-        for (const auto& port : named_ports(root, *name)) {
-          if (info.block->can_observe(port)) observe.push_back(port);
-        }
-        if (!observe.empty()) {
-          const auto* given =
-              std::get_if<std::string>(spec.params.has("observe") ? &spec.params.all().at("observe") : nullptr);
-          std::string observed = given ? *given : std::string();
-          for (const auto& o : observe) observed += (observed.empty() ? "" : ", ") + o;
-          spec.params.set("observe", observed);
-          info.block = blocks_.create(*type, *name, spec.params);
-          std::string names;
-          for (const auto& o : observe) names += (names.empty() ? "'" : ", '") + o + "'";
-          in_.note(info.where, what + ": observes " + names +
-                                   " (no output of the FMU; named by a wire or record.signals), as 'observe' would");
-        }
-      } catch (const tasks::BlockError& e) {
-        Location where = location_of(node["type"]);
-        if (const auto it = info.param_locations.find(e.parameter()); it != info.param_locations.end()) {
-          where = it->second;
-        } else if (!e.parameter().empty() && node["params"]) {
-          where = location_of(node["params"]);
-        }
-        in_.error(where, e.what());
-      }
-    }
+    if (name && type && params_ok) create_block(in_, blocks_, node, root, *name, *type, what, spec, info);
     if (name) block_index_[*name] = graph_.diagram.blocks.size();
     graph_.diagram.blocks.push_back(std::move(spec));
     graph_.block_locations.push_back(info.where);
@@ -286,21 +362,7 @@ void GraphLoader::read_wires(const YAML::Node& list) {
 // Ports, widths, sources, unconnected inputs, task assignment, couplings
 // and, when all of that holds, algebraic loops over the whole diagram.
 void GraphLoader::check_diagram() {
-  std::vector<std::string> block_names;
-  for (const auto& b : graph_.diagram.blocks) block_names.push_back(b.name);
-  std::vector<std::string> task_names;
-  std::set<std::string_view> task_set;  // a scan per block made 10^4 tasks a quadratic load
-  for (const auto& t : graph_.tasks) {
-    if (task_set.insert(t.name).second) task_names.push_back(t.name);
-  }
-  for (std::size_t i = 0; i < graph_.diagram.blocks.size(); ++i) {
-    const auto& b = graph_.diagram.blocks[i];
-    if (b.task.empty() || task_set.count(b.task) || graph_.tasks.empty()) continue;
-    std::string message = "block '" + b.name + "' runs in task '" + b.task + "', which is not defined";
-    if (const auto guess = base::closest_match(b.task, task_names); !guess.empty())
-      message += " (did you mean '" + guess + "'?)";
-    in_.error(graph_.block_locations[i], message + " — expected one of: " + join(task_names));
-  }
+  check_block_tasks(in_, graph_);
 
   std::map<std::string, std::string> driver;  // "block.input" -> "block.output"
   std::map<std::string, int> drive_count;
@@ -338,41 +400,14 @@ void GraphLoader::check_diagram() {
     }
     if (entry.crosses_tasks) check_rim_link(entry, node, *out_port, *in_port);
   }
-  for (std::size_t i = 0; i < infos_.size(); ++i) {
-    const auto& info = infos_[i];
-    if (!info.block) {
-      wiring_ok = false;
-      continue;
-    }
-    for (const auto& port : info.block->inputs()) {
-      const std::string key = info.block->name() + "." + port.name;
-      if (wires_unread_ || wired_inputs_.count(key)) {
-        wiring_ok = false;
-      } else if (!driver.count(key) && port.start.size() == port.width) {
-        // FMI and SSP: an unconnected input keeps its start value.
-        in_.warning(info.where, "input '" + key + "' of block '" + info.block->name() + "' (" + info.block->type() +
-                                    ") is not connected: it keeps its start value " + base::values_text(port.start));
-      } else if (!driver.count(key)) {
-        in_.error(info.where, "input '" + key + "' of block '" + info.block->name() + "' (" + info.block->type() +
-                                  ") is not connected — wire a block output to it");
-        wiring_ok = false;
-      }
-    }
-  }
+  if (!check_inputs_connected(in_, infos_, wires_unread_, wired_inputs_, driver)) wiring_ok = false;
   for (std::size_t r = 0; r < graph_.record.signals.size(); ++r) {
     (void)find_port(graph_.record.signals[r], record_nodes_[r], true);
   }
   if (!wiring_ok || has_errors(result_.diagnostics)) return;
 
   // Algebraic loops across the whole diagram: the merged partition finds them.
-  try {
-    std::vector<std::unique_ptr<tasks::Block>> merged;
-    for (const auto& b : graph_.diagram.blocks) merged.push_back(blocks_.create(b.type, b.name, b.params));
-    tasks::Partition check("whole diagram", std::move(merged), graph_.diagram.wires, {}, tasks::IntegratorKind::kEuler);
-  } catch (const tasks::BlockError& e) {
-    const auto it = block_index_.find(e.block());
-    in_.error(it != block_index_.end() ? graph_.block_locations[it->second] : Location{1, 1}, e.what());
-  }
+  check_algebraic_loops(in_, graph_, blocks_, block_index_);
 }
 
 // A reduced interface model (a mechanical block's `rim` port, docs/rim.md)

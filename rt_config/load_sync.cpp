@@ -10,6 +10,130 @@
 
 namespace rtcosim::config::detail {
 
+namespace {
+
+// A name that is not a task is reported at its own entry; the others are
+// still taken, so that one reading reports every wrong name.
+void read_optimise_tasks(Reader& in, const GraphSpec& graph, const YAML::Node& tasks, const std::string& what,
+                         std::vector<std::string>& out) {
+  if (!tasks.IsSequence() || tasks.size() == 0) {
+    in.error(tasks, what + ": 'tasks' is " + Reader::kind(tasks) + " — expected a list of task names");
+  } else {
+    for (const auto& t : tasks) {
+      if (!t.IsScalar() || !graph.find_task(t.Scalar())) {
+        in.error(t, what + ": 'tasks' names " + Reader::kind(t) + ", which is not a task of this graph");
+      } else {
+        out.push_back(t.Scalar());
+      }
+    }
+  }
+}
+
+// All three numbers are reported before their order is checked, so that
+// one reading names every missing or malformed bound.
+bool read_variable_bounds(Reader& in, const YAML::Node& v, const tasks::Endpoint& param, SyncVariable& var) {
+  bool good = true;
+  for (auto [key, out] : {std::pair{"lower", &var.lower}, {"upper", &var.upper}, {"start", &var.start}}) {
+    const YAML::Node n = v[key];
+    double x = 0.0;
+    if (!n || !n.IsScalar() || !YAML::convert<double>::decode(n, x) || !std::isfinite(x)) {
+      in.error(n ? n : v, std::string("a decision variable's '") + key + "' is " +
+                              (n ? Reader::kind(n) : std::string("missing")) + " — expected a finite number");
+      good = false;
+    }
+    *out = x;
+  }
+  if (good && !(var.lower < var.upper && var.lower <= var.start && var.start <= var.upper)) {
+    auto num = [](double x) {
+      std::ostringstream text;
+      text << x;
+      return text.str();
+    };
+    in.error(v, "decision variable '" + param.str() + "': lower " + num(var.lower) + ", start " + num(var.start) +
+                    ", upper " + num(var.upper) + " — expected lower < upper and the start between them");
+    good = false;
+  }
+  return good;
+}
+
+// Only a parameter the block can change between runs can be optimised;
+// the message lists those it has, since they are few and fixed per type.
+bool is_tunable(Reader& in, const YAML::Node& v, const tasks::Endpoint& param, const tasks::Block& block) {
+  std::vector<std::string> names;
+  std::string listed;
+  for (const char* n : block.tunable_parameters()) {
+    listed += (names.empty() ? "" : ", ") + std::string(n);
+    names.emplace_back(n);
+  }
+  if (std::find(names.begin(), names.end(), param.port) == names.end()) {
+    in.error(v["parameter"], "block '" + param.block + "' (" + block.type() + ") has no tunable parameter '" +
+                                 param.port + "' — " +
+                                 (names.empty() ? std::string("it has none (a scalar gain's 'gain' and a "
+                                                              "scalar constant's 'value' are)")
+                                                : "expected one of: " + listed));
+    return false;
+  }
+  return true;
+}
+
+// Each element is read on its own: a wrong one is reported and skipped,
+// the others still taken, so that one reading reports every wrong element.
+std::map<std::string, config::DelayElement> read_delay_elements(Reader& in, const GraphSpec& graph,
+                                                                const YAML::Node& list) {
+  std::map<std::string, config::DelayElement> elements;
+  for (const auto& e : list) {
+    const std::string name = e.first.Scalar();
+    const std::string what = "sync element '" + name + "'";
+    if (!in.mapping(e.second, what, {"dead_time", "cycle", "task"})) continue;
+    config::DelayElement element{name, in.duration(e.second, "dead_time", what, true).value_or(0.0), 0.0};
+    if (auto task = in.text(e.second, "task", what, false)) {
+      const auto it =
+          std::find_if(graph.tasks.begin(), graph.tasks.end(), [&](const TaskSpec& t) { return t.name == *task; });
+      if (it == graph.tasks.end()) {
+        in.error(e.second["task"], what + " takes its cycle from task '" + *task + "', which 'tasks' does not list");
+      } else {
+        element.cycle = it->period;
+      }
+    } else {
+      element.cycle = in.duration(e.second, "cycle", what + " (or 'task')", true).value_or(0.0);
+    }
+    elements[name] = element;
+  }
+  return elements;
+}
+
+// A hop is one line of text, "A -> B sync ^n": parsed by words here, so
+// that a malformed one is reported at its own line with the whole syntax.
+void read_delay_hops(Reader& in, const YAML::Node& seq, std::map<std::string, config::DelayElement>& elements,
+                     std::vector<config::Hop>& hops) {
+  for (const auto& h : seq) {
+    std::istringstream words(h.IsScalar() ? h.Scalar() : std::string());
+    std::string from, arrow, to, kind, power, rest;
+    words >> from >> arrow >> to >> kind >> power >> rest;
+    // "^n": the hop n times over (eq. 4.15's alpha^n_CM, n = T_D).
+    int repeat = 1;
+    bool power_ok = power.empty();
+    if (!power.empty() && power[0] == '^') {
+      const std::string digits = power.substr(1);
+      power_ok = !digits.empty() && digits.size() <= 4 &&
+                 std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
+      if (power_ok) repeat = std::stoi(digits);
+      power_ok = power_ok && repeat >= 1 && repeat <= 1000;
+    }
+    if (arrow != "->" || (kind != "sync" && kind != "async") || !elements.count(from) || !elements.count(to) ||
+        !power_ok || !rest.empty()) {
+      in.error(h, "hop " + Reader::kind(h) +
+                      " — expected \"A -> B sync\" or \"A -> B async\", optionally followed by ^n "
+                      "(the hop n times over, 1..1000), with A and B among 'sync.delay.elements'");
+      continue;
+    }
+    hops.push_back({elements[from], elements[to],
+                    kind == "sync" ? config::HopKind::synchronous : config::HopKind::asynchronous, repeat});
+  }
+}
+
+}  // namespace
+
 // docs/sync.md. Elements name a dead time and a cycle time (or the task
 // whose period is its cycle); hops are "A -> B sync|async".
 void GraphLoader::read_sync(const YAML::Node& node) {
@@ -70,19 +194,7 @@ void GraphLoader::read_sync_optimise(const YAML::Node& node) {
   SyncOptimiseSpec& o = graph_.sync.optimise;
   o.enabled = true;
   o.where = location_of(node);
-  if (const YAML::Node tasks = node["tasks"]) {
-    if (!tasks.IsSequence() || tasks.size() == 0) {
-      in_.error(tasks, what + ": 'tasks' is " + Reader::kind(tasks) + " — expected a list of task names");
-    } else {
-      for (const auto& t : tasks) {
-        if (!t.IsScalar() || !graph_.find_task(t.Scalar())) {
-          in_.error(t, what + ": 'tasks' names " + Reader::kind(t) + ", which is not a task of this graph");
-        } else {
-          o.tasks.push_back(t.Scalar());
-        }
-      }
-    }
-  }
+  if (const YAML::Node tasks = node["tasks"]) read_optimise_tasks(in_, graph_, tasks, what, o.tasks);
   if (auto h = in_.duration(node, "step", what, false)) {
     if (!(*h > 0.0)) in_.error(node["step"], what + ": 'step' must be > 0 — the common macro step h");
     o.step = *h;
@@ -105,49 +217,14 @@ void GraphLoader::read_sync_optimise(const YAML::Node& node) {
     const auto param = in_.endpoint(v["parameter"], "'parameter'");
     if (!param) continue;
     SyncVariable var{param->block, param->port, 0.0, 0.0, 0.0, location_of(v)};
-    bool good = true;
-    for (auto [key, out] : {std::pair{"lower", &var.lower}, {"upper", &var.upper}, {"start", &var.start}}) {
-      const YAML::Node n = v[key];
-      double x = 0.0;
-      if (!n || !n.IsScalar() || !YAML::convert<double>::decode(n, x) || !std::isfinite(x)) {
-        in_.error(n ? n : v, std::string("a decision variable's '") + key + "' is " +
-                                 (n ? Reader::kind(n) : std::string("missing")) + " — expected a finite number");
-        good = false;
-      }
-      *out = x;
-    }
-    if (good && !(var.lower < var.upper && var.lower <= var.start && var.start <= var.upper)) {
-      auto num = [](double x) {
-        std::ostringstream text;
-        text << x;
-        return text.str();
-      };
-      in_.error(v, "decision variable '" + param->str() + "': lower " + num(var.lower) + ", start " + num(var.start) +
-                       ", upper " + num(var.upper) + " — expected lower < upper and the start between them");
-      good = false;
-    }
+    bool good = read_variable_bounds(in_, v, *param, var);
     const auto it = block_index_.find(param->block);
     if (it == block_index_.end()) {
       in_.error(v["parameter"], "decision variable '" + param->str() + "': no block named '" + param->block + "'");
       continue;
     }
     const auto& block = infos_[it->second].block;
-    if (block) {
-      std::vector<std::string> names;
-      std::string listed;
-      for (const char* n : block->tunable_parameters()) {
-        listed += (names.empty() ? "" : ", ") + std::string(n);
-        names.emplace_back(n);
-      }
-      if (std::find(names.begin(), names.end(), param->port) == names.end()) {
-        in_.error(v["parameter"], "block '" + param->block + "' (" + block->type() + ") has no tunable parameter '" +
-                                      param->port + "' — " +
-                                      (names.empty() ? std::string("it has none (a scalar gain's 'gain' and a "
-                                                                   "scalar constant's 'value' are)")
-                                                     : "expected one of: " + listed));
-        good = false;
-      }
-    }
+    if (block && !is_tunable(in_, v, *param, *block)) good = false;
     if (good) o.variables.push_back(var);
   }
 }
@@ -163,7 +240,6 @@ void GraphLoader::read_sync_delay(const YAML::Node& delay) {
   }
   if (auto g = in_.duration(delay, "grid", "'sync.delay'", false)) sync.grid = *g;
   if (auto a = in_.text(delay, "acquisition", "'sync.delay'", false)) acquisition_ = *a;
-  std::map<std::string, config::DelayElement> elements;
   const YAML::Node list = delay["elements"];
   if (!list || !list.IsMap()) {
     in_.error(list ? list : delay,
@@ -171,24 +247,7 @@ void GraphLoader::read_sync_delay(const YAML::Node& delay) {
               "or task}, e.g. {P: {dead_time: 10ms, cycle: 0.1ms}}");
     return;
   }
-  for (const auto& e : list) {
-    const std::string name = e.first.Scalar();
-    const std::string what = "sync element '" + name + "'";
-    if (!in_.mapping(e.second, what, {"dead_time", "cycle", "task"})) continue;
-    config::DelayElement element{name, in_.duration(e.second, "dead_time", what, true).value_or(0.0), 0.0};
-    if (auto task = in_.text(e.second, "task", what, false)) {
-      const auto it =
-          std::find_if(graph_.tasks.begin(), graph_.tasks.end(), [&](const TaskSpec& t) { return t.name == *task; });
-      if (it == graph_.tasks.end()) {
-        in_.error(e.second["task"], what + " takes its cycle from task '" + *task + "', which 'tasks' does not list");
-      } else {
-        element.cycle = it->period;
-      }
-    } else {
-      element.cycle = in_.duration(e.second, "cycle", what + " (or 'task')", true).value_or(0.0);
-    }
-    elements[name] = element;
-  }
+  std::map<std::string, config::DelayElement> elements = read_delay_elements(in_, graph_, list);
   if (!acquisition_.empty()) {
     if (!elements.count(acquisition_)) {
       in_.error(delay["acquisition"], "'sync.delay.acquisition' is '" + acquisition_ + "', not an element");
@@ -204,30 +263,7 @@ void GraphLoader::read_sync_delay(const YAML::Node& delay) {
                 std::string("'sync.delay.") + path + "' must be a list of hops like \"C -> P sync\"");
       continue;
     }
-    for (const auto& h : seq) {
-      std::istringstream words(h.IsScalar() ? h.Scalar() : std::string());
-      std::string from, arrow, to, kind, power, rest;
-      words >> from >> arrow >> to >> kind >> power >> rest;
-      // "^n": the hop n times over (eq. 4.15's alpha^n_CM, n = T_D).
-      int repeat = 1;
-      bool power_ok = power.empty();
-      if (!power.empty() && power[0] == '^') {
-        const std::string digits = power.substr(1);
-        power_ok = !digits.empty() && digits.size() <= 4 &&
-                   std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
-        if (power_ok) repeat = std::stoi(digits);
-        power_ok = power_ok && repeat >= 1 && repeat <= 1000;
-      }
-      if (arrow != "->" || (kind != "sync" && kind != "async") || !elements.count(from) || !elements.count(to) ||
-          !power_ok || !rest.empty()) {
-        in_.error(h, "hop " + Reader::kind(h) +
-                         " — expected \"A -> B sync\" or \"A -> B async\", optionally followed by ^n "
-                         "(the hop n times over, 1..1000), with A and B among 'sync.delay.elements'");
-        continue;
-      }
-      hops.push_back({elements[from], elements[to],
-                      kind == "sync" ? config::HopKind::synchronous : config::HopKind::asynchronous, repeat});
-    }
+    read_delay_hops(in_, seq, elements, hops);
   }
   try {
     sync.delay = config::output_delay(sync.measurement_path, sync.simulation_path, sync.grid).delta_o;

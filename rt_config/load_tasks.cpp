@@ -22,6 +22,103 @@ const std::vector<std::string> kTaskKeys = {"name",       "period",     "cpu",  
                                             "step",       "overrun",    "max_step",  "max_substeps", "max_owed",
                                             "divergence", "rate_group", "execution", "host",         "wait_for_data"};
 
+// Too short a period is an error only where no run could keep it; below
+// the practical floors it is a warning, as some runs still can.
+void check_task_period(Reader& in, const YAML::Node& node, const std::string& what, double p) {
+  if (!(p > 0.0)) {
+    in.error(node["period"], what + ": 'period' = " + node["period"].Scalar() +
+                                 " is not positive — expected a duration > 0, e.g. \"5ms\"");
+  } else if (p < kMinVirtualPeriod * (1.0 - 1e-9)) {
+    in.error(node["period"], what + ": 'period' = " + node["period"].Scalar() + " is below the floor of " +
+                                 base::format_duration(kMinVirtualPeriod) +
+                                 " (virtual time counts whole nanoseconds) — expected at least \"1ns\"");
+  } else if (p < kMinPeriod * (1.0 - 1e-9)) {  // "1us" parses a hair below 1e-6
+    in.warning(location_of(node["period"]),
+               what + ": 'period' = " + node["period"].Scalar() +
+                   " is below 1us: it runs only in virtual time (rtcosim run --virtual); a real-time run "
+                   "refuses it");
+  } else if (p < kPracticalMinPeriod * (1.0 - 1e-9)) {
+    in.warning(location_of(node["period"]), what + ": 'period' = " + node["period"].Scalar() + " is below " +
+                                                base::format_duration(kPracticalMinPeriod) +
+                                                ", the practical floor: wake-up latency alone can take a whole period");
+  }
+}
+
+// max_substeps and max_owed bound a measured step's catching up: given to a
+// fixed step they would be ignored silently, so they are refused.
+void read_task_measured_step(Reader& in, const YAML::Node& node, const std::string& what, TaskSpec& t) {
+  for (const char* key : {"max_substeps", "max_owed"}) {
+    if (node[key] && t.step != StepPolicy::kMeasured) {
+      in.error(node[key], what + ": '" + key +
+                              "' applies to measured steps only (a fixed step owes no real time) — add "
+                              "'step: measured' or remove it");
+    }
+  }
+  if (auto n = in.integer(node, "max_substeps", what, 1, 64)) t.max_substeps = static_cast<int>(*n);
+  if (auto o = in.duration(node, "max_owed", what, false)) {
+    if (*o > 0.0) {
+      t.max_owed = *o;
+    } else {
+      in.error(node["max_owed"], what + ": 'max_owed' = " + node["max_owed"].Scalar() +
+                                     " — expected a duration > 0 (the debt a stall may leave, e.g. \"1s\")");
+    }
+  }
+}
+
+// A rate group runs period_slowest / period_member frames of each member
+// per cycle: every member's period must divide the slowest one.
+void check_rate_group_periods(Reader& in, const std::map<std::string, std::vector<const TaskSpec*>>& groups) {
+  for (const auto& [group, members] : groups) {
+    const TaskSpec* slowest = members.front();
+    for (const TaskSpec* m : members) {
+      if (m->period > slowest->period) slowest = m;
+    }
+    for (const TaskSpec* m : members) {
+      if (m == slowest || !(m->period > 0.0)) continue;
+      const double ratio = slowest->period / m->period;
+      if (std::fabs(ratio - std::round(ratio)) > 1e-9 * ratio) {
+        char shown[32];
+        std::snprintf(shown, sizeof shown, "%g", ratio);
+        in.error(m->where, "task '" + m->name + "' in rate group '" + group + "' has period " +
+                               base::format_duration(m->period) + ", and the group's slowest task '" + slowest->name +
+                               "' " + base::format_duration(slowest->period) + ": the ratio is " + shown +
+                               " — a rate group runs a whole number of each member's frames per cycle; make the"
+                               " ratio an integer, or give the task its own thread (no rate_group), where links"
+                               " couple any ratio asynchronously");
+      }
+    }
+  }
+}
+
+// The declared execution times against the periods: only warnings, as a
+// file may be meant for another machine and its times are a script.
+void warn_unschedulable(Reader& in, const GraphSpec& graph, std::map<CpuId, Location>& first_on_cpu) {
+  const Schedulability sched = analyse_schedulability(graph);
+  for (const auto& [cpu, u] : sched.cpu_load) {
+    if (u > 1.0) {
+      in.warning(first_on_cpu[cpu], cpu.str() + " is loaded to " + std::to_string(std::lround(u * 100)) +
+                                        " % by the declared execution times — its tasks will overrun");
+    }
+  }
+  for (const auto& th : sched.threads) {
+    const auto load = sched.cpu_load.find(CpuId{th.host, th.cpu});
+    if (th.meets_deadline() || (load != sched.cpu_load.end() && load->second > 1.0)) continue;
+    const TaskSpec* first = graph.find_task(th.tasks.front());
+    const std::string what = th.tasks.size() > 1 ? "rate group '" + th.name + "'" : "task '" + th.name + "'";
+    const std::string response =
+        std::isfinite(th.response) ? base::format_duration(th.response) : std::string("unbounded");
+    const std::string where = th.cpu >= 0 ? " on " + CpuId{th.host, th.cpu}.str() : std::string();
+    std::string why = "longest scripted execution " + base::format_duration(th.execution);
+    if (!std::isfinite(th.response)) {
+      why += "; the higher priorities on the CPU leave it too little time";
+    } else if (th.response > th.execution) {
+      why += ", preempted by higher priorities for " + base::format_duration(th.response - th.execution);
+    }
+    in.warning(first->where, what + where + ": worst-case response time " + response + " exceeds its period " +
+                                 base::format_duration(th.period) + " — its frames will overrun (" + why + ")");
+  }
+}
+
 }  // namespace
 
 void GraphLoader::read_tasks(const YAML::Node& list, const YAML::Node& root) {
@@ -46,24 +143,7 @@ void GraphLoader::read_tasks(const YAML::Node& list, const YAML::Node& root) {
         in_.error(node["name"], "a second task is named '" + *name + "' — task names must be unique");
     }
     if (auto p = in_.duration(node, "period", what, true)) {
-      if (!(*p > 0.0)) {
-        in_.error(node["period"], what + ": 'period' = " + node["period"].Scalar() +
-                                      " is not positive — expected a duration > 0, e.g. \"5ms\"");
-      } else if (*p < kMinVirtualPeriod * (1.0 - 1e-9)) {
-        in_.error(node["period"], what + ": 'period' = " + node["period"].Scalar() + " is below the floor of " +
-                                      base::format_duration(kMinVirtualPeriod) +
-                                      " (virtual time counts whole nanoseconds) — expected at least \"1ns\"");
-      } else if (*p < kMinPeriod * (1.0 - 1e-9)) {  // "1us" parses a hair below 1e-6
-        in_.warning(location_of(node["period"]),
-                    what + ": 'period' = " + node["period"].Scalar() +
-                        " is below 1us: it runs only in virtual time (rtcosim run --virtual); a real-time run "
-                        "refuses it");
-      } else if (*p < kPracticalMinPeriod * (1.0 - 1e-9)) {
-        in_.warning(location_of(node["period"]),
-                    what + ": 'period' = " + node["period"].Scalar() + " is below " +
-                        base::format_duration(kPracticalMinPeriod) +
-                        ", the practical floor: wake-up latency alone can take a whole period");
-      }
+      check_task_period(in_, node, what, *p);
       t.period = *p;
     }
     if (auto cpu = in_.integer(node, "cpu", what, 0, 4095)) t.cpu = static_cast<int>(*cpu);
@@ -90,22 +170,7 @@ void GraphLoader::read_tasks(const YAML::Node& list, const YAML::Node& root) {
                                         base::format_duration(t.period) + ") — expected at least one period");
       }
     }
-    for (const char* key : {"max_substeps", "max_owed"}) {
-      if (node[key] && t.step != StepPolicy::kMeasured) {
-        in_.error(node[key], what + ": '" + key +
-                                 "' applies to measured steps only (a fixed step owes no real time) — add "
-                                 "'step: measured' or remove it");
-      }
-    }
-    if (auto n = in_.integer(node, "max_substeps", what, 1, 64)) t.max_substeps = static_cast<int>(*n);
-    if (auto o = in_.duration(node, "max_owed", what, false)) {
-      if (*o > 0.0) {
-        t.max_owed = *o;
-      } else {
-        in_.error(node["max_owed"], what + ": 'max_owed' = " + node["max_owed"].Scalar() +
-                                        " — expected a duration > 0 (the debt a stall may leave, e.g. \"1s\")");
-      }
-    }
+    read_task_measured_step(in_, node, what, t);
     if (auto w = in_.boolean(node, "wait_for_data", what)) t.wait_for_data = *w;
     if (auto g = in_.text(node, "rate_group", what, false)) t.rate_group = *g;
     if (auto h = in_.text(node, "host", what, false)) {
@@ -214,52 +279,8 @@ void GraphLoader::check_tasks() {
     if (t.cpu >= 0) first_on_cpu.emplace(CpuId{t.host, t.cpu}, t.where);
     if (!tasks_with_blocks.count(t.name) && !t.name.empty()) in_.warning(t.where, what + " runs no block");
   }
-  // A rate group runs period_slowest / period_member frames of each member
-  // per cycle: every member's period must divide the slowest one.
-  for (const auto& [group, members] : groups) {
-    const TaskSpec* slowest = members.front();
-    for (const TaskSpec* m : members) {
-      if (m->period > slowest->period) slowest = m;
-    }
-    for (const TaskSpec* m : members) {
-      if (m == slowest || !(m->period > 0.0)) continue;
-      const double ratio = slowest->period / m->period;
-      if (std::fabs(ratio - std::round(ratio)) > 1e-9 * ratio) {
-        char shown[32];
-        std::snprintf(shown, sizeof shown, "%g", ratio);
-        in_.error(m->where, "task '" + m->name + "' in rate group '" + group + "' has period " +
-                                base::format_duration(m->period) + ", and the group's slowest task '" + slowest->name +
-                                "' " + base::format_duration(slowest->period) + ": the ratio is " + shown +
-                                " — a rate group runs a whole number of each member's frames per cycle; make the"
-                                " ratio an integer, or give the task its own thread (no rate_group), where links"
-                                " couple any ratio asynchronously");
-      }
-    }
-  }
-  const Schedulability sched = analyse_schedulability(graph_);
-  for (const auto& [cpu, u] : sched.cpu_load) {
-    if (u > 1.0) {
-      in_.warning(first_on_cpu[cpu], cpu.str() + " is loaded to " + std::to_string(std::lround(u * 100)) +
-                                         " % by the declared execution times — its tasks will overrun");
-    }
-  }
-  for (const auto& th : sched.threads) {
-    const auto load = sched.cpu_load.find(CpuId{th.host, th.cpu});
-    if (th.meets_deadline() || (load != sched.cpu_load.end() && load->second > 1.0)) continue;
-    const TaskSpec* first = graph_.find_task(th.tasks.front());
-    const std::string what = th.tasks.size() > 1 ? "rate group '" + th.name + "'" : "task '" + th.name + "'";
-    const std::string response =
-        std::isfinite(th.response) ? base::format_duration(th.response) : std::string("unbounded");
-    const std::string where = th.cpu >= 0 ? " on " + CpuId{th.host, th.cpu}.str() : std::string();
-    std::string why = "longest scripted execution " + base::format_duration(th.execution);
-    if (!std::isfinite(th.response)) {
-      why += "; the higher priorities on the CPU leave it too little time";
-    } else if (th.response > th.execution) {
-      why += ", preempted by higher priorities for " + base::format_duration(th.response - th.execution);
-    }
-    in_.warning(first->where, what + where + ": worst-case response time " + response + " exceeds its period " +
-                                  base::format_duration(th.period) + " — its frames will overrun (" + why + ")");
-  }
+  check_rate_group_periods(in_, groups);
+  warn_unschedulable(in_, graph_, first_on_cpu);
 }
 
 }  // namespace rtcosim::config::detail

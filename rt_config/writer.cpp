@@ -52,6 +52,88 @@ void emit_coupling(YAML::Emitter& out, const CouplingSpec& c) {
   out << YAML::EndMap;
 }
 
+// Hosts and dds together: the dds section only means something when the graph spans hosts.
+void emit_hosts_dds(YAML::Emitter& out, const GraphSpec& g) {
+  out << YAML::Key << "hosts" << YAML::Value << YAML::BeginSeq;
+  for (const auto& h : g.hosts) {
+    out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << h.name << YAML::Key << "domain"
+        << YAML::Value << h.domain << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+  out << YAML::Key << "dds" << YAML::Value << YAML::BeginMap << YAML::Key << "discovery_timeout" << YAML::Value
+      << exact_seconds(g.dds.discovery_timeout) << YAML::Key << "start_delay" << YAML::Value
+      << exact_seconds(g.dds.start_delay);
+  if (g.dds.bridge_priority > 0) out << YAML::Key << "bridge_priority" << YAML::Value << g.dds.bridge_priority;
+  if (g.dds.bridge_cpu >= 0) out << YAML::Key << "bridge_cpu" << YAML::Value << g.dds.bridge_cpu;
+  out << YAML::Key << "max_sequence_gap" << YAML::Value << g.dds.max_sequence_gap << YAML::Key << "max_clock_offset"
+      << YAML::Value << exact_seconds(g.dds.max_clock_offset);
+  out << YAML::EndMap;
+}
+
+// One task, its optional keys only when they differ from the loader's defaults, so that the file reads back the same.
+void emit_task(YAML::Emitter& out, const TaskSpec& t) {
+  out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name << YAML::Key << "period" << YAML::Value
+      << exact_seconds(t.period);
+  if (t.cpu >= 0) out << YAML::Key << "cpu" << YAML::Value << t.cpu;
+  if (t.priority > 0) out << YAML::Key << "priority" << YAML::Value << t.priority;
+  out << YAML::Key << "integrator" << YAML::Value << std::string(tasks::integrator_name(t.integrator));
+  out << YAML::Key << "step" << YAML::Value << to_string(t.step);
+  out << YAML::Key << "overrun" << YAML::Value << to_string(t.overrun);
+  if (t.max_step > 0.0) out << YAML::Key << "max_step" << YAML::Value << exact_seconds(t.max_step);
+  if (t.max_substeps > 0) out << YAML::Key << "max_substeps" << YAML::Value << t.max_substeps;
+  if (t.max_owed > 0.0) out << YAML::Key << "max_owed" << YAML::Value << exact_seconds(t.max_owed);
+  if (!t.wait_for_data) out << YAML::Key << "wait_for_data" << YAML::Value << false;
+  if (t.divergence != TaskSpec::Divergence{}) {
+    out << YAML::Key << "divergence" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "tolerance" << YAML::Value << t.divergence.tolerance;
+    out << YAML::Key << "steps" << YAML::Value << t.divergence.steps;
+    out << YAML::Key << "state_bound" << YAML::Value << t.divergence.state_bound;
+    out << YAML::EndMap;
+  }
+  if (!t.rate_group.empty()) out << YAML::Key << "rate_group" << YAML::Value << t.rate_group;
+  if (!t.host.empty()) out << YAML::Key << "host" << YAML::Value << t.host;
+  if (t.execution.declared) {
+    out << YAML::Key << "execution" << YAML::Value << YAML::BeginMap << YAML::Key << "nominal" << YAML::Value
+        << exact_seconds(t.execution.nominal);
+    if (!t.execution.spikes.empty()) {
+      out << YAML::Key << "spikes" << YAML::Value << YAML::BeginSeq;
+      for (const auto& s : t.execution.spikes) {
+        out << YAML::Flow << YAML::BeginMap << YAML::Key << "frame" << YAML::Value << s.frame << YAML::Key << "time"
+            << YAML::Value << exact_seconds(s.time) << YAML::EndMap;
+      }
+      out << YAML::EndSeq;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+}
+
+// One block, its parameters with emit_value so that numbers keep every bit.
+void emit_block(YAML::Emitter& out, const tasks::BlockSpec& b) {
+  out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << b.name << YAML::Key << "type" << YAML::Value << b.type
+      << YAML::Key << "task" << YAML::Value << b.task;
+  if (!b.params.all().empty()) {
+    out << YAML::Key << "params" << YAML::Value << YAML::BeginMap;
+    for (const auto& [k, v] : b.params.all()) {
+      out << YAML::Key << k << YAML::Value;
+      emit_value(out, v);
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+}
+
+// One wire, with its coupling only where it has its own (else the default applies on reading).
+void emit_wire(YAML::Emitter& out, const WireEntry& w) {
+  out << YAML::BeginMap << YAML::Key << "from" << YAML::Value << w.wire.from.str() << YAML::Key << "to" << YAML::Value
+      << w.wire.to.str();
+  if (w.coupling) {
+    out << YAML::Key << "coupling" << YAML::Value;
+    emit_coupling(out, *w.coupling);
+  }
+  out << YAML::EndMap;
+}
+
 }  // namespace
 
 std::string write_graph(const GraphSpec& g) {
@@ -62,85 +144,15 @@ std::string write_graph(const GraphSpec& g) {
   out << YAML::Key << "realtime" << YAML::Value << to_string(g.realtime);
   out << YAML::Key << "coupling" << YAML::Value;
   emit_coupling(out, g.default_coupling);
-  if (!g.hosts.empty()) {
-    out << YAML::Key << "hosts" << YAML::Value << YAML::BeginSeq;
-    for (const auto& h : g.hosts) {
-      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << h.name << YAML::Key << "domain"
-          << YAML::Value << h.domain << YAML::EndMap;
-    }
-    out << YAML::EndSeq;
-    out << YAML::Key << "dds" << YAML::Value << YAML::BeginMap << YAML::Key << "discovery_timeout" << YAML::Value
-        << exact_seconds(g.dds.discovery_timeout) << YAML::Key << "start_delay" << YAML::Value
-        << exact_seconds(g.dds.start_delay);
-    if (g.dds.bridge_priority > 0) out << YAML::Key << "bridge_priority" << YAML::Value << g.dds.bridge_priority;
-    if (g.dds.bridge_cpu >= 0) out << YAML::Key << "bridge_cpu" << YAML::Value << g.dds.bridge_cpu;
-    out << YAML::Key << "max_sequence_gap" << YAML::Value << g.dds.max_sequence_gap << YAML::Key << "max_clock_offset"
-        << YAML::Value << exact_seconds(g.dds.max_clock_offset);
-    out << YAML::EndMap;
-  }
+  if (!g.hosts.empty()) emit_hosts_dds(out, g);
   out << YAML::Key << "tasks" << YAML::Value << YAML::BeginSeq;
-  for (const auto& t : g.tasks) {
-    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name << YAML::Key << "period" << YAML::Value
-        << exact_seconds(t.period);
-    if (t.cpu >= 0) out << YAML::Key << "cpu" << YAML::Value << t.cpu;
-    if (t.priority > 0) out << YAML::Key << "priority" << YAML::Value << t.priority;
-    out << YAML::Key << "integrator" << YAML::Value << std::string(tasks::integrator_name(t.integrator));
-    out << YAML::Key << "step" << YAML::Value << to_string(t.step);
-    out << YAML::Key << "overrun" << YAML::Value << to_string(t.overrun);
-    if (t.max_step > 0.0) out << YAML::Key << "max_step" << YAML::Value << exact_seconds(t.max_step);
-    if (t.max_substeps > 0) out << YAML::Key << "max_substeps" << YAML::Value << t.max_substeps;
-    if (t.max_owed > 0.0) out << YAML::Key << "max_owed" << YAML::Value << exact_seconds(t.max_owed);
-    if (!t.wait_for_data) out << YAML::Key << "wait_for_data" << YAML::Value << false;
-    if (t.divergence != TaskSpec::Divergence{}) {
-      out << YAML::Key << "divergence" << YAML::Value << YAML::Flow << YAML::BeginMap;
-      out << YAML::Key << "tolerance" << YAML::Value << t.divergence.tolerance;
-      out << YAML::Key << "steps" << YAML::Value << t.divergence.steps;
-      out << YAML::Key << "state_bound" << YAML::Value << t.divergence.state_bound;
-      out << YAML::EndMap;
-    }
-    if (!t.rate_group.empty()) out << YAML::Key << "rate_group" << YAML::Value << t.rate_group;
-    if (!t.host.empty()) out << YAML::Key << "host" << YAML::Value << t.host;
-    if (t.execution.declared) {
-      out << YAML::Key << "execution" << YAML::Value << YAML::BeginMap << YAML::Key << "nominal" << YAML::Value
-          << exact_seconds(t.execution.nominal);
-      if (!t.execution.spikes.empty()) {
-        out << YAML::Key << "spikes" << YAML::Value << YAML::BeginSeq;
-        for (const auto& s : t.execution.spikes) {
-          out << YAML::Flow << YAML::BeginMap << YAML::Key << "frame" << YAML::Value << s.frame << YAML::Key << "time"
-              << YAML::Value << exact_seconds(s.time) << YAML::EndMap;
-        }
-        out << YAML::EndSeq;
-      }
-      out << YAML::EndMap;
-    }
-    out << YAML::EndMap;
-  }
+  for (const auto& t : g.tasks) emit_task(out, t);
   out << YAML::EndSeq;
   out << YAML::Key << "blocks" << YAML::Value << YAML::BeginSeq;
-  for (const auto& b : g.diagram.blocks) {
-    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << b.name << YAML::Key << "type" << YAML::Value
-        << b.type << YAML::Key << "task" << YAML::Value << b.task;
-    if (!b.params.all().empty()) {
-      out << YAML::Key << "params" << YAML::Value << YAML::BeginMap;
-      for (const auto& [k, v] : b.params.all()) {
-        out << YAML::Key << k << YAML::Value;
-        emit_value(out, v);
-      }
-      out << YAML::EndMap;
-    }
-    out << YAML::EndMap;
-  }
+  for (const auto& b : g.diagram.blocks) emit_block(out, b);
   out << YAML::EndSeq;
   out << YAML::Key << "wires" << YAML::Value << YAML::BeginSeq;
-  for (const auto& w : g.wires) {
-    out << YAML::BeginMap << YAML::Key << "from" << YAML::Value << w.wire.from.str() << YAML::Key << "to" << YAML::Value
-        << w.wire.to.str();
-    if (w.coupling) {
-      out << YAML::Key << "coupling" << YAML::Value;
-      emit_coupling(out, *w.coupling);
-    }
-    out << YAML::EndMap;
-  }
+  for (const auto& w : g.wires) emit_wire(out, w);
   out << YAML::EndSeq;
   if (!g.record.signals.empty()) {
     out << YAML::Key << "record" << YAML::Value << YAML::BeginMap << YAML::Key << "signals" << YAML::Value << YAML::Flow

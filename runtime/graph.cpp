@@ -364,166 +364,241 @@ TaskRuntime* Graph::find_task(const std::string& name) noexcept {
   return nullptr;
 }
 
-std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
-                                    const coupling::MethodRegistry& methods, bool bundle_links) {
-  std::unique_ptr<Graph> g(new Graph(spec));
-  const auto parts = tasks::split_by_task(blocks, g->spec_.diagram);
-  // Lookups by name through maps: a graph of 10^5 tasks built in minutes
-  // when each was a scan.
+namespace {
+
+// The name lookups of Graph::build, made once: a graph of 10^5 tasks built
+// in minutes when each was a scan.
+struct BuildLookups {
   std::unordered_map<std::string_view, const std::string*> task_of_block;
-  for (const auto& b : g->spec_.diagram.blocks) task_of_block.emplace(b.name, &b.task);
+  std::unordered_map<std::string_view, TaskRuntime*> task_named;
+  // The coupling of the first wire from a port into a task.
+  std::map<std::pair<std::string, std::string_view>, const config::CouplingSpec*> coupling_into;
+};
+
+// Wires into this task that share a producer and a coupling travel as
+// one bundle (docs/frame-program.md): keyed by producer, method and
+// every coupling parameter as written.
+struct Pending {
+  LinkBundle* bundle;
+  TaskRuntime* producer;
+  const config::CouplingSpec* coupling;
+  std::size_t width = 0;
+  std::vector<tasks::OutputRef> refs;
+};
+
+// One consumer's bundles while its links are made: a key bundles wires
+// into this consumer only.
+struct ConsumerBundles {
+  std::vector<Pending> pending;
+  std::unordered_map<std::string, std::size_t> pending_keyed;  // key -> index in pending
+};
+
+// Tasks before links: every link names its producer and consumer among them.
+void make_tasks(std::vector<std::unique_ptr<TaskRuntime>>& graph_tasks, const config::GraphSpec& spec,
+                const tasks::BlockRegistry& blocks, const std::vector<tasks::TaskPartitionSpec>& parts,
+                std::atomic<bool>* model_ended) {
   std::unordered_map<std::string_view, const tasks::TaskPartitionSpec*> part_of_task;
   for (const auto& p : parts) part_of_task.emplace(p.task, &p);
-  for (const auto& ts : g->spec_.tasks) {
+  for (const auto& ts : spec.tasks) {
     const auto it = part_of_task.find(ts.name);
     std::unique_ptr<tasks::Partition> partition =
         it == part_of_task.end() ? tasks::build_partition(blocks, ts.name, {}, {}, {}, ts.integrator)
                                  : tasks::build_partition(blocks, ts.name, it->second->blocks, it->second->wires,
                                                           it->second->externals, ts.integrator);
-    g->tasks_.push_back(std::make_unique<TaskRuntime>(ts, std::move(partition)));
-    g->tasks_.back()->set_id(static_cast<std::uint32_t>(g->tasks_.size() - 1));
-    g->tasks_.back()->set_run_end(&g->model_ended_);
+    graph_tasks.push_back(std::make_unique<TaskRuntime>(ts, std::move(partition)));
+    graph_tasks.back()->set_id(static_cast<std::uint32_t>(graph_tasks.size() - 1));
+    graph_tasks.back()->set_run_end(model_ended);
   }
-  std::unordered_map<std::string_view, TaskRuntime*> task_named;
-  for (auto& t : g->tasks_) task_named.emplace(t->spec().name, t.get());
-  // The coupling of the first wire from a port into a task.
-  std::map<std::pair<std::string, std::string_view>, const config::CouplingSpec*> coupling_into;
-  for (const auto& w : g->spec_.wires) {
-    const auto to = task_of_block.find(w.wire.to.block);
-    if (to != task_of_block.end())
-      coupling_into.emplace(std::pair{w.wire.from.str(), std::string_view(*to->second)}, &g->spec_.coupling_of(w));
+}
+
+// The lookups that need the tasks made, apart from the one made before them.
+void index_tasks(BuildLookups& names, std::vector<std::unique_ptr<TaskRuntime>>& graph_tasks,
+                 const config::GraphSpec& spec) {
+  for (auto& t : graph_tasks) names.task_named.emplace(t->spec().name, t.get());
+  for (const auto& w : spec.wires) {
+    const auto to = names.task_of_block.find(w.wire.to.block);
+    if (to != names.task_of_block.end())
+      names.coupling_into.emplace(std::pair{w.wire.from.str(), std::string_view(*to->second)}, &spec.coupling_of(w));
   }
-  for (auto& consumer : g->tasks_) {
-    // Wires into this task that share a producer and a coupling travel as
-    // one bundle (docs/frame-program.md): keyed by producer, method and
-    // every coupling parameter as written.
-    struct Pending {
-      LinkBundle* bundle;
-      TaskRuntime* producer;
-      const config::CouplingSpec* coupling;
-      std::size_t width = 0;
-      std::vector<tasks::OutputRef> refs;
-    };
-    std::vector<Pending> pending;
-    std::unordered_map<std::string, std::size_t> pending_keyed;  // key -> index in pending
-    const std::size_t first_link = g->links_.size();
-    for (const auto& external : consumer->partition().externals()) {
-      const auto from = task_of_block.find(std::string_view(external.name).substr(0, external.name.find('.')));
-      const auto producer_it = from == task_of_block.end() ? task_named.end() : task_named.find(*from->second);
-      if (producer_it == task_named.end())
-        throw tasks::BlockError("internal: no producer task for link '" + external.name + "'");
-      TaskRuntime* producer = producer_it->second;
-      const auto wired = coupling_into.find(std::pair{external.name, std::string_view(consumer->spec().name)});
-      const config::CouplingSpec* coupling = wired == coupling_into.end() ? &g->spec_.default_coupling : wired->second;
-      auto link = std::make_unique<GraphLink>();
-      link->id = static_cast<std::uint32_t>(g->links_.size());
-      link->source = external.name;
-      link->producer = producer->spec().name;
-      link->consumer = consumer->spec().name;
-      link->method = coupling->method;
-      link->remote = producer->spec().host != consumer->spec().host;
-      link->method_uses_derivatives = methods.get(coupling->method).uses_derivatives;
-      const double producer_period = producer->spec().period;
-      const double producer_max = producer->policy().max_step();
-      link->max_extrapolation = coupling->max_extrapolation.value_or(
-          std::max({kHorizonPeriods * producer_period, producer_max + producer_period,
-                    consumer->spec().period + kSlackPeriods * producer_period}));
-      // A consumer's step may start a whole step behind a faster producer on
-      // its clock (a rate group runs its fast members first): reads that far
-      // back, and one producer period more, are normal operation.
-      link->lookback = consumer->spec().period + producer_period;
-      link->width = external.width;
-      const auto dot = external.name.find('.');  // block names have none
-      const tasks::OutputRef ref =
-          producer->partition().find_output({external.name.substr(0, dot), external.name.substr(dot + 1)});
-      const bool alone = !bundle_links || link->remote || !methods.per_signal(coupling->method) ||
-                         producer->partition().output_may_jump(ref);
-      std::string key;
-      if (!alone) {
-        key = producer->spec().name + '\n' + coupling->method;
-        for (const auto& p : coupling->params) key += '\n' + p.name + '=' + p.value;
-        char limits[64];
-        std::snprintf(limits, sizeof limits, "\n%a\n%a", link->max_extrapolation,
-                      coupling->max_tag_lead.value_or(kDefaultMaxTagLead));
-        key += limits;
-      }
-      Pending* into = nullptr;
-      if (!alone) {
-        if (const auto it = pending_keyed.find(key); it != pending_keyed.end()) into = &pending[it->second];
-      }
-      if (!into) {
-        g->bundles_.push_back(std::make_unique<LinkBundle>());
-        g->bundles_.back()->max_extrapolation = link->max_extrapolation;
-        g->bundles_.back()->lookback = link->lookback;
-        // A plugin's method is given its derivatives whatever it declares:
-        // one written before derivatives were computed only where a method
-        // declares it uses them may read them without saying so.
-        const coupling::MethodInfo& info = methods.get(coupling->method);
-        g->bundles_.back()->needs_derivatives = info.uses_derivatives || info.origin != "built-in";
-        if (!alone) pending_keyed.emplace(key, pending.size());
-        pending.push_back({g->bundles_.back().get(), producer, coupling, 0, {}});
-        into = &pending.back();
-      }
-      link->bundle = into->bundle;
-      link->offset = into->width;
-      into->width += external.width;
-      into->refs.push_back(ref);
-      into->bundle->members.push_back(link.get());
-      into->bundle->ids.push_back(link->id);
-      g->links_.push_back(std::move(link));
+}
+
+// One link's timing apart from its bundle: horizon and look-back follow
+// from the two tasks' periods and the coupling alone.
+std::unique_ptr<GraphLink> make_link(std::size_t id, const tasks::ExternalInputSpec& external, TaskRuntime* producer,
+                                     TaskRuntime* consumer, const config::CouplingSpec* coupling,
+                                     const coupling::MethodRegistry& methods) {
+  auto link = std::make_unique<GraphLink>();
+  link->id = static_cast<std::uint32_t>(id);
+  link->source = external.name;
+  link->producer = producer->spec().name;
+  link->consumer = consumer->spec().name;
+  link->method = coupling->method;
+  link->remote = producer->spec().host != consumer->spec().host;
+  link->method_uses_derivatives = methods.get(coupling->method).uses_derivatives;
+  const double producer_period = producer->spec().period;
+  const double producer_max = producer->policy().max_step();
+  link->max_extrapolation =
+      coupling->max_extrapolation.value_or(std::max({kHorizonPeriods * producer_period, producer_max + producer_period,
+                                                     consumer->spec().period + kSlackPeriods * producer_period}));
+  // A consumer's step may start a whole step behind a faster producer on
+  // its clock (a rate group runs its fast members first): reads that far
+  // back, and one producer period more, are normal operation.
+  link->lookback = consumer->spec().period + producer_period;
+  link->width = external.width;
+  return link;
+}
+
+// Only wires whose extrapolations cannot differ share a bundle: the key
+// holds everything that shapes one (producer, method, parameters, limits).
+std::string bundle_key(const TaskRuntime* producer, const config::CouplingSpec* coupling, const GraphLink& link) {
+  std::string key = producer->spec().name + '\n' + coupling->method;
+  for (const auto& p : coupling->params) key += '\n' + p.name + '=' + p.value;
+  char limits[64];
+  std::snprintf(limits, sizeof limits, "\n%a\n%a", link.max_extrapolation,
+                coupling->max_tag_lead.value_or(kDefaultMaxTagLead));
+  key += limits;
+  return key;
+}
+
+// A wire joins the pending bundle of its key, or opens one: the bundle's
+// limits are its first wire's (the key makes them every wire's).
+Pending* bundle_for(std::vector<std::unique_ptr<LinkBundle>>& bundles, ConsumerBundles& c, bool alone,
+                    const std::string& key, const GraphLink& link, TaskRuntime* producer,
+                    const config::CouplingSpec* coupling, const coupling::MethodRegistry& methods) {
+  Pending* into = nullptr;
+  if (!alone) {
+    if (const auto it = c.pending_keyed.find(key); it != c.pending_keyed.end()) into = &c.pending[it->second];
+  }
+  if (!into) {
+    bundles.push_back(std::make_unique<LinkBundle>());
+    bundles.back()->max_extrapolation = link.max_extrapolation;
+    bundles.back()->lookback = link.lookback;
+    // A plugin's method is given its derivatives whatever it declares:
+    // one written before derivatives were computed only where a method
+    // declares it uses them may read them without saying so.
+    const coupling::MethodInfo& info = methods.get(coupling->method);
+    bundles.back()->needs_derivatives = info.uses_derivatives || info.origin != "built-in";
+    if (!alone) c.pending_keyed.emplace(key, c.pending.size());
+    c.pending.push_back({bundles.back().get(), producer, coupling, 0, {}});
+    into = &c.pending.back();
+  }
+  return into;
+}
+
+// Every external input of a consumer becomes a link, placed in its bundle;
+// the bundles' rings are made once all their wires are known.
+void make_links(Graph& g, TaskRuntime* consumer, ConsumerBundles& c, const BuildLookups& names,
+                const coupling::MethodRegistry& methods, bool bundle_links) {
+  const auto& task_of_block = names.task_of_block;
+  const auto& task_named = names.task_named;
+  for (const auto& external : consumer->partition().externals()) {
+    const auto from = task_of_block.find(std::string_view(external.name).substr(0, external.name.find('.')));
+    const auto producer_it = from == task_of_block.end() ? task_named.end() : task_named.find(*from->second);
+    if (producer_it == task_named.end())
+      throw tasks::BlockError("internal: no producer task for link '" + external.name + "'");
+    TaskRuntime* producer = producer_it->second;
+    const auto wired = names.coupling_into.find(std::pair{external.name, std::string_view(consumer->spec().name)});
+    const config::CouplingSpec* coupling =
+        wired == names.coupling_into.end() ? &g.spec().default_coupling : wired->second;
+    auto link = make_link(g.links().size(), external, producer, consumer, coupling, methods);
+    const auto dot = external.name.find('.');  // block names have none
+    const tasks::OutputRef ref =
+        producer->partition().find_output({external.name.substr(0, dot), external.name.substr(dot + 1)});
+    const bool alone = !bundle_links || link->remote || !methods.per_signal(coupling->method) ||
+                       producer->partition().output_may_jump(ref);
+    const std::string key = alone ? std::string() : bundle_key(producer, coupling, *link);
+    Pending* into = bundle_for(g.bundles(), c, alone, key, *link, producer, coupling, methods);
+    link->bundle = into->bundle;
+    link->offset = into->width;
+    into->width += external.width;
+    into->refs.push_back(ref);
+    into->bundle->members.push_back(link.get());
+    into->bundle->ids.push_back(link->id);
+    g.links().push_back(std::move(link));
+  }
+}
+
+// A bundle's ring and extrapolator are sized by both tasks' timing, known
+// only once the bundle's width is.
+void open_bundle_link(Pending& p, TaskRuntime* consumer, const coupling::MethodRegistry& methods) {
+  const double producer_max = p.producer->policy().max_frame_span();
+  auto extrapolator = methods.create(p.coupling->method, p.coupling->params, p.width);
+  // Twice the producer's longest step per frame: the fast members of a
+  // rate group take an N-th of the slow member's step, which may exceed
+  // their own max_step.
+  extrapolator->set_tag_limits({2.0 * producer_max, p.coupling->max_tag_lead.value_or(kDefaultMaxTagLead)});
+  // A consumer that repays a stall reads back over its longest frame
+  // (every sub-step of it): the history covers that, its own period and
+  // one producer period, and so does the ring, which fills while the
+  // consumer does not drain.
+  const double producer_period = p.producer->spec().period;
+  const double reach = consumer->policy().max_frame_span() + consumer->spec().period + producer_period;
+  const auto history = static_cast<std::size_t>(std::ceil(reach / producer_period)) + 2;
+  if (history > extrapolator->history_blocks()) {
+    extrapolator->set_history_blocks(history);
+    extrapolator->configure(p.width);
+  }
+  p.bundle->link = std::make_unique<coupling::Link>(
+      p.width, coupling::LinkTiming{producer_period, consumer->spec().period, consumer->policy().max_frame_span(), 2},
+      std::move(extrapolator));
+  for (GraphLink* l : p.bundle->members) {
+    l->link = p.bundle->link.get();
+    l->stats = &p.bundle->stats;
+  }
+}
+
+// The producer's side of a bundle: its outputs gathered into runs, so that
+// a publish copies each contiguous stretch once.
+void bind_outputs(Pending& p) {
+  OutputBinding out;
+  for (const tasks::OutputRef& r : p.refs) {
+    out.may_jump = out.may_jump || p.producer->partition().output_may_jump(r);
+    if (!out.runs.empty() && out.runs.back().offset + out.runs.back().width == r.offset) {
+      out.runs.back().width += r.width;
+    } else {
+      out.runs.push_back(r);
     }
-    for (Pending& p : pending) {
-      const double producer_max = p.producer->policy().max_frame_span();
-      auto extrapolator = methods.create(p.coupling->method, p.coupling->params, p.width);
-      // Twice the producer's longest step per frame: the fast members of a
-      // rate group take an N-th of the slow member's step, which may exceed
-      // their own max_step.
-      extrapolator->set_tag_limits({2.0 * producer_max, p.coupling->max_tag_lead.value_or(kDefaultMaxTagLead)});
-      // A consumer that repays a stall reads back over its longest frame
-      // (every sub-step of it): the history covers that, its own period and
-      // one producer period, and so does the ring, which fills while the
-      // consumer does not drain.
-      const double producer_period = p.producer->spec().period;
-      const double reach = consumer->policy().max_frame_span() + consumer->spec().period + producer_period;
-      const auto history = static_cast<std::size_t>(std::ceil(reach / producer_period)) + 2;
-      if (history > extrapolator->history_blocks()) {
-        extrapolator->set_history_blocks(history);
-        extrapolator->configure(p.width);
-      }
-      p.bundle->link = std::make_unique<coupling::Link>(
-          p.width,
-          coupling::LinkTiming{producer_period, consumer->spec().period, consumer->policy().max_frame_span(), 2},
-          std::move(extrapolator));
-      for (GraphLink* l : p.bundle->members) {
-        l->link = p.bundle->link.get();
-        l->stats = &p.bundle->stats;
-      }
-      OutputBinding out;
-      for (const tasks::OutputRef& r : p.refs) {
-        out.may_jump = out.may_jump || p.producer->partition().output_may_jump(r);
-        if (!out.runs.empty() && out.runs.back().offset + out.runs.back().width == r.offset) {
-          out.runs.back().width += r.width;
-        } else {
-          out.runs.push_back(r);
-        }
-      }
-      out.refs = std::move(p.refs);
-      out.block = coupling::DataBlock(p.width);
-      out.bundle = p.bundle;
-      p.producer->outputs().push_back(std::move(out));
-    }
-    for (std::size_t i = first_link; i < g->links_.size(); ++i) consumer->inputs().bind(g->links_[i].get());
-    consumer->inputs().finish();
   }
-  // Output derivatives only where a link's method reads them: every other
-  // derivative a producer would compute is work no consumer needs.
-  for (auto& producer : g->tasks_) {
+  out.refs = std::move(p.refs);
+  out.block = coupling::DataBlock(p.width);
+  out.bundle = p.bundle;
+  p.producer->outputs().push_back(std::move(out));
+}
+
+// Output derivatives only where a link's method reads them: every other
+// derivative a producer would compute is work no consumer needs.
+void want_derivatives(std::vector<std::unique_ptr<TaskRuntime>>& graph_tasks) {
+  for (auto& producer : graph_tasks) {
     std::vector<tasks::OutputRef> wanted;
     for (const OutputBinding& o : producer->outputs_view()) {
       if (o.bundle->needs_derivatives) wanted.insert(wanted.end(), o.refs.begin(), o.refs.end());
     }
     producer->partition().set_derivative_consumers(wanted);
   }
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
+                                    const coupling::MethodRegistry& methods, bool bundle_links) {
+  std::unique_ptr<Graph> g(new Graph(spec));
+  const auto parts = tasks::split_by_task(blocks, g->spec_.diagram);
+  BuildLookups names;
+  for (const auto& b : g->spec_.diagram.blocks) names.task_of_block.emplace(b.name, &b.task);
+  make_tasks(g->tasks_, g->spec_, blocks, parts, &g->model_ended_);
+  index_tasks(names, g->tasks_, g->spec_);
+  for (auto& consumer : g->tasks_) {
+    ConsumerBundles c;
+    const std::size_t first_link = g->links_.size();
+    make_links(*g, consumer.get(), c, names, methods, bundle_links);
+    for (Pending& p : c.pending) {
+      open_bundle_link(p, consumer.get(), methods);
+      bind_outputs(p);
+    }
+    for (std::size_t i = first_link; i < g->links_.size(); ++i) consumer->inputs().bind(g->links_[i].get());
+    consumer->inputs().finish();
+  }
+  want_derivatives(g->tasks_);
   return g;
 }
 

@@ -379,76 +379,78 @@ class ReplayTap final : public tasks::plant::LiveTap {
   std::string block_;
 };
 
-}  // namespace
+std::string joined_names(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
 
-ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
-    : graph_(graph), record_(record), units_(thread_units(graph)) {
-  auto names = [](const std::vector<std::string>& v) {
-    std::string s;
-    for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
-    return s;
-  };
-  if (units_.size() != record_.unit_tasks.size()) {
-    throw std::runtime_error("the log's run had " + std::to_string(record_.unit_tasks.size()) + " thread(s), " +
-                             "this graph has " + std::to_string(units_.size()) +
+// Threads first: every later check goes thread by thread, task by task.
+void check_same_threads(const std::vector<ThreadUnit>& units, const ReplayRecord& record) {
+  if (units.size() != record.unit_tasks.size()) {
+    throw std::runtime_error("the log's run had " + std::to_string(record.unit_tasks.size()) + " thread(s), " +
+                             "this graph has " + std::to_string(units.size()) +
                              ": replay needs the same tasks and rate groups");
   }
-  for (std::size_t i = 0; i < units_.size(); ++i) {
+  for (std::size_t i = 0; i < units.size(); ++i) {
     std::vector<std::string> here;
-    for (const TaskRuntime* m : units_[i].members) here.push_back(m->spec().name);
-    if (here != record_.unit_tasks[i]) {
-      throw std::runtime_error("thread " + std::to_string(i + 1) + " ran [" + names(record_.unit_tasks[i]) +
-                               "] in the log, this graph has [" + names(here) +
+    for (const TaskRuntime* m : units[i].members) here.push_back(m->spec().name);
+    if (here != record.unit_tasks[i]) {
+      throw std::runtime_error("thread " + std::to_string(i + 1) + " ran [" + joined_names(record.unit_tasks[i]) +
+                               "] in the log, this graph has [" + joined_names(here) +
                                "]: replay needs the same tasks and rate groups");
     }
   }
-  // Each bundle here takes the counts of the logged bundle that carried its
-  // first wire: the same bundle when the graph is the one that ran; with
-  // --what-if, a bundle split or regrouped by other methods takes the
-  // counts of the one its first wire travelled in (docs/replay.md).
-  auto logged_of = [](const std::vector<ReplayBundle>& logged, const LinkBundle& b, bool input) {
-    const std::string& task = input ? b.members.front()->producer : b.members.front()->consumer;
-    const std::string& source = b.members.front()->source;
-    for (std::size_t k = 0; k < logged.size(); ++k) {
-      if (logged[k].task == task &&
-          std::find(logged[k].sources.begin(), logged[k].sources.end(), source) != logged[k].sources.end())
-        return k;
-    }
-    return logged.size();
-  };
-  maps_.resize(units_.size());
-  for (std::size_t i = 0; i < units_.size(); ++i) {
-    for (std::size_t m = 0; m < units_[i].members.size(); ++m) {
-      TaskRuntime& t = *units_[i].members[m];
-      const ReplayMemberLinks& logged = record_.unit_links[i][m];
-      BundleMap map;
-      map.logged_inputs = logged.inputs.size();
-      map.logged_outputs = logged.outputs.size();
-      for (const LinkBundle* b : t.inputs().bundles()) {
-        map.inputs.push_back(logged_of(logged.inputs, *b, true));
-        if (map.inputs.back() == logged.inputs.size()) {
-          throw std::runtime_error("task '" + t.spec().name + "' reads " + b->members.front()->source + " from task '" +
-                                   b->members.front()->producer +
-                                   "' here but not in the logged run: replay needs the same wires between tasks");
-        }
-      }
-      for (const OutputBinding& o : t.outputs_view()) {
-        map.outputs.push_back(logged_of(logged.outputs, *o.bundle, false));
-        if (map.outputs.back() == logged.outputs.size()) {
-          throw std::runtime_error("task '" + t.spec().name + "' writes " + o.bundle->members.front()->source +
-                                   " to task '" + o.bundle->members.front()->consumer +
-                                   "' here but not in the logged run: replay needs the same wires between tasks");
-        }
-      }
-      maps_[i].push_back(std::move(map));
+}
+
+// Each bundle here takes the counts of the logged bundle that carried its
+// first wire: the same bundle when the graph is the one that ran; with
+// --what-if, a bundle split or regrouped by other methods takes the
+// counts of the one its first wire travelled in (docs/replay.md).
+std::size_t logged_of(const std::vector<ReplayBundle>& logged, const LinkBundle& b, bool input) {
+  const std::string& task = input ? b.members.front()->producer : b.members.front()->consumer;
+  const std::string& source = b.members.front()->source;
+  for (std::size_t k = 0; k < logged.size(); ++k) {
+    if (logged[k].task == task &&
+        std::find(logged[k].sources.begin(), logged[k].sources.end(), source) != logged[k].sources.end())
+      return k;
+  }
+  return logged.size();
+}
+
+// One task's map, refused as soon as a wire has no logged bundle: the
+// replay would have no counts for it.
+BundleMap bundle_map(TaskRuntime& t, const ReplayMemberLinks& logged) {
+  BundleMap map;
+  map.logged_inputs = logged.inputs.size();
+  map.logged_outputs = logged.outputs.size();
+  for (const LinkBundle* b : t.inputs().bundles()) {
+    map.inputs.push_back(logged_of(logged.inputs, *b, true));
+    if (map.inputs.back() == logged.inputs.size()) {
+      throw std::runtime_error("task '" + t.spec().name + "' reads " + b->members.front()->source + " from task '" +
+                               b->members.front()->producer +
+                               "' here but not in the logged run: replay needs the same wires between tasks");
     }
   }
-  // Each live plant source takes the rows the logged one of its block took.
-  sources_ = replay_sources(graph_);
-  for (const ReplaySource& here : sources_) {
-    const auto logged = std::find_if(record_.sources.begin(), record_.sources.end(),
+  for (const OutputBinding& o : t.outputs_view()) {
+    map.outputs.push_back(logged_of(logged.outputs, *o.bundle, false));
+    if (map.outputs.back() == logged.outputs.size()) {
+      throw std::runtime_error("task '" + t.spec().name + "' writes " + o.bundle->members.front()->source +
+                               " to task '" + o.bundle->members.front()->consumer +
+                               "' here but not in the logged run: replay needs the same wires between tasks");
+    }
+  }
+  return map;
+}
+
+// Each live plant source takes the rows the logged one of its block took:
+// its index in the log, refused where the rows could not be the same.
+std::vector<std::size_t> logged_source_index(const std::vector<ReplaySource>& sources, const ReplayRecord& record) {
+  std::vector<std::size_t> index;
+  for (const ReplaySource& here : sources) {
+    const auto logged = std::find_if(record.sources.begin(), record.sources.end(),
                                      [&](const ReplaySource& s) { return s.block == here.block; });
-    if (logged == record_.sources.end()) {
+    if (logged == record.sources.end()) {
       throw std::runtime_error("block '" + here.block +
                                "' is a live plant source here but not in the logged run: replay has no rows for it");
     }
@@ -457,15 +459,36 @@ ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
                                " signal(s) here, " + std::to_string(logged->signals) +
                                " in the logged run (or runs on another thread): replay needs the same rows");
     }
-    source_index_.push_back(static_cast<std::size_t>(logged - record_.sources.begin()));
+    index.push_back(static_cast<std::size_t>(logged - record.sources.begin()));
   }
-  for (const ReplaySource& logged : record_.sources) {
-    if (std::none_of(sources_.begin(), sources_.end(),
-                     [&](const ReplaySource& s) { return s.block == logged.block; })) {
+  return index;
+}
+
+// The other way round: a logged source this graph lacks would leave its
+// rows unread, and the threads that took them out of step.
+void check_logged_sources(const std::vector<ReplaySource>& sources, const ReplayRecord& record) {
+  for (const ReplaySource& logged : record.sources) {
+    if (std::none_of(sources.begin(), sources.end(), [&](const ReplaySource& s) { return s.block == logged.block; })) {
       throw std::runtime_error("the logged run took rows from live plant source '" + logged.block +
                                "', which this graph does not have");
     }
   }
+}
+
+}  // namespace
+
+ReplayExecutor::ReplayExecutor(Graph& graph, const ReplayRecord& record)
+    : graph_(graph), record_(record), units_(thread_units(graph)) {
+  check_same_threads(units_, record_);
+  maps_.resize(units_.size());
+  for (std::size_t i = 0; i < units_.size(); ++i) {
+    for (std::size_t m = 0; m < units_[i].members.size(); ++m) {
+      maps_[i].push_back(bundle_map(*units_[i].members[m], record_.unit_links[i][m]));
+    }
+  }
+  sources_ = replay_sources(graph_);
+  source_index_ = logged_source_index(sources_, record_);
+  check_logged_sources(sources_, record_);
 }
 
 double ReplayRecord::duration() const noexcept {

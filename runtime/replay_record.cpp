@@ -208,134 +208,158 @@ bool same_links(const std::vector<std::vector<ReplayMemberLinks>>& a,
 // would otherwise be read for ever).
 constexpr std::uint32_t kMaxFiles = 1u << 20;
 
-}  // namespace
+// What load knows of one file while it reads its records: a record that
+// comes once per file is read once, and a continued file is checked
+// against the one before it.
+struct Segment {
+  std::uint32_t index = 0;  // the file's place in the chain
+  std::string path;
+  std::string previous;  // the file before it ("" for the first)
+  std::size_t units = 0;
+  std::string next;  // the file after it, as its kNext record names it
+  bool sources_read = false, host_read = false, files_read = false, run_read = false;
+};
 
-ReplayRecord ReplayRecord::load(const std::string& first) {
-  ReplayRecord rec;
-  std::uint64_t run_id = 0;
-  std::string path = first;
-  for (std::uint32_t segment = 0;; ++segment) {
-    Reader r(path, segment > 0, segment > 0 ? rec.files.back() : std::string());
-    FileHeader h = read_header(r);
-    if (segment == 0) {
-      rec.header = h.header;
-      rec.unit_tasks = std::move(h.unit_tasks);
-      rec.unit_links = std::move(h.unit_links);
-      rec.words.resize(rec.unit_tasks.size());
-    } else if (h.header.graph_sha256 != rec.header.graph_sha256 || h.header.mode != rec.header.mode ||
-               h.unit_tasks != rec.unit_tasks || !same_links(h.unit_links, rec.unit_links)) {
-      r.bad("it does not continue " + rec.files.back() + ": another graph or other threads");
-    }
-    const std::string previous = segment > 0 ? rec.files.back() : std::string();
-    rec.files.push_back(path);
-    const std::size_t units = rec.unit_tasks.size();
-    std::string next;
-    bool sources_read = false, host_read = false, files_read = false, run_read = false;
-    for (bool first_record = true;; first_record = false) {
-      std::uint32_t tag = 0;
-      if (!r.raw(&tag, 4)) r.bad("no trailer: the run did not end cleanly");
-      if (segment > 0 && first_record && tag != kSegment) r.bad("a continued file without its place in the chain");
-      if (tag == kWords) {
-        const std::uint32_t unit = r.u32("a chunk"), n = r.u32("a chunk");
-        if (unit >= units) r.bad("a chunk of thread " + std::to_string(unit));
-        r.words(rec.words[unit], n, "a chunk");
-      } else if (tag == kBatch) {
-        Batch b;
-        r.words(b.recorded, r.u32("a batch"), "a batch");
-        r.words(b.frame_rows, r.u32("a batch"), "a batch");
-        rec.batches.push_back(std::move(b));
-      } else if (tag == kSegment && first_record) {
-        if (const std::uint32_t n = r.u32("the file's place"); n != segment) {
-          r.bad("file " + std::to_string(n + 1) + " of its log where file " + std::to_string(segment + 1) +
-                " belongs (after " + previous + ")");
-        }
-      } else if (tag == kSources && !sources_read) {
-        sources_read = true;
-        std::vector<ReplaySource> sources;
-        const std::uint32_t n = r.u32("the live sources");
-        if (n > replay_word::kIndexLimit || n > r.left() / 12) r.bad(std::to_string(n) + " live sources");
-        for (std::uint32_t i = 0; i < n; ++i) {
-          ReplaySource src;
-          src.unit = r.u32("a live source");
-          src.block = r.text("a live source's block");
-          src.signals = r.u32("a live source");
-          if (src.unit >= units || src.signals == 0 || src.signals > tasks::plant::kMaxLiveSignals) {
-            r.bad("live source '" + src.block + "' of thread " + std::to_string(src.unit) + " with " +
-                  std::to_string(src.signals) + " signals");
-          }
-          sources.push_back(std::move(src));
-        }
-        if (segment == 0) {
-          rec.sources = std::move(sources);
-        } else if (sources.size() != rec.sources.size() ||
-                   !std::equal(sources.begin(), sources.end(), rec.sources.begin(), [](const auto& a, const auto& b) {
-                     return a.unit == b.unit && a.block == b.block && a.signals == b.signals;
-                   })) {
-          r.bad("it does not continue " + previous + ": other live sources");
-        }
-      } else if (tag == kRun && !run_read) {
-        run_read = true;
-        const std::uint64_t run = r.u64("the run's id");
-        if (segment == 0) {
-          run_id = run;
-        } else if (run != run_id) {
-          r.bad("it does not continue " + previous + ": another run of the graph");
-        }
-      } else if (tag == kHost && !host_read) {
-        host_read = true;
-        const std::string host = r.text("the host");
-        if (segment == 0) {
-          rec.header.host = host;
-        } else if (host != rec.header.host) {
-          r.bad("it does not continue " + previous + ": host '" + host + "'");
-        }
-      } else if (tag == kFiles && !files_read) {
-        files_read = true;
-        const std::uint32_t n = r.u32("the data files");
-        if (n > r.left() / 8) r.bad(std::to_string(n) + " data files");
-        std::vector<std::pair<std::string, std::string>> files;
-        for (std::uint32_t i = 0; i < n; ++i) {
-          std::string name = r.text("a data file's name");
-          files.emplace_back(std::move(name), r.text("a data file's SHA-256"));
-        }
-        if (segment == 0) {
-          rec.header.files = std::move(files);
-        } else if (files != rec.header.files) {
-          r.bad("it does not continue " + previous + ": other data files");
-        }
-      } else if (tag == kNext && next.empty()) {
-        next = r.text("the next file's name");
-        // A name in the same directory, nothing else: a log names no path.
-        if (next.empty() || next == "." || next == ".." || next.find('/') != std::string::npos) {
-          r.bad("the next file '" + next + "' is not a file name");
-        }
-      } else if (tag == kTrailer) {
-        const std::uint32_t n = r.u32("the trailer");
-        if (n != units) r.bad("a trailer for " + std::to_string(n) + " threads");
-        std::uint64_t lost = 0;
-        for (std::uint32_t i = 0; i < n; ++i) lost = std::max(lost, r.u64("the trailer"));
-        if (lost > 0) {
-          throw std::runtime_error(path + ": the run lost words of its log (full rings; " + std::to_string(lost) +
-                                   " in one thread); it cannot be replayed exactly");
-        }
-        break;
-      } else {
-        r.bad("a record of type " + std::to_string(tag));
-      }
-    }
-    if (segment > 0 && !sources_read && !rec.sources.empty())
-      r.bad("it does not continue " + previous + ": no live sources");
-    if (segment > 0 && !run_read) r.bad("it does not continue " + previous + ": no run id");
-    if (next.empty()) break;
-    if (segment + 1 >= kMaxFiles) r.bad("more than " + std::to_string(kMaxFiles) + " files");
-    path = (std::filesystem::path(path).parent_path() / next).string();
+// The first file's header is the log's; a later one must repeat it, or the
+// chain joins two runs.
+void take_header(ReplayRecord& rec, Reader& r, std::uint32_t segment) {
+  FileHeader h = read_header(r);
+  if (segment == 0) {
+    rec.header = h.header;
+    rec.unit_tasks = std::move(h.unit_tasks);
+    rec.unit_links = std::move(h.unit_links);
+    rec.words.resize(rec.unit_tasks.size());
+  } else if (h.header.graph_sha256 != rec.header.graph_sha256 || h.header.mode != rec.header.mode ||
+             h.unit_tasks != rec.unit_tasks || !same_links(h.unit_links, rec.unit_links)) {
+    r.bad("it does not continue " + rec.files.back() + ": another graph or other threads");
   }
-  // The readings of a thread never go back (a monotonic clock), and lie on
-  // average at most 10 s apart (a real loop reads the clock at least every
-  // 100 ms while it sleeps): a damaged or hostile log cannot make a replay,
-  // its reference or a what-if run for years. Raw words (rows, blocks) are
-  // skipped by their headers' counts. The graph's periods bound the claim
-  // further (ReplayExecutor::claim_refusal: ten periods a cycle).
+}
+
+// Apart from the record loop: the sources' count is checked against the
+// bytes left and each source against the threads before the log keeps it.
+void read_sources(ReplayRecord& rec, Reader& r, const Segment& s) {
+  std::vector<ReplaySource> sources;
+  const std::uint32_t n = r.u32("the live sources");
+  if (n > replay_word::kIndexLimit || n > r.left() / 12) r.bad(std::to_string(n) + " live sources");
+  for (std::uint32_t i = 0; i < n; ++i) {
+    ReplaySource src;
+    src.unit = r.u32("a live source");
+    src.block = r.text("a live source's block");
+    src.signals = r.u32("a live source");
+    if (src.unit >= s.units || src.signals == 0 || src.signals > tasks::plant::kMaxLiveSignals) {
+      r.bad("live source '" + src.block + "' of thread " + std::to_string(src.unit) + " with " +
+            std::to_string(src.signals) + " signals");
+    }
+    sources.push_back(std::move(src));
+  }
+  if (s.index == 0) {
+    rec.sources = std::move(sources);
+  } else if (sources.size() != rec.sources.size() ||
+             !std::equal(sources.begin(), sources.end(), rec.sources.begin(), [](const auto& a, const auto& b) {
+               return a.unit == b.unit && a.block == b.block && a.signals == b.signals;
+             })) {
+    r.bad("it does not continue " + s.previous + ": other live sources");
+  }
+}
+
+// Apart from the record loop, as the sources: the data files' count is
+// checked against the bytes left, a continued file must name the same.
+void read_data_files(ReplayRecord& rec, Reader& r, const Segment& s) {
+  const std::uint32_t n = r.u32("the data files");
+  if (n > r.left() / 8) r.bad(std::to_string(n) + " data files");
+  std::vector<std::pair<std::string, std::string>> files;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::string name = r.text("a data file's name");
+    files.emplace_back(std::move(name), r.text("a data file's SHA-256"));
+  }
+  if (s.index == 0) {
+    rec.header.files = std::move(files);
+  } else if (files != rec.header.files) {
+    r.bad("it does not continue " + s.previous + ": other data files");
+  }
+}
+
+// The trailer ends a file; a run that lost words of its log cannot be
+// replayed exactly, whatever else the log holds.
+void read_trailer(Reader& r, const Segment& s) {
+  const std::uint32_t n = r.u32("the trailer");
+  if (n != s.units) r.bad("a trailer for " + std::to_string(n) + " threads");
+  std::uint64_t lost = 0;
+  for (std::uint32_t i = 0; i < n; ++i) lost = std::max(lost, r.u64("the trailer"));
+  if (lost > 0) {
+    throw std::runtime_error(s.path + ": the run lost words of its log (full rings; " + std::to_string(lost) +
+                             " in one thread); it cannot be replayed exactly");
+  }
+}
+
+// One file's records up to its trailer, dispatched by tag: every tag a
+// file may hold, in the order the writer may put them.
+void read_records(ReplayRecord& rec, Reader& r, Segment& s, std::uint64_t& run_id) {
+  const std::uint32_t segment = s.index;
+  for (bool first_record = true;; first_record = false) {
+    std::uint32_t tag = 0;
+    if (!r.raw(&tag, 4)) r.bad("no trailer: the run did not end cleanly");
+    if (segment > 0 && first_record && tag != kSegment) r.bad("a continued file without its place in the chain");
+    if (tag == kWords) {
+      const std::uint32_t unit = r.u32("a chunk"), n = r.u32("a chunk");
+      if (unit >= s.units) r.bad("a chunk of thread " + std::to_string(unit));
+      r.words(rec.words[unit], n, "a chunk");
+    } else if (tag == kBatch) {
+      ReplayRecord::Batch b;
+      r.words(b.recorded, r.u32("a batch"), "a batch");
+      r.words(b.frame_rows, r.u32("a batch"), "a batch");
+      rec.batches.push_back(std::move(b));
+    } else if (tag == kSegment && first_record) {
+      if (const std::uint32_t n = r.u32("the file's place"); n != segment) {
+        r.bad("file " + std::to_string(n + 1) + " of its log where file " + std::to_string(segment + 1) +
+              " belongs (after " + s.previous + ")");
+      }
+    } else if (tag == kSources && !s.sources_read) {
+      s.sources_read = true;
+      read_sources(rec, r, s);
+    } else if (tag == kRun && !s.run_read) {
+      s.run_read = true;
+      const std::uint64_t run = r.u64("the run's id");
+      if (segment == 0) {
+        run_id = run;
+      } else if (run != run_id) {
+        r.bad("it does not continue " + s.previous + ": another run of the graph");
+      }
+    } else if (tag == kHost && !s.host_read) {
+      s.host_read = true;
+      const std::string host = r.text("the host");
+      if (segment == 0) {
+        rec.header.host = host;
+      } else if (host != rec.header.host) {
+        r.bad("it does not continue " + s.previous + ": host '" + host + "'");
+      }
+    } else if (tag == kFiles && !s.files_read) {
+      s.files_read = true;
+      read_data_files(rec, r, s);
+    } else if (tag == kNext && s.next.empty()) {
+      s.next = r.text("the next file's name");
+      // A name in the same directory, nothing else: a log names no path.
+      const std::string& next = s.next;
+      if (next.empty() || next == "." || next == ".." || next.find('/') != std::string::npos) {
+        r.bad("the next file '" + next + "' is not a file name");
+      }
+    } else if (tag == kTrailer) {
+      read_trailer(r, s);
+      break;
+    } else {
+      r.bad("a record of type " + std::to_string(tag));
+    }
+  }
+}
+
+// The readings of a thread never go back (a monotonic clock), and lie on
+// average at most 10 s apart (a real loop reads the clock at least every
+// 100 ms while it sleeps): a damaged or hostile log cannot make a replay,
+// its reference or a what-if run for years. Raw words (rows, blocks) are
+// skipped by their headers' counts. The graph's periods bound the claim
+// further (ReplayExecutor::claim_refusal: ten periods a cycle). Sets
+// `rec.last_ns`; returns the log's readings, which bound its batches.
+std::uint64_t check_readings(ReplayRecord& rec, const std::string& first) {
   std::int64_t last = 0;
   std::uint64_t readings = 0;
   for (std::size_t u = 0; u < rec.words.size(); ++u) {
@@ -366,9 +390,13 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
     readings += here;
   }
   rec.last_ns = last;
-  // A batch counts samples or rows of frames, each of which took three
-  // readings: a larger count would only size the replay's rings.
-  for (const Batch& b : rec.batches) {
+  return readings;
+}
+
+// A batch counts samples or rows of frames, each of which took three
+// readings: a larger count would only size the replay's rings.
+void check_batches(const ReplayRecord& rec, const std::string& first, std::uint64_t readings) {
+  for (const ReplayRecord::Batch& b : rec.batches) {
     for (const auto* counts : {&b.recorded, &b.frame_rows}) {
       for (const std::uint64_t n : *counts) {
         if (n > readings) {
@@ -378,6 +406,35 @@ ReplayRecord ReplayRecord::load(const std::string& first) {
       }
     }
   }
+}
+
+}  // namespace
+
+ReplayRecord ReplayRecord::load(const std::string& first) {
+  ReplayRecord rec;
+  std::uint64_t run_id = 0;
+  std::string path = first;
+  for (std::uint32_t segment = 0;; ++segment) {
+    Reader r(path, segment > 0, segment > 0 ? rec.files.back() : std::string());
+    take_header(rec, r, segment);
+    Segment s;
+    s.index = segment;
+    s.path = path;
+    s.previous = segment > 0 ? rec.files.back() : std::string();
+    rec.files.push_back(path);
+    s.units = rec.unit_tasks.size();
+    read_records(rec, r, s, run_id);
+    const std::string& previous = s.previous;
+    if (segment > 0 && !s.sources_read && !rec.sources.empty())
+      r.bad("it does not continue " + previous + ": no live sources");
+    if (segment > 0 && !s.run_read) r.bad("it does not continue " + previous + ": no run id");
+    if (s.next.empty()) break;
+    if (segment + 1 >= kMaxFiles) r.bad("more than " + std::to_string(kMaxFiles) + " files");
+    path = (std::filesystem::path(path).parent_path() / s.next).string();
+  }
+  const std::uint64_t readings = check_readings(rec, first);
+  check_batches(rec, first, readings);
+  const std::int64_t last = rec.last_ns;
   if (rec.header.end_ns < 0 || (rec.header.end_ns > 0 && rec.header.end_ns > last + 60'000'000'000)) {
     throw std::runtime_error(first + ": not a complete replay log (an end at " + std::to_string(rec.header.end_ns) +
                              " ns, the last reading at " + std::to_string(last) + " ns)");

@@ -9,7 +9,11 @@
 
 namespace rtcosim::runtime {
 
-std::vector<ThreadUnit> thread_units(Graph& graph) {
+namespace {
+
+// Threads follow the tasks' order, a rate group taking its first member's
+// place: the replay log and the reports count threads in this order.
+std::vector<ThreadUnit> group_tasks(Graph& graph) {
   std::vector<ThreadUnit> units;
   std::map<std::string, std::size_t> group_unit;
   auto& tasks = graph.tasks();
@@ -28,78 +32,117 @@ std::vector<ThreadUnit> thread_units(Graph& graph) {
     units.back().members.push_back(tasks[i].get());
     units.back().index.push_back(i);
   }
-  // Each task's thread cycle (a rate group's: its slowest member's period),
-  // against which its lateness counts.
+  return units;
+}
+
+// Each task's thread cycle (a rate group's: its slowest member's period),
+// against which its lateness counts: known for every thread before any
+// thread's waits are set.
+std::map<const TaskRuntime*, std::int64_t> thread_cycles(const std::vector<ThreadUnit>& units) {
   std::map<const TaskRuntime*, std::int64_t> cycle_of;
   for (auto& u : units) {
     double cycle = 0.0;
     for (const TaskRuntime* m : u.members) cycle = std::max(cycle, m->spec().period);
     for (const TaskRuntime* m : u.members) cycle_of[m] = seconds_to_ns(cycle);
   }
+  return cycle_of;
+}
+
+// Fastest member first (stable: equal periods keep the file's order), so
+// that the owner, whose period is the cycle's, comes last.
+void order_by_period(ThreadUnit& u) {
+  std::vector<std::size_t> order(u.members.size());
+  for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return u.members[a]->spec().period < u.members[b]->spec().period;
+  });
+  std::vector<TaskRuntime*> members;
+  std::vector<std::size_t> index;
+  for (std::size_t k : order) {
+    members.push_back(u.members[k]);
+    index.push_back(u.index[k]);
+  }
+  u.members = std::move(members);
+  u.index = std::move(index);
+}
+
+// The cycle's frames, planned once: the loop walks the plan without
+// computing a ratio per cycle.
+void plan_frames(ThreadUnit& u, double cycle) {
+  for (std::size_t m = 0; m < u.members.size(); ++m) {
+    // The loader guarantees integer ratios; rounding only absorbs the
+    // decimal periods' representation error.
+    const auto n = static_cast<std::size_t>(std::llround(cycle / u.members[m]->spec().period));
+    u.frames_per_cycle.push_back(std::max<std::size_t>(n, 1));
+    u.plan.insert(u.plan.end(), u.frames_per_cycle.back(), m);
+  }
+  u.deadlines = Deadlines(0, seconds_to_ns(cycle), u.owner().spec().overrun);
+  u.measured_cycle = cycle;
+}
+
+// The links a member waits on for data from another thread; returns the
+// longest a fixed-step wait may take (the cycle, or a producer's period).
+double add_wait_links(ThreadUnit& u, Graph& graph, const std::map<const TaskRuntime*, std::int64_t>& cycle_of,
+                      double cycle) {
+  double wait = cycle;
+  for (TaskRuntime* m : u.members) {
+    if (!m->spec().wait_for_data) continue;
+    const bool fixed = m->spec().step == config::StepPolicy::kFixed;
+    // A measured task holds its own step (below); a measured rate group
+    // divides its owner's, which is not held.
+    if (!fixed && u.members.size() > 1) continue;
+    for (const LinkBundle* b : m->inputs().bundles()) {
+      const TaskRuntime* p = b->members.empty() ? nullptr : graph.find_task(b->members.front()->producer);
+      if (!p || !p->local() || !std::isfinite(b->max_extrapolation)) continue;
+      if (std::find(u.members.begin(), u.members.end(), p) != u.members.end()) continue;  // its own thread
+      // A producer that shares the processor at a higher priority runs
+      // first at a common release.
+      const bool first =
+          p->spec().cpu >= 0 && p->spec().cpu == m->spec().cpu && p->spec().priority > m->spec().priority;
+      // On time such a producer is one of its own periods ahead when the
+      // consumer's step starts (at most half the consumer's, the
+      // tolerance of the tags' rounding); otherwise the consumer's step
+      // may extrapolate the newest block by its own period. With these
+      // reaches a consumer waits only for data that ends before its own
+      // time, so two tasks never wait for each other (docs/stalls.md).
+      const double ahead = std::min(p->spec().period, m->spec().period / 2);
+      const double reach = first ? m->spec().period - ahead : m->spec().period;
+      u.wait_links.push_back({m, b, p, reach, first, fixed, cycle_of.at(p)});
+      if (fixed) wait = std::min(wait, p->spec().period);
+    }
+  }
+  return wait;
+}
+
+// A fixed step that repays missed frames back to back can publish
+// faster than a consumer drains: it waits for room in the ring rather
+// than drop its newest blocks. Returns `wait`, shortened to the
+// consumers' periods.
+double add_full_links(ThreadUnit& u, Graph& graph, double wait) {
+  for (TaskRuntime* m : u.members) {
+    if (m->spec().step != config::StepPolicy::kFixed || !m->spec().wait_for_data) continue;
+    for (const OutputBinding& o : m->outputs_view()) {
+      if (!o.bundle || o.bundle->members.empty()) continue;
+      const TaskRuntime* c = graph.find_task(o.bundle->members.front()->consumer);
+      if (!c || !c->local() || std::find(u.members.begin(), u.members.end(), c) != u.members.end()) continue;
+      u.full_links.push_back({o.bundle->link.get(), c});
+      wait = std::min(wait, c->spec().period);
+    }
+  }
+  return wait;
+}
+
+}  // namespace
+
+std::vector<ThreadUnit> thread_units(Graph& graph) {
+  std::vector<ThreadUnit> units = group_tasks(graph);
+  const std::map<const TaskRuntime*, std::int64_t> cycle_of = thread_cycles(units);
   for (auto& u : units) {
-    std::vector<std::size_t> order(u.members.size());
-    for (std::size_t k = 0; k < order.size(); ++k) order[k] = k;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-      return u.members[a]->spec().period < u.members[b]->spec().period;
-    });
-    std::vector<TaskRuntime*> members;
-    std::vector<std::size_t> index;
-    for (std::size_t k : order) {
-      members.push_back(u.members[k]);
-      index.push_back(u.index[k]);
-    }
-    u.members = std::move(members);
-    u.index = std::move(index);
+    order_by_period(u);
     const double cycle = u.owner().spec().period;
-    for (std::size_t m = 0; m < u.members.size(); ++m) {
-      // The loader guarantees integer ratios; rounding only absorbs the
-      // decimal periods' representation error.
-      const auto n = static_cast<std::size_t>(std::llround(cycle / u.members[m]->spec().period));
-      u.frames_per_cycle.push_back(std::max<std::size_t>(n, 1));
-      u.plan.insert(u.plan.end(), u.frames_per_cycle.back(), m);
-    }
-    u.deadlines = Deadlines(0, seconds_to_ns(cycle), u.owner().spec().overrun);
-    u.measured_cycle = cycle;
-    double wait = cycle;
-    for (TaskRuntime* m : u.members) {
-      if (!m->spec().wait_for_data) continue;
-      const bool fixed = m->spec().step == config::StepPolicy::kFixed;
-      // A measured task holds its own step (below); a measured rate group
-      // divides its owner's, which is not held.
-      if (!fixed && u.members.size() > 1) continue;
-      for (const LinkBundle* b : m->inputs().bundles()) {
-        const TaskRuntime* p = b->members.empty() ? nullptr : graph.find_task(b->members.front()->producer);
-        if (!p || !p->local() || !std::isfinite(b->max_extrapolation)) continue;
-        if (std::find(u.members.begin(), u.members.end(), p) != u.members.end()) continue;  // its own thread
-        // A producer that shares the processor at a higher priority runs
-        // first at a common release.
-        const bool first =
-            p->spec().cpu >= 0 && p->spec().cpu == m->spec().cpu && p->spec().priority > m->spec().priority;
-        // On time such a producer is one of its own periods ahead when the
-        // consumer's step starts (at most half the consumer's, the
-        // tolerance of the tags' rounding); otherwise the consumer's step
-        // may extrapolate the newest block by its own period. With these
-        // reaches a consumer waits only for data that ends before its own
-        // time, so two tasks never wait for each other (docs/stalls.md).
-        const double ahead = std::min(p->spec().period, m->spec().period / 2);
-        const double reach = first ? m->spec().period - ahead : m->spec().period;
-        u.wait_links.push_back({m, b, p, reach, first, fixed, cycle_of.at(p)});
-        if (fixed) wait = std::min(wait, p->spec().period);
-      }
-    }
-    // A fixed step that repays missed frames back to back can publish
-    // faster than a consumer drains: it waits for room in the ring rather
-    // than drop its newest blocks.
-    for (TaskRuntime* m : u.members) {
-      if (m->spec().step != config::StepPolicy::kFixed || !m->spec().wait_for_data) continue;
-      for (const OutputBinding& o : m->outputs_view()) {
-        if (!o.bundle || o.bundle->members.empty()) continue;
-        const TaskRuntime* c = graph.find_task(o.bundle->members.front()->consumer);
-        if (!c || !c->local() || std::find(u.members.begin(), u.members.end(), c) != u.members.end()) continue;
-        u.full_links.push_back({o.bundle->link.get(), c});
-        wait = std::min(wait, c->spec().period);
-      }
-    }
+    plan_frames(u, cycle);
+    double wait = add_wait_links(u, graph, cycle_of, cycle);
+    wait = add_full_links(u, graph, wait);
     const bool waits = std::any_of(u.wait_links.begin(), u.wait_links.end(), [](const auto& w) { return w.fixed; });
     u.data_wait_ns = waits || !u.full_links.empty() ? seconds_to_ns(wait) : 0;
   }

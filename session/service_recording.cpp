@@ -29,20 +29,11 @@ ServiceRecording::ServiceRecording(std::string directory, std::function<void(con
 
 ServiceRecording::~ServiceRecording() = default;
 
-std::string ServiceRecording::start(const Request& request, const Target& t) {
-  // The whole request is checked, and its files opened, before anything
-  // changes: a refused one leaves the running recording, its rotation and
-  // the replay log as they were, and no file behind (issue 44: a refused
-  // request replaced the running recording's rotation and armed its replay
-  // log).
+// A replay log holds one whole run in a file of its own: refused, before
+// anything is opened, when that cannot be.
+std::string ServiceRecording::replay_log_check(const Request& request, const Target& t) const {
   const std::string& file = request.file;
   const std::string& replay_log = request.replay_log;
-  Rotation rotation;
-  std::string why;
-  if (file.empty()) return "record start needs \"file\"";
-  if (!t.recorder || t.recorder->empty()) return "the graph records no signals (add a 'record:' section)";
-  const auto format = runtime::record_format_for(file, request.format, &why);
-  if (!format) return "record: " + why;
   if (!replay_log.empty()) {
     // A replay starts from the state every run starts from: the log holds
     // a run from its first frame (docs/replay.md, "The daemon").
@@ -62,37 +53,51 @@ std::string ServiceRecording::start(const Request& request, const Target& t) {
              "') — name another file for the replay log, e.g. run.rpl";
     }
   }
-  if (!request.max_file_size.empty() && (rotation.max_bytes = parse_size(request.max_file_size, &why)) == 0) {
-    return "record: " + why;
+  return {};
+}
+
+// The rotation is parsed with the rest of the request, so that a bad size or
+// period refuses it before any file exists.
+std::string ServiceRecording::rotation_of(const Request& request, runtime::RecordFormat format, Rotation* rotation,
+                                          std::string* why) {
+  if (!request.max_file_size.empty() && (rotation->max_bytes = parse_size(request.max_file_size, why)) == 0) {
+    return "record: " + *why;
   }
-  if (rotation.max_bytes > 0 && static_cast<double>(rotation.max_bytes) < kMinColumnarRotateBytes &&
-      runtime::is_columnar(*format)) {
-    return "record: max_file_size '" + request.max_file_size + "' — a " + runtime::to_string(*format) +
+  if (rotation->max_bytes > 0 && static_cast<double>(rotation->max_bytes) < kMinColumnarRotateBytes &&
+      runtime::is_columnar(format)) {
+    return "record: max_file_size '" + request.max_file_size + "' — a " + runtime::to_string(format) +
            " file starts at tens of kB: expected 1MB or more for hdf5, mat73 and mat5 (4kB or more for csv)";
   }
   if (!request.rotate_every.empty()) {
-    const auto every = base::parse_duration(request.rotate_every, &why);
+    const auto every = base::parse_duration(request.rotate_every, why);
     if (!every || !(*every >= kMinRotateSeconds)) {
-      return "record: rotate_every '" + request.rotate_every + "'" + (why.empty() ? "" : ": " + why) +
+      return "record: rotate_every '" + request.rotate_every + "'" + (why->empty() ? "" : ": " + *why) +
              " — expected a duration of 1s or more, e.g. \"1h\", \"10min\"";
     }
-    rotation.every_s = *every;
+    rotation->every_s = *every;
   }
-  rotation.name = file;
-  rotation.format = request.format;
+  rotation->name = request.file;
+  rotation->format = request.format;
+  return {};
+}
 
-  NewFile target_file, log_file;
+// The new files are opened, but nothing emptied, until every check that
+// needs them has passed: on a refusal the files this request created go again.
+std::string ServiceRecording::open_files(const Request& request, NewFile* target_file, NewFile* log_file,
+                                         std::string* why) const {
+  const std::string& file = request.file;
+  const std::string& replay_log = request.replay_log;
   const auto refuse = [&](const std::string& text) {
-    discard(target_file);
-    discard(log_file);
+    discard(*target_file);
+    discard(*log_file);
     return text;
   };
-  if (!open_new_file(directory_, file, request.overwrite, &target_file, &why)) return "record: " + why;
+  if (!open_new_file(directory_, file, request.overwrite, target_file, why)) return "record: " + *why;
   if (!replay_log.empty()) {
-    if (!open_new_file(directory_, replay_log, request.overwrite, &log_file, &why)) {
-      return refuse("record: replay_log: " + why);
+    if (!open_new_file(directory_, replay_log, request.overwrite, log_file, why)) {
+      return refuse("record: replay_log: " + *why);
     }
-    if (same_file(target_file.fd, log_file.fd)) {
+    if (same_file(target_file->fd, log_file->fd)) {
       return refuse("record: replay_log '" + replay_log + "' is the recording's own file ('" + file +
                     "') — name another file for the replay log, e.g. run.rpl");
     }
@@ -101,10 +106,10 @@ std::string ServiceRecording::start(const Request& request, const Target& t) {
   // are emptied: overwriting that file would have both write into it.
   struct stat running {};
   if (target() && ::stat(path_.c_str(), &running) == 0) {
-    for (const NewFile* f : {&target_file, &log_file}) {
+    for (const NewFile* f : {target_file, log_file}) {
       struct stat st {};
       if (f->fd >= 0 && ::fstat(f->fd, &st) == 0 && st.st_dev == running.st_dev && st.st_ino == running.st_ino) {
-        const std::string name = f == &target_file ? file : replay_log;
+        const std::string name = f == target_file ? file : replay_log;
         return refuse("record: '" + name + "' is the running recording's file (" + path_ +
                       ") — send record stop first, or name another file");
       }
@@ -113,25 +118,39 @@ std::string ServiceRecording::start(const Request& request, const Target& t) {
   // Accepted. What can still fail is writing the files' beginnings (a full
   // disk, the HDF5 library); then the new files go again and the running
   // recording goes on, but an overwritten file has been emptied.
-  for (NewFile* f : {&target_file, &log_file}) {
+  for (NewFile* f : {target_file, log_file}) {
     if (f->fd >= 0 && !f->created && ::ftruncate(f->fd, 0) != 0) {
       return refuse("record: cannot empty '" + f->path + "' to overwrite it: " + std::strerror(errno));
     }
   }
-  auto recording =
-      Recording::open(*format, target_file.path, target_file.fd, *t.graph, *t.recorder, t.text, false, &why);
+  return {};
+}
+
+// The request is accepted: only now is the running recording (and its
+// rotation and replay log) replaced, so a failure here still changes nothing.
+std::string ServiceRecording::begin(const Request& request, const Target& t, runtime::RecordFormat format,
+                                    const Rotation& accepted, NewFile& target_file, NewFile& log_file,
+                                    std::string* why) {
+  const std::string& replay_log = request.replay_log;
+  const auto refuse = [&](const std::string& text) {
+    discard(target_file);
+    discard(log_file);
+    return text;
+  };
+  auto recording = Recording::open(format, target_file.path, target_file.fd, *t.graph, *t.recorder, t.text, false, why);
   target_file.fd = -1;  // the writer's now, closed with it
-  if (!recording) return refuse("record: " + why);
+  if (!recording) return refuse("record: " + *why);
   std::unique_ptr<runtime::ReplayLog> log;
   if (!replay_log.empty()) {
-    log = make_replay_log(log_file.path, log_file.fd, t, &why);
+    log = make_replay_log(log_file.path, log_file.fd, t, why);
     log_file.fd = -1;
     if (!log) {
       recording.reset();
-      return refuse("record: replay_log: " + why);
+      return refuse("record: replay_log: " + *why);
     }
   }
   install(std::move(recording), target_file.path, false, t);
+  Rotation rotation = accepted;
   rotation.started = now_s();
   rotation_ = rotation;
   if (log) {
@@ -143,6 +162,26 @@ std::string ServiceRecording::start(const Request& request, const Target& t) {
     replay_log_error_.clear();
   }
   return {};
+}
+
+std::string ServiceRecording::start(const Request& request, const Target& t) {
+  // The whole request is checked, and its files opened, before anything
+  // changes: a refused one leaves the running recording, its rotation and
+  // the replay log as they were, and no file behind (issue 44: a refused
+  // request replaced the running recording's rotation and armed its replay
+  // log).
+  const std::string& file = request.file;
+  Rotation rotation;
+  std::string why;
+  if (file.empty()) return "record start needs \"file\"";
+  if (!t.recorder || t.recorder->empty()) return "the graph records no signals (add a 'record:' section)";
+  const auto format = runtime::record_format_for(file, request.format, &why);
+  if (!format) return "record: " + why;
+  if (std::string refusal = replay_log_check(request, t); !refusal.empty()) return refusal;
+  if (std::string refusal = rotation_of(request, *format, &rotation, &why); !refusal.empty()) return refusal;
+  NewFile target_file, log_file;
+  if (std::string refusal = open_files(request, &target_file, &log_file, &why); !refusal.empty()) return refusal;
+  return begin(request, t, *format, rotation, target_file, log_file, &why);
 }
 
 std::string ServiceRecording::end(const Target& t) {

@@ -15,6 +15,8 @@
 
 namespace rtcosim::session {
 
+struct NewFile;  // session/record_files.hpp
+
 /*
  * ServiceRecording: the recording of a graph that a service keeps loaded for
  * months (rtcosimd, docs/daemon.md): started, rotated and stopped on request
@@ -99,6 +101,13 @@ class ServiceRecording {
     std::uint64_t next = 1;    // suffix of the next file
     double started = 0.0;      // steady clock, seconds, of the current file
   };
+  // The steps of start(): the request's checks, its files, then the switch to them.
+  std::string replay_log_check(const Request& request, const Target& target) const;
+  static std::string rotation_of(const Request& request, runtime::RecordFormat format, Rotation* rotation,
+                                 std::string* why);
+  std::string open_files(const Request& request, NewFile* target_file, NewFile* log_file, std::string* why) const;
+  std::string begin(const Request& request, const Target& target, runtime::RecordFormat format,
+                    const Rotation& accepted, NewFile& target_file, NewFile& log_file, std::string* why);
   std::string open_next(const std::string& file, const std::string& format, const Target& target);
   void install(std::unique_ptr<Recording> recording, const std::string& path, bool continued, const Target& target);
   std::unique_ptr<runtime::ReplayLog> make_replay_log(const std::string& path, int fd, const Target& target,

@@ -13,6 +13,7 @@
 #include "rt_config/plugins.hpp"
 #include "runtime/replay_executor.hpp"
 #include "session/realtime_run.hpp"
+#include "tasks/plant/live_feed.hpp"
 
 namespace rtcosim::session {
 
@@ -31,6 +32,12 @@ std::string host_refusal(const config::GraphSpec& spec, const std::string& host,
   (void)program;
   return {};
 #endif
+}
+
+runtime::ReplayRecord load_replay_log(const std::string& path) {
+  runtime::ReplayRecord record = runtime::ReplayRecord::load(path);
+  tasks::plant::replay_offline();
+  return record;
 }
 
 BuiltGraph build_graph(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,

@@ -42,6 +42,11 @@ std::string host_refusal(const config::GraphSpec& spec, const std::string& host,
 // and for a column file's copy. Set-up only.
 std::string file_bytes(const std::string& path);
 
+// A replay's log read and checked (runtime::ReplayRecord::load), with this
+// process's live plant sources taken offline: a replay takes their rows from
+// the log, and opens no socket, starts no thread, follows no file.
+runtime::ReplayRecord load_replay_log(const std::string& path);
+
 // A graph built from its spec: its coupling methods resolved once (the
 // file's plugins loaded from `plugin_dirs`), and `host`'s part of it chosen
 // ("" for every task). Both front ends build through it. The methods outlive

@@ -223,11 +223,12 @@ std::uint64_t stall_frame(const config::TaskSpec& task, double duration) noexcep
   return static_cast<std::uint64_t>(std::floor(duration / 4.0 / task.period * (1.0 + 1e-12)));
 }
 
-StallSweep run_stall_sweep(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
-                           const coupling::MethodRegistry& methods, const StallSweepOptions& options,
-                           const std::function<void(const StallCase&)>& progress) {
-  const std::string label = spec.name.empty() ? spec.file : spec.name;
-  const double duration = options.duration > 0.0 ? options.duration : spec.duration;
+namespace {
+
+// Everything a sweep needs is checked before the reference runs: a refusal
+// costs nothing, and a sweep that starts finishes.
+void check_sweep(const config::GraphSpec& spec, const StallSweepOptions& options, const std::string& label,
+                 double duration) {
   if (!(duration > 0.0)) {
     throw std::invalid_argument(label + " runs until stopped; a stall sweep compares whole runs — give a duration");
   }
@@ -249,6 +250,11 @@ StallSweep run_stall_sweep(const config::GraphSpec& spec, const tasks::BlockRegi
   }
   if (!(options.factor > 0.0)) throw std::invalid_argument("the factor must be positive, e.g. 3");
   if (!(options.tube >= 0.0)) throw std::invalid_argument("the tube must be a fraction >= 0, e.g. 0.01");
+}
+
+// Every task, or those named, each once and in the order given.
+std::vector<const config::TaskSpec*> stalled_tasks(const config::GraphSpec& spec, const StallSweepOptions& options,
+                                                   const std::string& label) {
   std::vector<const config::TaskSpec*> stalled;
   if (options.tasks.empty()) {
     for (const auto& t : spec.tasks) stalled.push_back(&t);
@@ -263,11 +269,15 @@ StallSweep run_stall_sweep(const config::GraphSpec& spec, const tasks::BlockRegi
       if (std::find(stalled.begin(), stalled.end(), t) == stalled.end()) stalled.push_back(t);
     }
   }
-  const int max_stalled = options.doubled ? 2 : 1;
+  return stalled;
+}
+
+// Frames start at multiples of the period at the earliest: the last
+// stalled one must start before the end for the stall to happen at all.
+void check_stall_frames(const std::vector<const config::TaskSpec*>& stalled, const StallSweepOptions& options,
+                        int max_stalled, double duration) {
   for (const auto* t : stalled) {
     const std::uint64_t frame = options.frame.value_or(stall_frame(*t, duration));
-    // Frames start at multiples of the period at the earliest: the last
-    // stalled one must start before the end for the stall to happen at all.
     const double last_start = static_cast<double>(frame + static_cast<std::uint64_t>(max_stalled) - 1) * t->period;
     if (!(last_start < duration)) {
       throw std::invalid_argument("task '" + t->name + "' runs every " + base::format_duration(t->period) + ": frame " +
@@ -276,6 +286,43 @@ StallSweep run_stall_sweep(const config::GraphSpec& spec, const tasks::BlockRegi
                                   base::format_duration(duration) + " — expected an earlier frame");
     }
   }
+}
+
+// One case: the graph as the file scripts it but `count` frames of the task,
+// from `frame`, executing k of its periods.
+StallCase run_stalled(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
+                      const coupling::MethodRegistry& methods, double duration, const tasks::ReferenceSolver& reference,
+                      const config::TaskSpec& t, std::uint64_t frame, double k, int count) {
+  config::GraphSpec changed = spec;
+  auto& execution = std::find_if(changed.tasks.begin(), changed.tasks.end(), [&](const auto& c) {
+                      return c.name == t.name;
+                    })->execution;
+  // The injected frames replace whatever the file scripted for them
+  // (the executor takes the first spike that names a frame).
+  std::erase_if(execution.spikes,
+                [&](const auto& s) { return s.frame >= frame && s.frame < frame + std::uint64_t(count); });
+  const double spike = k * t.period;
+  for (int i = 0; i < count; ++i) execution.spikes.push_back({frame + std::uint64_t(i), spike});
+  StallCase c = run_case(changed, blocks, methods, duration, reference);
+  c.task = t.name;
+  c.periods = k;
+  c.stalled_frames = count;
+  c.frame = frame;
+  c.spike = spike;
+  return c;
+}
+
+}  // namespace
+
+StallSweep run_stall_sweep(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
+                           const coupling::MethodRegistry& methods, const StallSweepOptions& options,
+                           const std::function<void(const StallCase&)>& progress) {
+  const std::string label = spec.name.empty() ? spec.file : spec.name;
+  const double duration = options.duration > 0.0 ? options.duration : spec.duration;
+  check_sweep(spec, options, label, duration);
+  const std::vector<const config::TaskSpec*> stalled = stalled_tasks(spec, options, label);
+  const int max_stalled = options.doubled ? 2 : 1;
+  check_stall_frames(stalled, options, max_stalled, duration);
 
   tasks::ReferenceSolver reference(blocks, spec.diagram, options.reference_step);
   reference.run(duration, spec.record.signals);
@@ -293,22 +340,7 @@ StallSweep run_stall_sweep(const config::GraphSpec& spec, const tasks::BlockRegi
     const std::uint64_t frame = options.frame.value_or(stall_frame(*t, duration));
     for (double k : options.periods) {
       for (int count = 1; count <= max_stalled; ++count) {
-        config::GraphSpec changed = spec;
-        auto& execution = std::find_if(changed.tasks.begin(), changed.tasks.end(), [&](const auto& c) {
-                            return c.name == t->name;
-                          })->execution;
-        // The injected frames replace whatever the file scripted for them
-        // (the executor takes the first spike that names a frame).
-        std::erase_if(execution.spikes,
-                      [&](const auto& s) { return s.frame >= frame && s.frame < frame + std::uint64_t(count); });
-        const double spike = k * t->period;
-        for (int i = 0; i < count; ++i) execution.spikes.push_back({frame + std::uint64_t(i), spike});
-        StallCase c = run_case(changed, blocks, methods, duration, reference);
-        c.task = t->name;
-        c.periods = k;
-        c.stalled_frames = count;
-        c.frame = frame;
-        c.spike = spike;
+        StallCase c = run_stalled(spec, blocks, methods, duration, reference, *t, frame, k, count);
         compare(c, sweep.unstalled, options.factor, options.tube);
         if (progress) progress(c);
         sweep.cases.push_back(std::move(c));

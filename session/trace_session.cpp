@@ -145,15 +145,9 @@ std::uint64_t discarded_in(const std::string& text) {
   return total;
 }
 
-}  // namespace
-
-std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, double events_per_second,
-                                                  std::string* error) {
-  std::string out;
-  if (run_command({"lttng", "--version"}, &out) != 0) {
-    *error = "lttng-tools is missing ('lttng' is not in PATH) — install it with 'apt-get install lttng-tools'";
-    return nullptr;
-  }
+// Starts a session daemon when none answers; false with *error when none
+// answers after that either. `out` is the caller's scratch for the commands' output.
+bool ensure_sessiond(std::string& out, std::string* error) {
   if (!sessiond_running()) {
     // Two runs started together both find no daemon and both start one; the
     // second daemon then fails on the first one's lock file. That is not a
@@ -163,7 +157,7 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
     if (!started && !sessiond_running()) {
       *error = "no LTTng session daemon runs and starting one failed: " + out +
                " — start it with 'lttng-sessiond --daemonize' (as root, or as the user who runs rtcosim)";
-      return nullptr;
+      return false;
     }
     if (started && geteuid() != 0) {
       std::ifstream pid_file(sessiond_pid_file());
@@ -172,14 +166,18 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
         g_started_sessiond = static_cast<pid_t>(pid);
     }
   }
-  // lttng-ust registers this process from a listener thread. When no daemon
-  // ran at process start, that thread sleeps on a shared-memory futex the
-  // daemon wakes; where the shared memory cannot be created (a read-only or
-  // missing /dev/shm, as in some containers) or the daemon woke it before
-  // listening, it retries only every 5 s. A session started before the
-  // registration still reaches the process when it registers, but a short
-  // run would be over by then, so wait for this PID (not for any process with
-  // rtcosim events: parallel test processes register too).
+  return true;
+}
+
+// lttng-ust registers this process from a listener thread. When no daemon
+// ran at process start, that thread sleeps on a shared-memory futex the
+// daemon wakes; where the shared memory cannot be created (a read-only or
+// missing /dev/shm, as in some containers) or the daemon woke it before
+// listening, it retries only every 5 s. A session started before the
+// registration still reaches the process when it registers, but a short
+// run would be over by then, so wait for this PID (not for any process with
+// rtcosim events: parallel test processes register too).
+bool wait_registered(std::string& out, std::string* error) {
   const std::string me = "PID: " + std::to_string(getpid()) + " ";
   constexpr auto kRegisterTimeout = std::chrono::seconds(12);
   const auto deadline = std::chrono::steady_clock::now() + kRegisterTimeout;
@@ -194,8 +192,39 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
              std::to_string(kRegisterTimeout.count()) +
              " s — check that /dev/shm is writable and that no LTTNG_UST_* variable disables the tracer; "
              "LTTNG_UST_DEBUG=1 shows what lttng-ust does";
+    return false;
+  }
+  return true;
+}
+
+// The lttng commands that set up and start the session, in the order they
+// must run: each depends on the one before.
+std::vector<std::vector<std::string>> session_commands(const std::string& name, const std::string& directory,
+                                                       std::uint64_t bytes, int read_timer_us) {
+  return {
+      {"lttng", "create", name, "--output=" + directory},
+      {"lttng", "enable-channel", "--userspace", "--session=" + name, "--buffers-uid", "--discard",
+       "--subbuf-size=" + std::to_string(bytes), "--num-subbuf=4", "--read-timer=" + std::to_string(read_timer_us),
+       "rtcosim"},
+      // Only this process: other rtcosim processes of the same user write to
+      // the same per-UID buffers, and their events must not mix with ours.
+      {"lttng", "enable-event", "--userspace", "--session=" + name, "--channel=rtcosim",
+       "--filter=$ctx.vpid == " + std::to_string(getpid()), "rtcosim:*"},
+      {"lttng", "start", name},
+  };
+}
+
+}  // namespace
+
+std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, double events_per_second,
+                                                  std::string* error) {
+  std::string out;
+  if (run_command({"lttng", "--version"}, &out) != 0) {
+    *error = "lttng-tools is missing ('lttng' is not in PATH) — install it with 'apt-get install lttng-tools'";
     return nullptr;
   }
+  if (!ensure_sessiond(out, error)) return nullptr;
+  if (!wait_registered(out, error)) return nullptr;
 
   std::unique_ptr<TraceSession> s(new TraceSession);
   s->name_ = "rtcosim-" + std::to_string(getpid());
@@ -213,18 +242,7 @@ std::unique_ptr<TraceSession> TraceSession::start(const std::string& directory, 
   // time of one sub-buffer (>= 50 ms), so nothing is discarded for it.
   constexpr int kReadTimerUs = 20'000;
   s->read_timer_us_ = kReadTimerUs;
-  const std::vector<std::vector<std::string>> steps = {
-      {"lttng", "create", s->name_, "--output=" + directory},
-      {"lttng", "enable-channel", "--userspace", "--session=" + s->name_, "--buffers-uid", "--discard",
-       "--subbuf-size=" + std::to_string(bytes), "--num-subbuf=4", "--read-timer=" + std::to_string(kReadTimerUs),
-       "rtcosim"},
-      // Only this process: other rtcosim processes of the same user write to
-      // the same per-UID buffers, and their events must not mix with ours.
-      {"lttng", "enable-event", "--userspace", "--session=" + s->name_, "--channel=rtcosim",
-       "--filter=$ctx.vpid == " + std::to_string(getpid()), "rtcosim:*"},
-      {"lttng", "start", s->name_},
-  };
-  for (const auto& step : steps) {
+  for (const auto& step : session_commands(s->name_, directory, bytes, kReadTimerUs)) {
     if (run_command(step, &out) != 0) {
       std::string command;
       for (const auto& a : step) command += (command.empty() ? "" : " ") + a;

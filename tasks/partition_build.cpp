@@ -403,10 +403,28 @@ Partition::Partition(std::string name, std::vector<std::unique_ptr<Block>> block
   reset(0.0);
 }
 
+// A run as it is being built: the blocks of a kernel run, or the one
+// block of its own code it holds.
+struct Partition::Impl::PendingRun {
+  const KernelFamily* family;  // null: a block of its own code
+  bool stage, deriv, stateful;
+  std::vector<KernelSlot> members;
+  std::size_t slot = 0;  // the block of its own code
+};
+
 void Partition::Impl::compile() {
+  const std::vector<const KernelFamily*> family = kernel_families();
+  const std::vector<unsigned char> stage = in_stages(family);
+  const std::vector<unsigned char> deriv = derivatives_needed(family);
+  std::vector<PendingRun> pending = plan_runs(family, stage, deriv);
+  make_runs(pending);
+  index_runs();
+}
+
+// A block joins a kernel of its type when it offers one and needs none of
+// what only its own code handles.
+std::vector<const KernelFamily*> Partition::Impl::kernel_families() const {
   const std::size_t n = slots.size();
-  // A block joins a kernel of its type when it offers one and needs none of
-  // what only its own code handles.
   std::vector<const KernelFamily*> family(n, nullptr);
   for (std::size_t i = 0; i < n; ++i) {
     const Block& b = *slots[i].block;
@@ -414,25 +432,42 @@ void Partition::Impl::compile() {
     for (std::size_t p = 0; p < b.outputs().size(); ++p) plain = plain && !b.state_only(p);
     if (plain && compiled) family[i] = b.kernel_family();
   }
-  // In the stages: every block with states or its own code, and whatever
-  // they read, through any wire.
-  std::vector<unsigned char> stage(n, 0), deriv(n, 0);
+  return family;
+}
+
+// In the stages: every block with states or its own code, and whatever
+// they read, through any wire.
+std::vector<unsigned char> Partition::Impl::in_stages(const std::vector<const KernelFamily*>& family) const {
+  const std::size_t n = slots.size();
+  std::vector<unsigned char> stage(n, 0);
   std::vector<std::size_t> work;
-  auto mark = [&](std::vector<unsigned char>& set, std::size_t i) {
-    if (set[i]) return;
-    set[i] = 1;
+  auto mark = [&](std::size_t i) {
+    if (stage[i]) return;
+    stage[i] = 1;
     work.push_back(i);
   };
   for (std::size_t i = 0; i < n; ++i) {
-    if (!family[i] || slots[i].block->continuous_states() > 0) mark(stage, i);
+    if (!family[i] || slots[i].block->continuous_states() > 0) mark(i);
   }
   while (!work.empty()) {
     const std::size_t i = work.back();
     work.pop_back();
-    for (std::size_t from : upstream[i]) mark(stage, from);
+    for (std::size_t from : upstream[i]) mark(from);
   }
-  // Output derivatives: where consumed outside, where a block of its own
-  // code may read them, and upstream of a kernel that reads its inputs'.
+  return stage;
+}
+
+// Output derivatives: where consumed outside, where a block of its own
+// code may read them, and upstream of a kernel that reads its inputs'.
+std::vector<unsigned char> Partition::Impl::derivatives_needed(const std::vector<const KernelFamily*>& family) const {
+  const std::size_t n = slots.size();
+  std::vector<unsigned char> deriv(n, 0);
+  std::vector<std::size_t> work;
+  auto mark = [&](std::size_t i) {
+    if (deriv[i]) return;
+    deriv[i] = 1;
+    work.push_back(i);
+  };
   for (std::size_t i = 0; i < n; ++i) {
     const Slot& slot = slots[i];
     bool wanted = derivative_wanted.empty() || !family[i];
@@ -441,34 +476,33 @@ void Partition::Impl::compile() {
         wanted = wanted || derivative_wanted[slot.out_offsets[p] + k] != 0;
       }
     }
-    if (wanted) mark(deriv, i);
+    if (wanted) mark(i);
   }
   while (!work.empty()) {
     const std::size_t i = work.back();
     work.pop_back();
     if (family[i] && !family[i]->reads_input_derivatives(*slots[i].block)) continue;
-    for (std::size_t from : upstream[i]) mark(deriv, from);
+    for (std::size_t from : upstream[i]) mark(from);
   }
+  return deriv;
+}
 
-  // Runs, built along the evaluation order. A block of its own code opens
-  // a run of one at the end. A kernel block joins the last run of its kind
-  // unless that run comes before a run it must follow: one holding a block
-  // it reads through a feedthrough wire, or a block of its own code that
-  // reads it (placed before it in the order, which saw its value from the
-  // evaluation before and must go on seeing that); else it opens a new run
-  // of its kind at the end. A block of its own code follows every block it
-  // reads through any wire, as in the order. So each block sees exactly
-  // what it saw in the evaluation order, and runs of one kind stay long
-  // however the blocks are declared.
-  struct Pending {
-    const KernelFamily* family;  // null: a block of its own code
-    bool stage, deriv, stateful;
-    std::vector<KernelSlot> members;
-    std::size_t slot = 0;  // the block of its own code
-  };
-  std::vector<Pending> pending;
+// Runs, built along the evaluation order. A block of its own code opens
+// a run of one at the end. A kernel block joins the last run of its kind
+// unless that run comes before a run it must follow: one holding a block
+// it reads through a feedthrough wire, or a block of its own code that
+// reads it (placed before it in the order, which saw its value from the
+// evaluation before and must go on seeing that); else it opens a new run
+// of its kind at the end. A block of its own code follows every block it
+// reads through any wire, as in the order. So each block sees exactly
+// what it saw in the evaluation order, and runs of one kind stay long
+// however the blocks are declared.
+std::vector<Partition::Impl::PendingRun> Partition::Impl::plan_runs(const std::vector<const KernelFamily*>& family,
+                                                                    const std::vector<unsigned char>& stage,
+                                                                    const std::vector<unsigned char>& deriv) const {
+  const std::size_t n = slots.size();
+  std::vector<PendingRun> pending;
   std::vector<std::ptrdiff_t> run_of(n, -1);
-  runs.clear();
   auto slot_of = [&](std::size_t i) {
     KernelSlot k;
     k.block = slots[i].block.get();
@@ -479,10 +513,10 @@ void Partition::Impl::compile() {
     return k;
   };
   for (std::size_t i : order) {
-    Slot& slot = slots[i];
+    const Slot& slot = slots[i];
     const bool stateful = slot.block->continuous_states() > 0;
     if (!family[i]) {
-      pending.push_back(Pending{nullptr, true, true, stateful, {}, i});
+      pending.push_back(PendingRun{nullptr, true, true, stateful, {}, i});
       run_of[i] = static_cast<std::ptrdiff_t>(pending.size() - 1);
       continue;
     }
@@ -493,22 +527,28 @@ void Partition::Impl::compile() {
     }
     std::ptrdiff_t into = -1;
     for (std::size_t p = pending.size(); p-- > 0;) {
-      const Pending& r = pending[p];
+      const PendingRun& r = pending[p];
       if (r.family == family[i] && r.stage == (stage[i] != 0) && r.deriv == (deriv[i] != 0)) {
         into = static_cast<std::ptrdiff_t>(p);
         break;
       }
     }
     if (into < earliest) {
-      pending.push_back(Pending{family[i], stage[i] != 0, deriv[i] != 0, false, {}, 0});
+      pending.push_back(PendingRun{family[i], stage[i] != 0, deriv[i] != 0, false, {}, 0});
       into = static_cast<std::ptrdiff_t>(pending.size() - 1);
     }
-    Pending& r = pending[static_cast<std::size_t>(into)];
+    PendingRun& r = pending[static_cast<std::size_t>(into)];
     r.members.push_back(slot_of(i));
     r.stateful = r.stateful || stateful;
     run_of[i] = into;
   }
-  for (Pending& p : pending) {
+  return pending;
+}
+
+// The planned runs made: a kernel compiled for each kernel run, in order.
+void Partition::Impl::make_runs(std::vector<PendingRun>& pending) {
+  runs.clear();
+  for (PendingRun& p : pending) {
     if (!p.family) {
       Slot& slot = slots[p.slot];
       runs.push_back(Run{nullptr, &slot, true, true, p.stateful});
@@ -516,6 +556,11 @@ void Partition::Impl::compile() {
       runs.push_back(Run{p.family->compile(p.members), nullptr, p.stage, p.deriv, p.stateful});
     }
   }
+}
+
+// The passes' call lists, rebuilt from the runs (in their order) so that
+// each pass walks only the runs it needs.
+void Partition::Impl::index_runs() {
   all_runs.clear();
   stage_runs.clear();
   stateful_runs.clear();

@@ -140,6 +140,16 @@ struct Partition::Impl {
   std::vector<unsigned char> may_jump;                   // per block output signal: downstream of a block that can jump
   bool compiled = true;
   void compile();
+  // compile's steps, in its order (partition_build.cpp).
+  struct PendingRun;
+  std::vector<const KernelFamily*> kernel_families() const;
+  std::vector<unsigned char> in_stages(const std::vector<const KernelFamily*>& family) const;
+  std::vector<unsigned char> derivatives_needed(const std::vector<const KernelFamily*>& family) const;
+  std::vector<PendingRun> plan_runs(const std::vector<const KernelFamily*>& family,
+                                    const std::vector<unsigned char>& stage,
+                                    const std::vector<unsigned char>& deriv) const;
+  void make_runs(std::vector<PendingRun>& pending);
+  void index_runs();
   std::vector<std::size_t> early;     // slots whose state-only outputs feed a feedthrough input here, before `order`
   std::vector<std::size_t> discrete;  // slots with discrete updates
   std::vector<std::size_t> jumpers;   // slots whose output can jump (Block::jumps)

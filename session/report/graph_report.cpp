@@ -32,35 +32,38 @@ std::string dot_id(const std::string& s) {
   }
   return out + "\"";
 }
-}  // namespace
 
-std::string graph_summary(const config::GraphSpec& g) {
-  std::ostringstream out;
-  std::size_t links = 0;
-  for (const auto& w : g.wires) links += w.crosses_tasks ? 1 : 0;
-  out << g.file << ": " << (g.name.empty() ? "task graph" : g.name) << " — " << g.tasks.size() << " task(s), "
-      << g.diagram.blocks.size() << " block(s), " << g.wires.size() << " wire(s) of which " << links
-      << " link(s); realtime " << config::to_string(g.realtime) << ", "
-      << (g.duration > 0.0 ? "runs " + base::format_duration(g.duration) : std::string("runs until stopped")) << "\n\n";
-  // Indexed once: scans per task and per wire made a 10^4-task summary quadratic.
+// Indexed once: scans per task and per wire made a 10^4-task summary quadratic.
+struct GraphIndex {
   std::map<std::string_view, std::size_t> blocks_in;
   std::map<std::string_view, std::string_view> task_of;
-  for (const auto& b : g.diagram.blocks) {
-    ++blocks_in[b.task];
-    task_of.emplace(b.name, b.task);
-  }
   std::map<std::string_view, const config::TaskSpec*> task_named;
-  for (const auto& t : g.tasks) task_named.emplace(t.name, &t);
-  auto task_of_block = [&](const std::string& block) -> std::string {
+
+  std::string task_of_block(const std::string& block) const {
     const auto it = task_of.find(block);
     return it == task_of.end() ? std::string() : std::string(it->second);
-  };
-  auto find_task = [&](const std::string& name) -> const config::TaskSpec* {
+  }
+  const config::TaskSpec* find_task(const std::string& name) const {
     const auto it = task_named.find(name);
     return it == task_named.end() ? nullptr : it->second;
-  };
+  }
+};
+
+GraphIndex index_of(const config::GraphSpec& g) {
+  GraphIndex index;
+  for (const auto& b : g.diagram.blocks) {
+    ++index.blocks_in[b.task];
+    index.task_of.emplace(b.name, b.task);
+  }
+  for (const auto& t : g.tasks) index.task_named.emplace(t.name, &t);
+  return index;
+}
+
+// The task table gets a host column only when the graph spans hosts, so a
+// one-host summary reads as it always did.
+void write_tasks(std::ostringstream& out, const config::GraphSpec& g, GraphIndex& index) {
   using config::TaskSpec;
-  using config::ThreadTiming;
+  auto& blocks_in = index.blocks_in;
   // Values as the file gave them (format_duration: exact, "2.5 ms"), not
   // rounded to three digits as measured figures are.
   const std::vector<Field<TaskSpec>> task_columns = {
@@ -84,35 +87,44 @@ std::string graph_summary(const config::GraphSpec& g) {
     out << "\n\n";
   }
   out << "tasks:\n" << render_table(task_table, g.tasks);
-  if (links > 0) {
-    std::vector<TextTable::Column> link_columns = {
-        {"from", Align::kLeft}, {"to", Align::kLeft}, {"coupling", Align::kLeft}, {"ring", Align::kRight}};
-    if (!g.hosts.empty()) link_columns.push_back({"remote (DDS topic)", Align::kLeft});
-    TextTable table(link_columns);
-    std::size_t remote = 0;
-    for (const auto& w : g.wires) {
-      if (!w.crosses_tasks) continue;
-      const auto* producer = find_task(task_of_block(w.wire.from.block));
-      const auto* consumer = find_task(task_of_block(w.wire.to.block));
-      std::string ring = "?";
-      if (producer && consumer && producer->period > 0.0 && consumer->period > 0.0) {
-        const double longest = consumer->max_step > 0.0 ? consumer->max_step : 4.0 * consumer->period;
-        ring = std::to_string(coupling::ring_capacity_blocks({producer->period, consumer->period, longest, 2})) +
-               " blocks";
-      }
-      std::vector<std::string> row = {w.wire.from.str() + " (" + task_of_block(w.wire.from.block) + ")",
-                                      w.wire.to.str() + " (" + task_of_block(w.wire.to.block) + ")",
-                                      describe_coupling(g.coupling_of(w)), ring};
-      if (!g.hosts.empty()) {
-        remote += w.crosses_hosts ? 1 : 0;
-        row.push_back(w.crosses_hosts ? config::dds_topic_name(g, w.wire.from.str(), task_of_block(w.wire.to.block))
-                                      : std::string("-"));
-      }
-      table.add_row(row);
+}
+
+// Each link's ring as the runtime will size it, so that the summary shows the
+// memory a link takes before anything runs; "?" when a period is unknown.
+void write_links(std::ostringstream& out, const config::GraphSpec& g, const GraphIndex& index) {
+  std::vector<TextTable::Column> link_columns = {
+      {"from", Align::kLeft}, {"to", Align::kLeft}, {"coupling", Align::kLeft}, {"ring", Align::kRight}};
+  if (!g.hosts.empty()) link_columns.push_back({"remote (DDS topic)", Align::kLeft});
+  TextTable table(link_columns);
+  std::size_t remote = 0;
+  for (const auto& w : g.wires) {
+    if (!w.crosses_tasks) continue;
+    const auto* producer = index.find_task(index.task_of_block(w.wire.from.block));
+    const auto* consumer = index.find_task(index.task_of_block(w.wire.to.block));
+    std::string ring = "?";
+    if (producer && consumer && producer->period > 0.0 && consumer->period > 0.0) {
+      const double longest = consumer->max_step > 0.0 ? consumer->max_step : 4.0 * consumer->period;
+      ring =
+          std::to_string(coupling::ring_capacity_blocks({producer->period, consumer->period, longest, 2})) + " blocks";
     }
-    out << "\nlinks:\n" << table.render();
-    if (!g.hosts.empty()) out << remote << " remote link(s), carried over DDS (docs/dds.md)\n";
+    std::vector<std::string> row = {w.wire.from.str() + " (" + index.task_of_block(w.wire.from.block) + ")",
+                                    w.wire.to.str() + " (" + index.task_of_block(w.wire.to.block) + ")",
+                                    describe_coupling(g.coupling_of(w)), ring};
+    if (!g.hosts.empty()) {
+      remote += w.crosses_hosts ? 1 : 0;
+      row.push_back(w.crosses_hosts ? config::dds_topic_name(g, w.wire.from.str(), index.task_of_block(w.wire.to.block))
+                                    : std::string("-"));
+    }
+    table.add_row(row);
   }
+  out << "\nlinks:\n" << table.render();
+  if (!g.hosts.empty()) out << remote << " remote link(s), carried over DDS (docs/dds.md)\n";
+}
+
+// Only what declared execution times allow: a graph without them prints
+// neither the load nor the response times.
+void write_schedulability(std::ostringstream& out, const config::GraphSpec& g) {
+  using config::ThreadTiming;
   const config::Schedulability sched = config::analyse_schedulability(g);
   if (!sched.cpu_load.empty()) {
     out << "\nCPU load from declared execution times:\n";
@@ -138,6 +150,22 @@ std::string graph_summary(const config::GraphSpec& g) {
     out << "\nworst-case response times (fixed-priority analysis of the longest scripted executions):\n"
         << render_table(columns, sched.threads);
   }
+}
+
+}  // namespace
+
+std::string graph_summary(const config::GraphSpec& g) {
+  std::ostringstream out;
+  std::size_t links = 0;
+  for (const auto& w : g.wires) links += w.crosses_tasks ? 1 : 0;
+  out << g.file << ": " << (g.name.empty() ? "task graph" : g.name) << " — " << g.tasks.size() << " task(s), "
+      << g.diagram.blocks.size() << " block(s), " << g.wires.size() << " wire(s) of which " << links
+      << " link(s); realtime " << config::to_string(g.realtime) << ", "
+      << (g.duration > 0.0 ? "runs " + base::format_duration(g.duration) : std::string("runs until stopped")) << "\n\n";
+  GraphIndex index = index_of(g);
+  write_tasks(out, g, index);
+  if (links > 0) write_links(out, g, index);
+  write_schedulability(out, g);
   if (!g.record.signals.empty()) {
     out << "\nrecords " << g.record.signals.size() << " signal(s) to " << g.record.file << '\n';
   }

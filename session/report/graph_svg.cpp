@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 #include <fcntl.h>
 #include <poll.h>
@@ -43,25 +44,24 @@ ssize_t write_no_sigpipe(int fd, const char* data, std::size_t size) {
   return n;
 }
 
-}  // namespace
-
-std::string render_svg(const std::string& program, const std::string& dot, std::string* why, const SvgLimits& limits) {
-  if (dot.size() > limits.max_input) {
-    *why = "the graph's DOT has " + std::to_string(dot.size()) + " bytes, more than " +
-           std::to_string(limits.max_input) + " are not laid out";
-    return {};
-  }
-  int in[2], out[2];
+// Both pipes or none: a half-open pair would leak into the next call.
+bool open_pipes(int in[2], int out[2], std::string* why) {
   if (pipe2(in, O_CLOEXEC) != 0) {
     *why = std::string("pipe: ") + std::strerror(errno);
-    return {};
+    return false;
   }
   if (pipe2(out, O_CLOEXEC) != 0) {
     *why = std::string("pipe: ") + std::strerror(errno);
     close(in[0]);
     close(in[1]);
-    return {};
+    return false;
   }
+  return true;
+}
+
+// Starts the program on the pipes' far ends, which are closed here whatever
+// happens; on failure our ends are closed too, so the caller has nothing to undo.
+bool spawn_program(const std::string& program, int in[2], int out[2], pid_t* pid, std::string* why) {
   // A file action that could not be recorded (ENOMEM) would start the
   // program on the daemon's own standard input and output.
   posix_spawn_file_actions_t actions;
@@ -69,7 +69,7 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
   if (spawn_setup != 0) {
     *why = std::string("cannot prepare to run '") + program + "': " + std::strerror(spawn_setup);
     for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
-    return {};
+    return false;
   }
   spawn_setup = posix_spawn_file_actions_adddup2(&actions, in[0], 0);
   if (spawn_setup == 0) spawn_setup = posix_spawn_file_actions_adddup2(&actions, out[1], 1);
@@ -87,9 +87,8 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   std::string arg0 = program, arg1 = "-Tsvg";
   char* argv[] = {arg0.data(), arg1.data(), nullptr};
-  pid_t pid = 0;
   const int spawned =
-      spawn_setup != 0 ? spawn_setup : posix_spawnp(&pid, program.c_str(), &actions, &attr, argv, environ);
+      spawn_setup != 0 ? spawn_setup : posix_spawnp(pid, program.c_str(), &actions, &attr, argv, environ);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(in[0]);
@@ -98,47 +97,47 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
     *why = std::string("cannot prepare to run '") + program + "': " + std::strerror(spawn_setup);
     close(in[1]);
     close(out[0]);
-    return {};
+    return false;
   }
   if (spawned != 0) {
     *why = "cannot run '" + program + "': " + std::strerror(spawned) + " (Debian: apt-get install graphviz)";
     close(in[1]);
     close(out[0]);
-    return {};
+    return false;
   }
-  // Non-blocking on our ends only (dot's stay blocking): a dot that stops
-  // reading or writing must never hold the daemon's loop past the deadline.
-  if (fcntl(in[1], F_SETFL, O_NONBLOCK) < 0 || fcntl(out[0], F_SETFL, O_NONBLOCK) < 0) {
-    *why = std::string("cannot make the pipes to '") + program + "' non-blocking: " + std::strerror(errno);
-    close(in[1]);
-    close(out[0]);
-    kill(pid, SIGKILL);
-    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-    }
-    return {};
-  }
+  return true;
+}
+
+// What the exchange with the program left: the verdict needs all of it.
+struct Exchange {
+  std::string svg;
+  bool eof = false, too_large = false, timed_out = false;
+  std::string io_error;  // a failed poll or read: the SVG cannot be trusted whatever the exit status
+};
+
+// Writes the DOT and reads the SVG at once, bounded in time and size, so
+// that a program blocked on a full pipe either way cannot hold the caller.
+// Closes both of our ends.
+Exchange exchange(int to, int from, const std::string& dot, const SvgLimits& limits) {
   using Clock = std::chrono::steady_clock;
   const auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limits.timeout_s));
-  std::string svg;
+  Exchange x;
   std::size_t written = 0;
-  int to = in[1];
-  bool eof = false, too_large = false, timed_out = false;
-  std::string io_error;  // a failed poll or read: the SVG cannot be trusted whatever the exit status
   if (dot.empty()) {
     close(to);
     to = -1;
   }
-  while (!eof && !too_large) {
+  while (!x.eof && !x.too_large) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
-      timed_out = true;
+      x.timed_out = true;
       break;
     }
-    pollfd fds[2] = {{out[0], POLLIN, 0}, {to, POLLOUT, 0}};
+    pollfd fds[2] = {{from, POLLIN, 0}, {to, POLLOUT, 0}};
     if (const int rc = poll(fds, to >= 0 ? 2 : 1, static_cast<int>(left)); rc < 0) {
       if (errno == EINTR) continue;
-      io_error = std::string("poll: ") + std::strerror(errno);
+      x.io_error = std::string("poll: ") + std::strerror(errno);
       break;
     }
     if (to >= 0 && (fds[1].revents & (POLLOUT | POLLERR | POLLHUP))) {
@@ -155,21 +154,72 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
     }
     if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) {
       char buf[65536];
-      const ssize_t n = read(out[0], buf, sizeof buf);
+      const ssize_t n = read(from, buf, sizeof buf);
       if (n > 0) {
-        svg.append(buf, static_cast<std::size_t>(n));
-        too_large = svg.size() > limits.max_output;
+        x.svg.append(buf, static_cast<std::size_t>(n));
+        x.too_large = x.svg.size() > limits.max_output;
       } else if (n == 0) {
-        eof = true;
+        x.eof = true;
       } else if (errno != EAGAIN && errno != EINTR) {
-        io_error = std::string("reading its output: ") + std::strerror(errno);
+        x.io_error = std::string("reading its output: ") + std::strerror(errno);
         break;
       }
     }
   }
   if (to >= 0) close(to);
-  close(out[0]);
-  if (!eof) kill(pid, SIGKILL);
+  close(from);
+  return x;
+}
+
+// The SVG only when everything went right; otherwise *why names the first
+// thing that went wrong, in the order that makes the message most useful.
+std::string verdict(const std::string& program, Exchange& x, int status, const SvgLimits& limits, std::string* why) {
+  if (!x.io_error.empty()) {
+    *why = "'" + program + "': " + x.io_error;
+  } else if (x.timed_out) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", limits.timeout_s);
+    *why = "'" + program + "' did not finish within " + seconds + " s";
+  } else if (x.too_large) {
+    *why = "'" + program + "' wrote more than " + std::to_string(limits.max_output) + " bytes of SVG";
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    *why = "'" + program + "' failed (" +
+           (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
+                              : "signal " + std::to_string(WTERMSIG(status))) +
+           ")" + (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? " — is Graphviz installed?" : "");
+  } else if (x.svg.find("<svg") == std::string::npos) {
+    *why = "'" + program + "' wrote no SVG";
+  } else {
+    return std::move(x.svg);
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string render_svg(const std::string& program, const std::string& dot, std::string* why, const SvgLimits& limits) {
+  if (dot.size() > limits.max_input) {
+    *why = "the graph's DOT has " + std::to_string(dot.size()) + " bytes, more than " +
+           std::to_string(limits.max_input) + " are not laid out";
+    return {};
+  }
+  int in[2], out[2];
+  if (!open_pipes(in, out, why)) return {};
+  pid_t pid = 0;
+  if (!spawn_program(program, in, out, &pid, why)) return {};
+  // Non-blocking on our ends only (dot's stay blocking): a dot that stops
+  // reading or writing must never hold the daemon's loop past the deadline.
+  if (fcntl(in[1], F_SETFL, O_NONBLOCK) < 0 || fcntl(out[0], F_SETFL, O_NONBLOCK) < 0) {
+    *why = std::string("cannot make the pipes to '") + program + "' non-blocking: " + std::strerror(errno);
+    close(in[1]);
+    close(out[0]);
+    kill(pid, SIGKILL);
+    while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+    return {};
+  }
+  Exchange x = exchange(in[1], out[0], dot, limits);
+  if (!x.eof) kill(pid, SIGKILL);
   int status = 0;
   pid_t waited = 0;
   while ((waited = waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
@@ -180,25 +230,7 @@ std::string render_svg(const std::string& program, const std::string& dot, std::
     *why = "cannot learn how '" + program + "' ended (waitpid: " + std::strerror(errno) + ")";
     return {};
   }
-  if (!io_error.empty()) {
-    *why = "'" + program + "': " + io_error;
-  } else if (timed_out) {
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%g", limits.timeout_s);
-    *why = "'" + program + "' did not finish within " + seconds + " s";
-  } else if (too_large) {
-    *why = "'" + program + "' wrote more than " + std::to_string(limits.max_output) + " bytes of SVG";
-  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    *why = "'" + program + "' failed (" +
-           (WIFEXITED(status) ? "exit status " + std::to_string(WEXITSTATUS(status))
-                              : "signal " + std::to_string(WTERMSIG(status))) +
-           ")" + (WIFEXITED(status) && WEXITSTATUS(status) == 127 ? " — is Graphviz installed?" : "");
-  } else if (svg.find("<svg") == std::string::npos) {
-    *why = "'" + program + "' wrote no SVG";
-  } else {
-    return svg;
-  }
-  return {};
+  return verdict(program, x, status, limits, why);
 }
 
 }  // namespace rtcosim::session

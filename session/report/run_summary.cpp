@@ -113,11 +113,8 @@ std::string remote_link_lines(const io::RemoteState& state) {
   return out;
 }
 
-}  // namespace
-
-// Each table is its list of columns: a figure is one line here, and
-// docs/figures.md says what each one is.
-std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
+// The per-task figures every run has: frames, steps, overruns, lag.
+std::string task_table(const std::vector<const TaskRuntime*>& local) {
   const std::vector<Field<TaskRuntime>> task_columns = {
       {"name", Align::kLeft, [](const TaskRuntime& t) { return t.spec().name; }},
       {"frames", Align::kRight, [](const TaskRuntime& t) { return format_count(t.stats().frames.load()); }},
@@ -140,8 +137,12 @@ std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
        [](const TaskRuntime& t) { return format_general(t.stats().local_error.max()); }},
       {"thread", Align::kLeft, placement_of},
   };
-  // Wake-up latency and execution time as the histograms saw them: the
-  // tails are what a real-time run is judged by.
+  return "tasks:\n" + render_table(task_columns, local);
+}
+
+// Wake-up latency and execution time as the histograms saw them: the
+// tails are what a real-time run is judged by.
+std::string timing_table(const std::vector<const TaskRuntime*>& local) {
   const std::vector<Field<TaskRuntime>> timing_columns = {
       {"name", Align::kLeft, [](const TaskRuntime& t) { return t.spec().name; }},
       {"latency p50", Align::kRight,
@@ -161,26 +162,15 @@ std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
       {"cycle p99", Align::kRight, [](const TaskRuntime& t) { return percentile_of(t.stats().cycle_ns, 0.99); }},
       {"cycle max", Align::kRight, [](const TaskRuntime& t) { return max_of(t.stats().cycle_ns); }},
   };
-  const std::vector<Field<GraphLink>> link_columns = {
-      {"from -> to", Align::kLeft,
-       [](const GraphLink& l) { return l.source + " (" + l.producer + ") -> " + l.consumer; }},
-      {"method", Align::kLeft, [](const GraphLink& l) { return l.method; }},
-      {"published", Align::kRight, [](const GraphLink& l) { return format_count(l.link->published()); }},
-      {"dropped", Align::kRight, [](const GraphLink& l) { return format_count(l.link->dropped()); }},
-      {"ring", Align::kRight, [](const GraphLink& l) { return format_count(l.link->capacity_blocks()); }},
-      {"data age mean", Align::kRight, [](const GraphLink& l) { return format_seconds(l.stats->data_age.mean()); }},
-      {"data age max", Align::kRight, [](const GraphLink& l) { return format_seconds(l.stats->data_age.max()); }},
-      {"extrapolation max", Align::kRight,
-       [](const GraphLink& l) { return format_seconds(l.stats->extrapolation_interval.max()); }},
-  };
-  const auto tasks = local_tasks(graph);
-  const auto links = local_links(graph);
-  std::string out = "tasks:\n" + render_table(task_columns, tasks);
-  out += "timing:\n" + render_table(timing_columns, tasks);
-  // Only when a measured step met a stall: what it owed and how it repaid
-  // it (docs/stalls.md).
+  return "timing:\n" + render_table(timing_columns, local);
+}
+
+// Only when a measured step met a stall: what it owed and how it repaid
+// it (docs/stalls.md).
+std::string stall_table(const std::vector<const TaskRuntime*>& local) {
+  std::string out;
   std::vector<const TaskRuntime*> stalled;
-  for (const TaskRuntime* t : tasks) {
+  for (const TaskRuntime* t : local) {
     const runtime::TaskStats& s = t->stats();
     if (s.stalls.load() > 0 || s.lost_real_time.load() > 0.0 || s.data_waits.load() > 0) stalled.push_back(t);
   }
@@ -206,11 +196,16 @@ std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
         "docs/stalls.md):\n" +
         render_table(stall_columns, stalled);
   }
-  // Only for tasks whose blocks had events (an FMU's): how many, how many
-  // were located inside a frame, what locating cost, and the bounds
-  // reached (docs/config.md "Events").
+  return out;
+}
+
+// Only for tasks whose blocks had events (an FMU's): how many, how many
+// were located inside a frame, what locating cost, and the bounds
+// reached (docs/config.md "Events").
+std::string event_table(const std::vector<const TaskRuntime*>& local) {
+  std::string out;
   std::vector<const TaskRuntime*> eventful;
-  for (const TaskRuntime* t : tasks) {
+  for (const TaskRuntime* t : local) {
     if (t->stats().events.load(std::memory_order_relaxed) > 0) eventful.push_back(t);
   }
   if (!eventful.empty()) {
@@ -226,7 +221,38 @@ std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
     out += "events (docs/figures.md; state events located inside frames: docs/config.md, \"Events\"):\n" +
            render_table(event_columns, eventful);
   }
-  if (!links.empty()) out += "links:\n" + render_table(link_columns, links) + link_health_lines(graph);
+  return out;
+}
+
+// The local links, then their health lines: nothing when no link has an end here.
+std::string link_table(runtime::Graph& graph, const std::vector<const GraphLink*>& links) {
+  const std::vector<Field<GraphLink>> link_columns = {
+      {"from -> to", Align::kLeft,
+       [](const GraphLink& l) { return l.source + " (" + l.producer + ") -> " + l.consumer; }},
+      {"method", Align::kLeft, [](const GraphLink& l) { return l.method; }},
+      {"published", Align::kRight, [](const GraphLink& l) { return format_count(l.link->published()); }},
+      {"dropped", Align::kRight, [](const GraphLink& l) { return format_count(l.link->dropped()); }},
+      {"ring", Align::kRight, [](const GraphLink& l) { return format_count(l.link->capacity_blocks()); }},
+      {"data age mean", Align::kRight, [](const GraphLink& l) { return format_seconds(l.stats->data_age.mean()); }},
+      {"data age max", Align::kRight, [](const GraphLink& l) { return format_seconds(l.stats->data_age.max()); }},
+      {"extrapolation max", Align::kRight,
+       [](const GraphLink& l) { return format_seconds(l.stats->extrapolation_interval.max()); }},
+  };
+  return links.empty() ? std::string() : "links:\n" + render_table(link_columns, links) + link_health_lines(graph);
+}
+
+}  // namespace
+
+// Each table is its own step, in the order printed: docs/figures.md says
+// what each figure is.
+std::string run_summary(runtime::Graph& graph, const io::RemoteState* remote) {
+  const auto tasks = local_tasks(graph);
+  const auto links = local_links(graph);
+  std::string out = task_table(tasks);
+  out += timing_table(tasks);
+  out += stall_table(tasks);
+  out += event_table(tasks);
+  out += link_table(graph, links);
   // Without a run's state (a virtual run, a build without DDS): the zeroes
   // of a fresh one, so that the tables keep their shape.
   const std::optional<io::RemoteState> fresh = remote != nullptr ? std::nullopt : std::optional<io::RemoteState>(graph);

@@ -5,6 +5,7 @@
 #include <deque>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
 #include <nlopt.hpp>
 
@@ -74,6 +75,85 @@ nlopt::algorithm algorithm_of(Solver s) {
   return nlopt::LN_BOBYQA;
 }
 
+// A variable must name a tunable parameter of one of the components, with a
+// start inside its bounds: the optimiser is given nothing else to check.
+void check_variables(const std::vector<Component>& components, const std::vector<DecisionVariable>& variables) {
+  const std::size_t n = components.size();
+  for (const auto& v : variables) {
+    if (v.component >= n)
+      throw std::invalid_argument("state synchronisation: a decision variable's component is out of range");
+    const auto& block = components[v.component].partition->block(v.block);
+    if (v.parameter >= block.tunable_parameters().size()) {
+      throw std::invalid_argument("state synchronisation: block '" + block.name() + "' (" + block.type() +
+                                  ") has no tunable parameter number " + std::to_string(v.parameter));
+    }
+    if (!(v.lower < v.upper) || v.start < v.lower || v.start > v.upper) {
+      throw std::invalid_argument("state synchronisation: '" + block.name() + "': bounds [" + std::to_string(v.lower) +
+                                  ", " + std::to_string(v.upper) + "] must be increasing and hold the start value " +
+                                  std::to_string(v.start));
+    }
+  }
+}
+
+using Edges = std::vector<std::vector<std::size_t>>;
+
+// Edges source -> consumer (next) and back (prev), from the component
+// feeds, each of which must match one of the partition's external inputs.
+std::pair<Edges, Edges> edges_of(const std::vector<Component>& components) {
+  const std::size_t n = components.size();
+  Edges next(n), prev(n);
+  for (std::size_t c = 0; c < n; ++c) {
+    if (components[c].inputs.size() != components[c].partition->externals().size()) {
+      throw std::invalid_argument("state synchronisation: component '" + components[c].partition->name() + "' has " +
+                                  std::to_string(components[c].partition->externals().size()) +
+                                  " external inputs and " + std::to_string(components[c].inputs.size()) + " feeds");
+    }
+    for (const auto& f : components[c].inputs) {
+      if (f.kind == InputFeed::Kind::kComponent) {
+        next[f.source].push_back(c);
+        prev[c].push_back(f.source);
+      }
+    }
+  }
+  return {std::move(next), std::move(prev)};
+}
+
+// Hop distances by breadth-first search: -1 where `from` cannot reach.
+std::vector<int> reach(const Edges& edges, const std::vector<std::size_t>& from) {
+  std::vector<int> hops(edges.size(), -1);
+  std::deque<std::size_t> queue;
+  for (auto f : from) {
+    hops[f] = 0;
+    queue.push_back(f);
+  }
+  while (!queue.empty()) {
+    const auto c = queue.front();
+    queue.pop_front();
+    for (auto d : edges[c]) {
+      if (hops[d] < 0) {
+        hops[d] = hops[c] + 1;
+        queue.push_back(d);
+      }
+    }
+  }
+  return hops;
+}
+
+// A component's snapshot must be one: a block that keeps its own state
+// (an FMU) has to be able to save and restore it.
+void check_snapshots(const std::vector<Component>& components) {
+  for (const auto& c : components) {
+    for (std::size_t b = 0; b < c.partition->block_count(); ++b) {
+      if (!c.partition->mutable_block(b).save_state()) {
+        throw std::invalid_argument("state synchronisation: block '" + c.partition->block(b).name() + "' (" +
+                                    c.partition->block(b).type() + ") of component '" + c.partition->name() +
+                                    "' cannot save its state (an FMU must declare canGetAndSetFMUstate) — it cannot "
+                                    "be re-run from a snapshot");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 double objective_trampoline(unsigned, const double* x, double*, void* data) {
@@ -88,58 +168,11 @@ StateSync::StateSync(std::vector<Component> components, std::vector<DecisionVari
       compared_(std::move(compared)),
       measured_(measured),
       settings_(settings) {
-  const std::size_t n = components_.size();
   if (variables_.empty()) throw std::invalid_argument("state synchronisation: no decision variables");
   if (compared_.empty()) throw std::invalid_argument("state synchronisation: no compared pairs");
   if (settings_.horizon < 1) throw std::invalid_argument("state synchronisation: the horizon T_P must be >= 1 step");
-  for (const auto& v : variables_) {
-    if (v.component >= n)
-      throw std::invalid_argument("state synchronisation: a decision variable's component is out of range");
-    const auto& block = components_[v.component].partition->block(v.block);
-    if (v.parameter >= block.tunable_parameters().size()) {
-      throw std::invalid_argument("state synchronisation: block '" + block.name() + "' (" + block.type() +
-                                  ") has no tunable parameter number " + std::to_string(v.parameter));
-    }
-    if (!(v.lower < v.upper) || v.start < v.lower || v.start > v.upper) {
-      throw std::invalid_argument("state synchronisation: '" + block.name() + "': bounds [" + std::to_string(v.lower) +
-                                  ", " + std::to_string(v.upper) + "] must be increasing and hold the start value " +
-                                  std::to_string(v.start));
-    }
-  }
-  // Edges source -> consumer; hop distances by breadth-first search.
-  std::vector<std::vector<std::size_t>> next(n), prev(n);
-  for (std::size_t c = 0; c < n; ++c) {
-    if (components_[c].inputs.size() != components_[c].partition->externals().size()) {
-      throw std::invalid_argument("state synchronisation: component '" + components_[c].partition->name() + "' has " +
-                                  std::to_string(components_[c].partition->externals().size()) +
-                                  " external inputs and " + std::to_string(components_[c].inputs.size()) + " feeds");
-    }
-    for (const auto& f : components_[c].inputs) {
-      if (f.kind == InputFeed::Kind::kComponent) {
-        next[f.source].push_back(c);
-        prev[c].push_back(f.source);
-      }
-    }
-  }
-  auto reach = [&](const std::vector<std::vector<std::size_t>>& edges, std::vector<std::size_t> from) {
-    std::vector<int> hops(n, -1);
-    std::deque<std::size_t> queue;
-    for (auto f : from) {
-      hops[f] = 0;
-      queue.push_back(f);
-    }
-    while (!queue.empty()) {
-      const auto c = queue.front();
-      queue.pop_front();
-      for (auto d : edges[c]) {
-        if (hops[d] < 0) {
-          hops[d] = hops[c] + 1;
-          queue.push_back(d);
-        }
-      }
-    }
-    return hops;
-  };
+  check_variables(components_, variables_);
+  const auto [next, prev] = edges_of(components_);
   std::vector<std::size_t> u_components, y_components;
   for (const auto& v : variables_) u_components.push_back(v.component);
   for (const auto& p : compared_) y_components.push_back(p.component);
@@ -157,18 +190,15 @@ StateSync::StateSync(std::vector<Component> components, std::vector<DecisionVari
                                 " is shorter than the distance T_D = " + std::to_string(distance_) +
                                 " from u to the compared output");
   }
-  // A component's snapshot must be one: a block that keeps its own state
-  // (an FMU) has to be able to save and restore it.
-  for (const auto& c : components_) {
-    for (std::size_t b = 0; b < c.partition->block_count(); ++b) {
-      if (!c.partition->mutable_block(b).save_state()) {
-        throw std::invalid_argument("state synchronisation: block '" + c.partition->block(b).name() + "' (" +
-                                    c.partition->block(b).type() + ") of component '" + c.partition->name() +
-                                    "' cannot save its state (an FMU must declare canGetAndSetFMUstate) — it cannot "
-                                    "be re-run from a snapshot");
-      }
-    }
-  }
+  check_snapshots(components_);
+  size_state(from_u, to_y);
+  reset();
+}
+
+// Which components re-run, for how many steps, and the per-component
+// buffers: fixed once here so that no macro step allocates.
+void StateSync::size_state(const std::vector<int>& from_u, const std::vector<int>& to_y) {
+  const std::size_t n = components_.size();
   rerun_.resize(n);
   gamma_.resize(n);
   reuse_.resize(n);
@@ -192,7 +222,6 @@ StateSync::StateSync(std::vector<Component> components, std::vector<DecisionVari
   impl_->failed_at.assign(n, settings_.horizon);
   impl_->width = variables_.size();
   impl_->slots = settings_.dynamic ? static_cast<std::size_t>(settings_.horizon - distance_ + 1) : 1;
-  reset();
 }
 
 StateSync::~StateSync() = default;

@@ -166,6 +166,8 @@ class StateSync {
   // its first Gamma_k steps (eq. 4.5); otherwise every component in `which`
   // steps.
   void step_components(const std::vector<bool>& which, std::size_t k, bool reuse = false, bool limit = false);
+  // The constructor's last step, once everything is checked.
+  void size_state(const std::vector<int>& from_u, const std::vector<int>& to_y);
   void apply_u(const double* u) noexcept;
   double horizon_objective(const double* x);
   friend double objective_trampoline(unsigned n, const double* x, double* grad, void* data);

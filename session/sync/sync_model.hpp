@@ -9,6 +9,10 @@
 #include "session/sync/state_sync.hpp"
 #include "tasks/block_registry.hpp"
 
+namespace rtcosim::tasks {
+struct TaskPartitionSpec;  // tasks/diagram.hpp
+}  // namespace rtcosim::tasks
+
 namespace rtcosim::session {
 
 /*
@@ -61,6 +65,14 @@ class SyncModel {
   [[nodiscard]] const std::vector<Variable>& variables() const noexcept { return variable_places_; }
 
  private:
+  // The constructor's steps, in its order: each throws with the file's place.
+  [[nodiscard]] long component_of(const std::string& task) const;
+  std::size_t column(const std::string& signal);
+  void build_components(const std::vector<tasks::TaskPartitionSpec>& split, const std::string& at);
+  void feed_components(const std::string& at);
+  void add_variables();
+  void add_compared(const std::string& at);
+
   const config::GraphSpec& spec_;
   const tasks::BlockRegistry& blocks_;
   std::vector<std::string> names_, measurement_tasks_, column_signals_;

@@ -86,84 +86,12 @@ class MechanicalBlock final : public Block {
     ni_ = model_->interface_dims();
     const auto n = static_cast<std::size_t>(n_);
     const auto ni = static_cast<std::size_t>(ni_);
-    const std::string drive = p.text(name, "interface", "force");
-    if (drive == "force") {
-      drive_ = Drive::kForce;
-    } else if (drive == "spring") {
-      drive_ = Drive::kSpring;
-    } else if (drive == "rim") {
-      drive_ = Drive::kRim;
-    } else if (drive == "none") {
-      drive_ = Drive::kNone;
-    } else {
-      throw BlockError(
-          "block '" + name + "': parameter 'interface' is '" + drive + "' — expected force, spring, rim or none", name,
-          "interface");
-    }
-    if (drive_ == Drive::kRim) {
-      drift_time_ = p.non_negative(name, "drift_time", 0.0);
-      position_drift_time_ = p.non_negative(name, "position_drift_time", 0.0);
-      if (position_drift_time_ > 0.0 && !(drift_time_ > 0.0)) {
-        throw BlockError("block '" + name +
-                             "': parameter 'position_drift_time' needs a drift_time > 0 — without the velocity "
-                             "term the position pull is an undamped spring (critical damping: drift_time = "
-                             "position_drift_time / 2)",
-                         name, "position_drift_time");
-      }
-    }
-    if (drive_ == Drive::kSpring) {
-      stiffness_ = p.non_negative(name, "coupling_stiffness", 0.0);
-      damping_ = p.non_negative(name, "coupling_damping", 0.0);
-    }
+    read_drive(name, p);
     q0_ = initial(name, p, "q0", n);
     v0_ = initial(name, p, "v0", n);
-
-    // A force input feeds no output through (outputs are states or the RIM):
-    // that is what lets a force-driven body and a rim-driven one close a loop.
-    if (drive_ == Drive::kForce) add_input("force", ni, false);
-    if (drive_ == Drive::kSpring) add_input("motion", 2 * ni, true);
-    if (drive_ == Drive::kRim) add_input("rim", interface::RimPayload::flat_size(ni), true);
-    add_output("q", n);
-    add_output("v", n);
-    add_output("x", ni);
-    add_output("w", ni);
-    add_output("energy", 1);
-    add_output("rim", interface::RimPayload::flat_size(ni), true);  // state only: two-way rim closes no loop
-    add_output("motion", 2 * ni);
-    if (drive_ == Drive::kSpring || drive_ == Drive::kRim) {
-      add_output("force", ni);
-      add_output("reaction", ni);
-    }
+    declare_ports(n, ni);
     set_continuous_states(2 * n);
-
-    terms_ = model_->make_terms();
-    own_ = reduction_.make_quantities();
-    q_ = Eigen::VectorXd::Zero(n_);
-    v_ = Eigen::VectorXd::Zero(n_);
-    vdot_ = Eigen::VectorXd::Zero(n_);
-    f_ = Eigen::VectorXd::Zero(n_);
-    m_ = Eigen::MatrixXd::Zero(n_, n_);
-    // Sized by factoring an identity in place: moving a sized LDLT in reads
-    // its uninitialised `info` (Eigen 3.4; UBSan: invalid ComputationInfo).
-    m_ldlt_.compute(Eigen::MatrixXd::Identity(n_, n_));
-    minv_act_ = Eigen::MatrixXd::Zero(n_, nc_);
-    s_ = Eigen::MatrixXd::Zero(nc_, nc_);
-    if (nc_ > 0) s_ldlt_.compute(Eigen::MatrixXd::Identity(nc_, nc_));
-    mu_ = Eigen::VectorXd::Zero(nc_);
-    rc_ = Eigen::VectorXd::Zero(nc_);
-    meff_ = Eigen::MatrixXd::Zero(ni_, ni_);
-    meff_ai_ = Eigen::MatrixXd::Zero(ni_, n_);
-    ri_ = Eigen::VectorXd::Zero(ni_);
-    lambda_ = Eigen::VectorXd::Zero(ni_);
-    xi_ = Eigen::VectorXd::Zero(ni_);
-    wi_ = Eigen::VectorXd::Zero(ni_);
-    wdot_ = Eigen::VectorXd::Zero(ni_);
-    lt_in_ = Eigen::VectorXd::Zero(ni_);
-    wo_ = Eigen::VectorXd::Zero(ni_);
-    correction_ = Eigen::VectorXd::Zero(ni_);
-    z_in_ = Eigen::VectorXd::Zero(ni_);
-    offset_ = Eigen::VectorXd::Zero(ni_);
-    saved_offset_ = Eigen::VectorXd::Zero(ni_);
+    size_workspaces();
   }
 
   void initialize(std::span<double> x, std::span<double>) const noexcept override {
@@ -307,6 +235,93 @@ class MechanicalBlock final : public Block {
                        block, name);
     }
     return *v;
+  }
+
+  // The interface drive and the parameters only it takes, checked before
+  // anything is sized from them.
+  void read_drive(const std::string& name, const BlockParams& p) {
+    const std::string drive = p.text(name, "interface", "force");
+    if (drive == "force") {
+      drive_ = Drive::kForce;
+    } else if (drive == "spring") {
+      drive_ = Drive::kSpring;
+    } else if (drive == "rim") {
+      drive_ = Drive::kRim;
+    } else if (drive == "none") {
+      drive_ = Drive::kNone;
+    } else {
+      throw BlockError(
+          "block '" + name + "': parameter 'interface' is '" + drive + "' — expected force, spring, rim or none", name,
+          "interface");
+    }
+    if (drive_ == Drive::kRim) {
+      drift_time_ = p.non_negative(name, "drift_time", 0.0);
+      position_drift_time_ = p.non_negative(name, "position_drift_time", 0.0);
+      if (position_drift_time_ > 0.0 && !(drift_time_ > 0.0)) {
+        throw BlockError("block '" + name +
+                             "': parameter 'position_drift_time' needs a drift_time > 0 — without the velocity "
+                             "term the position pull is an undamped spring (critical damping: drift_time = "
+                             "position_drift_time / 2)",
+                         name, "position_drift_time");
+      }
+    }
+    if (drive_ == Drive::kSpring) {
+      stiffness_ = p.non_negative(name, "coupling_stiffness", 0.0);
+      damping_ = p.non_negative(name, "coupling_damping", 0.0);
+    }
+  }
+
+  // The ports the drive asks for, in the order the Port indices name.
+  void declare_ports(std::size_t n, std::size_t ni) {
+    // A force input feeds no output through (outputs are states or the RIM):
+    // that is what lets a force-driven body and a rim-driven one close a loop.
+    if (drive_ == Drive::kForce) add_input("force", ni, false);
+    if (drive_ == Drive::kSpring) add_input("motion", 2 * ni, true);
+    if (drive_ == Drive::kRim) add_input("rim", interface::RimPayload::flat_size(ni), true);
+    add_output("q", n);
+    add_output("v", n);
+    add_output("x", ni);
+    add_output("w", ni);
+    add_output("energy", 1);
+    add_output("rim", interface::RimPayload::flat_size(ni), true);  // state only: two-way rim closes no loop
+    add_output("motion", 2 * ni);
+    if (drive_ == Drive::kSpring || drive_ == Drive::kRim) {
+      add_output("force", ni);
+      add_output("reaction", ni);
+    }
+  }
+
+  // Every workspace of the evaluations sized here, at set-up: the frame
+  // path then allocates nothing.
+  void size_workspaces() {
+    terms_ = model_->make_terms();
+    own_ = reduction_.make_quantities();
+    q_ = Eigen::VectorXd::Zero(n_);
+    v_ = Eigen::VectorXd::Zero(n_);
+    vdot_ = Eigen::VectorXd::Zero(n_);
+    f_ = Eigen::VectorXd::Zero(n_);
+    m_ = Eigen::MatrixXd::Zero(n_, n_);
+    // Sized by factoring an identity in place: moving a sized LDLT in reads
+    // its uninitialised `info` (Eigen 3.4; UBSan: invalid ComputationInfo).
+    m_ldlt_.compute(Eigen::MatrixXd::Identity(n_, n_));
+    minv_act_ = Eigen::MatrixXd::Zero(n_, nc_);
+    s_ = Eigen::MatrixXd::Zero(nc_, nc_);
+    if (nc_ > 0) s_ldlt_.compute(Eigen::MatrixXd::Identity(nc_, nc_));
+    mu_ = Eigen::VectorXd::Zero(nc_);
+    rc_ = Eigen::VectorXd::Zero(nc_);
+    meff_ = Eigen::MatrixXd::Zero(ni_, ni_);
+    meff_ai_ = Eigen::MatrixXd::Zero(ni_, n_);
+    ri_ = Eigen::VectorXd::Zero(ni_);
+    lambda_ = Eigen::VectorXd::Zero(ni_);
+    xi_ = Eigen::VectorXd::Zero(ni_);
+    wi_ = Eigen::VectorXd::Zero(ni_);
+    wdot_ = Eigen::VectorXd::Zero(ni_);
+    lt_in_ = Eigen::VectorXd::Zero(ni_);
+    wo_ = Eigen::VectorXd::Zero(ni_);
+    correction_ = Eigen::VectorXd::Zero(ni_);
+    z_in_ = Eigen::VectorXd::Zero(ni_);
+    offset_ = Eigen::VectorXd::Zero(ni_);
+    saved_offset_ = Eigen::VectorXd::Zero(ni_);
   }
 
   void load_state(const BlockContext& c) const noexcept {

@@ -178,6 +178,105 @@ FmuInfo inspect(const std::string& path) {
   return info;
 }
 
+namespace {
+
+// The FMI 2.0 functions the interface needs (a missing required one is an
+// error here, at load, not a null call in a frame); `self` is the
+// logger's and allocator's environment.
+// Api is FmuInstance's (private: named by its members only).
+template <class Api>
+void bind_fmi2(Api& a, Library& lib, bool me, FmuInstance* self) {
+  lib.get(a.instantiate2, "fmi2Instantiate");
+  lib.get(a.free2, "fmi2FreeInstance");
+  lib.get(a.setup2, "fmi2SetupExperiment");
+  lib.get(a.enter_init2, "fmi2EnterInitializationMode");
+  lib.get(a.exit_init2, "fmi2ExitInitializationMode");
+  lib.get(a.terminate2, "fmi2Terminate");
+  lib.get(a.reset2, "fmi2Reset");
+  lib.get(a.get_real2, "fmi2GetReal");
+  lib.get(a.set_real2, "fmi2SetReal");
+  lib.get(a.set_int2, "fmi2SetInteger");
+  lib.get(a.set_bool2, "fmi2SetBoolean");
+  lib.get(a.get_int2, "fmi2GetInteger", true);
+  lib.get(a.get_bool2, "fmi2GetBoolean", true);
+  lib.get(a.get_state2, "fmi2GetFMUstate", true);
+  lib.get(a.set_state2, "fmi2SetFMUstate", true);
+  lib.get(a.free_state2, "fmi2FreeFMUstate", true);
+  lib.get(a.state_size2, "fmi2SerializedFMUstateSize", true);
+  lib.get(a.serialize2, "fmi2SerializeFMUstate", true);
+  lib.get(a.deserialize2, "fmi2DeSerializeFMUstate", true);
+  if (me) {
+    lib.get(a.enter_event2, "fmi2EnterEventMode");
+    lib.get(a.enter_ct2, "fmi2EnterContinuousTimeMode");
+    lib.get(a.new_discrete2, "fmi2NewDiscreteStates");
+    lib.get(a.completed2, "fmi2CompletedIntegratorStep");
+    lib.get(a.set_time2, "fmi2SetTime");
+    lib.get(a.set_x2, "fmi2SetContinuousStates");
+    lib.get(a.get_dx2, "fmi2GetDerivatives");
+    lib.get(a.get_z2, "fmi2GetEventIndicators");
+    lib.get(a.get_x2, "fmi2GetContinuousStates");
+    lib.get(a.dd2, "fmi2GetDirectionalDerivative", true);
+  } else {
+    lib.get(a.do_step2, "fmi2DoStep");
+    lib.get(a.get_real_status2, "fmi2GetRealStatus", true);
+    lib.get(a.get_bool_status2, "fmi2GetBooleanStatus", true);
+    lib.get(a.get_dy2, "fmi2GetRealOutputDerivatives", true);
+  }
+  a.callbacks = fmi2CallbackFunctions{fmi2_logger, fmi2_allocate, fmi2_free, nullptr, self};
+}
+
+// The FMI 3.0 functions the interface needs, the typed getters and setters
+// optional (an FMU without such variables need not export them).
+template <class Api>
+void bind_fmi3(Api& a, Library& lib, bool me) {
+  if (me) {
+    lib.get(a.instantiate_me3, "fmi3InstantiateModelExchange");
+  } else {
+    lib.get(a.instantiate_cs3, "fmi3InstantiateCoSimulation");
+  }
+  lib.get(a.free3, "fmi3FreeInstance");
+  lib.get(a.enter_init3, "fmi3EnterInitializationMode");
+  lib.get(a.exit_init3, "fmi3ExitInitializationMode");
+  lib.get(a.terminate3, "fmi3Terminate");
+  lib.get(a.reset3, "fmi3Reset");
+  lib.get(a.enter_config3, "fmi3EnterConfigurationMode", true);
+  lib.get(a.exit_config3, "fmi3ExitConfigurationMode", true);
+  lib.get(a.get_real3, "fmi3GetFloat64");
+  lib.get(a.set_real3, "fmi3SetFloat64");
+  for (const VarType t : kFmi3Typed) {
+    with_fmi3_type<Api>(
+        t,
+        [&](auto get, auto set, auto*, const char* get_name, const char* set_name) {
+          lib.get(a.*get, get_name, true);
+          lib.get(a.*set, set_name, true);
+        },
+        [] {});
+  }
+  lib.get(a.get_state3, "fmi3GetFMUState", true);
+  lib.get(a.set_state3, "fmi3SetFMUState", true);
+  lib.get(a.free_state3, "fmi3FreeFMUState", true);
+  lib.get(a.state_size3, "fmi3SerializedFMUStateSize", true);
+  lib.get(a.serialize3, "fmi3SerializeFMUState", true);
+  lib.get(a.deserialize3, "fmi3DeserializeFMUState", true);
+  lib.get(a.enter_event3, "fmi3EnterEventMode");
+  lib.get(a.update_discrete3, "fmi3UpdateDiscreteStates");
+  if (me) {
+    lib.get(a.enter_ct3, "fmi3EnterContinuousTimeMode");
+    lib.get(a.completed3, "fmi3CompletedIntegratorStep");
+    lib.get(a.set_time3, "fmi3SetTime");
+    lib.get(a.set_x3, "fmi3SetContinuousStates");
+    lib.get(a.get_dx3, "fmi3GetContinuousStateDerivatives");
+    lib.get(a.get_z3, "fmi3GetEventIndicators");
+    lib.get(a.get_x3, "fmi3GetContinuousStates");
+    lib.get(a.dd3, "fmi3GetDirectionalDerivative", true);
+  } else {
+    lib.get(a.do_step3, "fmi3DoStep");
+    lib.get(a.get_dy3, "fmi3GetOutputDerivatives", true);
+  }
+}
+
+}  // namespace
+
 FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
     : path_(path), options_(options), api_(std::make_unique<Api>()), ring_(std::make_unique<Ring>()) {
   archive_ = std::make_unique<ExtractedArchive>(path);
@@ -200,88 +299,9 @@ FmuInstance::FmuInstance(const std::string& path, const FmuOptions& options)
   Api& a = *api_;
   a.v2 = md_.fmi_major == 2;
   if (a.v2) {
-    lib.get(a.instantiate2, "fmi2Instantiate");
-    lib.get(a.free2, "fmi2FreeInstance");
-    lib.get(a.setup2, "fmi2SetupExperiment");
-    lib.get(a.enter_init2, "fmi2EnterInitializationMode");
-    lib.get(a.exit_init2, "fmi2ExitInitializationMode");
-    lib.get(a.terminate2, "fmi2Terminate");
-    lib.get(a.reset2, "fmi2Reset");
-    lib.get(a.get_real2, "fmi2GetReal");
-    lib.get(a.set_real2, "fmi2SetReal");
-    lib.get(a.set_int2, "fmi2SetInteger");
-    lib.get(a.set_bool2, "fmi2SetBoolean");
-    lib.get(a.get_int2, "fmi2GetInteger", true);
-    lib.get(a.get_bool2, "fmi2GetBoolean", true);
-    lib.get(a.get_state2, "fmi2GetFMUstate", true);
-    lib.get(a.set_state2, "fmi2SetFMUstate", true);
-    lib.get(a.free_state2, "fmi2FreeFMUstate", true);
-    lib.get(a.state_size2, "fmi2SerializedFMUstateSize", true);
-    lib.get(a.serialize2, "fmi2SerializeFMUstate", true);
-    lib.get(a.deserialize2, "fmi2DeSerializeFMUstate", true);
-    if (me) {
-      lib.get(a.enter_event2, "fmi2EnterEventMode");
-      lib.get(a.enter_ct2, "fmi2EnterContinuousTimeMode");
-      lib.get(a.new_discrete2, "fmi2NewDiscreteStates");
-      lib.get(a.completed2, "fmi2CompletedIntegratorStep");
-      lib.get(a.set_time2, "fmi2SetTime");
-      lib.get(a.set_x2, "fmi2SetContinuousStates");
-      lib.get(a.get_dx2, "fmi2GetDerivatives");
-      lib.get(a.get_z2, "fmi2GetEventIndicators");
-      lib.get(a.get_x2, "fmi2GetContinuousStates");
-      lib.get(a.dd2, "fmi2GetDirectionalDerivative", true);
-    } else {
-      lib.get(a.do_step2, "fmi2DoStep");
-      lib.get(a.get_real_status2, "fmi2GetRealStatus", true);
-      lib.get(a.get_bool_status2, "fmi2GetBooleanStatus", true);
-      lib.get(a.get_dy2, "fmi2GetRealOutputDerivatives", true);
-    }
-    a.callbacks = fmi2CallbackFunctions{fmi2_logger, fmi2_allocate, fmi2_free, nullptr, this};
+    bind_fmi2(a, lib, me, this);
   } else {
-    if (me) {
-      lib.get(a.instantiate_me3, "fmi3InstantiateModelExchange");
-    } else {
-      lib.get(a.instantiate_cs3, "fmi3InstantiateCoSimulation");
-    }
-    lib.get(a.free3, "fmi3FreeInstance");
-    lib.get(a.enter_init3, "fmi3EnterInitializationMode");
-    lib.get(a.exit_init3, "fmi3ExitInitializationMode");
-    lib.get(a.terminate3, "fmi3Terminate");
-    lib.get(a.reset3, "fmi3Reset");
-    lib.get(a.enter_config3, "fmi3EnterConfigurationMode", true);
-    lib.get(a.exit_config3, "fmi3ExitConfigurationMode", true);
-    lib.get(a.get_real3, "fmi3GetFloat64");
-    lib.get(a.set_real3, "fmi3SetFloat64");
-    for (const VarType t : kFmi3Typed) {
-      with_fmi3_type<Api>(
-          t,
-          [&](auto get, auto set, auto*, const char* get_name, const char* set_name) {
-            lib.get(a.*get, get_name, true);
-            lib.get(a.*set, set_name, true);
-          },
-          [] {});
-    }
-    lib.get(a.get_state3, "fmi3GetFMUState", true);
-    lib.get(a.set_state3, "fmi3SetFMUState", true);
-    lib.get(a.free_state3, "fmi3FreeFMUState", true);
-    lib.get(a.state_size3, "fmi3SerializedFMUStateSize", true);
-    lib.get(a.serialize3, "fmi3SerializeFMUState", true);
-    lib.get(a.deserialize3, "fmi3DeserializeFMUState", true);
-    lib.get(a.enter_event3, "fmi3EnterEventMode");
-    lib.get(a.update_discrete3, "fmi3UpdateDiscreteStates");
-    if (me) {
-      lib.get(a.enter_ct3, "fmi3EnterContinuousTimeMode");
-      lib.get(a.completed3, "fmi3CompletedIntegratorStep");
-      lib.get(a.set_time3, "fmi3SetTime");
-      lib.get(a.set_x3, "fmi3SetContinuousStates");
-      lib.get(a.get_dx3, "fmi3GetContinuousStateDerivatives");
-      lib.get(a.get_z3, "fmi3GetEventIndicators");
-      lib.get(a.get_x3, "fmi3GetContinuousStates");
-      lib.get(a.dd3, "fmi3GetDirectionalDerivative", true);
-    } else {
-      lib.get(a.do_step3, "fmi3DoStep");
-      lib.get(a.get_dy3, "fmi3GetOutputDerivatives", true);
-    }
+    bind_fmi3(a, lib, me);
   }
   library_ = lib.release();
   drain_ = std::thread([this] {

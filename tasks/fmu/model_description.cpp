@@ -240,8 +240,11 @@ const char* variability_name(Variability v) noexcept {
   return "?";
 }
 
-ModelDescription parse_model_description(const std::string& xml, const std::string& where) {
-  pugi::xml_document doc;
+namespace {
+
+// The parsed document's root element, or the error that says where the
+// XML is broken (a line number, not a byte offset).
+pugi::xml_node load_root(pugi::xml_document& doc, const std::string& xml, const std::string& where) {
   const pugi::xml_parse_result parsed = doc.load_buffer(xml.data(), xml.size());
   if (!parsed) {
     int line = 1;
@@ -253,7 +256,12 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
   }
   const pugi::xml_node root = doc.child("fmiModelDescription");
   if (!root) throw FmuError(where + ": modelDescription.xml has no <fmiModelDescription> root element");
-  ModelDescription md;
+  return root;
+}
+
+// The root's attributes and interfaces: the FMI version first, since it
+// decides how everything after it is read.
+void read_header(const pugi::xml_node& root, const std::string& where, ModelDescription& md) {
   md.fmi_version = root.attribute("fmiVersion").value();
   if (md.fmi_version == "2.0") {
     md.fmi_major = 2;
@@ -284,17 +292,93 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
     }
   }
   if (const auto de = root.child("DefaultExperiment")) md.default_step = de.attribute("stepSize").as_double(0.0);
+}
 
-  const pugi::xml_node vars = root.child("ModelVariables");
-  if (!vars) throw FmuError(where + ": modelDescription.xml has no <ModelVariables>");
+// What the variables refer to each other by, kept while they are read so
+// that references (forward ones too) are resolved once all are known.
+struct References {
   std::map<std::uint32_t, std::size_t> by_vr;  // FMI 3.0 refers to variables by value reference
   std::vector<std::string> derivative_refs;    // the 'derivative' attribute per variable, resolved below
+};
+
+// An FMI 3.0 variable's <Dimension>s, each with exactly one of a fixed
+// size and a variable's value reference (checked later, once all are read).
+std::vector<Dimension> read_dimensions(const pugi::xml_node& n, const std::string& name, const std::string& where) {
+  std::vector<Dimension> dimensions;
+  for (const pugi::xml_node d : n.children("Dimension")) {
+    const pugi::xml_attribute start = d.attribute("start"), ref = d.attribute("valueReference");
+    if (static_cast<bool>(start) == static_cast<bool>(ref)) {
+      throw FmuError(where + ": variable '" + name + "': a <Dimension> has " + (start ? "both" : "neither") +
+                     " start and valueReference — expected exactly one");
+    }
+    Dimension dim;
+    const auto number = parse_unsigned((start ? start : ref).value());
+    if (start && (!number || *number == 0)) {
+      throw FmuError(where + ": variable '" + name + "': <Dimension start=\"" + start.value() +
+                     "\"> — expected a positive integer");
+    }
+    if (ref && (!number || *number > 0xffffffffu)) {
+      throw FmuError(where + ": variable '" + name + "': <Dimension valueReference=\"" + ref.value() +
+                     "\"> — expected an unsigned 32-bit integer");
+    }
+    if (start) {
+      dim.start = *number;
+    } else {
+      dim.value_reference = static_cast<std::uint32_t>(*number);
+    }
+    dimensions.push_back(dim);
+  }
+  return dimensions;
+}
+
+// One variable from its element `n` and its type element `typed` (FMI 2.0:
+// a child; 3.0: the same), every attribute checked as it is read.
+Variable read_variable(const pugi::xml_node& n, const pugi::xml_node& typed, int major, const std::string& where) {
+  Variable v;
+  v.name = n.attribute("name").value();
+  if (v.name.empty()) throw FmuError(where + ": a variable has no name");
+  v.type_name = typed.name();
+  v.type = type_of(v.type_name);
+  const auto vr = parse_unsigned(n.attribute("valueReference").value());
+  if (!vr || *vr > 0xffffffffu) {
+    throw FmuError(where + ": variable '" + v.name + "' has no valid valueReference — expected an unsigned integer");
+  }
+  v.value_reference = static_cast<std::uint32_t>(*vr);
+  const auto c = parse_causality(n.attribute("causality").value());
+  if (!c)
+    throw FmuError(where + ": variable '" + v.name + "': unknown causality '" + n.attribute("causality").value() + "'");
+  v.causality = *c;
+  const auto va =
+      parse_variability(n.attribute("variability").value(), v.type == VarType::kReal || v.type == VarType::kFloat32);
+  if (!va)
+    throw FmuError(where + ": variable '" + v.name + "': unknown variability '" + n.attribute("variability").value() +
+                   "'");
+  v.variability = *va;
+  v.unit = typed.attribute("unit").value();
+  if (v.unit.empty() && major == 2) v.unit = typed.attribute("declaredType").value();
+  v.start = typed.attribute("start").value();
+  v.min = typed.attribute("min").value();
+  v.max = typed.attribute("max").value();
+  v.description = n.attribute("description").value();
+  if (major == 3) {
+    v.dimensions = read_dimensions(n, v.name, where);
+    v.array = !v.dimensions.empty();
+  }
+  return v;
+}
+
+// Every variable of <ModelVariables>, in order (their indices are what
+// the rest refers to), bounded in number before they are stored.
+References read_variables(const pugi::xml_node& root, const std::string& where, ModelDescription& md) {
+  const int major = md.fmi_major;
+  const pugi::xml_node vars = root.child("ModelVariables");
+  if (!vars) throw FmuError(where + ": modelDescription.xml has no <ModelVariables>");
+  References refs;
   for (const pugi::xml_node n : vars.children()) {
     if (n.type() != pugi::node_element) continue;
     if (md.variables.size() >= kMaxVariables) {
       throw FmuError(where + ": more than " + std::to_string(kMaxVariables) + " variables — refused");
     }
-    Variable v;
     pugi::xml_node typed = n;
     if (major == 2) {
       if (std::strcmp(n.name(), "ScalarVariable") != 0) continue;
@@ -303,86 +387,42 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
       if (!typed)
         throw FmuError(where + ": variable '" + std::string(n.attribute("name").value()) + "' has no type element");
     }
-    v.name = n.attribute("name").value();
-    if (v.name.empty()) throw FmuError(where + ": a variable has no name");
-    v.type_name = typed.name();
-    v.type = type_of(v.type_name);
-    const auto vr = parse_unsigned(n.attribute("valueReference").value());
-    if (!vr || *vr > 0xffffffffu) {
-      throw FmuError(where + ": variable '" + v.name + "' has no valid valueReference — expected an unsigned integer");
-    }
-    v.value_reference = static_cast<std::uint32_t>(*vr);
-    const auto c = parse_causality(n.attribute("causality").value());
-    if (!c)
-      throw FmuError(where + ": variable '" + v.name + "': unknown causality '" + n.attribute("causality").value() +
-                     "'");
-    v.causality = *c;
-    const auto va =
-        parse_variability(n.attribute("variability").value(), v.type == VarType::kReal || v.type == VarType::kFloat32);
-    if (!va)
-      throw FmuError(where + ": variable '" + v.name + "': unknown variability '" + n.attribute("variability").value() +
-                     "'");
-    v.variability = *va;
-    v.unit = typed.attribute("unit").value();
-    if (v.unit.empty() && major == 2) v.unit = typed.attribute("declaredType").value();
-    v.start = typed.attribute("start").value();
-    v.min = typed.attribute("min").value();
-    v.max = typed.attribute("max").value();
-    v.description = n.attribute("description").value();
-    if (major == 3) {
-      for (const pugi::xml_node d : n.children("Dimension")) {
-        const pugi::xml_attribute start = d.attribute("start"), ref = d.attribute("valueReference");
-        if (static_cast<bool>(start) == static_cast<bool>(ref)) {
-          throw FmuError(where + ": variable '" + v.name + "': a <Dimension> has " + (start ? "both" : "neither") +
-                         " start and valueReference — expected exactly one");
-        }
-        Dimension dim;
-        const auto number = parse_unsigned((start ? start : ref).value());
-        if (start && (!number || *number == 0)) {
-          throw FmuError(where + ": variable '" + v.name + "': <Dimension start=\"" + start.value() +
-                         "\"> — expected a positive integer");
-        }
-        if (ref && (!number || *number > 0xffffffffu)) {
-          throw FmuError(where + ": variable '" + v.name + "': <Dimension valueReference=\"" + ref.value() +
-                         "\"> — expected an unsigned 32-bit integer");
-        }
-        if (start) {
-          dim.start = *number;
-        } else {
-          dim.value_reference = static_cast<std::uint32_t>(*number);
-        }
-        v.dimensions.push_back(dim);
-      }
-      v.array = !v.dimensions.empty();
-    }
+    Variable v = read_variable(n, typed, major, where);
     if (major == 3 && (v.type_name == "Clock" || n.attribute("clocks"))) {
       v.clocked = true;
       md.unsupported.push_back("clock or clocked variable '" + v.name + "'");
     }
-    derivative_refs.emplace_back(typed.attribute("derivative").value());
-    by_vr.emplace(v.value_reference, md.variables.size());
+    refs.derivative_refs.emplace_back(typed.attribute("derivative").value());
+    refs.by_vr.emplace(v.value_reference, md.variables.size());
     md.variables.push_back(std::move(v));
   }
-  // Resolves a reference to a variable: FMI 2.0 by 1-based index, 3.0 by value reference.
-  auto resolve = [&](const char* text, const std::string& context) -> std::size_t {
-    const auto r = parse_unsigned(text);
-    if (major == 2) {
-      if (!r || *r == 0 || *r > md.variables.size()) {
-        throw FmuError(where + ": " + context + " refers to variable index '" + text + "' — expected 1.." +
-                       std::to_string(md.variables.size()));
-      }
-      return static_cast<std::size_t>(*r - 1);
+  return refs;
+}
+
+// Resolves a reference to a variable: FMI 2.0 by 1-based index, 3.0 by value reference.
+std::size_t resolve(const ModelDescription& md, const References& refs, const std::string& where, const char* text,
+                    const std::string& context) {
+  const auto r = parse_unsigned(text);
+  if (md.fmi_major == 2) {
+    if (!r || *r == 0 || *r > md.variables.size()) {
+      throw FmuError(where + ": " + context + " refers to variable index '" + text + "' — expected 1.." +
+                     std::to_string(md.variables.size()));
     }
-    const auto it = r ? by_vr.find(static_cast<std::uint32_t>(*r)) : by_vr.end();
-    if (it == by_vr.end()) throw FmuError(where + ": " + context + " refers to unknown valueReference '" + text + "'");
-    return it->second;
-  };
-  // A dimension's size comes from a UInt64 structural parameter or constant.
+    return static_cast<std::size_t>(*r - 1);
+  }
+  const auto it = r ? refs.by_vr.find(static_cast<std::uint32_t>(*r)) : refs.by_vr.end();
+  if (it == refs.by_vr.end())
+    throw FmuError(where + ": " + context + " refers to unknown valueReference '" + text + "'");
+  return it->second;
+}
+
+// A dimension's size comes from a UInt64 structural parameter or constant.
+void check_dimension_references(const ModelDescription& md, const References& refs, const std::string& where) {
   for (const Variable& v : md.variables) {
     for (const Dimension& d : v.dimensions) {
       if (!d.value_reference) continue;
-      const auto it = by_vr.find(*d.value_reference);
-      if (it == by_vr.end()) {
+      const auto it = refs.by_vr.find(*d.value_reference);
+      if (it == refs.by_vr.end()) {
         throw FmuError(where + ": a <Dimension> of '" + v.name + "' refers to unknown valueReference '" +
                        std::to_string(*d.value_reference) + "'");
       }
@@ -395,60 +435,69 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
       }
     }
   }
-  // The elements of all variables at their declared sizes, bounded before
-  // anything is sized from them. A size that only a structural parameter
-  // set by the block gives (no declared start) counts when it is set
-  // (FmuInstance::resolve_sizes). Saturating: dimensions whose product
-  // leaves 64 bits must not wrap to a small total.
-  {
-    constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
-    std::vector<std::uint64_t> sizes(md.variables.size(), 1);
-    for (std::size_t i = 0; i < md.variables.size(); ++i) {
-      for (const Dimension& d : md.variables[i].dimensions) {
-        std::optional<std::uint64_t> size = d.start;
-        if (d.value_reference) size = parse_unsigned(md.variables[by_vr.at(*d.value_reference)].start.c_str());
-        if (!size) {
-          sizes[i] = 0;
-          break;
-        }
-        sizes[i] = *size != 0 && sizes[i] > kSaturated / *size ? kSaturated : sizes[i] * *size;
-      }
-    }
-    check_total_elements(md, sizes, where);
-  }
-  for (std::size_t i = 0; i < md.variables.size(); ++i) {
-    if (!derivative_refs[i].empty())
-      md.variables[i].derivative_of =
-          resolve(derivative_refs[i].c_str(), "variable '" + md.variables[i].name + "' derivative");
-  }
+}
 
-  const pugi::xml_node ms = root.child("ModelStructure");
-  auto read_dependencies = [&](const pugi::xml_node& n, const std::string& context) {
-    const pugi::xml_attribute deps = n.attribute("dependencies");
-    if (!deps) return std::optional<std::vector<std::size_t>>{};
-    std::vector<std::size_t> out;
-    std::string list = deps.value();
-    std::size_t pos = 0;
-    while (pos < list.size()) {
-      while (pos < list.size() && std::isspace(static_cast<unsigned char>(list[pos]))) ++pos;
-      std::size_t end = pos;
-      while (end < list.size() && !std::isspace(static_cast<unsigned char>(list[end]))) ++end;
-      if (end > pos) out.push_back(resolve(list.substr(pos, end - pos).c_str(), context));
-      pos = end;
+// The elements of all variables at their declared sizes, bounded before
+// anything is sized from them. A size that only a structural parameter
+// set by the block gives (no declared start) counts when it is set
+// (FmuInstance::resolve_sizes). Saturating: dimensions whose product
+// leaves 64 bits must not wrap to a small total.
+void check_declared_elements(const ModelDescription& md, const References& refs, const std::string& where) {
+  constexpr std::uint64_t kSaturated = std::numeric_limits<std::uint64_t>::max();
+  std::vector<std::uint64_t> sizes(md.variables.size(), 1);
+  for (std::size_t i = 0; i < md.variables.size(); ++i) {
+    for (const Dimension& d : md.variables[i].dimensions) {
+      std::optional<std::uint64_t> size = d.start;
+      if (d.value_reference) size = parse_unsigned(md.variables[refs.by_vr.at(*d.value_reference)].start.c_str());
+      if (!size) {
+        sizes[i] = 0;
+        break;
+      }
+      sizes[i] = *size != 0 && sizes[i] > kSaturated / *size ? kSaturated : sizes[i] * *size;
     }
-    return std::optional<std::vector<std::size_t>>{std::move(out)};
-  };
+  }
+  check_total_elements(md, sizes, where);
+}
+
+// A <ModelStructure> element's 'dependencies', resolved; none declared
+// (no attribute) is not the same as an empty list.
+std::optional<std::vector<std::size_t>> read_dependencies(const ModelDescription& md, const References& refs,
+                                                          const std::string& where, const pugi::xml_node& n,
+                                                          const std::string& context) {
+  const pugi::xml_attribute deps = n.attribute("dependencies");
+  if (!deps) return std::optional<std::vector<std::size_t>>{};
+  std::vector<std::size_t> out;
+  std::string list = deps.value();
+  std::size_t pos = 0;
+  while (pos < list.size()) {
+    while (pos < list.size() && std::isspace(static_cast<unsigned char>(list[pos]))) ++pos;
+    std::size_t end = pos;
+    while (end < list.size() && !std::isspace(static_cast<unsigned char>(list[end]))) ++end;
+    if (end > pos) out.push_back(resolve(md, refs, where, list.substr(pos, end - pos).c_str(), context));
+    pos = end;
+  }
+  return std::optional<std::vector<std::size_t>>{std::move(out)};
+}
+
+// <ModelStructure>: the outputs with their dependencies, the state
+// derivatives (each naming its state), the event indicators; read after
+// the variables, which they all refer to.
+void read_model_structure(const pugi::xml_node& root, const References& refs, const std::string& where,
+                          ModelDescription& md) {
+  const int major = md.fmi_major;
+  const pugi::xml_node ms = root.child("ModelStructure");
   const char* output_tag = major == 2 ? "Unknown" : "Output";
   const char* attr = major == 2 ? "index" : "valueReference";
   const pugi::xml_node outs = major == 2 ? ms.child("Outputs") : ms;
   for (const pugi::xml_node n : outs.children(output_tag)) {
-    const std::size_t i = resolve(n.attribute(attr).value(), "ModelStructure output");
+    const std::size_t i = resolve(md, refs, where, n.attribute(attr).value(), "ModelStructure output");
     md.outputs.push_back(i);
-    md.output_dependencies.push_back(read_dependencies(n, "the dependencies of output '" + md.variables[i].name + "'"));
+    md.output_dependencies.push_back(
+        read_dependencies(md, refs, where, n, "the dependencies of output '" + md.variables[i].name + "'"));
   }
   const pugi::xml_node ders = major == 2 ? ms.child("Derivatives") : ms;
   for (const pugi::xml_node n : ders.children(major == 2 ? "Unknown" : "ContinuousStateDerivative")) {
-    const std::size_t d = resolve(n.attribute(attr).value(), "ModelStructure derivative");
+    const std::size_t d = resolve(md, refs, where, n.attribute(attr).value(), "ModelStructure derivative");
     const auto& of = md.variables[d].derivative_of;
     if (!of) {
       throw FmuError(where + ": '" + md.variables[d].name +
@@ -462,14 +511,17 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
   } else {
     for (const pugi::xml_node n : ms.children("EventIndicator")) {
       md.event_indicator_variables.push_back(
-          resolve(n.attribute("valueReference").value(), "ModelStructure event indicator"));
+          resolve(md, refs, where, n.attribute("valueReference").value(), "ModelStructure event indicator"));
       ++md.event_indicators;
     }
   }
   if (md.event_indicators > kMaxVariables) throw FmuError(where + ": numberOfEventIndicators is implausible — refused");
-  // Outputs declared by causality but missing from ModelStructure still are
-  // outputs. Marked, not searched for: a search per variable made 10^5
-  // outputs 10^10 comparisons.
+}
+
+// Outputs declared by causality but missing from ModelStructure still are
+// outputs. Marked, not searched for: a search per variable made 10^5
+// outputs 10^10 comparisons.
+void add_unlisted_outputs(ModelDescription& md) {
   std::vector<bool> listed(md.variables.size(), false);
   for (const std::size_t i : md.outputs) listed[i] = true;
   for (std::size_t i = 0; i < md.variables.size(); ++i) {
@@ -478,6 +530,25 @@ ModelDescription parse_model_description(const std::string& xml, const std::stri
     md.outputs.push_back(i);
     md.output_dependencies.emplace_back();
   }
+}
+
+}  // namespace
+
+ModelDescription parse_model_description(const std::string& xml, const std::string& where) {
+  pugi::xml_document doc;
+  const pugi::xml_node root = load_root(doc, xml, where);
+  ModelDescription md;
+  read_header(root, where, md);
+  const References refs = read_variables(root, where, md);
+  check_dimension_references(md, refs, where);
+  check_declared_elements(md, refs, where);
+  for (std::size_t i = 0; i < md.variables.size(); ++i) {
+    if (!refs.derivative_refs[i].empty())
+      md.variables[i].derivative_of = resolve(md, refs, where, refs.derivative_refs[i].c_str(),
+                                              "variable '" + md.variables[i].name + "' derivative");
+  }
+  read_model_structure(root, refs, where, md);
+  add_unlisted_outputs(md);
   return md;
 }
 

@@ -166,6 +166,9 @@ double FlexibleArm::angle_gradient(int i, int j) const noexcept {
   return i > p_.flexible_link ? tip_slope_[static_cast<std::size_t>(j - joints_)] : 0.0;
 }
 
+// One body on purpose, not split into steps: this is the model's
+// right-hand side, called on the frame path (every derivative evaluation);
+// one body keeps it one loop nest that the compiler optimises as a whole.
 void FlexibleArm::evaluate(const Eigen::VectorXd& q, const Eigen::VectorXd& v, double /*t*/,
                            MechanicalTerms& terms) const noexcept {
   const int n = dofs();

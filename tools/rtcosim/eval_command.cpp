@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "base/duration.hpp"
@@ -146,6 +147,94 @@ std::string eval_table(const coupling::MethodRegistry& registry, TableFormat for
   return out.str();
 }
 
+namespace {
+
+// --jitter is shared by the table and the single run, so it is read first.
+double parse_jitter(const CliArgs& args) {
+  double jitter = 0.0;
+  if (const auto v = args.value("jitter")) {
+    char* end = nullptr;
+    jitter = std::strtod(v->c_str(), &end);
+    if (end == v->c_str() || *end != '\0' || !(jitter >= 0.0 && jitter < 1.0)) {
+      throw UsageError("--jitter: '" + *v + "' — expected a fraction of the macro step from 0 to 0.99, e.g. 0.2");
+    }
+  }
+  return jitter;
+}
+
+// The grid fixes every per-run option: one given with --table is refused
+// rather than silently ignored.
+void print_table(const CliArgs& args, const coupling::MethodRegistry& registry, const std::string& format_name,
+                 double jitter) {
+  for (const char* single : {"signal", "method", "order", "interp-order", "param", "plot"}) {
+    if (args.value(single)) {
+      throw UsageError(std::string("--") + single + " does not apply to --table (the grid fixes it)");
+    }
+  }
+  if (format_name == "markdown") {
+    std::cout << "MSE of each coupling method (h_f = 1 ms, t in [0, 5 s); A1: h_s 40 ms, n_E 3; "
+                 "A2: h_s 40 ms, n_E 4; A3: h_s 75 ms, n_E 3"
+              << (jitter > 0.0 ? "; tag jitter +-" + format_mse(jitter / 2.0) + " h_s" : std::string()) << ")\n\n";
+  }
+  std::cout << eval_table(registry, format_name == "tsv" ? TableFormat::kTsv : TableFormat::kMarkdown, jitter);
+}
+
+// One run's settings, every option checked (the signal too) before any
+// evaluation starts.
+coupling::EvalSettings single_settings(const CliArgs& args, double jitter) {
+  coupling::EvalSettings settings;
+  settings.signal = args.value("signal").value_or("y1");
+  settings.method = args.value("method").value_or("polynomial");
+  settings.macro_step = args.positive_duration("macro", 0.040);
+  settings.micro_step = args.positive_duration("micro", 0.001);
+  settings.duration = args.positive_duration("duration", 5.0);
+  settings.with_derivatives = !args.flag("no-derivatives");
+  settings.jitter = jitter;
+  if (const auto v = args.value("order")) settings.params.push_back({"order", *v});
+  if (const auto v = args.value("interp-order")) settings.params.push_back({"interp_order", *v});
+  for (const auto& p : args.values("param")) {
+    const auto eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) throw UsageError("--param: expected NAME=VALUE, got '" + p + "'");
+    settings.params.push_back({p.substr(0, eq), p.substr(eq + 1)});
+  }
+  settings.keep_trace = args.value("plot").has_value();
+  (void)coupling::test_signal(settings.signal);
+  return settings;
+}
+
+// The method's MSE next to zoh's on the same signal and steps: the ratio
+// is what says whether the coupling method is worth it.
+void print_single(const coupling::MethodRegistry& registry, const coupling::EvalSettings& settings, double jitter,
+                  const std::optional<std::string>& plot_path) {
+  const auto result = coupling::run_evaluation(registry, settings);
+  coupling::EvalSettings baseline = settings;
+  baseline.method = "zoh";
+  baseline.params.clear();
+  baseline.keep_trace = false;
+  const double zoh_mse = coupling::run_evaluation(registry, baseline).mse;
+
+  std::cout << settings.signal << " = " << coupling::test_signal(settings.signal).formula << ", method "
+            << settings.method << describe_params(settings.params) << ", h_s "
+            << base::format_duration(settings.macro_step) << ", h_f " << base::format_duration(settings.micro_step)
+            << ", over " << base::format_duration(settings.duration)
+            << (jitter > 0.0 ? ", tag jitter +-" + format_mse(jitter / 2.0) + " h_s" : std::string()) << '\n'
+            << "MSE " << format_mse(result.mse) << " over " << result.steps << " micro steps";
+  if (settings.method != "zoh" && zoh_mse > 0.0) {
+    std::cout << " (zoh: " << format_mse(zoh_mse) << ", ratio " << format_mse(result.mse / zoh_mse) << ")";
+  }
+  std::cout << '\n';
+  if (result.derivative_fallback) {
+    std::cout << "note: " << settings.method
+              << " wanted derivatives the blocks did not carry; it used its derivative-free variant\n";
+  }
+  if (plot_path) {
+    write_eval_plot(settings, result, *plot_path);
+    std::cout << "plot written to " << *plot_path << '\n';
+  }
+}
+
+}  // namespace
+
 int run_eval_command(const std::vector<std::string>& raw_args) {
   try {
     CliArgs args("eval",
@@ -167,78 +256,18 @@ int run_eval_command(const std::vector<std::string>& raw_args) {
       list_methods(registry);
       return 0;
     }
-    double jitter = 0.0;
-    if (const auto v = args.value("jitter")) {
-      char* end = nullptr;
-      jitter = std::strtod(v->c_str(), &end);
-      if (end == v->c_str() || *end != '\0' || !(jitter >= 0.0 && jitter < 1.0)) {
-        throw UsageError("--jitter: '" + *v + "' — expected a fraction of the macro step from 0 to 0.99, e.g. 0.2");
-      }
-    }
+    const double jitter = parse_jitter(args);
     const std::string format_name = args.value("format").value_or("markdown");
     if (format_name != "markdown" && format_name != "tsv") {
       throw UsageError("--format: '" + format_name + "' is not a table format — expected markdown or tsv");
     }
     if (args.flag("table")) {
-      for (const char* single : {"signal", "method", "order", "interp-order", "param", "plot"}) {
-        if (args.value(single)) {
-          throw UsageError(std::string("--") + single + " does not apply to --table (the grid fixes it)");
-        }
-      }
-      if (format_name == "markdown") {
-        std::cout << "MSE of each coupling method (h_f = 1 ms, t in [0, 5 s); A1: h_s 40 ms, n_E 3; "
-                     "A2: h_s 40 ms, n_E 4; A3: h_s 75 ms, n_E 3"
-                  << (jitter > 0.0 ? "; tag jitter +-" + format_mse(jitter / 2.0) + " h_s" : std::string()) << ")\n\n";
-      }
-      std::cout << eval_table(registry, format_name == "tsv" ? TableFormat::kTsv : TableFormat::kMarkdown, jitter);
+      print_table(args, registry, format_name, jitter);
       return 0;
     }
     if (args.value("format")) throw UsageError("--format applies to --table only");
-
-    coupling::EvalSettings settings;
-    settings.signal = args.value("signal").value_or("y1");
-    settings.method = args.value("method").value_or("polynomial");
-    settings.macro_step = args.positive_duration("macro", 0.040);
-    settings.micro_step = args.positive_duration("micro", 0.001);
-    settings.duration = args.positive_duration("duration", 5.0);
-    settings.with_derivatives = !args.flag("no-derivatives");
-    settings.jitter = jitter;
-    if (const auto v = args.value("order")) settings.params.push_back({"order", *v});
-    if (const auto v = args.value("interp-order")) settings.params.push_back({"interp_order", *v});
-    for (const auto& p : args.values("param")) {
-      const auto eq = p.find('=');
-      if (eq == std::string::npos || eq == 0) throw UsageError("--param: expected NAME=VALUE, got '" + p + "'");
-      settings.params.push_back({p.substr(0, eq), p.substr(eq + 1)});
-    }
-    const auto plot_path = args.value("plot");
-    settings.keep_trace = plot_path.has_value();
-    (void)coupling::test_signal(settings.signal);
-
-    const auto result = coupling::run_evaluation(registry, settings);
-    coupling::EvalSettings baseline = settings;
-    baseline.method = "zoh";
-    baseline.params.clear();
-    baseline.keep_trace = false;
-    const double zoh_mse = coupling::run_evaluation(registry, baseline).mse;
-
-    std::cout << settings.signal << " = " << coupling::test_signal(settings.signal).formula << ", method "
-              << settings.method << describe_params(settings.params) << ", h_s "
-              << base::format_duration(settings.macro_step) << ", h_f " << base::format_duration(settings.micro_step)
-              << ", over " << base::format_duration(settings.duration)
-              << (jitter > 0.0 ? ", tag jitter +-" + format_mse(jitter / 2.0) + " h_s" : std::string()) << '\n'
-              << "MSE " << format_mse(result.mse) << " over " << result.steps << " micro steps";
-    if (settings.method != "zoh" && zoh_mse > 0.0) {
-      std::cout << " (zoh: " << format_mse(zoh_mse) << ", ratio " << format_mse(result.mse / zoh_mse) << ")";
-    }
-    std::cout << '\n';
-    if (result.derivative_fallback) {
-      std::cout << "note: " << settings.method
-                << " wanted derivatives the blocks did not carry; it used its derivative-free variant\n";
-    }
-    if (plot_path) {
-      write_eval_plot(settings, result, *plot_path);
-      std::cout << "plot written to " << *plot_path << '\n';
-    }
+    const coupling::EvalSettings settings = single_settings(args, jitter);
+    print_single(registry, settings, jitter, args.value("plot"));
     return 0;
   } catch (const UsageError& e) {
     std::cerr << "rtcosim eval: " << e.what() << "\nsee 'rtcosim eval --help'\n";

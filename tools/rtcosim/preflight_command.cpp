@@ -61,22 +61,24 @@ std::string join(const std::vector<int>& cpus) {
   return out;
 }
 
-}  // namespace
+// One line of the report: the fix is shown only for what is not ok.
+void check(std::vector<PreflightCheck>& out, bool ok, std::string what, std::string fix) {
+  out.push_back({ok, std::move(what), ok ? "" : std::move(fix)});
+}
 
-std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
-  std::vector<PreflightCheck> out;
-  auto check = [&](bool ok, std::string what, std::string fix) {
-    out.push_back({ok, std::move(what), ok ? "" : std::move(fix)});
-  };
-  const std::string cpus = join(task_cpus);
-
+// Without PREEMPT_RT no other setting bounds the wake-up latency.
+void check_kernel(std::vector<PreflightCheck>& out) {
   utsname u{};
   uname(&u);
   const bool rt =
       read_file("/sys/kernel/realtime") == "1" || std::string(u.version).find("PREEMPT_RT") != std::string::npos;
-  check(rt, std::string("PREEMPT_RT kernel (running ") + u.release + ")",
+  check(out, rt, std::string("PREEMPT_RT kernel (running ") + u.release + ")",
         "install a real-time kernel: 'apt-get install linux-image-rt-amd64' and boot it");
+}
 
+// The task CPUs must be kept free of the scheduler's other work, its ticks
+// and RCU callbacks: each is a boot parameter of its own.
+void check_isolation(std::vector<PreflightCheck>& out, const std::vector<int>& task_cpus, const std::string& cpus) {
   const std::string cmdline = read_file("/proc/cmdline");
   for (const char* key : {"isolcpus", "nohz_full", "rcu_nocbs"}) {
     std::string value = cmdline_value(cmdline, key);
@@ -88,28 +90,35 @@ std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
     }
     const auto listed = cpu_list(value);
     const bool all = std::all_of(task_cpus.begin(), task_cpus.end(), [&](int c) { return listed.count(c) != 0; });
-    check(all && !task_cpus.empty(), std::string(key) + " covers the task CPUs (" + cpus + ")",
+    check(out, all && !task_cpus.empty(), std::string(key) + " covers the task CPUs (" + cpus + ")",
           std::string("add '") + key + "=" + cpus +
               "' to the kernel command line (GRUB_CMDLINE_LINUX in /etc/default/grub, then update-grub)");
   }
+}
 
+// A CPU that changes its clock changes the tasks' execution times with it.
+void check_governors(std::vector<PreflightCheck>& out, const std::vector<int>& task_cpus) {
   for (int c : task_cpus) {
     const std::string path = "/sys/devices/system/cpu/cpu" + std::to_string(c) + "/cpufreq/scaling_governor";
     const std::string governor = read_file(path);
     if (governor.empty()) {
-      check(true, "CPU " + std::to_string(c) + ": no frequency scaling exposed (fixed clock or a VM)", "");
+      check(out, true, "CPU " + std::to_string(c) + ": no frequency scaling exposed (fixed clock or a VM)", "");
     } else {
-      check(governor == "performance", "CPU " + std::to_string(c) + " frequency governor is '" + governor + "'",
+      check(out, governor == "performance", "CPU " + std::to_string(c) + " frequency governor is '" + governor + "'",
             "echo performance > " + path + " (or cpupower frequency-set -g performance)");
     }
   }
+}
 
+// What this process may do: idle states, RT throttling, locked memory and
+// real-time priorities are all refused or capped for an ordinary user.
+void check_limits(std::vector<PreflightCheck>& out) {
   const bool dma = access("/dev/cpu_dma_latency", W_OK) == 0;
-  check(dma, "/dev/cpu_dma_latency is writable (rtcosim holds it at 0 to keep CPUs out of deep idle states)",
+  check(out, dma, "/dev/cpu_dma_latency is writable (rtcosim holds it at 0 to keep CPUs out of deep idle states)",
         "run rtcosim as root, or give its user write access to /dev/cpu_dma_latency (udev rule)");
 
   const std::string runtime = read_file("/proc/sys/kernel/sched_rt_runtime_us");
-  check(runtime == "-1", "RT throttling: sched_rt_runtime_us = " + (runtime.empty() ? std::string("?") : runtime),
+  check(out, runtime == "-1", "RT throttling: sched_rt_runtime_us = " + (runtime.empty() ? std::string("?") : runtime),
         "sysctl -w kernel.sched_rt_runtime_us=-1 (a runaway task can then lock a CPU: isolate the task CPUs)");
 
   rlimit memlock{}, rtprio{};
@@ -117,17 +126,20 @@ std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
   getrlimit(RLIMIT_RTPRIO, &rtprio);
   const bool root = geteuid() == 0;
   check(
-      root || memlock.rlim_cur == RLIM_INFINITY,
+      out, root || memlock.rlim_cur == RLIM_INFINITY,
       "memlock limit: " +
           (memlock.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(memlock.rlim_cur) + " bytes") +
           (root ? " (root)" : ""),
       "'ulimit -l unlimited', or LimitMEMLOCK=infinity in the unit, or memlock unlimited in /etc/security/limits.d/");
-  check(root || rtprio.rlim_cur >= 99,
+  check(out, root || rtprio.rlim_cur >= 99,
         "rtprio limit: " +
             (rtprio.rlim_cur == RLIM_INFINITY ? std::string("unlimited") : std::to_string(rtprio.rlim_cur)) +
             (root ? " (root)" : ""),
         "'ulimit -r 99', or LimitRTPRIO=99 in the unit, or rtprio 99 in /etc/security/limits.d/");
+}
 
+// An interrupt served on a task CPU preempts the task, isolated or not.
+void check_irqs(std::vector<PreflightCheck>& out, const std::vector<int>& task_cpus, const std::string& cpus) {
   std::size_t on_task_cpus = 0, irqs = 0;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/irq", ec)) {
@@ -137,11 +149,23 @@ std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
     const auto affinity = cpu_list(list);
     if (std::any_of(task_cpus.begin(), task_cpus.end(), [&](int c) { return affinity.count(c) != 0; })) ++on_task_cpus;
   }
-  check(on_task_cpus == 0,
+  check(out, on_task_cpus == 0,
         std::to_string(on_task_cpus) + " of " + std::to_string(irqs) + " IRQs may be served on the task CPUs (" + cpus +
             ")",
         "add 'irqaffinity=<housekeeping CPUs>' to the kernel command line, or write the housekeeping CPUs to "
         "/proc/irq/*/smp_affinity_list (and stop irqbalance)");
+}
+
+}  // namespace
+
+std::vector<PreflightCheck> preflight(const std::vector<int>& task_cpus) {
+  std::vector<PreflightCheck> out;
+  const std::string cpus = join(task_cpus);
+  check_kernel(out);
+  check_isolation(out, task_cpus, cpus);
+  check_governors(out, task_cpus);
+  check_limits(out);
+  check_irqs(out, task_cpus, cpus);
   return out;
 }
 

@@ -24,7 +24,6 @@
 #include "session/sync/sync_report.hpp"
 #include "session/trace_session.hpp"
 #include "session/what_if.hpp"
-#include "tasks/plant/live_feed.hpp"
 #include "tools/common/cli_args.hpp"
 #include "tools/rtcosim/graph_file.hpp"
 
@@ -308,10 +307,7 @@ class GraphRun {
 
   void load_log() {
     if (!replaying_) return;
-    record_ = runtime::ReplayRecord::load(log_path_);
-    // Live plant sources take the logged rows: no socket, no thread, no
-    // followed file in a replay.
-    tasks::plant::replay_offline();
+    record_ = session::load_replay_log(log_path_);
     if (!record_->sources.empty() && args_.flag("compare-reference")) {
       throw UsageError("--compare-reference: the logged run took rows from live plant source '" +
                        record_->sources.front().block +

@@ -87,6 +87,76 @@ double positive_number(const std::string& option, const std::string& text, const
   return v;
 }
 
+// The options as the command line gives them, each refused with its own
+// message before the graph is even loaded.
+session::StallSweepOptions sweep_options(const CliArgs& args) {
+  session::StallSweepOptions options;
+  if (const auto v = args.value("periods")) {
+    options.periods.clear();
+    for (const auto& k : split(*v)) options.periods.push_back(positive_number("periods", k, "1,2,4,8,16"));
+  }
+  if (const auto v = args.value("tasks")) {
+    for (const auto& t : split(*v)) {
+      if (t.empty()) throw UsageError("--tasks: '" + *v + "' has an empty name — expected names like a,b");
+      options.tasks.push_back(t);
+    }
+  }
+  if (const auto v = args.value("frame")) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v->c_str(), &end, 10);
+    if (v->empty() || (*v)[0] == '-' || end != v->c_str() + v->size()) {
+      throw UsageError("--frame: '" + *v + "' — expected a frame index >= 0, e.g. 60");
+    }
+    options.frame = n;
+  }
+  options.doubled = args.flag("double");
+  options.duration = args.positive_duration("duration", 0.0);
+  if (const auto v = args.value("factor")) options.factor = positive_number("factor", *v, "3");
+  if (const auto v = args.value("tube")) options.tube = positive_number("tube", *v, "0.01");
+  options.reference_step = args.positive_duration("reference-step", options.reference_step);
+  return options;
+}
+
+// Checked with the other options: a typo must not cost a sweep of many runs.
+session::StallSweepFormat sweep_format(const CliArgs& args) {
+  const std::string format_name = args.value("format").value_or("text");
+  session::StallSweepFormat format = session::StallSweepFormat::kText;
+  if (format_name == "tsv") {
+    format = session::StallSweepFormat::kTsv;
+  } else if (format_name == "markdown") {
+    format = session::StallSweepFormat::kMarkdown;
+  } else if (format_name == "json") {
+    format = session::StallSweepFormat::kJson;
+  } else if (format_name != "text") {
+    throw UsageError("--format: '" + format_name + "' — expected text, tsv, markdown or json");
+  }
+  return format;
+}
+
+// The table on stdout, the verdicts on stderr: the exit status is 1 when
+// the ratios mean nothing (the unstalled run failed) or a blow-up was silent.
+int report_sweep(const session::StallSweep& sweep, const session::StallSweepOptions& options,
+                 session::StallSweepFormat format, const std::string& file) {
+  std::cout << session::render_stall_sweep(sweep, format);
+  if (sweep.unstalled.failed) {
+    std::cerr << "rtcosim stall-sweep: the unstalled run failed (" << sweep.unstalled.failure
+              << "); every ratio is relative to it — make " << file << " run unstalled first\n";
+    return 1;
+  }
+  const auto blow_ups = sweep.silent_blow_ups();
+  for (const auto* c : blow_ups) {
+    std::cerr << "rtcosim stall-sweep: silent blow-up: task '" << c->task << "', "
+              << (c->stalled_frames == 2 ? "two frames" : "one frame") << " of " << number_text(c->periods)
+              << " period(s) from frame " << c->frame << ": over the last quarter the RMS error of " << c->after_signal
+              << " is " << session::format_general(c->after_ratio) << " times the unstalled run's (factor "
+              << session::format_general(options.factor) << ") and the worst signal's is "
+              << session::format_general(100.0 * c->after_of_range) << " % of its range (tube "
+              << session::format_general(100.0 * options.tube) << " %), and no task failed\n";
+  }
+  if (!blow_ups.empty()) return 1;
+  return 0;
+}
+
 }  // namespace
 
 int run_stall_sweep_command(const std::vector<std::string>& raw_args) {
@@ -97,41 +167,8 @@ int run_stall_sweep_command(const std::vector<std::string>& raw_args) {
                  {"double", "help"}, {"plugin-dir"});
     const auto file = args.parse_for_file(raw_args, kStallSweepHelp);
     if (!file) return 0;
-    session::StallSweepOptions options;
-    if (const auto v = args.value("periods")) {
-      options.periods.clear();
-      for (const auto& k : split(*v)) options.periods.push_back(positive_number("periods", k, "1,2,4,8,16"));
-    }
-    if (const auto v = args.value("tasks")) {
-      for (const auto& t : split(*v)) {
-        if (t.empty()) throw UsageError("--tasks: '" + *v + "' has an empty name — expected names like a,b");
-        options.tasks.push_back(t);
-      }
-    }
-    if (const auto v = args.value("frame")) {
-      char* end = nullptr;
-      const unsigned long long n = std::strtoull(v->c_str(), &end, 10);
-      if (v->empty() || (*v)[0] == '-' || end != v->c_str() + v->size()) {
-        throw UsageError("--frame: '" + *v + "' — expected a frame index >= 0, e.g. 60");
-      }
-      options.frame = n;
-    }
-    options.doubled = args.flag("double");
-    options.duration = args.positive_duration("duration", 0.0);
-    if (const auto v = args.value("factor")) options.factor = positive_number("factor", *v, "3");
-    if (const auto v = args.value("tube")) options.tube = positive_number("tube", *v, "0.01");
-    options.reference_step = args.positive_duration("reference-step", options.reference_step);
-    const std::string format_name = args.value("format").value_or("text");
-    session::StallSweepFormat format = session::StallSweepFormat::kText;
-    if (format_name == "tsv") {
-      format = session::StallSweepFormat::kTsv;
-    } else if (format_name == "markdown") {
-      format = session::StallSweepFormat::kMarkdown;
-    } else if (format_name == "json") {
-      format = session::StallSweepFormat::kJson;
-    } else if (format_name != "text") {
-      throw UsageError("--format: '" + format_name + "' — expected text, tsv, markdown or json");
-    }
+    const session::StallSweepOptions options = sweep_options(args);
+    const session::StallSweepFormat format = sweep_format(args);
 
     config::LoadOptions load;
     load.plugins = {args.values("plugin-dir"), true};
@@ -152,25 +189,7 @@ int run_stall_sweep_command(const std::vector<std::string>& raw_args) {
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-    std::cout << session::render_stall_sweep(sweep, format);
-    if (sweep.unstalled.failed) {
-      std::cerr << "rtcosim stall-sweep: the unstalled run failed (" << sweep.unstalled.failure
-                << "); every ratio is relative to it — make " << *file << " run unstalled first\n";
-      return 1;
-    }
-    const auto blow_ups = sweep.silent_blow_ups();
-    for (const auto* c : blow_ups) {
-      std::cerr << "rtcosim stall-sweep: silent blow-up: task '" << c->task << "', "
-                << (c->stalled_frames == 2 ? "two frames" : "one frame") << " of " << number_text(c->periods)
-                << " period(s) from frame " << c->frame << ": over the last quarter the RMS error of "
-                << c->after_signal << " is " << session::format_general(c->after_ratio)
-                << " times the unstalled run's (factor " << session::format_general(options.factor)
-                << ") and the worst signal's is " << session::format_general(100.0 * c->after_of_range)
-                << " % of its range (tube " << session::format_general(100.0 * options.tube)
-                << " %), and no task failed\n";
-    }
-    if (!blow_ups.empty()) return 1;
-    return 0;
+    return report_sweep(sweep, options, format, *file);
   });
 }
 

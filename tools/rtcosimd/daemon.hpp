@@ -128,9 +128,14 @@ class Daemon {
   std::vector<std::pair<std::uint64_t, std::string>> late_replies_;
   bool startup_failed_ = false;  // the start at launch failed after READY: exit 1
   void stop_graph();
-  // The steps of run(): the control socket (-1 and *why when it cannot be
-  // made), the live view, one pass's signals, the replies of work done
-  // beside the loop, the clients' requests, new clients, and the end.
+  // The steps of run(): everything up to READY=1 (false: exit 1), the
+  // sockets' end, the serving loop; and within them the control socket
+  // (-1 and *why when it cannot be made), the live view, one pass's signals,
+  // the replies of work done beside the loop, the clients' requests, new
+  // clients, and the end.
+  bool set_up(int* sfd, int* lfd);
+  void close_sockets(int sfd, int lfd);
+  void serve(int sfd, int lfd, std::vector<ControlClient>& clients);
   int open_control_socket(std::string* why);
   bool start_web(std::string* why);
   void take_signals(int sfd);

@@ -282,7 +282,9 @@ void Daemon::shut_down() {
                       : std::string());
 }
 
-int Daemon::run() {
+// Everything before READY=1: a failure here ends the daemon with status 1
+// and leaves no socket behind. *sfd and *lfd are the signalfd and listener.
+bool Daemon::set_up(int* sfd, int* lfd) {
   // A client that closes before its replies are out must cost the daemon
   // nothing: writes use MSG_NOSIGNAL, and nothing else should raise SIGPIPE
   // either (a recording on a pipe-like file, a library's write).
@@ -290,34 +292,29 @@ int Daemon::run() {
   if (!notifier_.problem().empty()) {
     std::cerr << "rtcosimd: " << notifier_.problem() << " — systemd will not hear READY=1 or WATCHDOG=1\n";
   }
-  const int sfd = signals_to_fd();
-  if (sfd < 0) {
+  *sfd = signals_to_fd();
+  if (*sfd < 0) {
     std::cerr << "rtcosimd: cannot take signals through a signalfd: " << std::strerror(errno) << '\n';
-    return 1;
+    return false;
   }
   std::string why;
   if (!load(options_.config, &why)) {
     std::cerr << why << "rtcosimd: " << options_.config << " cannot be run\n";
-    close(sfd);
-    return 1;
+    close(*sfd);
+    return false;
   }
   // The control socket: created before the tasks start, mode 0660.
-  const int lfd = open_control_socket(&why);
-  if (lfd < 0) {
+  *lfd = open_control_socket(&why);
+  if (*lfd < 0) {
     std::cerr << "rtcosimd: " << why << '\n';
-    close(sfd);
-    return 1;
+    close(*sfd);
+    return false;
   }
-  const auto close_sockets = [&] {
-    close(lfd);
-    close(sfd);
-    ::unlink(options_.socket_path.c_str());
-  };
   bool start_deferred = false;
   if (!start_graph(&why, 0, &start_deferred)) {
     std::cerr << "rtcosimd: " << why << '\n';
-    close_sockets();
-    return 1;
+    close_sockets(*sfd, *lfd);
+    return false;
   }
   // A graph across hosts agrees on its epoch beside the loop; if that
   // fails, the daemon ends with status 1 as it would have before READY.
@@ -325,14 +322,26 @@ int Daemon::run() {
   if (options_.web.port != 0 && !start_web(&why)) {
     std::cerr << "rtcosimd: " << why << '\n';
     stop_graph();
-    close_sockets();
-    return 1;
+    close_sockets(*sfd, *lfd);
+    return false;
   }
   notify("READY=1");
   std::cerr << "rtcosimd: running " << options_.config << " (" << graph_.graph()->tasks().size()
             << " tasks); control socket " << options_.socket_path << '\n';
+  return true;
+}
 
-  std::vector<ControlClient> clients;
+// The socket file goes with the descriptors: a stale one would make the
+// next daemon's clients connect to nothing.
+void Daemon::close_sockets(int sfd, int lfd) {
+  close(lfd);
+  close(sfd);
+  ::unlink(options_.socket_path.c_str());
+}
+
+// The loop until a signal or a client asks to quit: one poll over the
+// signalfd, the listener and the clients, then the periodic work.
+void Daemon::serve(int sfd, int lfd, std::vector<ControlClient>& clients) {
   const double interval = status_interval(options_.status_interval);
   double next_status = now_s();
   double next_web = 0.0;
@@ -376,9 +385,17 @@ int Daemon::run() {
       notify_status();
     }
   }
+}
+
+int Daemon::run() {
+  int sfd = -1, lfd = -1;
+  if (!set_up(&sfd, &lfd)) return 1;
+  // The clients outlive shut_down(), as they did when the loop was inline.
+  std::vector<ControlClient> clients;
+  serve(sfd, lfd, clients);
   shut_down();
   clients.clear();
-  close_sockets();
+  close_sockets(sfd, lfd);
   return startup_failed_ ? 1 : 0;
 }
 

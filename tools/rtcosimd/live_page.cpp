@@ -1,11 +1,15 @@
+#include <array>
+#include <cstddef>
+#include <string_view>
+
 #include "tools/rtcosimd/web_server.hpp"
 
 namespace rtcosim::daemon {
 
-// One page, everything inline: the daemon may run on a machine without any
-// network but the operator's SSH tunnel. The figures it shows are those of
-// the control socket's status (docs/figures.md); docs/live.md says which.
-const char* live_page() noexcept {
+namespace {
+
+// The head carries all the style: no stylesheet to fetch over the operator's tunnel.
+constexpr std::string_view page_head() {
   return R"HTML(<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>rtcosimd live view</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -24,7 +28,12 @@ td.bad{color:#b00;font-weight:bold} .hist{display:inline-block;margin:0 12px 8px
 #controls{display:none;gap:6px} #controls.on{display:flex} button{cursor:pointer}
 #details{font-family:monospace;white-space:pre;font-size:12px} small{color:#666}
 </style></head><body>
-<header><b>rtcosimd</b><span id="state">connecting</span><span id="config"></span>
+)HTML";
+}
+
+// The page's fixed layout; the script fills in the tables and figures by their ids.
+constexpr std::string_view page_body() {
+  return R"HTML(<header><b>rtcosimd</b><span id="state">connecting</span><span id="config"></span>
 <span id="updated"></span><span style="flex:1"></span>
 <input id="token" type="password" placeholder="token (actions)" size="14">
 <span id="controls"><button data-cmd="start">start</button><button data-cmd="stop">stop</button>
@@ -49,7 +58,12 @@ td.bad{color:#b00;font-weight:bold} .hist{display:inline-block;margin:0 12px 8px
 <div id="picks"></div><div class="chart" id="chart"></div></section>
 <section class="wide"><h2>Step size over time <small>the last step of each task, as pushed</small></h2><div class="chart" id="steps"></div></section>
 </main>
-<script>
+)HTML";
+}
+
+// Drawing helpers first: render() below calls them on every push.
+constexpr std::string_view page_script_drawing() {
+  return R"HTML(<script>
 "use strict";
 const $=s=>document.querySelector(s);
 const esc=s=>String(s).replace(/[&<>"']/g,c=>({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;","'":"&#39;"}[c]));
@@ -113,7 +127,12 @@ function showSvg(text,g){
     if(task) el.setAttribute("data-task",task);});
   clickable();
 }
-function render(s){
+)HTML";
+}
+
+// One push of the WebSocket (or /status.json) redraws everything from its JSON.
+constexpr std::string_view page_script_render() {
+  return R"HTML(function render(s){
   last=s; const st=s.status||{}; const live=s.live||{};
   const failed=s.failed||[];
   $("#state").textContent=failed.length?"failed: "+failed.map(f=>f.task+": "+f.failure).join("; "):s.running?"running":"stopped";
@@ -163,7 +182,12 @@ function render(s){
     chart($("#chart"),[...picked].map(k=>series[k]).filter(Boolean),win);
     chart($("#steps"),Object.values(steps),Math.max(win,10)); }
 }
-// The WebSocket opens after /whoami has shown the token: the answer gives
+)HTML";
+}
+
+// Connection, token and actions run last, once every function above is defined.
+constexpr std::string_view page_script_connect() {
+  return R"HTML(// The WebSocket opens after /whoami has shown the token: the answer gives
 // this browser a place cookie (HttpOnly), which the WebSocket's request
 // carries where no token can go, so that it gets one of the places kept
 // for token holders (docs/live.md, "Places"). Each reconnect renews it.
@@ -202,5 +226,36 @@ connect();
 </script></body></html>
 )HTML";
 }
+
+// In the order the browser needs them: style, layout, then the script that fills it.
+constexpr std::array kPageParts{page_head(), page_body(), page_script_drawing(), page_script_render(),
+                                page_script_connect()};
+
+constexpr std::size_t page_size() {
+  std::size_t size = 0;
+  for (std::string_view part : kPageParts) size += part.size();
+  return size;
+}
+
+// Joined at compile time into one C string, as the single literal was: serving
+// the page allocates nothing and cannot throw.
+constexpr std::array<char, page_size() + 1> join_page() {
+  std::array<char, page_size() + 1> page{};
+  std::size_t at = 0;
+  for (std::string_view part : kPageParts) {
+    for (char c : part) page[at++] = c;
+  }
+  page[at] = '\0';
+  return page;
+}
+
+constexpr auto kPage = join_page();
+
+}  // namespace
+
+// One page, everything inline: the daemon may run on a machine without any
+// network but the operator's SSH tunnel. The figures it shows are those of
+// the control socket's status (docs/figures.md); docs/live.md says which.
+const char* live_page() noexcept { return kPage.data(); }
 
 }  // namespace rtcosim::daemon

@@ -35,101 +35,6 @@ namespace {
 
 enum class Auth { kNone, kOk, kWrong, kThrottled };
 
-struct Shared {
-  WebOptions options;
-  std::string control_socket;
-  WebCounters counters;
-  std::atomic<std::size_t> clients{0};
-  std::mutex mutex;
-  std::shared_ptr<const std::string> snapshot = std::make_shared<const std::string>("{}");
-  // Tokens from the control socket and when they expire (under `mutex`).
-  std::vector<std::pair<std::string, Clock::time_point>> granted;
-  std::shared_ptr<const std::string> graph_svg = std::make_shared<const std::string>();  // under `mutex`
-  // Under `mutex`: open connections per peer address, and the wrong tokens
-  // an address presented in its current one-second window.
-  std::map<std::string, std::size_t> per_peer;
-  struct Wrong {
-    Clock::time_point since;
-    int count = 0;
-  };
-  std::map<std::string, Wrong> wrong;
-  // Under `mutex`: the place cookies handed to browsers that presented a
-  // valid token (docs/live.md, "Places"), and when each expires.
-  std::vector<std::pair<std::string, Clock::time_point>> places;
-  // WebSockets without a token or place cookie (the loop thread's).
-  std::atomic<std::size_t> anonymous_ws{0};
-  Worker worker;  // stopped before the rest goes (WebServer::~WebServer)
-
-  // The places every WebSocket may hold; the rest are kept for token holders.
-  [[nodiscard]] std::size_t watcher_places() const {
-    return options.max_clients - std::min(WebServer::kReservedForTokens, options.max_clients / 4);
-  }
-  // Named after the port: cookies are per host, not per port, and two
-  // daemons on one machine must not overwrite each other's.
-  [[nodiscard]] std::string place_cookie_name() const { return "rtcosim_place_" + std::to_string(bound_port.load()); }
-  // Renews the place `held` (the request's cookie, when valid) until
-  // `expires`, or makes a new one; its value, "" without random bytes.
-  std::string give_place(const std::string& held, Clock::time_point expires) {
-    const auto now = Clock::now();
-    std::lock_guard lock(mutex);
-    std::erase_if(places, [&](const auto& p) { return p.second <= now; });
-    for (auto& p : places) {
-      if (!held.empty() && token_matches(held, p.first)) {
-        p.second = expires;
-        return p.first;
-      }
-    }
-    std::string value = random_hex();
-    if (value.empty()) return {};
-    if (places.size() >= WebServer::kMaxPlaces) places.erase(places.begin());
-    places.emplace_back(value, expires);
-    return value;
-  }
-  // Whether `value` is an unexpired place; every one is compared, in constant time.
-  bool holds_place(const std::string& value) {
-    if (value.empty()) return false;
-    const auto now = Clock::now();
-    bool ok = false;
-    std::lock_guard lock(mutex);
-    for (const auto& [place, expires] : places) ok = (token_matches(value, place) && now < expires) || ok;
-    return ok;
-  }
-
-  std::shared_ptr<const std::string> latest() {
-    std::lock_guard lock(mutex);
-    return snapshot;
-  }
-  [[nodiscard]] bool allowed_host(const std::string& name) const { return host_allowed(options, name); }
-  // An Origin header: exactly http(s)://ALLOWED-HOST[:port] (parse_authority);
-  // "null" and others are foreign. Its port (written, or the scheme's
-  // 80/443) must be the live view's own: a page served by another program
-  // on the same host is another site.
-  [[nodiscard]] bool allowed_origin(std::string_view origin) const {
-    for (const std::string_view scheme : {"http://", "https://"}) {
-      if (origin.substr(0, scheme.size()) == scheme) {
-        const auto authority = parse_authority(origin.substr(scheme.size()));
-        if (!authority) return false;
-        const long port = authority->port >= 0 ? authority->port : (scheme == "http://" ? 80 : 443);
-        return port == static_cast<long>(bound_port.load()) && allowed_host(authority->host);
-      }
-    }
-    return false;
-  }
-  std::atomic<unsigned short> bound_port{0};  // set when listening
-  // Counts a wrong token of `peer`; whether its checks are throttled now.
-  bool throttled(const std::string& peer, bool add_wrong) {
-    const auto now = Clock::now();
-    std::lock_guard lock(mutex);
-    if (wrong.size() > 4096)
-      std::erase_if(wrong, [&](const auto& w) { return now - w.second.since > std::chrono::seconds(1); });
-    Wrong& w = wrong[peer];
-    if (now - w.since > std::chrono::seconds(1)) w = Wrong{now, 0};
-    if (w.count >= WebServer::kWrongTokensPerSecond) return true;
-    if (add_wrong) ++w.count;
-    return false;
-  }
-};
-
 class WsSession;
 class HttpSession;
 
@@ -143,7 +48,7 @@ struct Registry {
 // connection lives.
 class Slot {
  public:
-  Slot(Shared& s, std::string peer, bool loopback) : s_(&s), peer_(std::move(peer)), loopback_(loopback) {
+  Slot(WebShared& s, std::string peer, bool loopback) : s_(&s), peer_(std::move(peer)), loopback_(loopback) {
     s_->clients.fetch_add(1);
     std::lock_guard lock(s_->mutex);
     ++s_->per_peer[peer_];
@@ -166,7 +71,7 @@ class Slot {
   [[nodiscard]] bool loopback() const noexcept { return loopback_; }
 
  private:
-  Shared* s_;
+  WebShared* s_;
   std::string peer_;
   bool loopback_ = false;
 };
@@ -175,7 +80,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
  public:
   // `anonymous`: without a token or place cookie, counted against the
   // places every watcher may hold.
-  WsSession(tcp::socket socket, Shared& shared, Slot slot, bool anonymous)
+  WsSession(tcp::socket socket, WebShared& shared, Slot slot, bool anonymous)
       : ws_(std::move(socket)), shared_(shared), slot_(std::move(slot)), anonymous_(anonymous) {
     if (anonymous_) shared_.anonymous_ws.fetch_add(1);
     // A small kernel buffer per client: a client that stops reading is
@@ -257,7 +162,7 @@ class WsSession : public std::enable_shared_from_this<WsSession> {
   }
 
   websocket::stream<beast::tcp_stream> ws_;
-  Shared& shared_;
+  WebShared& shared_;
   Slot slot_;
   bool anonymous_ = false;
   beast::flat_buffer in_;
@@ -273,7 +178,7 @@ constexpr std::string_view kBusy =
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(tcp::socket socket, Shared& shared, Registry& registry, Slot slot)
+  HttpSession(tcp::socket socket, WebShared& shared, Registry& registry, Slot slot)
       : stream_(std::move(socket)), shared_(shared), registry_(registry), slot_(std::move(slot)) {}
 
   void run() { read(); }
@@ -341,105 +246,132 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
     auto request = parser_->release();
     const std::string target(request.target());
     const std::string path = target.substr(0, target.find('?'));
-    // DNS rebinding: a page of evil.example whose name resolves to this
-    // address reaches the port, with Host: evil.example. A foreign Origin
-    // is a page of another site (a WebSocket upgrade or a POST from it).
+    if (!same_site(request)) return;
+    if (websocket::is_upgrade(request)) return upgrade(std::move(request), path);
+    const bool keep = request.keep_alive();
+    if (request.method() == http::verb::get && serve_get(request, path, keep)) return;
+    if (path == "/action" || path == "/probe") return serve_post(std::move(request), path, keep);
+    reply(http::status::not_found, "text/plain", "nothing at " + path + "\n", keep);
+  }
+
+  // DNS rebinding: a page of evil.example whose name resolves to this
+  // address reaches the port, with Host: evil.example. A foreign Origin
+  // is a page of another site (a WebSocket upgrade or a POST from it).
+  // False when refused (and answered).
+  bool same_site(const http::request<http::string_body>& request) {
     const auto host = request.find(http::field::host);
     const auto authority = host == request.end()
                                ? std::nullopt
                                : parse_authority(std::string_view(host->value().data(), host->value().size()));
     if (!authority || !shared_.allowed_host(authority->host)) {
       shared_.counters.cross_site.fetch_add(1);
-      return reply(http::status::misdirected_request, "text/plain",
-                   "this live view answers to its own host names only (rtcosimd --web-host NAME adds one)\n", false);
+      reply(http::status::misdirected_request, "text/plain",
+            "this live view answers to its own host names only (rtcosimd --web-host NAME adds one)\n", false);
+      return false;
     }
     if (const auto origin = request.find(http::field::origin);
         origin != request.end() && !shared_.allowed_origin(std::string(origin->value()))) {
       shared_.counters.cross_site.fetch_add(1);
-      return reply(http::status::forbidden, "text/plain", "cross-site requests are refused\n", false);
+      reply(http::status::forbidden, "text/plain", "cross-site requests are refused\n", false);
+      return false;
     }
-    if (websocket::is_upgrade(request)) {
-      if (path != "/ws") return reply(http::status::not_found, "text/plain", "no WebSocket at " + path + "\n", false);
-      // A WebSocket holds its place for as long as it stays: the last
-      // places are kept for token holders, whose browser shows its place
-      // cookie (a page's `new WebSocket` cannot send a token).
-      const bool anonymous = !holds_place(request) && authorise(request) != Auth::kOk;
-      if (anonymous && shared_.anonymous_ws.load() >= shared_.watcher_places()) {
-        shared_.counters.refused.fetch_add(1);
-        return reply(http::status::service_unavailable, "text/plain",
-                     "every place for watching is taken; the last ones are kept for token holders (docs/live.md)\n",
-                     false);
-      }
-      enter(Phase::kDone);
-      auto ws = std::make_shared<WsSession>(stream_.release_socket(), shared_, std::move(slot_), anonymous);
-      registry_.sessions.push_back(ws);
-      ws->accept(std::move(request));
-      return;
+    return true;
+  }
+
+  // A WebSocket holds its place for as long as it stays: the last
+  // places are kept for token holders, whose browser shows its place
+  // cookie (a page's `new WebSocket` cannot send a token).
+  void upgrade(http::request<http::string_body> request, const std::string& path) {
+    if (path != "/ws") return reply(http::status::not_found, "text/plain", "no WebSocket at " + path + "\n", false);
+    const bool anonymous = !holds_place(request) && authorise(request) != Auth::kOk;
+    if (anonymous && shared_.anonymous_ws.load() >= shared_.watcher_places()) {
+      shared_.counters.refused.fetch_add(1);
+      return reply(http::status::service_unavailable, "text/plain",
+                   "every place for watching is taken; the last ones are kept for token holders (docs/live.md)\n",
+                   false);
     }
-    const bool keep = request.keep_alive();
-    if (request.method() == http::verb::get && (path == "/" || path == "/index.html")) {
-      return reply(http::status::ok, "text/html; charset=utf-8", live_page(), keep);
+    enter(Phase::kDone);
+    auto ws = std::make_shared<WsSession>(stream_.release_socket(), shared_, std::move(slot_), anonymous);
+    registry_.sessions.push_back(ws);
+    ws->accept(std::move(request));
+  }
+
+  // The read-only resources, answered on this loop since none of them
+  // waits for anything; false when the path is none of them.
+  bool serve_get(const http::request<http::string_body>& request, const std::string& path, bool keep) {
+    if (path == "/" || path == "/index.html") {
+      reply(http::status::ok, "text/html; charset=utf-8", live_page(), keep);
+      return true;
     }
-    if (request.method() == http::verb::get && path == "/status.json") {
-      return reply(http::status::ok, "application/json", *shared_.latest(), keep);
+    if (path == "/status.json") {
+      reply(http::status::ok, "application/json", *shared_.latest(), keep);
+      return true;
     }
-    if (request.method() == http::verb::get && path == "/graph.svg") {
+    if (path == "/graph.svg") {
       std::shared_ptr<const std::string> svg;
       {
         std::lock_guard lock(shared_.mutex);
         svg = shared_.graph_svg;
       }
       if (svg->empty()) {
-        return reply(http::status::not_found, "text/plain",
-                     "the graph has no Graphviz layout (see live.graph.layout)\n", keep);
+        reply(http::status::not_found, "text/plain", "the graph has no Graphviz layout (see live.graph.layout)\n",
+              keep);
+        return true;
       }
-      return reply(http::status::ok, "image/svg+xml", *svg, keep);
+      reply(http::status::ok, "image/svg+xml", *svg, keep);
+      return true;
     }
-    if (request.method() == http::verb::get && path == "/whoami") {
+    if (path == "/whoami") {
       Clock::time_point expires;
       const Auth a = authorise(request, &expires);
-      if (a == Auth::kThrottled) return throttle(keep);
+      if (a == Auth::kThrottled) {
+        throttle(keep);
+        return true;
+      }
       if (a == Auth::kOk) give_place(request, expires);
-      return reply(http::status::ok, "application/json",
-                   std::string("{\"act\":") + (a == Auth::kOk ? "true" : "false") + "}", keep);
+      reply(http::status::ok, "application/json", std::string("{\"act\":") + (a == Auth::kOk ? "true" : "false") + "}",
+            keep);
+      return true;
     }
-    if (path == "/action" || path == "/probe") {
-      if (request.method() != http::verb::post) {
-        return reply(http::status::method_not_allowed, "text/plain",
-                     path == "/action" ? "POST an action\n" : "POST a signal to probe\n", keep);
+    return false;
+  }
+
+  // /action and /probe: checked here, answered by the worker, since both
+  // ask the control socket, which may block.
+  void serve_post(http::request<http::string_body> request, const std::string& path, bool keep) {
+    if (request.method() != http::verb::post) {
+      return reply(http::status::method_not_allowed, "text/plain",
+                   path == "/action" ? "POST an action\n" : "POST a signal to probe\n", keep);
+    }
+    // A state change: JSON only. A cross-site form or a "simple" fetch
+    // cannot send this type without a preflight, which is not answered.
+    const auto type = request.find(http::field::content_type);
+    if (type == request.end() || std::string(type->value()).rfind("application/json", 0) != 0) {
+      return reply(http::status::unsupported_media_type, "text/plain",
+                   "send the request body as Content-Type: application/json\n", keep);
+    }
+    if (path == "/action") {
+      const Auth a = authorise(request);
+      if (a == Auth::kThrottled) return throttle(keep);
+      if (a != Auth::kOk) {
+        shared_.counters.forbidden.fetch_add(1);
+        return reply(http::status::forbidden, "application/json",
+                     "{\"ok\":false,\"error\":\"actions need the daemon's token or one from 'rtcosim ctl "
+                     "web-token' (docs/live.md)\"}",
+                     keep);
       }
-      // A state change: JSON only. A cross-site form or a "simple" fetch
-      // cannot send this type without a preflight, which is not answered.
-      const auto type = request.find(http::field::content_type);
-      if (type == request.end() || std::string(type->value()).rfind("application/json", 0) != 0) {
-        return reply(http::status::unsupported_media_type, "text/plain",
-                     "send the request body as Content-Type: application/json\n", keep);
-      }
-      if (path == "/action") {
-        const Auth a = authorise(request);
-        if (a == Auth::kThrottled) return throttle(keep);
-        if (a != Auth::kOk) {
-          shared_.counters.forbidden.fetch_add(1);
-          return reply(http::status::forbidden, "application/json",
-                       "{\"ok\":false,\"error\":\"actions need the daemon's token or one from 'rtcosim ctl "
-                       "web-token' (docs/live.md)\"}",
-                       keep);
-        }
-      }
-      // The control socket is asked on the worker, never on this loop.
-      const bool action = path == "/action";
-      enter(Phase::kWorking);
-      auto self = shared_from_this();
-      const bool queued = shared_.worker.post([self, body = std::move(request.body()), action, keep]() mutable {
-        std::string answer = action ? self->act(body) : self->probe(body);
-        asio::post(self->stream_.get_executor(), [self, answer = std::move(answer), keep]() mutable {
-          self->reply(http::status::ok, "application/json", std::move(answer), keep);
-        });
+    }
+    // The control socket is asked on the worker, never on this loop.
+    const bool action = path == "/action";
+    enter(Phase::kWorking);
+    auto self = shared_from_this();
+    const bool queued = shared_.worker.post([self, body = std::move(request.body()), action, keep]() mutable {
+      std::string answer = action ? self->act(body) : self->probe(body);
+      asio::post(self->stream_.get_executor(), [self, answer = std::move(answer), keep]() mutable {
+        self->reply(http::status::ok, "application/json", std::move(answer), keep);
       });
-      if (!queued) return reply(http::status::service_unavailable, "text/plain", "busy — try again\n", false);
-      return;
-    }
-    reply(http::status::not_found, "text/plain", "nothing at " + path + "\n", keep);
+    });
+    if (!queued) return reply(http::status::service_unavailable, "text/plain", "busy — try again\n", false);
   }
 
   void throttle(bool keep) {
@@ -579,7 +511,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   }
 
   beast::tcp_stream stream_;
-  Shared& shared_;
+  WebShared& shared_;
   Registry& registry_;
   Slot slot_;
   Phase phase_ = Phase::kReading;
@@ -593,7 +525,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
 }  // namespace
 
 struct WebServer::Impl {
-  Shared shared;
+  WebShared shared;
   Registry registry;
   asio::io_context io{1};
   tcp::acceptor acceptor{io};

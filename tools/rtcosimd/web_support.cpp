@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <mutex>
 
 #include <boost/asio/ip/address_v4.hpp>
 #include <boost/asio/ip/address_v6.hpp>
@@ -97,6 +98,61 @@ std::string random_hex() {
     hex += "0123456789abcdef"[b & 15];
   }
   return hex;
+}
+
+std::string WebShared::give_place(const std::string& held, std::chrono::steady_clock::time_point expires) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mutex);
+  std::erase_if(places, [&](const auto& p) { return p.second <= now; });
+  for (auto& p : places) {
+    if (!held.empty() && token_matches(held, p.first)) {
+      p.second = expires;
+      return p.first;
+    }
+  }
+  std::string value = random_hex();
+  if (value.empty()) return {};
+  if (places.size() >= WebServer::kMaxPlaces) places.erase(places.begin());
+  places.emplace_back(value, expires);
+  return value;
+}
+
+bool WebShared::holds_place(const std::string& value) {
+  if (value.empty()) return false;
+  const auto now = std::chrono::steady_clock::now();
+  bool ok = false;
+  std::lock_guard lock(mutex);
+  for (const auto& [place, expires] : places) ok = (token_matches(value, place) && now < expires) || ok;
+  return ok;
+}
+
+std::shared_ptr<const std::string> WebShared::latest() {
+  std::lock_guard lock(mutex);
+  return snapshot;
+}
+
+bool WebShared::allowed_origin(std::string_view origin) const {
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (origin.substr(0, scheme.size()) == scheme) {
+      const auto authority = parse_authority(origin.substr(scheme.size()));
+      if (!authority) return false;
+      const long port = authority->port >= 0 ? authority->port : (scheme == "http://" ? 80 : 443);
+      return port == static_cast<long>(bound_port.load()) && allowed_host(authority->host);
+    }
+  }
+  return false;
+}
+
+bool WebShared::throttled(const std::string& peer, bool add_wrong) {
+  const auto now = std::chrono::steady_clock::now();
+  std::lock_guard lock(mutex);
+  if (wrong.size() > 4096)
+    std::erase_if(wrong, [&](const auto& w) { return now - w.second.since > std::chrono::seconds(1); });
+  Wrong& w = wrong[peer];
+  if (now - w.since > std::chrono::seconds(1)) w = Wrong{now, 0};
+  if (w.count >= WebServer::kWrongTokensPerSecond) return true;
+  if (add_wrong) ++w.count;
+  return false;
 }
 
 }  // namespace rtcosim::daemon

@@ -5,15 +5,21 @@
 // request's Host and Origin, the key a peer's limits count under, and
 // tokens. Private to rtcosimd; the tests reach the checks through it.
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <boost/asio/ip/address.hpp>
 
@@ -104,5 +110,63 @@ std::string random_hex();
 // Whether a presented token is the expected one, in a time that does not
 // depend on how much of it matches; an empty expected token matches nothing.
 bool token_matches(const std::string& presented, const std::string& expected) noexcept;
+
+/*
+ * WebShared: what the live view's sessions share, on the asio thread and
+ * the worker: the options, the latest snapshot and layout, the tokens and
+ * place cookies handed out, and the per-peer counts that bound a flood.
+ * Members marked "under `mutex`" are read and written with it held; the
+ * counters are atomics. Owned by WebServer::Impl, which outlives every
+ * session.
+ */
+struct WebShared {
+  WebOptions options;
+  std::string control_socket;
+  WebCounters counters;
+  std::atomic<std::size_t> clients{0};
+  std::mutex mutex;
+  std::shared_ptr<const std::string> snapshot = std::make_shared<const std::string>("{}");
+  // Tokens from the control socket and when they expire (under `mutex`).
+  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> granted;
+  std::shared_ptr<const std::string> graph_svg = std::make_shared<const std::string>();  // under `mutex`
+  // Under `mutex`: open connections per peer address, and the wrong tokens
+  // an address presented in its current one-second window.
+  std::map<std::string, std::size_t> per_peer;
+  struct Wrong {
+    std::chrono::steady_clock::time_point since;
+    int count = 0;
+  };
+  std::map<std::string, Wrong> wrong;
+  // Under `mutex`: the place cookies handed to browsers that presented a
+  // valid token (docs/live.md, "Places"), and when each expires.
+  std::vector<std::pair<std::string, std::chrono::steady_clock::time_point>> places;
+  // WebSockets without a token or place cookie (the loop thread's).
+  std::atomic<std::size_t> anonymous_ws{0};
+  Worker worker;  // stopped before the rest goes (WebServer::~WebServer)
+
+  // The places every WebSocket may hold; the rest are kept for token holders.
+  [[nodiscard]] std::size_t watcher_places() const {
+    return options.max_clients - std::min(WebServer::kReservedForTokens, options.max_clients / 4);
+  }
+  // Named after the port: cookies are per host, not per port, and two
+  // daemons on one machine must not overwrite each other's.
+  [[nodiscard]] std::string place_cookie_name() const { return "rtcosim_place_" + std::to_string(bound_port.load()); }
+  // Renews the place `held` (the request's cookie, when valid) until
+  // `expires`, or makes a new one; its value, "" without random bytes.
+  std::string give_place(const std::string& held, std::chrono::steady_clock::time_point expires);
+  // Whether `value` is an unexpired place; every one is compared, in constant time.
+  bool holds_place(const std::string& value);
+
+  std::shared_ptr<const std::string> latest();
+  [[nodiscard]] bool allowed_host(const std::string& name) const { return host_allowed(options, name); }
+  // An Origin header: exactly http(s)://ALLOWED-HOST[:port] (parse_authority);
+  // "null" and others are foreign. Its port (written, or the scheme's
+  // 80/443) must be the live view's own: a page served by another program
+  // on the same host is another site.
+  [[nodiscard]] bool allowed_origin(std::string_view origin) const;
+  std::atomic<unsigned short> bound_port{0};  // set when listening
+  // Counts a wrong token of `peer`; whether its checks are throttled now.
+  bool throttled(const std::string& peer, bool add_wrong);
+};
 
 }  // namespace rtcosim::daemon
