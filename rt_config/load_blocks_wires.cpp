@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <set>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
 
 #include "base/text.hpp"
@@ -15,16 +16,21 @@ namespace {
 const std::vector<std::string> kBlockKeys = {"name", "type", "task", "params"};
 const std::vector<std::string> kWireKeys = {"from", "to", "coupling"};
 
-// The ports of `block` that wires (their `from`) and `record.signals` name,
-// as written, for the blocks that can observe a variable on demand.
-std::vector<std::string> named_ports(const YAML::Node& root, const std::string& block) {
-  std::vector<std::string> out;
+// The ports that wires (their `from`) and `record.signals` name, by block,
+// as written, for the blocks that can observe a variable on demand. Read
+// once for the whole file: a scan per block made the load of 10^4 blocks
+// quadratic (61 s for `rtcosim check` of 10^4 tasks, 0.7 s before it).
+using NamedPorts = std::unordered_map<std::string, std::vector<std::string>>;
+NamedPorts named_ports(const YAML::Node& root) {
+  NamedPorts out;
   auto take = [&](const YAML::Node& n) {
     if (!n || !n.IsScalar()) return;
     const std::string& s = n.Scalar();
-    if (s.size() > block.size() + 1 && s.compare(0, block.size(), block) == 0 && s[block.size()] == '.' &&
-        std::find(out.begin(), out.end(), s.substr(block.size() + 1)) == out.end())
-      out.push_back(s.substr(block.size() + 1));
+    const auto dot = s.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 == s.size()) return;
+    auto& ports = out[s.substr(0, dot)];
+    std::string port = s.substr(dot + 1);
+    if (std::find(ports.begin(), ports.end(), port) == ports.end()) ports.push_back(std::move(port));
   };
   if (const auto wires = root["wires"]; wires && wires.IsSequence()) {
     for (const auto& w : wires) {
@@ -33,7 +39,7 @@ std::vector<std::string> named_ports(const YAML::Node& root, const std::string& 
   }
   if (const auto record = root["record"]; record && record.IsMap()) {
     if (const auto signals = record["signals"]; signals && signals.IsSequence()) {
-      for (const auto& s : signals) take(s);
+      for (const auto& sig : signals) take(sig);
     }
   }
   return out;
@@ -64,7 +70,7 @@ bool take_block_param(Reader& in, const YAML::Node& key, const YAML::Node& value
 
 // The block is created here, while its node is at hand: the registry's
 // error names a parameter, which is reported at that parameter's key.
-void create_block(Reader& in, const tasks::BlockRegistry& blocks, const YAML::Node& node, const YAML::Node& root,
+void create_block(Reader& in, const tasks::BlockRegistry& blocks, const YAML::Node& node, const NamedPorts& named,
                   const std::string& name, const std::string& type, const std::string& what, tasks::BlockSpec& spec,
                   BlockInfo& info) {
   try {
@@ -73,8 +79,10 @@ void create_block(Reader& in, const tasks::BlockRegistry& blocks, const YAML::No
     // as an output (an FMU's local or parameter): observed, as if its
     // `observe` named it, so that a user looking into a model need not.
     std::vector<std::string> observe;
-    for (const auto& port : named_ports(root, name)) {
-      if (info.block->can_observe(port)) observe.push_back(port);
+    if (const auto it = named.find(name); it != named.end()) {
+      for (const auto& port : it->second) {
+        if (info.block->can_observe(port)) observe.push_back(port);
+      }
     }
     if (!observe.empty()) {
       const auto* given =
@@ -174,6 +182,7 @@ void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
     in_.error(list, "'blocks' is " + Reader::kind(list) + " — expected a list of blocks");
     return;
   }
+  const NamedPorts named = named_ports(root);
   for (const auto& node : list) {
     tasks::BlockSpec spec;
     BlockInfo info;
@@ -216,7 +225,7 @@ void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
       in_.error(node["name"], "a second block is named '" + *name + "' — block names must be unique");
       continue;
     }
-    if (name && type && params_ok) create_block(in_, blocks_, node, root, *name, *type, what, spec, info);
+    if (name && type && params_ok) create_block(in_, blocks_, node, named, *name, *type, what, spec, info);
     if (name) block_index_[*name] = graph_.diagram.blocks.size();
     graph_.diagram.blocks.push_back(std::move(spec));
     graph_.block_locations.push_back(info.where);

@@ -358,10 +358,8 @@ void TaskRuntime::publish_initial() noexcept {
 }
 
 TaskRuntime* Graph::find_task(const std::string& name) noexcept {
-  for (auto& t : tasks_) {
-    if (t->spec().name == name) return t.get();
-  }
-  return nullptr;
+  const auto it = task_index_.find(std::string_view(name));
+  return it == task_index_.end() ? nullptr : it->second;
 }
 
 namespace {
@@ -586,6 +584,7 @@ std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::
   BuildLookups names;
   for (const auto& b : g->spec_.diagram.blocks) names.task_of_block.emplace(b.name, &b.task);
   make_tasks(g->tasks_, g->spec_, blocks, parts, &g->model_ended_);
+  for (auto& t : g->tasks_) g->task_index_.emplace(t->spec().name, t.get());
   index_tasks(names, g->tasks_, g->spec_);
   for (auto& consumer : g->tasks_) {
     ConsumerBundles c;

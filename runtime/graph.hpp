@@ -4,6 +4,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -352,6 +353,9 @@ class Graph {
   config::GraphSpec spec_;
   std::string host_;
   std::vector<std::unique_ptr<TaskRuntime>> tasks_;
+  // By name, for find_task: a scan per link made building 10^4 tasks
+  // quadratic. The keys are the tasks' own names, which live as long.
+  std::unordered_map<std::string_view, TaskRuntime*> task_index_;
   std::vector<std::unique_ptr<GraphLink>> links_;
   std::vector<std::unique_ptr<LinkBundle>> bundles_;
 };
