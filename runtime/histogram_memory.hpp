@@ -18,7 +18,10 @@ namespace rtcosim::runtime {
  * (graph set-up and teardown), never in a frame; they lock a mutex and make
  * system calls. A real-time run's mlockall makes every mapped page resident
  * before the first frame, so a bucket's first write never faults there; a
- * mapping's unused slots (under 1 MiB) are what that costs.
+ * mapping's unused slots (under 1 MiB) are what that costs. Without it (the
+ * lock refused, `realtime: off`), the first write to each of a histogram's
+ * pages in a run is a minor fault: a page or two per histogram per run,
+ * where before the pages were zeroed when the graph was built.
  */
 class HistogramMemory {
  public:
