@@ -421,6 +421,32 @@ void Partition::Impl::compile() {
   index_runs();
 }
 
+namespace {
+
+// Marks, in `set`, every block that a marked block reads through any wire,
+// transitively; `through(i)` says whether the marking passes on from block
+// i to what it reads. Set-up only.
+template <class Through>
+void close_upstream(const std::vector<std::vector<std::size_t>>& upstream, std::vector<unsigned char>& set,
+                    Through through) {
+  std::vector<std::size_t> work;
+  for (std::size_t i = 0; i < set.size(); ++i) {
+    if (set[i]) work.push_back(i);
+  }
+  while (!work.empty()) {
+    const std::size_t i = work.back();
+    work.pop_back();
+    if (!through(i)) continue;
+    for (std::size_t from : upstream[i]) {
+      if (set[from]) continue;
+      set[from] = 1;
+      work.push_back(from);
+    }
+  }
+}
+
+}  // namespace
+
 // A block joins a kernel of its type when it offers one and needs none of
 // what only its own code handles.
 std::vector<const KernelFamily*> Partition::Impl::kernel_families() const {
@@ -440,20 +466,8 @@ std::vector<const KernelFamily*> Partition::Impl::kernel_families() const {
 std::vector<unsigned char> Partition::Impl::in_stages(const std::vector<const KernelFamily*>& family) const {
   const std::size_t n = slots.size();
   std::vector<unsigned char> stage(n, 0);
-  std::vector<std::size_t> work;
-  auto mark = [&](std::size_t i) {
-    if (stage[i]) return;
-    stage[i] = 1;
-    work.push_back(i);
-  };
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!family[i] || slots[i].block->continuous_states() > 0) mark(i);
-  }
-  while (!work.empty()) {
-    const std::size_t i = work.back();
-    work.pop_back();
-    for (std::size_t from : upstream[i]) mark(from);
-  }
+  for (std::size_t i = 0; i < n; ++i) stage[i] = !family[i] || slots[i].block->continuous_states() > 0;
+  close_upstream(upstream, stage, [](std::size_t) { return true; });
   return stage;
 }
 
@@ -462,12 +476,6 @@ std::vector<unsigned char> Partition::Impl::in_stages(const std::vector<const Ke
 std::vector<unsigned char> Partition::Impl::derivatives_needed(const std::vector<const KernelFamily*>& family) const {
   const std::size_t n = slots.size();
   std::vector<unsigned char> deriv(n, 0);
-  std::vector<std::size_t> work;
-  auto mark = [&](std::size_t i) {
-    if (deriv[i]) return;
-    deriv[i] = 1;
-    work.push_back(i);
-  };
   for (std::size_t i = 0; i < n; ++i) {
     const Slot& slot = slots[i];
     bool wanted = derivative_wanted.empty() || !family[i];
@@ -476,14 +484,10 @@ std::vector<unsigned char> Partition::Impl::derivatives_needed(const std::vector
         wanted = wanted || derivative_wanted[slot.out_offsets[p] + k] != 0;
       }
     }
-    if (wanted) mark(i);
+    deriv[i] = wanted;
   }
-  while (!work.empty()) {
-    const std::size_t i = work.back();
-    work.pop_back();
-    if (family[i] && !family[i]->reads_input_derivatives(*slots[i].block)) continue;
-    for (std::size_t from : upstream[i]) mark(from);
-  }
+  close_upstream(upstream, deriv,
+                 [&](std::size_t i) { return !family[i] || family[i]->reads_input_derivatives(*slots[i].block); });
   return deriv;
 }
 
