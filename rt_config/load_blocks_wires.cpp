@@ -21,9 +21,9 @@ const std::vector<std::string> kWireKeys = {"from", "to", "coupling"};
 // once for the whole file: a scan per block made the load of 10^4 blocks
 // quadratic (61 s for `rtcosim check` of 10^4 tasks, 0.7 s before it).
 using NamedPorts = std::unordered_map<std::string, std::vector<std::string>>;
-NamedPorts named_ports(const YAML::Node& root) {
+NamedPorts named_ports(const yaml::Node& root) {
   NamedPorts out;
-  auto take = [&](const YAML::Node& n) {
+  auto take = [&](const yaml::Node& n) {
     if (!n || !n.IsScalar()) return;
     const std::string& s = n.Scalar();
     const auto dot = s.find('.');
@@ -47,7 +47,7 @@ NamedPorts named_ports(const YAML::Node& root) {
 
 // "block.port" is split at its first dot: a block's name has none (a
 // port's may: an FMU's structured variable names).
-void check_block_name(Reader& in, const YAML::Node& node, const std::string& name, const std::string& what) {
+void check_block_name(Reader& in, const yaml::Node& node, const std::string& name, const std::string& what) {
   if (name.find('.') != std::string::npos) {
     std::string plain = name;
     std::replace(plain.begin(), plain.end(), '.', '_');
@@ -58,7 +58,7 @@ void check_block_name(Reader& in, const YAML::Node& node, const std::string& nam
 
 // One parameter with the location of its key, so that an error the block
 // raises about it later points at the line that gave it.
-bool take_block_param(Reader& in, const YAML::Node& key, const YAML::Node& value, const std::string& name,
+bool take_block_param(Reader& in, const yaml::Node& key, const yaml::Node& value, const std::string& name,
                       const std::string& what, tasks::BlockSpec& spec, BlockInfo& info) {
   info.param_locations[name] = location_of(key);
   if (auto v = in.param_value(value, what + ": parameter '" + name + "'")) {
@@ -70,7 +70,7 @@ bool take_block_param(Reader& in, const YAML::Node& key, const YAML::Node& value
 
 // The block is created here, while its node is at hand: the registry's
 // error names a parameter, which is reported at that parameter's key.
-void create_block(Reader& in, const tasks::BlockRegistry& blocks, const YAML::Node& node, const NamedPorts& named,
+void create_block(Reader& in, const tasks::BlockRegistry& blocks, const yaml::Node& node, const NamedPorts& named,
                   const std::string& name, const std::string& type, const std::string& what, tasks::BlockSpec& spec,
                   BlockInfo& info) {
   try {
@@ -173,7 +173,7 @@ void check_algebraic_loops(Reader& in, const GraphSpec& graph, const tasks::Bloc
 
 }  // namespace
 
-void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
+void GraphLoader::read_blocks(const yaml::Node& list, const yaml::Node& root) {
   if (!list) {
     in_.error(root, "the task graph has no 'blocks' — expected a list of blocks (name, type, task, params)");
     return;
@@ -183,6 +183,10 @@ void GraphLoader::read_blocks(const YAML::Node& list, const YAML::Node& root) {
     return;
   }
   const NamedPorts named = named_ports(root);
+  // Sized from the list: grown by doubling, a large graph's spec held up to twice its size.
+  graph_.diagram.blocks.reserve(list.size());
+  graph_.block_locations.reserve(list.size());
+  infos_.reserve(list.size());
   for (const auto& node : list) {
     tasks::BlockSpec spec;
     BlockInfo info;
@@ -284,7 +288,7 @@ void GraphLoader::check_fixed_steps() {
   }
 }
 
-std::optional<CouplingSpec> GraphLoader::coupling_spec(const YAML::Node& node, const std::string& what) {
+std::optional<CouplingSpec> GraphLoader::coupling_spec(const yaml::Node& node, const std::string& what) {
   if (!node.IsMap()) {
     in_.error(node, what + " is " + Reader::kind(node) + " — expected a mapping with 'method' and its parameters");
     return std::nullopt;
@@ -334,7 +338,7 @@ std::optional<CouplingSpec> GraphLoader::coupling_spec(const YAML::Node& node, c
   return c;
 }
 
-void GraphLoader::read_wires(const YAML::Node& list) {
+void GraphLoader::read_wires(const yaml::Node& list) {
   // No 'wires' (or 'wires:' with nothing) is a graph without wires: one
   // block with no inputs runs alone. Without a readable wire list, every
   // input would be "not connected": one mistake, one message.
@@ -344,6 +348,9 @@ void GraphLoader::read_wires(const YAML::Node& list) {
     wires_unread_ = true;
     return;
   }
+  graph_.wires.reserve(list.size());
+  graph_.diagram.wires.reserve(list.size());
+  wire_nodes_.reserve(list.size());
   for (const auto& node : list) {
     if (!in_.mapping(node, "a wire", kWireKeys)) continue;
     WireEntry w;
@@ -378,7 +385,7 @@ void GraphLoader::check_diagram() {
   bool wiring_ok = true;
   for (std::size_t w = 0; w < graph_.wires.size(); ++w) {
     auto& entry = graph_.wires[w];
-    const YAML::Node& node = wire_nodes_[w];
+    const yaml::Node& node = wire_nodes_[w];
     const auto out_port = find_port(entry.wire.from, node["from"], true);
     const auto in_port = find_port(entry.wire.to, node["to"], false);
     if (in_port) driver.emplace(entry.wire.to.str(), entry.wire.from.str());  // no cascade of "not connected"
@@ -422,7 +429,7 @@ void GraphLoader::check_diagram() {
 // A reduced interface model (a mechanical block's `rim` port, docs/rim.md)
 // is a packed matrix payload, not a signal: only the `rim` method carries
 // it between tasks, and the `rim` method carries nothing else.
-void GraphLoader::check_rim_link(const WireEntry& entry, const YAML::Node& node, const tasks::PortInfo& out,
+void GraphLoader::check_rim_link(const WireEntry& entry, const yaml::Node& node, const tasks::PortInfo& out,
                                  const tasks::PortInfo& in) {
   const std::string& method = graph_.coupling_of(entry).method;
   const bool payload = out.name == "rim" && in.name == "rim";
@@ -439,7 +446,7 @@ void GraphLoader::check_rim_link(const WireEntry& entry, const YAML::Node& node,
   }
 }
 
-std::optional<tasks::PortInfo> GraphLoader::find_port(const tasks::Endpoint& e, const YAML::Node& at, bool output) {
+std::optional<tasks::PortInfo> GraphLoader::find_port(const tasks::Endpoint& e, const yaml::Node& at, bool output) {
   const auto it = block_index_.find(e.block);
   if (it == block_index_.end()) {
     std::vector<std::string> names;

@@ -12,13 +12,13 @@
 
 namespace rtcosim::config::detail {
 
-Location location_of(const YAML::Node& node) {
+Location location_of(const yaml::Node& node) {
   const YAML::Mark m = node.Mark();
   if (m.is_null()) return {};
   return {m.line + 1, m.column + 1};
 }
 
-bool Reader::mapping(const YAML::Node& node, const std::string& what, const std::vector<std::string>& allowed) {
+bool Reader::mapping(const yaml::Node& node, const std::string& what, const std::vector<std::string>& allowed) {
   if (!node.IsMap()) {
     error(node, what + " is " + kind(node) + " — expected a mapping of " + join(allowed));
     return false;
@@ -36,7 +36,7 @@ bool Reader::mapping(const YAML::Node& node, const std::string& what, const std:
   return true;
 }
 
-void Reader::unique_keys(const YAML::Node& node, const std::string& what) {
+void Reader::unique_keys(const yaml::Node& node, const std::string& what) {
   std::map<std::string, Location> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
     if (!it->first.IsScalar()) continue;
@@ -48,7 +48,7 @@ void Reader::unique_keys(const YAML::Node& node, const std::string& what) {
   }
 }
 
-std::string Reader::kind(const YAML::Node& node) {
+std::string Reader::kind(const yaml::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Null:
       return "empty";
@@ -70,9 +70,9 @@ std::string Reader::kind(const YAML::Node& node) {
   }
 }
 
-std::optional<std::string> Reader::text(const YAML::Node& parent, const std::string& key, const std::string& what,
+std::optional<std::string> Reader::text(const yaml::Node& parent, const std::string& key, const std::string& what,
                                         bool required) {
-  const YAML::Node node = parent[key];
+  const yaml::Node node = parent[key];
   if (!node) {
     if (required) error(parent, what + " has no '" + key + "' — it is required");
     return std::nullopt;
@@ -84,9 +84,9 @@ std::optional<std::string> Reader::text(const YAML::Node& parent, const std::str
   return node.Scalar();
 }
 
-std::optional<double> Reader::duration(const YAML::Node& parent, const std::string& key, const std::string& what,
+std::optional<double> Reader::duration(const yaml::Node& parent, const std::string& key, const std::string& what,
                                        bool required) {
-  const YAML::Node node = parent[key];
+  const yaml::Node node = parent[key];
   if (!node) {
     if (required) error(parent, what + " has no '" + key + "' — it is required (a duration like \"5ms\")");
     return std::nullopt;
@@ -112,9 +112,9 @@ std::optional<double> Reader::duration(const YAML::Node& parent, const std::stri
   return seconds;
 }
 
-std::optional<long long> Reader::integer(const YAML::Node& parent, const std::string& key, const std::string& what,
+std::optional<long long> Reader::integer(const yaml::Node& parent, const std::string& key, const std::string& what,
                                          long long min, long long max) {
-  const YAML::Node node = parent[key];
+  const yaml::Node node = parent[key];
   if (!node) return std::nullopt;
   long long value = 0;
   bool good = node.IsScalar();
@@ -131,15 +131,15 @@ std::optional<long long> Reader::integer(const YAML::Node& parent, const std::st
   return value;
 }
 
-std::optional<bool> Reader::boolean(const YAML::Node& parent, const std::string& key, const std::string& what) {
-  const YAML::Node node = parent[key];
+std::optional<bool> Reader::boolean(const yaml::Node& parent, const std::string& key, const std::string& what) {
+  const yaml::Node node = parent[key];
   if (!node) return std::nullopt;
   if (node.IsScalar() && (node.Scalar() == "true" || node.Scalar() == "false")) return node.Scalar() == "true";
   error(node, what + ": '" + key + "' is " + kind(node) + " — expected true or false");
   return std::nullopt;
 }
 
-std::optional<std::string> Reader::choice(const YAML::Node& parent, const std::string& key, const std::string& what,
+std::optional<std::string> Reader::choice(const yaml::Node& parent, const std::string& key, const std::string& what,
                                           const std::vector<std::string>& choices) {
   const auto value = text(parent, key, what, false);
   if (!value) return std::nullopt;
@@ -151,7 +151,7 @@ std::optional<std::string> Reader::choice(const YAML::Node& parent, const std::s
   return std::nullopt;
 }
 
-std::optional<tasks::ParamValue> Reader::param_value(const YAML::Node& node, const std::string& what) {
+std::optional<tasks::ParamValue> Reader::param_value(const yaml::Node& node, const std::string& what) {
   if (node.IsScalar()) {
     const std::string& s = node.Scalar();
     double v = 0.0;
@@ -187,7 +187,7 @@ std::optional<tasks::ParamValue> Reader::param_value(const YAML::Node& node, con
   return std::nullopt;
 }
 
-std::optional<tasks::Vector> Reader::numbers(const YAML::Node& node, const std::string& what) {
+std::optional<tasks::Vector> Reader::numbers(const yaml::Node& node, const std::string& what) {
   tasks::Vector out;
   for (const auto& item : node) {
     double v = 0.0;
@@ -206,7 +206,7 @@ std::optional<tasks::Vector> Reader::numbers(const YAML::Node& node, const std::
   return out;
 }
 
-std::optional<tasks::Endpoint> Reader::endpoint(const YAML::Node& node, const std::string& what) {
+std::optional<tasks::Endpoint> Reader::endpoint(const yaml::Node& node, const std::string& what) {
   if (!node.IsScalar()) {
     error(node, what + " is " + kind(node) + " — expected \"block.port\"");
     return std::nullopt;

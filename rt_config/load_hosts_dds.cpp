@@ -9,7 +9,7 @@
 
 namespace rtcosim::config::detail {
 
-void GraphLoader::read_hosts(const YAML::Node& node) {
+void GraphLoader::read_hosts(const yaml::Node& node) {
   if (!node) return;
   if (!node.IsSequence() || node.size() == 0) {
     in_.error(node, "'hosts' is " + Reader::kind(node) + " — expected a non-empty list of {name, domain}");
@@ -44,7 +44,7 @@ void GraphLoader::read_hosts(const YAML::Node& node) {
   }
 }
 
-void GraphLoader::read_dds(const YAML::Node& node) {
+void GraphLoader::read_dds(const yaml::Node& node) {
   if (!node) return;
   const std::string what = "'dds'";
   if (!in_.mapping(node, what,

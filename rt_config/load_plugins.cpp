@@ -7,7 +7,7 @@
 
 namespace rtcosim::config::detail {
 
-void GraphLoader::read_plugins(const YAML::Node& node) {
+void GraphLoader::read_plugins(const yaml::Node& node) {
   if (!node) return;
   if (!node.IsSequence()) {
     in_.error(node, "'plugins' is " + Reader::kind(node) + " — expected a list of plugin ids, e.g. [sample_linear]");
@@ -16,7 +16,7 @@ void GraphLoader::read_plugins(const YAML::Node& node) {
   // A file names plugins by id only; where they are loaded from is for
   // whoever runs the program to say (PluginPolicy), never for the file: a
   // file naming a directory would make us run any code it points at.
-  std::vector<YAML::Node> nodes;
+  std::vector<yaml::Node> nodes;
   for (const auto& d : node) {
     if (d.IsScalar() && is_plugin_id(d.Scalar())) {
       graph_.plugins.push_back(d.Scalar());

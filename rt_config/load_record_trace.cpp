@@ -6,7 +6,7 @@
 
 namespace rtcosim::config::detail {
 
-void GraphLoader::read_record(const YAML::Node& node) {
+void GraphLoader::read_record(const yaml::Node& node) {
   if (!node) return;
   if (!in_.mapping(node, "'record'", {"signals", "file", "format", "units"})) return;
   const auto signals = node["signals"];
@@ -46,7 +46,7 @@ void GraphLoader::read_record(const YAML::Node& node) {
   }
 }
 
-void GraphLoader::read_trace(const YAML::Node& node) {
+void GraphLoader::read_trace(const yaml::Node& node) {
   if (!node) return;
   if (!in_.mapping(node, "'trace'", {"enabled", "directory"})) return;
   if (auto e = in_.boolean(node, "enabled", "'trace'")) graph_.trace.enabled = *e;

@@ -14,7 +14,7 @@ namespace {
 
 // A name that is not a task is reported at its own entry; the others are
 // still taken, so that one reading reports every wrong name.
-void read_optimise_tasks(Reader& in, const GraphSpec& graph, const YAML::Node& tasks, const std::string& what,
+void read_optimise_tasks(Reader& in, const GraphSpec& graph, const yaml::Node& tasks, const std::string& what,
                          std::vector<std::string>& out) {
   if (!tasks.IsSequence() || tasks.size() == 0) {
     in.error(tasks, what + ": 'tasks' is " + Reader::kind(tasks) + " — expected a list of task names");
@@ -31,12 +31,12 @@ void read_optimise_tasks(Reader& in, const GraphSpec& graph, const YAML::Node& t
 
 // All three numbers are reported before their order is checked, so that
 // one reading names every missing or malformed bound.
-bool read_variable_bounds(Reader& in, const YAML::Node& v, const tasks::Endpoint& param, SyncVariable& var) {
+bool read_variable_bounds(Reader& in, const yaml::Node& v, const tasks::Endpoint& param, SyncVariable& var) {
   bool good = true;
   for (auto [key, out] : {std::pair{"lower", &var.lower}, {"upper", &var.upper}, {"start", &var.start}}) {
-    const YAML::Node n = v[key];
+    const yaml::Node n = v[key];
     double x = 0.0;
-    if (!n || !n.IsScalar() || !YAML::convert<double>::decode(n, x) || !std::isfinite(x)) {
+    if (!n || !n.IsScalar() || !yaml::decode(n, x) || !std::isfinite(x)) {
       in.error(n ? n : v, std::string("a decision variable's '") + key + "' is " +
                               (n ? Reader::kind(n) : std::string("missing")) + " — expected a finite number");
       good = false;
@@ -58,7 +58,7 @@ bool read_variable_bounds(Reader& in, const YAML::Node& v, const tasks::Endpoint
 
 // Only a parameter the block can change between runs can be optimised;
 // the message lists those it has, since they are few and fixed per type.
-bool is_tunable(Reader& in, const YAML::Node& v, const tasks::Endpoint& param, const tasks::Block& block) {
+bool is_tunable(Reader& in, const yaml::Node& v, const tasks::Endpoint& param, const tasks::Block& block) {
   std::vector<std::string> names;
   std::string listed;
   for (const char* n : block.tunable_parameters()) {
@@ -79,7 +79,7 @@ bool is_tunable(Reader& in, const YAML::Node& v, const tasks::Endpoint& param, c
 // Each element is read on its own: a wrong one is reported and skipped,
 // the others still taken, so that one reading reports every wrong element.
 std::map<std::string, config::DelayElement> read_delay_elements(Reader& in, const GraphSpec& graph,
-                                                                const YAML::Node& list) {
+                                                                const yaml::Node& list) {
   std::map<std::string, config::DelayElement> elements;
   for (const auto& e : list) {
     const std::string name = e.first.Scalar();
@@ -104,7 +104,7 @@ std::map<std::string, config::DelayElement> read_delay_elements(Reader& in, cons
 
 // A hop is one line of text, "A -> B sync ^n": parsed by words here, so
 // that a malformed one is reported at its own line with the whole syntax.
-void read_delay_hops(Reader& in, const YAML::Node& seq, std::map<std::string, config::DelayElement>& elements,
+void read_delay_hops(Reader& in, const yaml::Node& seq, std::map<std::string, config::DelayElement>& elements,
                      std::vector<config::Hop>& hops) {
   for (const auto& h : seq) {
     std::istringstream words(h.IsScalar() ? h.Scalar() : std::string());
@@ -136,12 +136,12 @@ void read_delay_hops(Reader& in, const YAML::Node& seq, std::map<std::string, co
 
 // docs/sync.md. Elements name a dead time and a cycle time (or the task
 // whose period is its cycle); hops are "A -> B sync|async".
-void GraphLoader::read_sync(const YAML::Node& node) {
+void GraphLoader::read_sync(const yaml::Node& node) {
   if (!node) return;
   if (!in_.mapping(node, "'sync'", {"delay", "compare", "optimise"})) return;
   SyncSpec& sync = graph_.sync;
   sync.enabled = true;
-  const YAML::Node delay = node["delay"];
+  const yaml::Node delay = node["delay"];
   if (delay && delay.IsScalar() && delay.Scalar() == "measured") {
     sync.measured = true;
   } else if (delay && delay.IsScalar() && delay.Scalar() != "auto") {
@@ -153,7 +153,7 @@ void GraphLoader::read_sync(const YAML::Node& node) {
                          " — expected a duration (\"8ms\"), 'measured' (from the plant data's time tags) or a "
                          "mapping with 'auto: true', 'elements', 'measurement' and 'simulation'");
   }
-  const YAML::Node compare = node["compare"];
+  const yaml::Node compare = node["compare"];
   if (!compare || !compare.IsSequence() || compare.size() == 0) {
     in_.error(compare ? compare : node,
               "'sync' needs 'compare': a list of {simulated: block.port, measured: "
@@ -184,7 +184,7 @@ void GraphLoader::read_sync(const YAML::Node& node) {
 }
 
 // docs/sync.md, "The state synchronisation from a task graph".
-void GraphLoader::read_sync_optimise(const YAML::Node& node) {
+void GraphLoader::read_sync_optimise(const yaml::Node& node) {
   if (!node) return;
   const std::string what = "'sync.optimise'";
   if (!in_.mapping(
@@ -194,7 +194,7 @@ void GraphLoader::read_sync_optimise(const YAML::Node& node) {
   SyncOptimiseSpec& o = graph_.sync.optimise;
   o.enabled = true;
   o.where = location_of(node);
-  if (const YAML::Node tasks = node["tasks"]) read_optimise_tasks(in_, graph_, tasks, what, o.tasks);
+  if (const yaml::Node tasks = node["tasks"]) read_optimise_tasks(in_, graph_, tasks, what, o.tasks);
   if (auto h = in_.duration(node, "step", what, false)) {
     if (!(*h > 0.0)) in_.error(node["step"], what + ": 'step' must be > 0 — the common macro step h");
     o.step = *h;
@@ -205,7 +205,7 @@ void GraphLoader::read_sync_optimise(const YAML::Node& node) {
   if (auto n = in_.integer(node, "max_evaluations", what, 1, 1000000)) o.max_evaluations = static_cast<int>(*n);
   if (auto t = in_.duration(node, "max_time", what, false)) o.max_time = *t;
   if (auto r = in_.boolean(node, "reduce", what)) o.reduce = *r;
-  const YAML::Node vars = node["variables"];
+  const yaml::Node vars = node["variables"];
   if (!vars || !vars.IsSequence() || vars.size() == 0) {
     in_.error(vars ? vars : node, what +
                                       " needs 'variables': a list of {parameter: block.name, lower, upper, "
@@ -229,7 +229,7 @@ void GraphLoader::read_sync_optimise(const YAML::Node& node) {
   }
 }
 
-void GraphLoader::read_sync_delay(const YAML::Node& delay) {
+void GraphLoader::read_sync_delay(const yaml::Node& delay) {
   SyncSpec& sync = graph_.sync;
   if (!in_.mapping(delay, "'sync.delay'", {"auto", "grid", "acquisition", "elements", "measurement", "simulation"}))
     return;
@@ -240,7 +240,7 @@ void GraphLoader::read_sync_delay(const YAML::Node& delay) {
   }
   if (auto g = in_.duration(delay, "grid", "'sync.delay'", false)) sync.grid = *g;
   if (auto a = in_.text(delay, "acquisition", "'sync.delay'", false)) acquisition_ = *a;
-  const YAML::Node list = delay["elements"];
+  const yaml::Node list = delay["elements"];
   if (!list || !list.IsMap()) {
     in_.error(list ? list : delay,
               "'sync.delay.elements' must be a mapping of element name to {dead_time, cycle "
@@ -257,7 +257,7 @@ void GraphLoader::read_sync_delay(const YAML::Node& delay) {
   }
   for (const char* path : {"measurement", "simulation"}) {
     auto& hops = std::string(path) == "measurement" ? sync.measurement_path : sync.simulation_path;
-    const YAML::Node seq = delay[path];
+    const yaml::Node seq = delay[path];
     if (!seq || !seq.IsSequence()) {
       in_.error(seq ? seq : delay,
                 std::string("'sync.delay.") + path + "' must be a list of hops like \"C -> P sync\"");

@@ -24,7 +24,7 @@ const std::vector<std::string> kTaskKeys = {"name",       "period",     "cpu",  
 
 // Too short a period is an error only where no run could keep it; below
 // the practical floors it is a warning, as some runs still can.
-void check_task_period(Reader& in, const YAML::Node& node, const std::string& what, double p) {
+void check_task_period(Reader& in, const yaml::Node& node, const std::string& what, double p) {
   if (!(p > 0.0)) {
     in.error(node["period"], what + ": 'period' = " + node["period"].Scalar() +
                                  " is not positive — expected a duration > 0, e.g. \"5ms\"");
@@ -46,7 +46,7 @@ void check_task_period(Reader& in, const YAML::Node& node, const std::string& wh
 
 // max_substeps and max_owed bound a measured step's catching up: given to a
 // fixed step they would be ignored silently, so they are refused.
-void read_task_measured_step(Reader& in, const YAML::Node& node, const std::string& what, TaskSpec& t) {
+void read_task_measured_step(Reader& in, const yaml::Node& node, const std::string& what, TaskSpec& t) {
   for (const char* key : {"max_substeps", "max_owed"}) {
     if (node[key] && t.step != StepPolicy::kMeasured) {
       in.error(node[key], what + ": '" + key +
@@ -121,7 +121,7 @@ void warn_unschedulable(Reader& in, const GraphSpec& graph, std::map<CpuId, Loca
 
 }  // namespace
 
-void GraphLoader::read_tasks(const YAML::Node& list, const YAML::Node& root) {
+void GraphLoader::read_tasks(const yaml::Node& list, const yaml::Node& root) {
   if (!list) {
     in_.error(root, "the task graph has no 'tasks' — expected a list of tasks (name, period, ...)");
     return;
@@ -183,7 +183,7 @@ void GraphLoader::read_tasks(const YAML::Node& list, const YAML::Node& root) {
   }
 }
 
-void GraphLoader::read_execution(const YAML::Node& node, const std::string& what, ExecutionTimes& out) {
+void GraphLoader::read_execution(const yaml::Node& node, const std::string& what, ExecutionTimes& out) {
   if (!in_.mapping(node, what + ": 'execution'", {"nominal", "spikes"})) return;
   out.declared = true;
   if (auto n = in_.duration(node, "nominal", what + ": 'execution'", true)) {
@@ -217,7 +217,7 @@ void GraphLoader::read_execution(const YAML::Node& node, const std::string& what
   }
 }
 
-void GraphLoader::read_divergence(const YAML::Node& node, const std::string& what, TaskSpec::Divergence& out) {
+void GraphLoader::read_divergence(const yaml::Node& node, const std::string& what, TaskSpec::Divergence& out) {
   const std::string where = what + ": 'divergence'";
   if (!in_.mapping(node, where, {"tolerance", "steps", "state_bound"})) return;
   // A non-negative finite number; 0 turns the check off.

@@ -393,16 +393,22 @@ struct ConsumerBundles {
 
 // Tasks before links: every link names its producer and consumer among them.
 void make_tasks(std::vector<std::unique_ptr<TaskRuntime>>& graph_tasks, const config::GraphSpec& spec,
-                const tasks::BlockRegistry& blocks, const std::vector<tasks::TaskPartitionSpec>& parts,
+                const tasks::BlockRegistry& blocks, std::vector<tasks::TaskPartitionSpec>& parts,
                 std::atomic<bool>* model_ended) {
-  std::unordered_map<std::string_view, const tasks::TaskPartitionSpec*> part_of_task;
-  for (const auto& p : parts) part_of_task.emplace(p.task, &p);
+  std::unordered_map<std::string_view, tasks::TaskPartitionSpec*> part_of_task;
+  for (auto& p : parts) part_of_task.emplace(p.task, &p);
   for (const auto& ts : spec.tasks) {
     const auto it = part_of_task.find(ts.name);
     std::unique_ptr<tasks::Partition> partition =
         it == part_of_task.end() ? tasks::build_partition(blocks, ts.name, {}, {}, {}, ts.integrator)
                                  : tasks::build_partition(blocks, ts.name, it->second->blocks, it->second->wires,
                                                           it->second->externals, ts.integrator);
+    // A part's copy of its blocks is spent once its partition is built: freed here, the copies of all parts
+    // and all partitions are not held at once (the set-up's peak of a large graph).
+    if (it != part_of_task.end()) {
+      std::vector<tasks::BlockSpec>().swap(it->second->blocks);
+      std::vector<tasks::WireSpec>().swap(it->second->wires);
+    }
     graph_tasks.push_back(std::make_unique<TaskRuntime>(ts, std::move(partition)));
     graph_tasks.back()->set_id(static_cast<std::uint32_t>(graph_tasks.size() - 1));
     graph_tasks.back()->set_run_end(model_ended);
@@ -577,10 +583,10 @@ void want_derivatives(std::vector<std::unique_ptr<TaskRuntime>>& graph_tasks) {
 
 }  // namespace
 
-std::unique_ptr<Graph> Graph::build(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
+std::unique_ptr<Graph> Graph::build(config::GraphSpec&& spec, const tasks::BlockRegistry& blocks,
                                     const coupling::MethodRegistry& methods, bool bundle_links) {
-  std::unique_ptr<Graph> g(new Graph(spec));
-  const auto parts = tasks::split_by_task(blocks, g->spec_.diagram);
+  std::unique_ptr<Graph> g(new Graph(std::move(spec)));
+  auto parts = tasks::split_by_task(blocks, g->spec_.diagram);
   BuildLookups names;
   for (const auto& b : g->spec_.diagram.blocks) names.task_of_block.emplace(b.name, &b.task);
   make_tasks(g->tasks_, g->spec_, blocks, parts, &g->model_ended_);

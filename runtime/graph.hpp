@@ -311,8 +311,14 @@ class Graph {
  public:
   // `bundle_links` false gives every wire a bundle of its own (a reference
   // for tests: the results are the same bits).
-  static std::unique_ptr<Graph> build(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
+  // The graph keeps its spec: given an rvalue, it takes it over instead of a copy (a copy of 10^4 signals'
+  // spec is 6 MB at the peak of the set-up).
+  static std::unique_ptr<Graph> build(config::GraphSpec&& spec, const tasks::BlockRegistry& blocks,
                                       const coupling::MethodRegistry& methods, bool bundle_links = true);
+  static std::unique_ptr<Graph> build(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
+                                      const coupling::MethodRegistry& methods, bool bundle_links = true) {
+    return build(config::GraphSpec(spec), blocks, methods, bundle_links);
+  }
 
   [[nodiscard]] const config::GraphSpec& spec() const noexcept { return spec_; }
   [[nodiscard]] std::vector<std::unique_ptr<TaskRuntime>>& tasks() noexcept { return tasks_; }
@@ -348,7 +354,7 @@ class Graph {
   [[nodiscard]] bool model_ended() const noexcept { return model_ended_.load(std::memory_order_acquire); }
 
  private:
-  explicit Graph(const config::GraphSpec& spec) : spec_(spec) {}
+  explicit Graph(config::GraphSpec&& spec) : spec_(std::move(spec)) {}
   std::atomic<bool> model_ended_{false};
   config::GraphSpec spec_;
   std::string host_;

@@ -40,11 +40,11 @@ runtime::ReplayRecord load_replay_log(const std::string& path) {
   return record;
 }
 
-BuiltGraph build_graph(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
+BuiltGraph build_graph(config::GraphSpec spec, const tasks::BlockRegistry& blocks,
                        const std::vector<std::string>& plugin_dirs, const std::string& host) {
   BuiltGraph out;
   out.methods = std::make_unique<coupling::MethodRegistry>(config::plugin_registry(spec, plugin_dirs));
-  out.graph = runtime::Graph::build(spec, blocks, *out.methods);
+  out.graph = runtime::Graph::build(std::move(spec), blocks, *out.methods);
   out.graph->set_host(host);
   return out;
 }
@@ -90,8 +90,8 @@ std::string file_bytes(const std::string& path) {
 }
 
 Session::Session(const tasks::BlockRegistry& blocks, config::GraphSpec spec, SessionOptions options)
-    : blocks_(blocks), spec_(std::move(spec)), options_(std::move(options)) {
-  auto built = build_graph(spec_, blocks_, options_.plugin_dirs, options_.host);
+    : blocks_(blocks), options_(std::move(options)) {
+  auto built = build_graph(std::move(spec), blocks_, options_.plugin_dirs, options_.host);
   methods_ = std::move(built.methods);
   graph_ = std::move(built.graph);
   build_recorder();
@@ -135,8 +135,8 @@ void Session::build_recorder() {
   }
   recorder_ = std::make_unique<runtime::Recorder>(*graph_, keep);
   // docs/sync.md, "Live": the synchronisation beside the running graph.
-  if (spec_.sync.optimise.enabled && options_.live_sync)
-    live_ = std::make_unique<LiveSync>(spec_, blocks_, *graph_, *recorder_, options_.duration);
+  if (spec().sync.optimise.enabled && options_.live_sync)
+    live_ = std::make_unique<LiveSync>(spec(), blocks_, *graph_, *recorder_, options_.duration);
 }
 
 // The recording in its format (--record's extension, or the file's
@@ -145,7 +145,7 @@ void Session::build_recorder() {
 // the run is over (runtime/record_file.hpp, column_file.hpp).
 void Session::open_sinks() {
   const std::string& path = options_.record_path;
-  std::string declared = spec_.record.format;
+  std::string declared = spec().record.format;
   std::string why;
   if (options_.record_format_from_path && !runtime::record_format_for(path, declared, &why)) declared.clear();
   const auto format = runtime::record_format_for(path, declared, &why);
@@ -183,7 +183,7 @@ void Session::open_replay_log() {
       runtime::ReplayLog::Header{std::filesystem::absolute(options_.graph_file).lexically_normal().string(),
                                  options_.graph_sha256,
                                  options_.duration > 0.0 ? runtime::seconds_to_ns(options_.duration) : 0, "real time",
-                                 options_.host, runtime::replay_data_files(spec_.diagram, blocks_)});
+                                 options_.host, runtime::replay_data_files(spec().diagram, blocks_)});
   std::string why;
   if (!replay_log_->open(&why)) throw std::runtime_error(why);
   sinks_->replay_log = replay_log_.get();

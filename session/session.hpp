@@ -55,7 +55,8 @@ struct BuiltGraph {
   std::unique_ptr<coupling::MethodRegistry> methods;
   std::unique_ptr<runtime::Graph> graph;
 };
-BuiltGraph build_graph(const config::GraphSpec& spec, const tasks::BlockRegistry& blocks,
+// The graph takes `spec` over (runtime::Graph::build): pass an rvalue where the caller needs no copy.
+BuiltGraph build_graph(config::GraphSpec spec, const tasks::BlockRegistry& blocks,
                        const std::vector<std::string>& plugin_dirs, const std::string& host);
 
 /*
@@ -158,7 +159,8 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  [[nodiscard]] const config::GraphSpec& spec() const noexcept { return spec_; }
+  // The graph's spec: the session keeps no copy of its own.
+  [[nodiscard]] const config::GraphSpec& spec() const noexcept { return graph_->spec(); }
   [[nodiscard]] runtime::Graph& graph() noexcept { return *graph_; }
   [[nodiscard]] runtime::Recorder& recorder() noexcept { return *recorder_; }
   [[nodiscard]] Sinks& sinks() noexcept { return *sinks_; }
@@ -198,7 +200,6 @@ class Session {
   bool run_virtual(RunObserver& observer, bool interruptible);
 
   const tasks::BlockRegistry& blocks_;
-  const config::GraphSpec spec_;
   const SessionOptions options_;
   runtime::RecordFormat format_ = runtime::RecordFormat::kCsv;
   std::size_t frame_rows_ = 1u << 15;

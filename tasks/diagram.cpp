@@ -20,7 +20,25 @@ std::unique_ptr<Partition> build_partition(const BlockRegistry& registry, std::s
 std::vector<TaskPartitionSpec> split_by_task(const BlockRegistry& registry, const DiagramSpec& diagram) {
   std::vector<TaskPartitionSpec> tasks;
   std::map<std::string, std::size_t> task_of_block;
-  std::map<std::string, std::unique_ptr<Block>> probes;  // to learn port widths
+  std::map<std::string, std::size_t> spec_of_block;
+  // A block's output widths, learnt by building it once when a wire first leaves its task. Only the widths are
+  // kept: keeping every probe block alive held a second copy of the model through the graph's whole set-up.
+  std::map<std::string, std::vector<std::pair<std::string, std::size_t>>> widths;
+  auto width_of = [&](const Endpoint& e) -> std::size_t {
+    auto it = widths.find(e.block);
+    if (it == widths.end()) {
+      const BlockSpec& spec = diagram.blocks[spec_of_block.at(e.block)];
+      const auto probe = registry.create(spec.type, spec.name, spec.params);
+      std::vector<std::pair<std::string, std::size_t>> ports;
+      for (const auto& port : probe->outputs()) ports.emplace_back(port.name, port.width);
+      it = widths.emplace(e.block, std::move(ports)).first;
+    }
+    std::size_t width = 0;
+    for (const auto& [name, w] : it->second) {
+      if (name == e.port) width = w;
+    }
+    return width;
+  };
   std::map<std::string, std::size_t> index_of_task;
   auto task_index = [&](const std::string& name) {
     const auto [it, added] = index_of_task.emplace(name, tasks.size());
@@ -32,7 +50,7 @@ std::vector<TaskPartitionSpec> split_by_task(const BlockRegistry& registry, cons
     const std::size_t t = task_index(b.task);
     tasks[t].blocks.push_back(b);
     task_of_block[b.name] = t;
-    probes[b.name] = registry.create(b.type, b.name, b.params);
+    spec_of_block[b.name] = static_cast<std::size_t>(&b - diagram.blocks.data());
   }
   // Per task, its externals and exported ports by name: a search per wire
   // made splitting 10^4 links quadratic.
@@ -51,10 +69,7 @@ std::vector<TaskPartitionSpec> split_by_task(const BlockRegistry& registry, cons
       tasks[to].wires.push_back(w);
       continue;
     }
-    std::size_t width = 0;
-    for (const auto& port : probes[w.from.block]->outputs()) {
-      if (port.name == w.from.port) width = port.width;
-    }
+    const std::size_t width = width_of(w.from);
     if (width == 0) throw BlockError(label + ": block '" + w.from.block + "' has no output port '" + w.from.port + "'");
     auto& externals = tasks[to].externals;
     const std::string name = w.from.str();

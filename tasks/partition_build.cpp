@@ -52,6 +52,10 @@ struct Partition::Impl::Builder {
   // Blocks, names and memory layout.
   void lay_out(std::vector<std::unique_ptr<Block>>& blocks) {
     std::unordered_map<std::string, std::size_t>& by_name = m.by_name;
+    // Sized once: grown by doubling, the slots of a large partition held up to twice their size for life.
+    m.slots.reserve(blocks.size());
+    names.reserve(blocks.size());
+    by_name.reserve(blocks.size());
     for (auto& b : blocks) {
       if (!b) throw BlockError(where + ": null block");
       if (!by_name.emplace(b->name(), m.slots.size()).second) {

@@ -336,7 +336,7 @@ class GraphRun {
     // Virtual time runs periods down to its nanosecond; real time to 1 us.
     const bool virtual_time = args_.flag("virtual");
     const double floor = virtual_time ? config::kMinVirtualPeriod : config::kMinPeriod;
-    for (auto& t : spec().tasks) {
+    for (auto& t : loaded_spec().tasks) {
       t.period *= scale;
       t.max_step *= scale;
       if (t.period < floor * (1.0 - 1e-9)) {
@@ -442,7 +442,8 @@ class GraphRun {
     o.plugin_dirs = load_options_.plugins.directories;
     o.replay = record_ ? &*record_ : nullptr;
     o.replay_path = log_path_;
-    session_ = std::make_unique<session::Session>(blocks_, *loaded_, o);
+    // The session's graph takes the spec over; spec() reads it from there on.
+    session_ = std::make_unique<session::Session>(blocks_, std::move(*loaded_), o);
     auto& graph = session_->graph();
     std::cout << file_ << ": " << (spec().name.empty() ? "task graph" : spec().name) << ", " << graph.tasks().size()
               << " task(s)"
@@ -699,7 +700,9 @@ class GraphRun {
     }
   }
 
-  config::GraphSpec& spec() { return *loaded_; }
+  // The loaded spec until the session takes it over, the session's after.
+  config::GraphSpec& loaded_spec() { return *loaded_; }
+  const config::GraphSpec& spec() const { return session_ ? session_->spec() : *loaded_; }
 
   const std::string verb_;
   const bool replaying_;
