@@ -40,14 +40,21 @@ print(f"{n:8d}  {parse:9.2f}  {check:9.2f} {check_kb / 1024:9.0f} {ratio:>7}  {v
 PY
 done
 
-# Memory per signal (goal 7): 16 tasks (1/2/5/10 ms on 2 CPUs) x S first_order_lag signals.
+# Memory per signal: 16 tasks (1/2/5/10 ms on 2 CPUs) x S first_order_lag signals. A signal's share is the
+# peak above the same graph with one signal per task (the process, its libraries and 16 tasks), over the
+# signals added: what each further signal costs, the file's load included (docs/benchmarks.md, "Scale").
 echo
 printf "%8s  %9s %9s %12s  %9s %9s %12s\n" signals "check s" "check MB" "check kB/sig" "virtual s" "virt MB" "virt kB/sig"
-for s in 64 640; do
+base="$work/s1.yaml"
+bench/scale_graph.py --tasks 16 --signals 1 --cpus 2 --duration 0.1s >"$base"
+read -r _ check_base < <(measure "$bin/rtcosim" check "$base")
+read -r _ virt_base < <(measure "$bin/rtcosim" run --virtual --duration 0.1 "$base")
+printf "%8d  %9s %9.0f %12s  %9s %9.0f %12s   (the base)\n" 16 - "$((check_base / 1024))" - - "$((virt_base / 1024))" -
+for s in ${SIGNALS:-64 640 6400}; do
   graph="$work/s$s.yaml"
   bench/scale_graph.py --tasks 16 --signals "$s" --cpus 2 --duration 0.1s >"$graph"
   read -r check check_kb < <(measure "$bin/rtcosim" check --max-file-size 64 "$graph")
   read -r virt virt_kb < <(measure "$bin/rtcosim" run --virtual --max-file-size 64 --duration 0.1 "$graph")
   n=$((16 * s))
-  python3 -c "print(f'{$n:8d}  {$check:9.2f} {$check_kb/1024:9.0f} {$check_kb/$n:12.1f}  {$virt:9.2f} {$virt_kb/1024:9.0f} {$virt_kb/$n:12.1f}')"
+  python3 -c "print(f'{$n:8d}  {$check:9.2f} {$check_kb/1024:9.0f} {($check_kb-$check_base)/($n-16):12.2f}  {$virt:9.2f} {$virt_kb/1024:9.0f} {($virt_kb-$virt_base)/($n-16):12.2f}')"
 done

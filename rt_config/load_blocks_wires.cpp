@@ -158,12 +158,14 @@ bool check_inputs_connected(Reader& in, const std::vector<BlockInfo>& infos, boo
   return ok;
 }
 
-// Fresh blocks, not those of infos_: the partition takes its blocks over.
-void check_algebraic_loops(Reader& in, const GraphSpec& graph, const tasks::BlockRegistry& blocks,
+// The partition takes the loader's blocks over: building fresh ones held a second model of the whole diagram
+// at the loader's peak. What check_fixed_steps reads of them is taken before (BlockInfo::fixed_step_reason).
+void check_algebraic_loops(Reader& in, const GraphSpec& graph, std::vector<BlockInfo>& infos,
                            const std::map<std::string, std::size_t>& block_index) {
   try {
     std::vector<std::unique_ptr<tasks::Block>> merged;
-    for (const auto& b : graph.diagram.blocks) merged.push_back(blocks.create(b.type, b.name, b.params));
+    merged.reserve(infos.size());
+    for (auto& info : infos) merged.push_back(std::move(info.block));
     tasks::Partition check("whole diagram", std::move(merged), graph.diagram.wires, {}, tasks::IntegratorKind::kEuler);
   } catch (const tasks::BlockError& e) {
     const auto it = block_index.find(e.block());
@@ -274,13 +276,14 @@ bool GraphLoader::resolve_paths(const std::string& type, tasks::BlockParams& par
 // variable communication steps) in a task with `step: measured`.
 void GraphLoader::check_fixed_steps() {
   for (std::size_t i = 0; i < infos_.size() && i < graph_.diagram.blocks.size(); ++i) {
-    if (!infos_[i].block) continue;
-    const std::string why = infos_[i].block->fixed_step_reason();
+    // Taken over by the loop check (check_diagram), the block left its reason behind.
+    const std::string why = infos_[i].block ? infos_[i].block->fixed_step_reason() : infos_[i].fixed_step_reason;
     if (why.empty()) continue;
+    const std::string& type = infos_[i].block ? infos_[i].block->type() : infos_[i].type;
     const auto& b = graph_.diagram.blocks[i];
     for (const auto& t : graph_.tasks) {
       if (t.name == b.task && t.step == StepPolicy::kMeasured) {
-        in_.error(infos_[i].where, "block '" + b.name + "' (" + infos_[i].block->type() + ") runs in task '" + t.name +
+        in_.error(infos_[i].where, "block '" + b.name + "' (" + type + ") runs in task '" + t.name +
                                        "' with step: measured, but " + why +
                                        " — give the task step: fixed, or use an FMU that can vary its step");
       }
@@ -423,7 +426,11 @@ void GraphLoader::check_diagram() {
   if (!wiring_ok || has_errors(result_.diagnostics)) return;
 
   // Algebraic loops across the whole diagram: the merged partition finds them.
-  check_algebraic_loops(in_, graph_, blocks_, block_index_);
+  for (auto& info : infos_) {
+    info.fixed_step_reason = info.block->fixed_step_reason();
+    info.type = info.block->type();
+  }
+  check_algebraic_loops(in_, graph_, infos_, block_index_);
 }
 
 // A reduced interface model (a mechanical block's `rim` port, docs/rim.md)

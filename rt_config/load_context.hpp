@@ -13,14 +13,13 @@
 #include <utility>
 #include <vector>
 
-#include "rt_config/yaml_tree.hpp"
-
 #include "base/text.hpp"
 #include "coupling/registry.hpp"
 #include "rt_config/diagnostics.hpp"
 #include "rt_config/graph_spec.hpp"
 #include "rt_config/loader.hpp"
 #include "rt_config/location.hpp"
+#include "rt_config/yaml_tree.hpp"
 #include "tasks/block_registry.hpp"
 #include "tasks/params.hpp"
 #include "tasks/partition.hpp"
@@ -91,6 +90,9 @@ struct BlockInfo {
   std::unique_ptr<tasks::Block> block;  // null when the block itself was invalid
   Location where;
   std::map<std::string, Location> param_locations;
+  // Kept when the loop check takes `block` over (check_diagram), for check_fixed_steps.
+  std::string fixed_step_reason;
+  std::string type;
 };
 
 class GraphLoader {

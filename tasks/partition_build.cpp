@@ -351,32 +351,50 @@ struct Partition::Impl::Builder {
     m.scratch_xd.assign(m.nxd, 0.0);
 
     m.in_offsets.resize(m.slots.size());
+    // Sized before a block's views are taken: the contexts' spans point into these vectors.
+    std::size_t n_in = 0, n_out = 0;
+    for (const Impl::Slot& slot : m.slots) {
+      n_in += slot.block->inputs().size();
+      n_out += slot.block->outputs().size();
+    }
+    Impl::PortViews& v = m.views;
+    v.u.resize(n_in);
+    v.du.resize(n_in);
+    v.du_valid.resize(n_in);
+    v.y.resize(n_out);
+    v.dy.resize(n_out);
+    v.dy_valid.resize(n_out);
+    std::size_t first_in = 0, first_out = 0;
     for (std::size_t i = 0; i < m.slots.size(); ++i) {
       Impl::Slot& slot = m.slots[i];
       const Block& b = *slot.block;
-      for (std::size_t p = 0; p < b.inputs().size(); ++p) {
+      const std::size_t ins = b.inputs().size(), outs = b.outputs().size();
+      m.in_offsets[i].reserve(ins);
+      for (std::size_t p = 0; p < ins; ++p) {
         const Source& src = *sources[i][p];
         const std::size_t w = b.inputs()[p].width;
         const std::size_t at = src.held       ? m.ext_base + ext_size + src.offset
                                : src.external ? m.ext_base + src.offset
                                               : src.offset;
         m.in_offsets[i].push_back(at);
-        slot.u.emplace_back(s.signals.data() + at, w);
-        slot.du.emplace_back(s.dsignals.data() + at, w);
-        slot.du_valid.emplace_back(s.dvalid.data() + at, w);
+        v.u[first_in + p] = {s.signals.data() + at, w};
+        v.du[first_in + p] = {s.dsignals.data() + at, w};
+        v.du_valid[first_in + p] = {s.dvalid.data() + at, w};
       }
-      for (std::size_t p = 0; p < b.outputs().size(); ++p) {
+      for (std::size_t p = 0; p < outs; ++p) {
         const std::size_t w = b.outputs()[p].width;
-        slot.y.emplace_back(s.signals.data() + slot.out_offsets[p], w);
-        slot.dy.emplace_back(s.dsignals.data() + slot.out_offsets[p], w);
-        slot.dy_valid.emplace_back(s.dvalid.data() + slot.out_offsets[p], w);
+        v.y[first_out + p] = {s.signals.data() + slot.out_offsets[p], w};
+        v.dy[first_out + p] = {s.dsignals.data() + slot.out_offsets[p], w};
+        v.dy_valid[first_out + p] = {s.dvalid.data() + slot.out_offsets[p], w};
       }
-      slot.context.u = slot.u;
-      slot.context.du = slot.du;
-      slot.context.du_valid = slot.du_valid;
-      slot.context.y = slot.y;
-      slot.context.dy = slot.dy;
-      slot.context.dy_valid = slot.dy_valid;
+      slot.context.u = std::span(v.u).subspan(first_in, ins);
+      slot.context.du = std::span(v.du).subspan(first_in, ins);
+      slot.context.du_valid = std::span(v.du_valid).subspan(first_in, ins);
+      slot.context.y = std::span(v.y).subspan(first_out, outs);
+      slot.context.dy = std::span(v.dy).subspan(first_out, outs);
+      slot.context.dy_valid = std::span(v.dy_valid).subspan(first_out, outs);
+      first_in += ins;
+      first_out += outs;
       slot.context.x = std::span<const double>(m.xe.data() + slot.x_offset, b.continuous_states());
       slot.context.xd = std::span<double>(s.xd.data() + slot.xd_offset, b.discrete_states());
       if (needs_early[i]) m.early.push_back(i);
