@@ -1,5 +1,6 @@
 #include "session/report/run_summary.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -224,6 +225,27 @@ std::string event_table(const std::vector<const TaskRuntime*>& local) {
   return out;
 }
 
+// A table of 10^4 links is a megabyte nobody reads: above kLinkRows, the rows are the links that dropped the
+// most blocks, then those read furthest ahead of their data, in graph order; a line counts the rest. --json has
+// every link (docs/figures.md, "Per link").
+constexpr std::size_t kLinkRows = 40;
+
+std::vector<const GraphLink*> shown_links(const std::vector<const GraphLink*>& links) {
+  if (links.size() <= kLinkRows) return links;
+  std::vector<std::size_t> order(links.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto rank = [&](std::size_t i) {
+    const GraphLink& l = *links[i];
+    return std::pair{l.link->dropped(), l.stats->extrapolation_interval.max()};
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rank(a) > rank(b); });
+  order.resize(kLinkRows);
+  std::sort(order.begin(), order.end());
+  std::vector<const GraphLink*> shown;
+  for (std::size_t i : order) shown.push_back(links[i]);
+  return shown;
+}
+
 // The local links, then their health lines: nothing when no link has an end here.
 std::string link_table(runtime::Graph& graph, const std::vector<const GraphLink*>& links) {
   const std::vector<Field<GraphLink>> link_columns = {
@@ -238,7 +260,21 @@ std::string link_table(runtime::Graph& graph, const std::vector<const GraphLink*
       {"extrapolation max", Align::kRight,
        [](const GraphLink& l) { return format_seconds(l.stats->extrapolation_interval.max()); }},
   };
-  return links.empty() ? std::string() : "links:\n" + render_table(link_columns, links) + link_health_lines(graph);
+  if (links.empty()) return {};
+  const auto shown = shown_links(links);
+  std::string out = "links:\n" + render_table(link_columns, shown);
+  if (shown.size() < links.size()) {
+    // Links, not blocks: a bundle's drops show on each of its wires.
+    std::size_t dropping = 0;
+    for (const GraphLink* l : links) dropping += l->link->dropped() > 0 ? 1 : 0;
+    for (const GraphLink* l : shown) dropping -= l->link->dropped() > 0 ? 1 : 0;
+    out += "  ... and " + format_count(links.size() - shown.size()) + " more link(s), " +
+           (dropping == 0 ? std::string("none of which dropped a block")
+                          : format_count(dropping) + " of which dropped blocks") +
+           " (the " + std::to_string(kLinkRows) +
+           " above dropped the most, then were read furthest ahead; --json FILE lists every link)\n";
+  }
+  return out + link_health_lines(graph);
 }
 
 }  // namespace

@@ -108,6 +108,51 @@ wires: []
       << summary;
 }
 
+// Above 40 links the table keeps the links that dropped the most, then were read furthest ahead, in graph
+// order, and counts the rest: here the 15 wires of the 10 ms producer, whose 5 ms frames publish late (read up
+// to 5 ms ahead by the 1 ms consumer), and the first 25 of the 1 ms producer's 30 (never read ahead); the last 5
+// are counted.
+TEST(RunSummary, ALargeGraphShowsItsWorstLinksAndCountsTheRest) {
+  std::string blocks, wires;
+  for (int i = 0; i < 30; ++i) {
+    const std::string n = std::to_string(i);
+    blocks += "  - {name: f" + n + ", type: sine, task: fast}\n  - {name: g" + n +
+              ", type: gain, task: c, params: {gain: 1}}\n";
+    wires += "  - {from: f" + n + ".y, to: g" + n + ".u}\n";
+  }
+  for (int i = 0; i < 15; ++i) {
+    const std::string n = std::to_string(i);
+    blocks += "  - {name: s" + n + ", type: sine, task: slow}\n  - {name: h" + n +
+              ", type: gain, task: c, params: {gain: 1}}\n";
+    wires += "  - {from: s" + n + ".y, to: h" + n + ".u}\n";
+  }
+  const std::string yaml =
+      "name: many\nrealtime: off\ncoupling: {method: predictor}\ntasks:\n"
+      "  - {name: fast, period: 1ms, step: fixed}\n"
+      "  - {name: slow, period: 10ms, step: fixed, cpu: 1, execution: {nominal: 5ms}}\n  - {name: c, period: 1ms, "
+      "step: fixed}\n"
+      "blocks:\n" +
+      blocks + "wires:\n" + wires;
+  auto graph = rtcosim::testing::build_graph(rtcosim::testing::checked(config::load_graph_text(yaml, "many.yaml")));
+  ASSERT_EQ(graph->links().size(), 45u);
+  runtime::VirtualExecutor executor(*graph);
+  executor.run(0.1);
+  const std::string summary = session::run_summary(*graph);
+  const std::string table = summary.substr(summary.find("links:\n"));
+  for (int i = 0; i < 30; ++i) {
+    const std::string row = "  f" + std::to_string(i) + ".y (fast) -> c ";
+    EXPECT_EQ(table.find(row) != std::string::npos, i < 25) << row << "\n" << table;
+  }
+  for (int i = 0; i < 15; ++i) {
+    const std::string row = "  s" + std::to_string(i) + ".y (slow) -> c ";
+    EXPECT_NE(table.find(row), std::string::npos) << row << "\n" << table;
+  }
+  EXPECT_NE(table.find("  ... and 5 more link(s), none of which dropped a block (the 40 above dropped the most, then "
+                       "were read furthest ahead; --json FILE lists every link)\n"),
+            std::string::npos)
+      << table;
+}
+
 // The link-health block of the summary and the per-link counters in the
 // JSON: a hermite link fed by a port without derivatives (every frame of the
 // consumer is a fallback frame) into which a NaN value, a +1e9 s tag and a
