@@ -25,18 +25,22 @@ class DataBlock {
 
   [[nodiscard]] std::size_t signal_count() const noexcept { return signals_; }
 
-  double tag = 0.0;               // simulation seconds at which the values hold
-  std::uint64_t sequence = 0;     // producer's frame counter, gapless from the producer's view
-  double producer_step = 0.0;     // the producer's step that ended at `tag` (seconds)
-  bool discontinuity = false;     // extrapolators reset their history before this block
+  double tag = 0.0;            // simulation seconds at which the values hold
+  std::uint64_t sequence = 0;  // producer's frame counter, gapless from the producer's view
+  double producer_step = 0.0;  // the producer's step that ended at `tag` (seconds)
+  bool discontinuity = false;  // extrapolators reset their history before this block
 
   [[nodiscard]] std::span<double> values() noexcept { return {payload_.data(), signals_}; }
   [[nodiscard]] std::span<const double> values() const noexcept { return {payload_.data(), signals_}; }
   [[nodiscard]] std::span<double> derivatives() noexcept { return {payload_.data() + signals_, signals_}; }
-  [[nodiscard]] std::span<const double> derivatives() const noexcept {
-    return {payload_.data() + signals_, signals_};
-  }
+  [[nodiscard]] std::span<const double> derivatives() const noexcept { return {payload_.data() + signals_, signals_}; }
 
+  // Per signal 1.0 where its derivative is known, else 0.0 (any nonzero
+  // reads as known).
+  [[nodiscard]] std::span<double> derivative_flags() noexcept { return {payload_.data() + 2 * signals_, signals_}; }
+  [[nodiscard]] std::span<const double> derivative_flags() const noexcept {
+    return {payload_.data() + 2 * signals_, signals_};
+  }
   [[nodiscard]] bool derivative_valid(std::size_t i) const noexcept { return payload_[2 * signals_ + i] != 0.0; }
   void set_derivative_valid(std::size_t i, bool valid) noexcept { payload_[2 * signals_ + i] = valid ? 1.0 : 0.0; }
   void set_all_derivatives_valid(bool valid) noexcept;

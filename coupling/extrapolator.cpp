@@ -18,22 +18,22 @@ void Extrapolator::configure(std::size_t signal_count) {
 
 namespace {
 
-// False when a value or a known derivative is NaN or infinite: x * 0 is NaN
-// exactly for those, and the sum keeps a NaN, without a branch per signal.
-bool finite_payload(const DataBlock& block) noexcept {
-  // An integer test per word (base::nonfinite_bits), which the compiler
-  // vectorises (a running sum of v * 0.0 was one dependent addition after
-  // another).
-  const auto v = block.values();
-  const auto d = block.derivatives();
-  const std::span<const double> valid = block.payload().subspan(2 * v.size());
-  std::uint64_t bad = 0;
-  for (std::size_t s = 0; s < v.size(); ++s) {
-    const bool value_bad = base::nonfinite_bits(v[s]);
-    const bool derivative_bad = valid[s] != 0.0 && base::nonfinite_bits(d[s]);
-    bad |= static_cast<std::uint64_t>(value_bad) | static_cast<std::uint64_t>(derivative_bad);
+// False when a value or a known derivative is NaN or infinite, without a
+// branch per signal (base::nonfinite_sign, which vectorises); `all_known`
+// says whether every derivative is known, from the same pass.
+bool finite_payload(const DataBlock& block, bool& all_known) noexcept {
+  const std::size_t n = block.signal_count();
+  const double* v = block.values().data();
+  const double* d = block.derivatives().data();
+  const double* flags = block.derivative_flags().data();
+  std::uint64_t bad = 0, all = ~std::uint64_t{0};
+  for (std::size_t s = 0; s < n; ++s) {
+    const std::uint64_t known = base::nonzero_sign(flags[s]);
+    bad |= base::nonfinite_sign(v[s]) | (known & base::nonfinite_sign(d[s]));
+    all &= known;
   }
-  return bad == 0;
+  all_known = (all >> 63) != 0;
+  return (bad >> 63) == 0;
 }
 
 }  // namespace
@@ -54,7 +54,7 @@ void Extrapolator::push(const DataBlock& block) noexcept {
     base::add_single_writer(rejected_tags_);
     return;
   }
-  if (!finite_payload(block)) {
+  if (!finite_payload(block, block_known_)) {
     base::add_single_writer(rejected_values_);
     return;
   }

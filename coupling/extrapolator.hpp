@@ -164,6 +164,10 @@ class Extrapolator {
     const double edge = std::min(built_from, newest - lookback_);
     return t < edge - 1e-12 * std::max(1.0, std::fabs(edge));
   }
+  // Every derivative of the block being pushed is known: valid during
+  // do_push, found by push's finiteness check (SampleHistory::push takes
+  // it rather than look at every flag again).
+  [[nodiscard]] bool derivatives_known() const noexcept { return block_known_; }
   void note_derivative_fallback() noexcept {
     fallback_now_ = true;
     derivative_fallback_.store(true, std::memory_order_relaxed);
@@ -181,6 +185,9 @@ class Extrapolator {
   double lookback_ = 0.0;
   std::uint64_t newest_sequence_ = 0;
   bool fallback_now_ = false;
+  // Beside fallback_now_, in what was padding: a plugin built against the
+  // layout without it still finds every other member where it was.
+  bool block_known_ = false;
   std::atomic<std::uint64_t> stale_blocks_{0};
   std::atomic<std::uint64_t> rejected_tags_{0};
   std::atomic<std::uint64_t> rejected_values_{0};

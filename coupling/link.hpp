@@ -1,12 +1,10 @@
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-
-#include <boost/lockfree/spsc_queue.hpp>
+#include <vector>
 
 #include "base/counter.hpp"
 #include "base/wake_word.hpp"
@@ -42,20 +40,28 @@ class BlockTap {
 
 /*
  * Link: one producer task, one consumer task, carrying DataBlocks of a fixed
- * signal count over a boost::lockfree::spsc_queue, into the consumer's
- * extrapolator.
+ * signal count into the consumer's extrapolator over a single-producer,
+ * single-consumer ring of block slots.
  *
- * Ownership: the link owns its ring, the consumer's staging block and the
- * extrapolator. Exactly one thread calls `publish` (producer) and exactly one
- * calls `drain`/`extrapolator()` (consumer); the counters may be read from any
- * thread.
+ * The ring's slots are DataBlocks themselves, so that a block is copied once
+ * on each side: the producer fills the next free slot in place
+ * (`publish_with`, straight from its partition's signal memory), and the
+ * consumer hands the slot itself to the extrapolator, which copies it into
+ * its history. (A ring of words between a producer's block and a consumer's
+ * staging block copied every signal twice more.)
  *
- * RT-safe: `publish` and `drain` are noexcept, wait-free and allocate
- * nothing; all storage is sized in the constructor. A full ring drops the
- * new block and counts it: a producer never waits for a slow consumer.
- * With a wake word set (before the producer starts: the DDS bridge for a
- * link it sends), each published block also notifies it: one FUTEX_WAKE
- * while the word's thread sleeps (base/wake_word.hpp), nothing else.
+ * Ownership: the link owns its ring and the extrapolator. Exactly one thread
+ * calls `publish`/`publish_with`/`has_room`/`drop` (producer) and exactly
+ * one calls `drain`/`drain_to`/`waiting_blocks`/`extrapolator()`
+ * (consumer); the counters may be read from any thread.
+ *
+ * RT-safe: `publish`, `publish_with` and `drain` are noexcept, wait-free and
+ * allocate nothing; all storage is sized in the constructor. A full ring
+ * drops the new block and counts it: a producer never waits for a slow
+ * consumer. With a wake word set (before the producer starts: the DDS
+ * bridge for a link it sends), each published block also notifies it: one
+ * FUTEX_WAKE while the word's thread sleeps (base/wake_word.hpp), nothing
+ * else.
  */
 class Link {
  public:
@@ -65,7 +71,33 @@ class Link {
 
   // Producer side. Returns false when the ring was full and the block was
   // dropped (counted in dropped()). Precondition: same signal count.
-  [[nodiscard]] bool publish(const DataBlock& block) noexcept;
+  [[nodiscard]] bool publish(const DataBlock& block) noexcept {
+    return publish_with([&block](DataBlock& slot) noexcept { slot.assign_from(block); });
+  }
+  // Producer side: `fill(DataBlock&)` writes the block in place into the
+  // next free slot: its header and every signal (the slot holds whatever
+  // block it carried a lap ago). It is not called when the ring is full:
+  // the block is dropped and counted, and false returned.
+  template <typename Fill>
+  [[nodiscard]] bool publish_with(Fill&& fill) noexcept {
+    const std::size_t w = write_.load(std::memory_order_relaxed);
+    const std::size_t next = w + 1 == slots_.size() ? 0 : w + 1;
+    if (next == read_seen_) {
+      // Acquire: the consumer has finished reading the slot it gave back
+      // before this end writes it again.
+      read_seen_ = read_.load(std::memory_order_acquire);
+      if (next == read_seen_) {
+        base::add_single_writer(dropped_);
+        return false;
+      }
+    }
+    fill(slots_[w].block);
+    // Release: the slot's words are written before the consumer can see it.
+    write_.store(next, std::memory_order_release);
+    base::add_single_writer(published_);
+    if (wake_ != nullptr) wake_->notify();
+    return true;
+  }
 
   // Set-up: `word` (not owned; nullptr: none) is notified after every
   // published block. Set it before the producer's first publish.
@@ -82,20 +114,24 @@ class Link {
 
   // Consumer side: hands every waiting block, oldest first, to `sink`; at
   // most `max_blocks` of them (a replay takes exactly what the logged frame
-  // took, docs/replay.md).
+  // took, docs/replay.md). The block is the ring's slot, valid only during
+  // the call: a sink that keeps it copies it.
   template <typename Sink>
   std::size_t drain_to(Sink&& sink, std::size_t max_blocks = SIZE_MAX) noexcept {
     std::size_t taken = 0;
-    const std::size_t payload_words = staging_.payload().size();
-    while (taken < max_blocks && ring_.read_available() >= kHeaderWords + payload_words) {
-      std::array<double, kHeaderWords> header{};
-      // Both pops succeed in full: the producer publishes a whole block
-      // before we could see its words, and nobody else pops.
-      (void)ring_.pop(header.data(), kHeaderWords);
-      (void)ring_.pop(staging_.payload().data(), payload_words);
-      decode_header(header, staging_);
-      if (tap_ != nullptr) tap_->block(staging_);
-      sink(static_cast<const DataBlock&>(staging_));
+    std::size_t r = read_.load(std::memory_order_relaxed);
+    while (taken < max_blocks) {
+      if (r == write_seen_) {
+        // Acquire: the producer's words of every slot up to it are visible.
+        write_seen_ = write_.load(std::memory_order_acquire);
+        if (r == write_seen_) break;
+      }
+      const DataBlock& block = slots_[r].block;
+      if (tap_ != nullptr) tap_->block(block);
+      sink(block);
+      r = r + 1 == slots_.size() ? 0 : r + 1;
+      // Release: the slot is read before the producer may fill it again.
+      read_.store(r, std::memory_order_release);
       ++taken;
     }
     base::add_single_writer(consumed_, static_cast<std::uint64_t>(taken));
@@ -108,11 +144,15 @@ class Link {
   }
   // Consumer side: whole blocks waiting in the ring.
   [[nodiscard]] std::size_t waiting_blocks() const noexcept {
-    return ring_.read_available() / (kHeaderWords + staging_.payload().size());
+    const std::size_t w = write_.load(std::memory_order_acquire);
+    const std::size_t r = read_.load(std::memory_order_relaxed);
+    return w >= r ? w - r : w + slots_.size() - r;
   }
   // Producer side: a block would fit now.
   [[nodiscard]] bool has_room() const noexcept {
-    return ring_.write_available() >= kHeaderWords + staging_.payload().size();
+    const std::size_t w = write_.load(std::memory_order_relaxed);
+    const std::size_t next = w + 1 == slots_.size() ? 0 : w + 1;
+    return next != read_.load(std::memory_order_acquire);
   }
   // Producer side: counts a block as dropped without offering it (a replay
   // repeats the drops of the run it reproduces).
@@ -120,7 +160,7 @@ class Link {
 
   [[nodiscard]] Extrapolator& extrapolator() noexcept { return *extrapolator_; }
   [[nodiscard]] const Extrapolator& extrapolator() const noexcept { return *extrapolator_; }
-  [[nodiscard]] std::size_t signal_count() const noexcept { return staging_.signal_count(); }
+  [[nodiscard]] std::size_t signal_count() const noexcept { return signals_; }
   [[nodiscard]] std::size_t capacity_blocks() const noexcept { return capacity_blocks_; }
 
   [[nodiscard]] std::uint64_t published() const noexcept { return published_.load(std::memory_order_relaxed); }
@@ -134,21 +174,31 @@ class Link {
   }
 
  private:
-  // tag, producer step, sequence, flags: one ring word each.
-  static constexpr std::size_t kHeaderWords = 4;
-  static void decode_header(const std::array<double, kHeaderWords>& header, DataBlock& block) noexcept;
+  // A slot starts on a cache line of its own: the producer fills the one
+  // after the slot the consumer reads.
+  struct alignas(64) Slot {
+    DataBlock block;
+  };
 
   std::size_t capacity_blocks_;
-  boost::lockfree::spsc_queue<double> ring_;
-  DataBlock staging_;  // consumer-owned
+  std::size_t signals_;
+  // capacity_blocks_ + 1 slots: one always stays free, so that a full ring
+  // and an empty one differ (write_ == read_ is empty).
+  std::vector<Slot> slots_;
   std::unique_ptr<Extrapolator> extrapolator_;
   base::WakeWord* wake_ = nullptr;
   BlockTap* tap_ = nullptr;
-  // Producer and consumer counters on separate cache lines: each is written
-  // by one thread every frame, and sharing a line would make them ping-pong.
-  alignas(64) std::atomic<std::uint64_t> published_{0};
+  // Each end's index and counters on a cache line of its own: each is
+  // written by one thread every frame, and sharing a line would make them
+  // ping-pong. Each end keeps the other's index as it last read it, and
+  // reads it again only when that says the ring is full (empty).
+  alignas(64) std::atomic<std::size_t> write_{0};
+  std::size_t read_seen_ = 0;  // the producer's
+  std::atomic<std::uint64_t> published_{0};
   std::atomic<std::uint64_t> dropped_{0};
-  alignas(64) std::atomic<std::uint64_t> consumed_{0};
+  alignas(64) std::atomic<std::size_t> read_{0};
+  std::size_t write_seen_ = 0;  // the consumer's
+  std::atomic<std::uint64_t> consumed_{0};
 };
 
 }  // namespace rtcosim::coupling

@@ -308,9 +308,9 @@ void TaskRuntime::stage_outputs() noexcept {
   staged_ = true;
   ++sequence_;
   for (OutputBinding& o : outputs_) {
-    o.block.tag = partition_->time();
-    o.block.sequence = sequence_;
-    o.block.producer_step = stats_.step.last();
+    o.tag = partition_->time();
+    o.sequence = sequence_;
+    o.producer_step = stats_.step.last();
     // A jump in the producer (a step, a switch) restarts the consumer's
     // method at this block instead of letting it extrapolate across. A
     // port that can jump travels in a bundle of its own, so the flag is its
@@ -319,19 +319,29 @@ void TaskRuntime::stage_outputs() noexcept {
     if (o.may_jump) {
       for (const tasks::OutputRef& ref : o.refs) jumped = jumped || partition_->output_jumped(ref);
     }
-    const auto values = o.block.values();
-    const auto derivatives = o.block.derivatives();
-    std::size_t at = 0;
-    for (const tasks::OutputRef& run : o.runs) {
-      const auto v = partition_->output(run);
-      const auto d = partition_->output_derivative(run);
-      const auto known = partition_->output_derivative_flags(run);
-      std::copy(v.begin(), v.end(), values.begin() + static_cast<std::ptrdiff_t>(at));
-      std::copy(d.begin(), d.end(), derivatives.begin() + static_cast<std::ptrdiff_t>(at));
-      for (std::size_t i = 0; i < known.size(); ++i) o.block.set_derivative_valid(at + i, known[i] != 0);
-      at += v.size();
-    }
-    o.block.discontinuity = jumped;
+    o.discontinuity = jumped;
+  }
+}
+
+void TaskRuntime::fill_block(const OutputBinding& o, coupling::DataBlock& block) const noexcept {
+  block.tag = o.tag;
+  block.sequence = o.sequence;
+  block.producer_step = o.producer_step;
+  block.discontinuity = o.discontinuity;
+  double* __restrict values = block.values().data();
+  double* __restrict derivatives = block.derivatives().data();
+  double* __restrict flags = block.derivative_flags().data();
+  for (const tasks::OutputRef& run : o.runs) {
+    const auto v = partition_->output(run);
+    const auto d = partition_->output_derivative(run);
+    const auto known = partition_->output_derivative_flags(run);
+    const std::size_t n = v.size();
+    std::copy_n(v.data(), n, values);
+    std::copy_n(d.data(), n, derivatives);
+    for (std::size_t i = 0; i < n; ++i) flags[i] = known[i] != 0 ? 1.0 : 0.0;
+    values += n;
+    derivatives += n;
+    flags += n;
   }
 }
 
@@ -339,14 +349,15 @@ void TaskRuntime::publish_dropping(std::span<const char> drop, ReplayGate* gate)
   if (!staged_) return;
   staged_ = false;
   for (std::size_t i = 0; i < outputs_.size(); ++i) {
-    OutputBinding& o = outputs_[i];
+    const OutputBinding& o = outputs_[i];
     bool delivered = false;
     if (!drop.empty() && drop[i]) {
       o.bundle->link->drop();
     } else if (gate == nullptr || gate->room(*o.bundle->link)) {
-      delivered = o.bundle->link->publish(o.block);
+      delivered =
+          o.bundle->link->publish_with([this, &o](coupling::DataBlock& block) noexcept { fill_block(o, block); });
     }
-    trace::links_publish(o.bundle->ids.data(), o.bundle->ids.size(), o.block.sequence, o.block.tag, !delivered);
+    trace::links_publish(o.bundle->ids.data(), o.bundle->ids.size(), o.sequence, o.tag, !delivered);
   }
 }
 
@@ -564,7 +575,6 @@ void bind_outputs(Pending& p) {
     }
   }
   out.refs = std::move(p.refs);
-  out.block = coupling::DataBlock(p.width);
   out.bundle = p.bundle;
   p.producer->outputs().push_back(std::move(out));
 }

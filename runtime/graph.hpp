@@ -152,14 +152,19 @@ class LinkInputs final : public tasks::InputSource {
 };
 
 // One output bundle of a partition: where to read each wire's values, the
-// block to fill, the bundle to publish to.
+// header of its staged block, the bundle to publish to.
 struct OutputBinding {
   std::vector<tasks::OutputRef> refs;  // per wire of the bundle, in its order
   // The same signals as runs that are contiguous in the partition's memory
   // (consecutive ports of consecutive blocks), copied in one piece each.
   std::vector<tasks::OutputRef> runs;
   bool may_jump = false;  // a port of it can jump (then it is alone)
-  coupling::DataBlock block;
+  // The staged block's header; its signals stay in the partition's memory
+  // until the publish copies them into the ring.
+  double tag = 0.0;
+  std::uint64_t sequence = 0;
+  double producer_step = 0.0;
+  bool discontinuity = false;
   LinkBundle* bundle = nullptr;
 };
 
@@ -167,9 +172,11 @@ struct OutputBinding {
  * TaskRuntime: one task of the graph: its partition, the links it reads and
  * writes, its step policy and statistics. A frame (the executors' real-time
  * path) is `drain` (parameter updates, then the input links), `step`
- * (integrate, stage the output blocks) and `publish`, which pushes the staged
- * blocks (separate, so that virtual time can publish when the scripted
- * execution ends).
+ * (integrate, stage the output blocks' headers) and `publish`, which copies
+ * the staged blocks' signals from the partition's memory straight into the
+ * rings (separate, so that virtual time can publish when the scripted
+ * execution ends). Between a step and its publish nothing may change the
+ * partition's outputs: the publish reads them as the step left them.
  *
  * RT-safe: `drain`, `step`, `publish` and `stage_outputs` are noexcept and
  * allocation-free; everything is sized in Graph::build.
@@ -274,6 +281,9 @@ class TaskRuntime {
 
  private:
   void stage_outputs() noexcept;
+  // Writes output o's staged block into a ring slot: its header and its
+  // signals from the partition's memory.
+  void fill_block(const OutputBinding& o, coupling::DataBlock& block) const noexcept;
 
   const config::TaskSpec& spec_;
   std::int64_t period_ns_ = 0;

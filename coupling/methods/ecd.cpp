@@ -15,7 +15,7 @@ void Ecd::do_configure(std::size_t signal_count) {
 }
 
 void Ecd::do_push(const DataBlock& block) noexcept {
-  history_.push(block);
+  history_.push(block, derivatives_known());
   std::swap(current_, previous_);  // swaps buffers, allocates nothing
   fit_newest(current_, history_, order_);
   shift_ = macro_step_ > 0.0 ? macro_step_ : history_.newest_spacing();

@@ -18,7 +18,7 @@ void Hermite::reset() noexcept {
 }
 
 void Hermite::do_push(const DataBlock& block) noexcept {
-  history_.push(block);
+  history_.push(block, derivatives_known());
   const std::size_t wanted = static_cast<std::size_t>(order_) + 1;
   for (std::size_t s = 0; s < degree_.size(); ++s) {
     double* z = &nodes_[s * kStride];

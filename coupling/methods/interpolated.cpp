@@ -99,7 +99,7 @@ void Interpolated::do_push(const DataBlock& block) noexcept {
   const double reference = nodal(history_, order_, tk);
   const std::size_t reference_nodes = std::min(history_.size(), static_cast<std::size_t>(order_) + 1);
 
-  history_.push(block);
+  history_.push(block, derivatives_known());
   std::swap(extrapolant_, previous_extrapolant_);
   fit_newest(extrapolant_, history_, order_);
   const double h = macro_step_ > 0.0 ? macro_step_ : history_.newest_spacing();

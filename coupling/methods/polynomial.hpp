@@ -42,7 +42,7 @@ class Polynomial final : public Extrapolator {
     poly_.configure(signal_count);
   }
   void do_push(const DataBlock& block) noexcept override {
-    history_.push(block);
+    history_.push(block, derivatives_known());
     fit_newest(poly_, history_, order_);
   }
   [[nodiscard]] double newest_tag() const noexcept override { return history_.newest_tag(); }

@@ -19,7 +19,8 @@ namespace rtcosim::coupling::methods {
  * raise the fallback flag.
  *
  * Every form is stored as u = a + D (b + D c), so evaluation is two
- * multiply-adds per signal. Before the blocks the form was built from (the
+ * multiply-adds per signal (with every derivative known, a and b are the
+ * newest block's own values and derivatives, read from the history). Before the blocks the form was built from (the
  * previous block's tag) the
  * signal comes from the stored blocks instead (SampleHistory::interpolate):
  * the polynomial carried backwards leaves the data at once.
@@ -39,6 +40,9 @@ class Predictor final : public Extrapolator {
 
   SampleHistory history_;
   std::vector<double> a_, b_, c_;
+  // Every derivative of the newest two blocks known: a and b are the
+  // newest block's values and derivatives in the history, a_ and b_ unused.
+  bool direct_ = false;
 };
 
 }  // namespace rtcosim::coupling::methods

@@ -33,7 +33,7 @@ class Rim final : public Extrapolator {
 
  private:
   void do_configure(std::size_t signal_count) override { history_.configure(kHistory, signal_count); }
-  void do_push(const DataBlock& block) noexcept override { history_.push(block); }
+  void do_push(const DataBlock& block) noexcept override { history_.push(block, derivatives_known()); }
 
   int order_;
   SampleHistory history_;

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "base/finite.hpp"
 #include "coupling/data_block.hpp"
 #include "coupling/extrapolator.hpp"
 
@@ -34,6 +35,7 @@ class SampleHistory {
     derivatives_.assign(capacity * signal_count, 0.0);
     valid_.assign(capacity * signal_count, 0);
     all_valid_.assign(capacity, 0);
+    ones_.assign(signal_count, 1);
     clear();
   }
 
@@ -43,28 +45,31 @@ class SampleHistory {
   }
 
   void push(const DataBlock& block) noexcept {
+    std::uint64_t all = ~std::uint64_t{0};
+    const double* flags = block.derivative_flags().data();
+    for (std::size_t s = 0; s < signals_; ++s) all &= base::nonzero_sign(flags[s]);
+    push(block, (all >> 63) != 0);
+  }
+  // The same, told whether every derivative of the block is known (what
+  // Extrapolator::derivatives_known says in do_push).
+  void push(const DataBlock& block, bool all_known) noexcept {
     head_ = (head_ + 1 == capacity_) ? 0 : head_ + 1;
     tags_[head_] = block.tag;
     const std::size_t base = head_ * signals_;
     const std::size_t n = signals_;
-    const auto v = block.values();
-    const auto d = block.derivatives();
-    // Raw pointers taken once: a store through a byte pointer may alias
-    // anything, so indexing the vectors would reload their data pointers
-    // after every flag.
-    double* values = values_.data() + base;
-    double* derivatives = derivatives_.data() + base;
-    std::uint8_t* valid = valid_.data() + base;
-    std::copy_n(v.data(), n, values);
-    std::copy_n(d.data(), n, derivatives);
-    const std::span<const double> flags = block.payload().subspan(2 * n, n);
-    std::uint8_t all = 1;
-    for (std::size_t s = 0; s < n; ++s) {
-      const std::uint8_t known = flags[s] != 0.0 ? 1 : 0;
-      valid[s] = known;
-      all &= known;
+    std::copy_n(block.values().data(), n, values_.data() + base);
+    std::copy_n(block.derivatives().data(), n, derivatives_.data() + base);
+    // A slot whose derivatives are all known keeps no flags of its own:
+    // its readers see ones_ (derivative_flags_of), which saves a byte per
+    // signal per block in the common case.
+    all_valid_[head_] = all_known ? 1 : 0;
+    if (!all_known) {
+      // Raw pointer: a store through a byte pointer may alias anything, so
+      // indexing the vector would reload its data pointer after every flag.
+      std::uint8_t* valid = valid_.data() + base;
+      const double* flags = block.derivative_flags().data();
+      for (std::size_t s = 0; s < n; ++s) valid[s] = static_cast<std::uint8_t>(base::nonzero_sign(flags[s]) >> 63);
     }
-    all_valid_[head_] = all;
     if (size_ < capacity_) ++size_;
   }
 
@@ -100,7 +105,8 @@ class SampleHistory {
     return derivatives_[slot(i) * signals_ + s];
   }
   [[nodiscard]] bool derivative_valid(std::size_t i, std::size_t s) const noexcept {
-    return valid_[slot(i) * signals_ + s] != 0;
+    const std::size_t at = slot(i);
+    return all_valid_[at] != 0 || valid_[at * signals_ + s] != 0;
   }
   // Pointers to the values, derivatives and derivative flags of sample i,
   // one per signal, contiguous: hot loops index these rather than calling
@@ -108,7 +114,8 @@ class SampleHistory {
   [[nodiscard]] const double* values_of(std::size_t i) const noexcept { return &values_[slot(i) * signals_]; }
   [[nodiscard]] const double* derivatives_of(std::size_t i) const noexcept { return &derivatives_[slot(i) * signals_]; }
   [[nodiscard]] const std::uint8_t* derivative_flags_of(std::size_t i) const noexcept {
-    return &valid_[slot(i) * signals_];
+    const std::size_t at = slot(i);
+    return all_valid_[at] != 0 ? ones_.data() : valid_.data() + at * signals_;
   }
   // Every derivative of sample i is known (the common case, which a
   // method can then handle in one branch-free loop).
@@ -190,7 +197,8 @@ class SampleHistory {
   std::vector<double> values_;
   std::vector<double> derivatives_;
   std::vector<std::uint8_t> valid_;
-  std::vector<std::uint8_t> all_valid_;  // per slot
+  std::vector<std::uint8_t> all_valid_;  // per slot; where set, the slot's valid_ is stale
+  std::vector<std::uint8_t> ones_;       // signals_ flags, all set: a slot whose derivatives are all known
 };
 
 }  // namespace rtcosim::coupling::methods

@@ -13,7 +13,7 @@ void Smoothed::do_configure(std::size_t signal_count) {
 }
 
 void Smoothed::do_push(const DataBlock& block) noexcept {
-  history_.push(block);
+  history_.push(block, derivatives_known());
   head_ = (head_ + 1) % kDepth;
   State& now = ring_[head_];
   fit_newest(now.poly, history_, order_);

@@ -49,7 +49,7 @@ void Zoh::do_push(const DataBlock& block) noexcept {
     const double* previous = history_.values_of(0);
     for (std::size_t s = 0; s < y.size(); ++s) since_mark_[s] += segment * previous[s];
   }
-  history_.push(block);
+  history_.push(block, derivatives_known());
 }
 
 std::size_t Zoh::held_at(double t) const noexcept {

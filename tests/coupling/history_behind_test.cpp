@@ -93,8 +93,42 @@ TEST(SampleHistoryRing, AfterWrappingEverySampleIsTheOnePushedThatManyBlocksAgo)
       EXPECT_EQ(history.value(i, 1), 20.0 + j) << "k " << k << " i " << i;
       EXPECT_EQ(history.derivative(i, 0), -j) << "k " << k << " i " << i;
       EXPECT_EQ(history.derivative_valid(i, 1), j % 2 == 0) << "k " << k << " i " << i;
+      // A slot whose derivatives are all known keeps no flags of its own:
+      // the pointer still reads them right, a lap after a partial block.
+      EXPECT_EQ(history.all_derivatives_valid(i), j % 2 == 0) << "k " << k << " i " << i;
+      EXPECT_EQ(history.derivative_flags_of(i)[0], 1) << "k " << k << " i " << i;
+      EXPECT_EQ(history.derivative_flags_of(i)[1], j % 2 == 0 ? 1 : 0) << "k " << k << " i " << i;
     }
   }
+}
+
+// A derivative flag is known when it is any double but +-0.0 (a NaN too),
+// as DataBlock::derivative_valid reads it; push tells the two apart with
+// integer words, and a caller that already knows says so.
+TEST(SampleHistoryRing, AnyNonzeroFlagIsKnownAndOnlyZerosAreNot) {
+  const double flags[] = {
+      1.0, -1.0, 2.0, 5e-324, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+      0.0, -0.0};
+  constexpr std::size_t kSignals = std::size(flags);
+  methods::SampleHistory history;
+  history.configure(4, kSignals);
+  DataBlock block(kSignals);
+  block.tag = 1.0;
+  for (std::size_t s = 0; s < kSignals; ++s) block.derivative_flags()[s] = flags[s];
+  history.push(block);
+  EXPECT_FALSE(history.all_derivatives_valid(0));
+  for (std::size_t s = 0; s < kSignals; ++s) {
+    EXPECT_EQ(history.derivative_valid(0, s), block.derivative_valid(s)) << s;
+    EXPECT_EQ(history.derivative_flags_of(0)[s] != 0, flags[s] != 0.0) << s;
+  }
+  block.tag = 2.0;
+  for (std::size_t s = 0; s < kSignals; ++s) block.derivative_flags()[s] = s % 2 == 0 ? -3.0 : 1.0;
+  history.push(block);
+  EXPECT_TRUE(history.all_derivatives_valid(0));
+  block.tag = 3.0;
+  history.push(block, false);  // the caller's word: no flag of it is trusted, each is read
+  EXPECT_FALSE(history.all_derivatives_valid(0));
+  for (std::size_t s = 0; s < kSignals; ++s) EXPECT_TRUE(history.derivative_valid(0, s)) << s;
 }
 
 TEST(HistoryBehind, FarBehindTheNewestBlockTheStoredBlocksAnswerWithTheirDerivatives) {

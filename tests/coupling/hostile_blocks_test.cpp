@@ -117,5 +117,37 @@ TEST(HostileBlocks, WithoutLimitsOnlyNonFiniteBlocksAreRejected) {
   EXPECT_EQ(ex->rejected_values(), 1u);
 }
 
+// The check looks at every word of a wide block (its vector lanes and its
+// odd last signal alike) and at a derivative only where it is known: an
+// unknown derivative may be anything.
+TEST(HostileBlocks, EveryWordOfAWideBlockIsCheckedAndUnknownDerivativesAreNot) {
+  constexpr std::size_t kSignals = 7;
+  for (std::size_t bad = 0; bad < kSignals; ++bad) {
+    for (const double word : {kNaN, kInf, -kInf}) {
+      auto ex = make_method("predictor", {}, kSignals);
+      std::uint64_t sequence = 0;
+      auto block = [&](double tag) {
+        DataBlock b(kSignals);
+        b.tag = tag;
+        b.sequence = ++sequence;
+        for (std::size_t s = 0; s < kSignals; ++s) b.set(s, sine(tag), sine_derivative(tag), true);
+        return b;
+      };
+      DataBlock value = block(0.01);
+      value.values()[bad] = word;
+      ex->push(value);
+      DataBlock derivative = block(0.02);
+      derivative.derivatives()[bad] = word;
+      ex->push(derivative);
+      DataBlock unknown = block(0.03);
+      unknown.set(bad, sine(0.03), word, false);
+      ex->push(unknown);
+      EXPECT_EQ(ex->rejected_values(), 2u) << bad << " " << word;
+      EXPECT_EQ(ex->blocks_taken(), 1u) << bad << " " << word;
+      EXPECT_TRUE(ex->in_derivative_fallback()) << bad << " " << word;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rtcosim::coupling::testing

@@ -42,7 +42,7 @@ DataBlock stream_block(std::size_t signals, std::uint64_t seq) {
   return b;
 }
 
-// Copies what a sink sees: the link's staging block is reused for the next one.
+// Copies what a sink sees: the block is the ring's slot, filled again a lap later.
 DataBlock copy_of(const DataBlock& b) {
   DataBlock out(b.signal_count());
   out.assign_from(b);
@@ -91,7 +91,7 @@ TEST(Link, RoundTripsHeaderAndPayloadBitForBit) {
 
   DataBlock b(kSignals);
   b.tag = 12345.678901234567;
-  b.sequence = std::uint64_t{1} << 53;  // the largest sequence the header carries exactly
+  b.sequence = (std::uint64_t{1} << 53) + 1;  // a slot keeps the sequence as it is (no double could)
   b.producer_step = 0.0;
   b.discontinuity = false;
   for (std::size_t i = 0; i < kSignals; ++i) b.set(i, 1.0 + static_cast<double>(i), 1e-300, i % 2 == 1);
@@ -107,6 +107,35 @@ TEST(Link, RoundTripsHeaderAndPayloadBitForBit) {
   EXPECT_EQ(link.dropped(), 0u);
 }
 
+// A producer fills the slot in place; on a full ring it is not asked to,
+// and whatever a slot held a lap ago is overwritten whole.
+TEST(Link, PublishWithFillsTheNextSlotInPlaceAndNotWhenTheRingIsFull) {
+  static constexpr std::size_t kSignals = 4;
+  Link link = make_link(kSignals, 2);
+  int fills = 0;
+  auto fill_with = [&](std::uint64_t seq) {
+    return [&fills, seq](DataBlock& slot) noexcept {
+      ++fills;
+      ASSERT_EQ(slot.signal_count(), kSignals);
+      slot.assign_from(stream_block(kSignals, seq));
+    };
+  };
+  EXPECT_TRUE(link.publish_with(fill_with(0)));
+  EXPECT_TRUE(link.publish_with(fill_with(1)));
+  EXPECT_FALSE(link.publish_with(fill_with(2)));
+  EXPECT_EQ(fills, 2);
+  EXPECT_EQ(link.dropped(), 1u);
+  for (std::uint64_t lap = 0; lap < 3; ++lap) {
+    const auto got = drain_copies(link);
+    ASSERT_EQ(got.size(), 2u);
+    expect_identical(got[0], stream_block(kSignals, 10 * lap + (lap == 0 ? 0 : 3)));
+    expect_identical(got[1], stream_block(kSignals, 10 * lap + (lap == 0 ? 1 : 4)));
+    EXPECT_TRUE(link.publish_with(fill_with(10 * (lap + 1) + 3)));
+    EXPECT_TRUE(link.publish_with(fill_with(10 * (lap + 1) + 4)));
+  }
+  EXPECT_EQ(link.published(), 8u);
+}
+
 TEST(Link, DrainingAnEmptyRingTakesNothing) {
   Link link = make_link(2, 3);
   EXPECT_EQ(link.drain(), 0u);
@@ -115,10 +144,9 @@ TEST(Link, DrainingAnEmptyRingTakesNothing) {
   EXPECT_EQ(link.extrapolator().blocks_taken(), 0u);
 }
 
-// The ring holds 5 blocks of a header plus 3 x 3 payload words in a queue of
-// doubles one word longer (boost keeps a slot free), so block boundaries land
-// at a different place on every lap: many laps with bursts of every size
-// cross every wrap-around position, including a split header or payload.
+// The ring holds 5 blocks in 6 slots (one stays free), so a burst starts at
+// a different slot on every lap: many laps with bursts of every size cross
+// every wrap-around position.
 TEST(Link, BlocksComeOutOldestFirstAcrossWrapArounds) {
   constexpr std::size_t kSignals = 3;
   constexpr std::size_t kCapacity = 5;
@@ -268,6 +296,7 @@ TEST(Link, AnExtrapolatorOfAnotherSignalCountIsRefused) {
 
 TEST(Link, RealTimeOperationsAreNoexcept) {
   static_assert(noexcept(std::declval<Link&>().publish(std::declval<const DataBlock&>())));
+  static_assert(noexcept(std::declval<Link&>().publish_with([](DataBlock&) noexcept {})));
   static_assert(noexcept(std::declval<Link&>().drain()));
   static_assert(noexcept(std::declval<Link&>().drain_to([](const DataBlock&) noexcept {})));
   static_assert(noexcept(std::declval<const Link&>().published()));

@@ -78,7 +78,7 @@ wires:
   TaskRuntime* producer = graph->find_task("p");
   executor.run(0.3, [&](TaskRuntime& task, const FrameRecord&) {
     if (&task == producer) {
-      for (const auto& o : task.outputs()) flagged += o.block.discontinuity ? 1 : 0;
+      for (const auto& o : task.outputs()) flagged += o.discontinuity ? 1 : 0;
       return;
     }
     const auto& part = task.partition();

@@ -182,7 +182,7 @@ TEST(FmuRuntime, ACountersJumpsRestartTheLinksDownstream) {
     TaskRuntime* producer = graph->find_task("p");
     executor.run(3.5, [&](TaskRuntime& task, const FrameRecord&) {
       if (&task == producer) {
-        for (const auto& o : task.outputs()) flagged += o.block.discontinuity ? 1 : 0;
+        for (const auto& o : task.outputs()) flagged += o.discontinuity ? 1 : 0;
         return;
       }
       const auto& part = task.partition();
