@@ -5,7 +5,8 @@
 #   parse     the bare yaml-cpp parse of the file (bench/yaml_load): the baseline
 #   check     `rtcosim check` of the same file: time, peak RSS, ratio to the parse
 #   virtual   `rtcosim run --virtual` of 0.1 s of virtual time: time, peak RSS,
-#             frames run, wall time per frame, peak RSS per task
+#             frames run, wall time per frame, peak RSS per task; marginal: the wall time a frame adds
+#             (a 0.3 s run less the 0.1 s one, over the frames it added)
 # Times are wall seconds of one run on this machine (not a test: no thresholds).
 #   bench/scale_virtual.sh [T ...]        (default 1000 10000 100000)
 set -euo pipefail
@@ -19,8 +20,8 @@ measure() {  # prints "seconds kB" of the command
   /usr/bin/time -f "%e %M" -o "$work/time" "$@" >"$work/out" 2>"$work/err" || { cat "$work/err" >&2; return 1; }
   cat "$work/time"
 }
-printf "%8s  %9s  %9s %9s %7s  %9s %9s %10s %9s %9s\n" tasks "parse s" "check s" "check MB" "ratio" \
-  "virtual s" "virt MB" frames "us/frame" "kB/task"
+printf "%8s  %9s  %9s %9s %7s  %9s %9s %10s %9s %9s %9s\n" tasks "parse s" "check s" "check MB" "ratio" \
+  "virtual s" "virt MB" frames "us/frame" "marginal" "kB/task"
 for n in "${sizes[@]}"; do
   graph="$work/g$n.yaml"
   bench/scale_graph.py --tasks "$n" --signals 1 --cpus 0 --duration 0.1s >"$graph"
@@ -29,14 +30,18 @@ for n in "${sizes[@]}"; do
   read -r check check_kb < <(measure "$bin/rtcosim" check --max-file-size "$mib" "$graph")
   read -r virt virt_kb < <(measure "$bin/rtcosim" run --virtual --max-file-size "$mib" --duration 0.1 --json "$work/s.json" "$graph")
   frames=$(python3 -c "import json; print(sum(t['frames'] for t in json.load(open('$work/s.json'))['tasks']))")
-  python3 - "$n" "$parse" "$check" "$check_kb" "$virt" "$virt_kb" "$frames" <<'PY'
+  # The marginal cost of a frame: a run three times as long, less the first, over the frames it added (the
+  # load, the build and the summary drop out).
+  read -r virt3 _ < <(measure "$bin/rtcosim" run --virtual --max-file-size "$mib" --duration 0.3 --json "$work/s3.json" "$graph")
+  frames3=$(python3 -c "import json; print(sum(t['frames'] for t in json.load(open('$work/s3.json'))['tasks']))")
+  python3 - "$n" "$parse" "$check" "$check_kb" "$virt" "$virt_kb" "$frames" "$virt3" "$frames3" <<'PY'
 import sys
-n, parse, check, check_kb, virt, virt_kb, frames = sys.argv[1:]
-n, parse, check, virt = int(n), float(parse), float(check), float(virt)
-check_kb, virt_kb, frames = int(check_kb), int(virt_kb), int(frames)
+n, parse, check, check_kb, virt, virt_kb, frames, virt3, frames3 = sys.argv[1:]
+n, parse, check, virt, virt3 = int(n), float(parse), float(check), float(virt), float(virt3)
+check_kb, virt_kb, frames, frames3 = int(check_kb), int(virt_kb), int(frames), int(frames3)
 ratio = f"{check / parse:.1f}x" if parse > 0 else "-"
 print(f"{n:8d}  {parse:9.2f}  {check:9.2f} {check_kb / 1024:9.0f} {ratio:>7}  {virt:9.2f} {virt_kb / 1024:9.0f} "
-      f"{frames:10d} {virt / frames * 1e6:9.2f} {virt_kb / n:9.1f}")
+      f"{frames:10d} {virt / frames * 1e6:9.2f} {(virt3 - virt) / (frames3 - frames) * 1e6:9.2f} {virt_kb / n:9.1f}")
 PY
 done
 
