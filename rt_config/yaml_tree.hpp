@@ -139,7 +139,7 @@ class Document {
 
   // The document's root; a null node when the text holds no document.
   [[nodiscard]] Node root() const noexcept { return empty_ ? Node() : Node(this, root_); }
-  // Bytes the document holds, for the benchmarks.
+  // Bytes the document holds: what yaml_tree_test holds its size per node to.
   [[nodiscard]] std::size_t bytes() const noexcept;
 
  private:

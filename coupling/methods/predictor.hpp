@@ -20,8 +20,8 @@ namespace rtcosim::coupling::methods {
  *
  * Every form is stored as u = a + D (b + D c), so evaluation is two
  * multiply-adds per signal (with every derivative known, a and b are the
- * newest block's own values and derivatives, read from the history). Before the blocks the form was built from (the
- * previous block's tag) the
+ * newest block's own values and derivatives, read from the history).
+ * Before the blocks the form was built from (the previous block's tag) the
  * signal comes from the stored blocks instead (SampleHistory::interpolate):
  * the polynomial carried backwards leaves the data at once.
  */
