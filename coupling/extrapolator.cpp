@@ -5,6 +5,7 @@
 
 #include "base/counter.hpp"
 #include "base/finite.hpp"
+#include "base/signal_loop.hpp"
 #include "coupling/quadrature.hpp"
 
 namespace rtcosim::coupling {
@@ -21,7 +22,7 @@ namespace {
 // False when a value or a known derivative is NaN or infinite, without a
 // branch per signal (base::nonfinite_sign, which vectorises); `all_known`
 // says whether every derivative is known, from the same pass.
-bool finite_payload(const DataBlock& block, bool& all_known) noexcept {
+RTCOSIM_SIGNAL_LOOP bool finite_payload(const DataBlock& block, bool& all_known) noexcept {
   const std::size_t n = block.signal_count();
   const double* v = block.values().data();
   const double* d = block.derivatives().data();

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "base/counter.hpp"
+#include "base/signal_loop.hpp"
 #include "runtime/trace.hpp"
 
 namespace rtcosim::runtime {
@@ -323,7 +324,7 @@ void TaskRuntime::stage_outputs() noexcept {
   }
 }
 
-void TaskRuntime::fill_block(const OutputBinding& o, coupling::DataBlock& block) const noexcept {
+RTCOSIM_SIGNAL_LOOP void TaskRuntime::fill_block(const OutputBinding& o, coupling::DataBlock& block) const noexcept {
   block.tag = o.tag;
   block.sequence = o.sequence;
   block.producer_step = o.producer_step;
