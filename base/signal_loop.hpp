@@ -12,9 +12,20 @@
 // on any x86-64 (every example's recording is compared byte for byte).
 //
 // Only a non-virtual function can be cloned: a virtual one calls a free
-// function that carries the loop. Elsewhere (another architecture, or
-// RTCOSIM_NO_SIGNAL_CLONES) the macro is empty.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(RTCOSIM_NO_SIGNAL_CLONES)
+// function that carries the loop. Elsewhere the macro is empty: another
+// architecture, RTCOSIM_NO_SIGNAL_CLONES, and sanitizer builds, whose
+// instrumented ifunc resolver runs before the sanitizer's runtime is set up
+// (ThreadSanitizer crashes there); they test the SSE2 version.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define RTCOSIM_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define RTCOSIM_SANITIZED 1
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(RTCOSIM_NO_SIGNAL_CLONES) && \
+    !defined(RTCOSIM_SANITIZED)
 #define RTCOSIM_SIGNAL_LOOP __attribute__((target_clones("avx2", "default")))
 #else
 #define RTCOSIM_SIGNAL_LOOP
