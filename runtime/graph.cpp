@@ -98,8 +98,10 @@ void LinkInputs::count(Bundled& bundled, double t) noexcept {
   // The method holds its oldest block there (Extrapolator::oldest_tag); the
   // step's first samples are the furthest back, so every pass is looked at.
   // Only behind the lookback too: within it the method's own reconstruction
-  // answers, and a history a jump has just cleared is no shortage.
-  bundled.behind_history = bundled.behind_history || (t < e.oldest_tag() && t < newest - e.lookback());
+  // answers, and a history a jump has just cleared is no shortage. (The
+  // lookback is tested first: a read within it, the usual case, makes no
+  // virtual call for the oldest tag.)
+  bundled.behind_history = bundled.behind_history || (t < newest - e.lookback() && t < e.oldest_tag());
   // The output pass comes once per frame: the frame's counters.
   if (pass_ == tasks::InputPass::kOutput && frame_counts_) {
     if (gap > b.max_extrapolation) base::add_single_writer(b.stats.beyond_horizon_frames);
