@@ -152,9 +152,9 @@ void run_frames(benchmark::State& state, GraphId id) {
     start = end;
   };
 
-  // A quarter of the smallest ring the log makes (2^16 words) between
+  // A quarter of the smallest ring the log makes (2^13 words) between
   // drains: far from a full ring, and the same cadence in both variants.
-  const std::int64_t windows_per_drain = std::max<std::int64_t>(1, (1 << 14) / words_per_window(units, window));
+  const std::int64_t windows_per_drain = std::max<std::int64_t>(1, (1 << 11) / words_per_window(units, window));
   // One window first, untimed, so that the timed ones start warm.
   run_window();
 

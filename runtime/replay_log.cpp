@@ -146,7 +146,11 @@ ReplayLog::ReplayLog(Graph& graph, const std::string& path, Header header)
         cycles_per_second * static_cast<double>(words_per_cycle) + static_cast<double>(source_words[unit_index]),
         double(1u << 24));
     ++unit_index;
-    channels_.push_back(std::make_unique<Channel>(std::max<std::size_t>(1u << 16, static_cast<std::size_t>(words))));
+    // At least 2^13 words (64 kB), not more: the thread writes its words
+    // round the ring, and a ring far larger than the caches makes every new
+    // line a miss the frame waits for (2^16 words cost replay_bench's
+    // flight_control frames 18 ns more each, alternated, docs/benchmarks.md).
+    channels_.push_back(std::make_unique<Channel>(std::max<std::size_t>(1u << 13, static_cast<std::size_t>(words))));
   }
   for (std::size_t i = 0; i < sources_.size(); ++i) {
     taps_.push_back(std::make_unique<Tap>(*this, sources_[i].unit, i));

@@ -143,7 +143,8 @@ class ReplayLog {
     std::vector<std::pair<std::string, std::string>> files;
   };
   // Set-up: one ring per thread of the graph (thread_units order), sized
-  // for about a second of its frames (at least 2^16 words).
+  // for about a second of its frames at the most words a cycle can put
+  // (at least 2^13 words).
   ReplayLog(Graph& graph, const std::string& path, Header header);
   ~ReplayLog();
   ReplayLog(const ReplayLog&) = delete;

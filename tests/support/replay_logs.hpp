@@ -58,7 +58,16 @@ inline std::filesystem::path write_replay_log(runtime::Graph& graph, const std::
   runtime::ReplayLog log(graph, path.string(), header);
   std::string why;
   EXPECT_TRUE(log.open(&why)) << why;
-  for (const std::int64_t t : readings) log.put(0, runtime::replay_word::time(t));
+  // Drained as the run's drainer does, every so many words: a thread's ring
+  // holds about a second of its words, not the whole of a long log.
+  std::size_t since_drain = 0;
+  for (const std::int64_t t : readings) {
+    log.put(0, runtime::replay_word::time(t));
+    if (++since_drain == 1024) {
+      log.drain();
+      since_drain = 0;
+    }
+  }
   log.drain(batch);
   EXPECT_TRUE(log.finish(&why)) << why;
   return path;
