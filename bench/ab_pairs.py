@@ -5,7 +5,7 @@ A VM (this project's machines) changes speed between runs, sometimes by half:
 two whole runs one after the other then compare its states, not the builds.
 Here each pair runs both binaries briefly, in ABBA order (A B, then B A), pinned
 to one CPU, and the comparison is made pair by pair: per benchmark (and per
-ratio of two benchmarks of one run), the median of each build and the median
+ratio or difference of two benchmarks of one run), the median of each build and the median
 and mean of the pairs' differences, with how many pairs the new build lost.
 
   bench/ab_pairs.py OLD NEW [--pairs 20] [--filter REGEX] [--counter NAME [--scale 1e9]]

@@ -148,9 +148,8 @@ ReplayLog::ReplayLog(Graph& graph, const std::string& path, Header header)
     ++unit_index;
     // At least 2^13 words (64 kB), not more: the thread writes its words
     // round the ring, and a ring far larger than the caches makes every new
-    // line a miss the frame waits for (2^16 words cost replay_bench's
-    // flight_control frames 12-19 ns more each, alternated,
-    // docs/benchmarks.md).
+    // line a miss the frame waits for (replay_bench with 2^16-word rings,
+    // docs/benchmarks.md "What is not met").
     channels_.push_back(std::make_unique<Channel>(std::max<std::size_t>(1u << 13, static_cast<std::size_t>(words))));
   }
   for (std::size_t i = 0; i < sources_.size(); ++i) {
